@@ -1,0 +1,341 @@
+// Typed access to every route in docs/http_api.md. The JSON types live here and nowhere else.
+
+export type Bytes = number;
+export type Micros = number;
+
+export const CATEGORY_NAMES = [
+  'parameters',
+  'inputs',
+  'activations',
+  'gradients',
+  'optimizer',
+  'temporaries',
+  'other',
+] as const;
+export type CategoryName = (typeof CATEGORY_NAMES)[number];
+
+export type Group = 'layer' | 'scope';
+
+export interface Figures {
+  at_peak_bytes: Bytes;
+  allocated_bytes: Bytes;
+  op_peak_bytes: Bytes;
+  live_bytes: Bytes;
+  output_bytes: Bytes;
+  temp_bytes: Bytes;
+  persistent_bytes: Bytes;
+}
+export type FigureName = keyof Figures;
+
+export interface ErrorBody {
+  error: string;
+}
+
+// ---- runs ----
+export interface StepInfo {
+  tag: string;
+  step: number | null;
+  wall_time: number | null;
+  devices: string[];
+}
+export interface RunInfo {
+  run: string;
+  has_graph: boolean;
+  steps: StepInfo[];
+}
+export interface RunsResponse {
+  runs: RunInfo[];
+}
+
+// ---- summary ----
+export type SummaryStatus = 'ok' | 'no_memory' | 'empty' | 'corrupt';
+export type Baseline = 'allocator_bytes_in_use' | 'none';
+
+export interface NodeRef {
+  name: string;
+  scope: string;
+  op_type: string | null;
+}
+export interface CategoryTotal {
+  name: CategoryName;
+  at_peak_bytes: Bytes;
+  allocated_bytes?: Bytes;
+}
+export interface OpTypeTotal {
+  name: string;
+  count: number;
+  figures: Figures;
+}
+export interface TopScope {
+  scope: string;
+  name: string;
+  figures: Figures;
+}
+export interface DeviceSummary {
+  id: string;
+  device: string;
+  device_type: string;
+  allocator: string;
+  baseline: Baseline;
+  start_bytes: Bytes | null;
+  peak_bytes: Bytes | null;
+  peak_rise_bytes: Bytes;
+  peak_time_us: Micros | null;
+  peak_node: NodeRef | null;
+  end_bytes: Bytes | null;
+  node_count: number;
+  event_count: number;
+  figures: Figures;
+  snapshots: { count: number; max_abs_diff_bytes: Bytes | null };
+  categories: CategoryTotal[];
+  op_types: OpTypeTotal[];
+  top_scopes: TopScope[];
+}
+export interface SummaryResponse {
+  run: string;
+  tag: string;
+  step: number | null;
+  status: SummaryStatus;
+  message: string | null;
+  duration_us: Micros | null;
+  default_device: string | null;
+  devices: DeviceSummary[];
+}
+
+// ---- scopes ----
+export type ScopeKind = 'scope' | 'node' | 'self';
+export type CategoryBytes = Record<CategoryName, Bytes>;
+
+export interface Crumb {
+  name: string;
+  scope: string;
+}
+export interface ScopeChild {
+  scope: string;
+  name: string;
+  kind: ScopeKind;
+  has_children: boolean;
+  node_count: number;
+  top_op_type: string | null;
+  figures: Figures;
+  categories: CategoryBytes;
+}
+export interface ScopesResponse {
+  scope: string;
+  name: string;
+  path: Crumb[];
+  figures: Figures;
+  categories: CategoryBytes;
+  peak_rise_bytes: Bytes;
+  children: ScopeChild[];
+}
+
+// ---- scope ----
+export type NodeKind = 'op' | 'layout_transpose' | 'feed' | 'plumbing';
+export interface NodeExecution {
+  raw_name: string;
+  graph_name: string;
+  scope: string;
+  op_type: string;
+  kernel: string | null;
+  kind: NodeKind;
+  category: CategoryName;
+  start_us: Micros;
+  end_us: Micros;
+  figures: Figures;
+}
+export interface TimeSpan {
+  start_us: Micros;
+  end_us: Micros;
+}
+export interface ScopeDetails {
+  scope: string;
+  name: string;
+  kind: ScopeKind;
+  figures: Figures;
+  share_of_peak: number | null;
+  peak_rise_bytes: Bytes;
+  categories: { name: CategoryName; at_peak_bytes: Bytes }[];
+  op_types: OpTypeTotal[];
+  node_count: number;
+  time_span: TimeSpan | null;
+  nodes: NodeExecution[];
+}
+
+// ---- curve ----
+export interface CurveSeries {
+  scope: string | null;
+  name: string;
+  bytes: Bytes[];
+}
+export interface CurveResponse {
+  baseline: Baseline;
+  start_bytes: Bytes | null;
+  absolute: boolean;
+  peak: { time_us: Micros; bytes: Bytes; rise_bytes: Bytes; node: NodeRef | null } | null;
+  duration_us: Micros;
+  t_us: Micros[];
+  min_bytes: Bytes[];
+  max_bytes: Bytes[];
+  node_at: number[];
+  node_names: string[];
+  snapshots: { t_us: Micros[]; bytes: Bytes[] };
+  series: CurveSeries[];
+}
+
+// ---- graph ----
+export type GraphNodeKind = 'scope' | 'node' | 'other';
+export interface GraphNode {
+  id: string;
+  name: string;
+  kind: GraphNodeKind;
+  op_type: string | null;
+  node_count: number;
+  at_peak_bytes: Bytes;
+  allocated_bytes: Bytes;
+  output_bytes: Bytes;
+}
+export interface GraphEdge {
+  source: string;
+  target: string;
+  count: number;
+}
+export interface GraphResponse {
+  scope: string;
+  source: 'run_graph' | 'partition_graphs' | 'trace';
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  omitted_nodes: number;
+  graphs_dashboard_run: string;
+}
+
+// ---- fetching ----
+
+/** A route answered with an error body (4xx/5xx) or did not answer JSON. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly url: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export type Fetcher = (url: string) => Promise<Response>;
+
+type Params = Record<string, string | number | undefined | null>;
+
+/** Builds a relative URL; the entry page's <base> points it at the plugin route. */
+export function routeUrl(route: string, params: Params = {}): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null) continue;
+    query.set(key, String(value));
+  }
+  const qs = query.toString();
+  return qs ? `./${route}?${qs}` : `./${route}`;
+}
+
+export interface StepParams {
+  run: string;
+  tag: string;
+}
+export interface DeviceParams extends StepParams {
+  device: string;
+  group: Group;
+}
+
+/**
+ * Client for the plugin's routes. Responses are cached per URL (steps are
+ * immutable once written), so a selection change that needs no new data costs
+ * no request; concurrent requests for the same URL share one fetch.
+ */
+export class Api {
+  private readonly cache = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly fetcher: Fetcher = (url) => fetch(url)) {}
+
+  runs(): Promise<RunsResponse> {
+    // Runs can appear while TensorBoard is open: never cached.
+    return this.get<RunsResponse>(routeUrl('runs'), false);
+  }
+
+  summary(p: StepParams & { group: Group }): Promise<SummaryResponse> {
+    return this.get(routeUrl('summary', { run: p.run, tag: p.tag, group: p.group }));
+  }
+
+  scopes(p: DeviceParams & { scope: string }): Promise<ScopesResponse> {
+    return this.get(routeUrl('scopes', { ...deviceQuery(p), scope: p.scope }));
+  }
+
+  scope(p: DeviceParams & { scope: string; top?: number }): Promise<ScopeDetails> {
+    return this.get(routeUrl('scope', { ...deviceQuery(p), scope: p.scope, top: p.top }));
+  }
+
+  curve(
+    p: DeviceParams & { points: number; breakdown?: string; top?: number },
+  ): Promise<CurveResponse> {
+    return this.get(
+      routeUrl('curve', {
+        ...deviceQuery(p),
+        points: p.points,
+        breakdown: p.breakdown,
+        top: p.top,
+      }),
+    );
+  }
+
+  graph(p: StepParams & { device: string; scope: string; max_nodes?: number }): Promise<GraphResponse> {
+    return this.get(
+      routeUrl('graph', {
+        run: p.run,
+        tag: p.tag,
+        device: p.device,
+        scope: p.scope,
+        max_nodes: p.max_nodes,
+      }),
+    );
+  }
+
+  private get<T>(url: string, cached = true): Promise<T> {
+    const hit = cached ? this.cache.get(url) : undefined;
+    if (hit) return hit as Promise<T>;
+    const pending = this.fetchJson<T>(url);
+    if (cached) {
+      this.cache.set(url, pending);
+      // Failures are not cached, so a retry after a transient error can succeed.
+      pending.catch(() => this.cache.delete(url));
+    }
+    return pending;
+  }
+
+  private async fetchJson<T>(url: string): Promise<T> {
+    let response: Response;
+    try {
+      response = await this.fetcher(url);
+    } catch (e) {
+      throw new ApiError(`network error: ${(e as Error).message}`, 0, url);
+    }
+    let body: unknown = null;
+    try {
+      body = await response.json();
+    } catch {
+      body = null;
+    }
+    if (!response.ok) {
+      const message =
+        body && typeof body === 'object' && typeof (body as ErrorBody).error === 'string'
+          ? (body as ErrorBody).error
+          : `HTTP ${response.status} ${response.statusText}`.trim();
+      throw new ApiError(message, response.status, url);
+    }
+    if (body === null) throw new ApiError('response is not JSON', response.status, url);
+    return body as T;
+  }
+}
+
+function deviceQuery(p: DeviceParams): Params {
+  return { run: p.run, tag: p.tag, device: p.device, group: p.group };
+}
