@@ -1,0 +1,53 @@
+// Default picks: first run with traces, its latest step, its accelerator if any.
+
+import type { DeviceSummary, RunInfo, StepInfo, SummaryResponse } from '../api';
+
+/** The preferred run when it still has traced steps, else the first run that has any. */
+export function chooseRun(runs: readonly RunInfo[], preferred: string | null): RunInfo | null {
+  const traced = runs.filter((r) => r.steps.length > 0);
+  return traced.find((r) => r.run === preferred) ?? traced[0] ?? null;
+}
+
+/** The latest step: highest step number, then latest wall time, then last in tag order. */
+export function latestStep(steps: readonly StepInfo[]): StepInfo | null {
+  let best: StepInfo | null = null;
+  let bestIndex = -1;
+  steps.forEach((s, index) => {
+    if (best === null || compareSteps(s, index, best, bestIndex) > 0) {
+      best = s;
+      bestIndex = index;
+    }
+  });
+  return best;
+}
+
+function compareSteps(a: StepInfo, ai: number, b: StepInfo, bi: number): number {
+  const as = a.step ?? Number.NEGATIVE_INFINITY;
+  const bs = b.step ?? Number.NEGATIVE_INFINITY;
+  if (as !== bs) return as - bs;
+  const aw = a.wall_time ?? Number.NEGATIVE_INFINITY;
+  const bw = b.wall_time ?? Number.NEGATIVE_INFINITY;
+  if (aw !== bw) return aw - bw;
+  return ai - bi;
+}
+
+export function chooseStep(run: RunInfo, preferredTag: string | null): StepInfo | null {
+  return run.steps.find((s) => s.tag === preferredTag) ?? latestStep(run.steps);
+}
+
+export function isAccelerator(device: Pick<DeviceSummary, 'device_type'>): boolean {
+  const t = device.device_type.toUpperCase();
+  return t === 'GPU' || t === 'TPU';
+}
+
+/** The preferred device if the step has it, else an accelerator, else the summary's default. */
+export function chooseDevice(summary: SummaryResponse, preferred: string | null): string | null {
+  const devices = summary.devices;
+  if (preferred !== null && devices.some((d) => d.id === preferred)) return preferred;
+  const accelerator = devices.find(isAccelerator);
+  if (accelerator) return accelerator.id;
+  if (summary.default_device !== null && devices.some((d) => d.id === summary.default_device)) {
+    return summary.default_device;
+  }
+  return devices[0]?.id ?? summary.default_device ?? null;
+}

@@ -1,0 +1,131 @@
+import { describe, expect, it, vi } from 'vitest';
+import { INITIAL_SELECTION, Selection, isWithin, ownerScope, parentScope } from './selection';
+
+describe('Selection', () => {
+  it('starts from the initial selection plus overrides', () => {
+    const s = new Selection({ run: 'a' });
+    expect(s.get()).toEqual({ ...INITIAL_SELECTION, run: 'a' });
+  });
+
+  it('notifies once per set with every changed key', () => {
+    const s = new Selection();
+    const listener = vi.fn();
+    s.subscribe(listener);
+    s.set({ run: 'r', tag: 't', device: 'GPU:0/GPU_0_bfc' });
+    expect(listener).toHaveBeenCalledTimes(1);
+    const changed = listener.mock.calls[0]![1] as Set<string>;
+    expect([...changed].sort()).toEqual(['device', 'run', 'tag']);
+  });
+
+  it('does not notify when nothing changed', () => {
+    const s = new Selection({ run: 'r' });
+    const listener = vi.fn();
+    s.subscribe(listener);
+    s.set({ run: 'r' });
+    s.set({ timeRange: null });
+    expect(listener).not.toHaveBeenCalled();
+  });
+
+  it('treats equal time ranges as unchanged', () => {
+    const s = new Selection({ timeRange: { start_us: 1, end_us: 2 } });
+    const listener = vi.fn();
+    s.subscribe(listener);
+    s.set({ timeRange: { start_us: 1, end_us: 2 } });
+    expect(listener).not.toHaveBeenCalled();
+    s.set({ timeRange: { start_us: 1, end_us: 3 } });
+    expect(listener).toHaveBeenCalledTimes(1);
+  });
+
+  it('changing the run resets step, device, focus, selection and zoom', () => {
+    const s = new Selection({
+      run: 'a',
+      tag: 't',
+      device: 'd',
+      focus: 'x',
+      selected: 'x/y',
+      timeRange: { start_us: 0, end_us: 5 },
+    });
+    const listener = vi.fn();
+    s.subscribe(listener);
+    s.set({ run: 'b' });
+    expect(s.get()).toEqual({ ...INITIAL_SELECTION, run: 'b' });
+    const changed = listener.mock.calls[0]![1] as Set<string>;
+    expect(changed.has('focus')).toBe(true);
+    expect(changed.has('group')).toBe(false);
+  });
+
+  it('keeps dependent keys that the same patch sets', () => {
+    const s = new Selection({ run: 'a', tag: 't' });
+    s.set({ run: 'b', tag: 'u', device: 'GPU:0/bfc' });
+    expect(s.get().tag).toBe('u');
+    expect(s.get().device).toBe('GPU:0/bfc');
+  });
+
+  it('changing the device or step resets scopes but keeps the grouping', () => {
+    const s = new Selection({ run: 'a', tag: 't', device: 'd', group: 'scope', focus: 'x', selected: 'x/y' });
+    s.set({ device: 'e' });
+    expect(s.get()).toMatchObject({ run: 'a', tag: 't', device: 'e', group: 'scope', focus: '', selected: null });
+    s.set({ focus: 'x' });
+    s.set({ tag: 'u' });
+    expect(s.get().focus).toBe('');
+    expect(s.get().device).toBe('e');
+  });
+
+  it('changing the grouping resets focus and selection but keeps the zoom', () => {
+    const range = { start_us: 3, end_us: 9 };
+    const s = new Selection({ focus: 'x', selected: 'x/y', timeRange: range });
+    s.set({ group: 'scope' });
+    expect(s.get().focus).toBe('');
+    expect(s.get().selected).toBeNull();
+    expect(s.get().timeRange).toEqual(range);
+  });
+
+  it('drill focuses and selects; drilling to the root clears the selection', () => {
+    const s = new Selection();
+    s.drill('shared_model/unet_01');
+    expect(s.get().focus).toBe('shared_model/unet_01');
+    expect(s.get().selected).toBe('shared_model/unet_01');
+    s.drill('');
+    expect(s.get().focus).toBe('');
+    expect(s.get().selected).toBeNull();
+  });
+
+  it('unsubscribe stops notifications', () => {
+    const s = new Selection();
+    const listener = vi.fn();
+    const off = s.subscribe(listener);
+    off();
+    s.select('a');
+    expect(listener).not.toHaveBeenCalled();
+  });
+
+  it('listeners see the new state', () => {
+    const s = new Selection();
+    let seen: string | null = 'unset';
+    s.subscribe((state) => {
+      seen = state.selected;
+    });
+    s.select('a/b');
+    expect(seen).toBe('a/b');
+  });
+});
+
+describe('scope paths', () => {
+  it('finds parents', () => {
+    expect(parentScope('a/b/c')).toBe('a/b');
+    expect(parentScope('a')).toBe('');
+    expect(parentScope('')).toBe('');
+    expect(parentScope('a/b/(self)')).toBe('a/b');
+  });
+  it('maps (self) tiles to their owner', () => {
+    expect(ownerScope('a/b/(self)')).toBe('a/b');
+    expect(ownerScope('(self)')).toBe('');
+    expect(ownerScope('a/b')).toBe('a/b');
+  });
+  it('tests ancestry on path segments, not string prefixes', () => {
+    expect(isWithin('a/b', 'a')).toBe(true);
+    expect(isWithin('a', 'a')).toBe(true);
+    expect(isWithin('ab', 'a')).toBe(false);
+    expect(isWithin('x', '')).toBe(true);
+  });
+});

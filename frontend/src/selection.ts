@@ -1,0 +1,125 @@
+// The one shared selection every view reads and writes: run, step, device,
+// grouping, the focused (drilled-into) scope, the selected scope, the time range.
+
+import type { Group } from './api';
+
+export interface TimeRange {
+  start_us: number;
+  end_us: number;
+}
+
+export interface SelectionState {
+  run: string | null;
+  tag: string | null;
+  device: string | null;
+  group: Group;
+  /** Scope the treemap and graph show the children of; "" is the root. */
+  focus: string;
+  /** Scope whose details are shown; null selects nothing (the focus is described). */
+  selected: string | null;
+  /** Zoomed window of the curve; null is the whole step. */
+  timeRange: TimeRange | null;
+}
+
+export type SelectionKey = keyof SelectionState;
+export type Listener = (state: Readonly<SelectionState>, changed: ReadonlySet<SelectionKey>) => void;
+
+export const INITIAL_SELECTION: Readonly<SelectionState> = Object.freeze({
+  run: null,
+  tag: null,
+  device: null,
+  group: 'layer',
+  focus: '',
+  selected: null,
+  timeRange: null,
+});
+
+/** What a change to a key invalidates: scope paths belong to one run/step/device/grouping. */
+const RESETS: Partial<Record<SelectionKey, SelectionKey[]>> = {
+  run: ['tag', 'device', 'focus', 'selected', 'timeRange'],
+  tag: ['focus', 'selected', 'timeRange'],
+  device: ['focus', 'selected', 'timeRange'],
+  group: ['focus', 'selected'],
+};
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    const ra = a as TimeRange;
+    const rb = b as TimeRange;
+    return ra.start_us === rb.start_us && ra.end_us === rb.end_us;
+  }
+  return false;
+}
+
+export class Selection {
+  private state: SelectionState;
+  private readonly listeners = new Set<Listener>();
+
+  constructor(initial: Partial<SelectionState> = {}) {
+    this.state = { ...INITIAL_SELECTION, ...initial };
+  }
+
+  get(): Readonly<SelectionState> {
+    return this.state;
+  }
+
+  /**
+   * Applies a patch. Keys that depend on a changed key are reset to their
+   * initial value unless the patch sets them too. Listeners are told once,
+   * with every key that changed; nothing is told when nothing changed.
+   */
+  set(patch: Partial<SelectionState>): void {
+    const next: SelectionState = { ...this.state };
+    const changed = new Set<SelectionKey>();
+    const patchKeys = Object.keys(patch) as SelectionKey[];
+    for (const key of patchKeys) {
+      if (sameValue(this.state[key], patch[key])) continue;
+      (next as unknown as Record<string, unknown>)[key] = patch[key];
+      changed.add(key);
+    }
+    for (const key of [...changed]) {
+      for (const dependent of RESETS[key] ?? []) {
+        if (dependent in patch) continue;
+        if (sameValue(next[dependent], INITIAL_SELECTION[dependent])) continue;
+        (next as unknown as Record<string, unknown>)[dependent] = INITIAL_SELECTION[dependent];
+        changed.add(dependent);
+      }
+    }
+    if (changed.size === 0) return;
+    this.state = next;
+    for (const listener of [...this.listeners]) listener(this.state, changed);
+  }
+
+  /** Selects a scope (or clears the selection with null). */
+  select(scope: string | null): void {
+    this.set({ selected: scope });
+  }
+
+  /** Drills into a scope: it becomes the focus and the selection. */
+  drill(scope: string): void {
+    this.set({ focus: scope, selected: scope === '' ? null : scope });
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+/** Parent of a scope path: "a/b/c" -> "a/b", "a" -> "", "" -> "". "(self)" tiles belong to their parent. */
+export function parentScope(scope: string): string {
+  const cut = scope.lastIndexOf('/');
+  return cut < 0 ? '' : scope.slice(0, cut);
+}
+
+/** The scope a "(self)" tile stands for: "a/b/(self)" -> "a/b". */
+export function ownerScope(scope: string): string {
+  return scope.endsWith('/(self)') ? scope.slice(0, -'/(self)'.length) : scope === '(self)' ? '' : scope;
+}
+
+/** True when `scope` is `ancestor` or lies under it. */
+export function isWithin(scope: string, ancestor: string): boolean {
+  if (ancestor === '') return true;
+  return scope === ancestor || scope.startsWith(ancestor + '/');
+}
