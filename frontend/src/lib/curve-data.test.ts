@@ -37,7 +37,7 @@ describe('stackSeries', () => {
 
   it('tops out at the sum of all series (the relative curve)', () => {
     const layers = stackSeries(series, 3);
-    const last = layers.at(-1)!;
+    const last = layers.slice(-1)[0]!;
     expect(last.y1).toEqual([3, 43, 8]);
   });
 

@@ -22,7 +22,7 @@ describe('aggregateTiles', () => {
   it('folds children below the minimum area into one "(N more)" tile with their sum', () => {
     // 1000 px² in all: 1 byte in 1000 is 1 px², below the 36 px² default.
     const out = aggregateTiles(children([900, 95, 1, 1, 1, 2]), value, key, { areaPx: 1000 });
-    const more = out.tiles.at(-1)!;
+    const more = out.tiles.slice(-1)[0]!;
     expect(more.type).toBe('more');
     if (more.type !== 'more') throw new Error('expected a more tile');
     expect(more.count).toBe(4);

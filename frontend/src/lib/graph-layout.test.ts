@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import type { GraphNode, GraphResponse } from '../api';
+import { BOX_HEIGHT, boxWidth, layoutGraph } from './graph-layout';
+
+const node = (id: string): GraphNode => ({
+  id,
+  name: id.split('/').pop()!,
+  kind: 'scope',
+  op_type: null,
+  node_count: 1,
+  at_peak_bytes: 1,
+  allocated_bytes: 1,
+  output_bytes: 1,
+});
+
+function graph(ids: string[], edges: [string, string][]): GraphResponse {
+  return {
+    scope: '',
+    source: 'run_graph',
+    nodes: ids.map(node),
+    edges: edges.map(([source, target]) => ({ source, target, count: 1 })),
+    omitted_nodes: 0,
+    graphs_dashboard_run: 'r',
+  };
+}
+
+describe('layoutGraph', () => {
+  it('places every node and ranks edges top to bottom', () => {
+    const layout = layoutGraph(graph(['m/a', 'm/b', 'm/c'], [['m/a', 'm/b'], ['m/b', 'm/c']]));
+    expect(layout.nodes).toHaveLength(3);
+    const y = Object.fromEntries(layout.nodes.map((n) => [n.node.id, n.y]));
+    expect(y['m/a']!).toBeLessThan(y['m/b']!);
+    expect(y['m/b']!).toBeLessThan(y['m/c']!);
+    expect(layout.edges).toHaveLength(2);
+    expect(layout.edges[0]!.points.length).toBeGreaterThan(1);
+    expect(layout.width).toBeGreaterThan(0);
+  });
+  it('drops edges to unknown nodes and self loops instead of failing', () => {
+    const layout = layoutGraph(graph(['a', 'b'], [['a', 'zzz'], ['a', 'a'], ['a', 'b']]));
+    expect(layout.edges.map((e) => `${e.edge.source}>${e.edge.target}`)).toEqual(['a>b']);
+  });
+  it('keeps boxes from overlapping', () => {
+    const ids = Array.from({ length: 30 }, (_, i) => `n${i}`);
+    const layout = layoutGraph(graph(ids, []));
+    for (let i = 0; i < layout.nodes.length; i++) {
+      for (let j = i + 1; j < layout.nodes.length; j++) {
+        const a = layout.nodes[i]!;
+        const b = layout.nodes[j]!;
+        const apart =
+          Math.abs(a.x - b.x) >= (a.width + b.width) / 2 - 0.5 || Math.abs(a.y - b.y) >= (a.height + b.height) / 2 - 0.5;
+        expect(apart).toBe(true);
+      }
+    }
+    expect(layout.nodes[0]!.height).toBe(BOX_HEIGHT);
+  });
+  it('sizes boxes by label within bounds', () => {
+    expect(boxWidth('a')).toBe(70);
+    expect(boxWidth('x'.repeat(500))).toBe(220);
+  });
+});

@@ -1,0 +1,26 @@
+// The identity shown in the summary header: at-peak bytes by category and by
+// op type each add up to the peak's rise over the start of the step.
+
+import type { DeviceSummary } from '../api';
+
+export interface PeakIdentity {
+  categoriesBytes: number;
+  opTypesBytes: number;
+  figureBytes: number;
+  peakRiseBytes: number;
+  holds: boolean;
+}
+
+export function peakIdentity(device: DeviceSummary): PeakIdentity {
+  const categoriesBytes = device.categories.reduce((s, c) => s + c.at_peak_bytes, 0);
+  const opTypesBytes = device.op_types.reduce((s, o) => s + o.figures.at_peak_bytes, 0);
+  const figureBytes = device.figures.at_peak_bytes;
+  const peakRiseBytes = device.peak_rise_bytes;
+  return {
+    categoriesBytes,
+    opTypesBytes,
+    figureBytes,
+    peakRiseBytes,
+    holds: categoriesBytes === peakRiseBytes && opTypesBytes === peakRiseBytes && figureBytes === peakRiseBytes,
+  };
+}
