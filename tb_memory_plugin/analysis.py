@@ -1,0 +1,509 @@
+"""Figures for one traced step: curve, peak, at-peak attribution, scope trees.
+
+Every figure in DESIGN.md has its home here; the CLI, the plugin routes and
+the tests all read them from a `StepAnalysis`. Plain Python + numpy.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from . import names as names_mod
+from .trace import SpaceTrace, Trace
+
+# Column order of the figure matrix (one row per execution / tree node).
+FIGURES = (
+    "at_peak_bytes",
+    "allocated_bytes",
+    "op_peak_bytes",
+    "live_bytes",
+    "output_bytes",
+    "temp_bytes",
+    "persistent_bytes",
+)
+AT_PEAK, ALLOCATED, OP_PEAK, LIVE, OUTPUT, TEMP, PERSISTENT = range(len(FIGURES))
+
+CATEGORIES = (
+    "parameters",
+    "inputs",
+    "activations",
+    "gradients",
+    "optimizer",
+    "temporaries",
+    "other",
+)
+PARAMETERS, INPUTS, ACTIVATIONS, GRADIENTS, OPTIMIZER, TEMPORARIES, OTHER = range(len(CATEGORIES))
+
+GROUPS = ("layer", "scope")
+SELF = "(self)"
+UNKNOWN_OP = "(unknown)"
+
+_VARIABLE_OPS = frozenset(
+    {"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "_ReadVariablesOp",
+     "VarIsInitializedOp", "Assign", "AssignVariableOp", "ResourceGather"}
+)
+_INPUT_OPS = frozenset(
+    {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorV2",
+     "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv"}
+)
+_OTHER_OPS = frozenset(
+    {"Const", "HostConst", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Retval",
+     "BroadcastGradientArgs", "_SOURCE", "_SINK"}
+)
+_OPTIMIZER_NAMES = frozenset(
+    {"Adam", "AdamW", "SGD", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Adamax",
+     "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer"}
+)
+_SLOT_RE = re.compile(r"^(?:Adam|Momentum|RMSProp|Adagrad|Adadelta|Ftrl|Adamax|Nadam)(?:_\d+)?$")
+_GRADIENT_COMPONENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?$")
+
+
+_GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
+
+
+def categorise(path: str, op_type: str, kind: str) -> int:
+    """Heuristic category of a node from its name, op type and kind.
+
+    Documented in the README ("Categories"). Executions with persistent
+    memory become parameters, and bytes freed inside a running op become
+    temporaries (see `SpaceAnalysis`): both need per-execution figures.
+    """
+    if kind == names_mod.FEED or op_type in _INPUT_OPS:
+        return INPUTS
+    if kind == names_mod.PLUMBING:
+        return OTHER
+    if op_type.startswith(("Apply", "ResourceApply", "ResourceSparseApply", "SparseApply")):
+        return OPTIMIZER
+    first, _, rest = path.partition("/")
+    if first in _OPTIMIZER_NAMES or first in ("beta1_power", "beta2_power"):
+        return OPTIMIZER
+    if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
+        return OPTIMIZER
+    if _GRADIENT_RE.search(path):
+        return GRADIENTS
+    if op_type in _VARIABLE_OPS:
+        return PARAMETERS
+    if op_type in _OTHER_OPS:
+        return OTHER
+    return ACTIVATIONS
+
+
+@dataclass
+class Curve:
+    """The step function of bytes over time (relative to the step's start)."""
+
+    time_us: np.ndarray  # distinct event times, sorted
+    rise_bytes: np.ndarray  # bytes over the start after all events at that time
+    group_end: np.ndarray  # index (in sorted events) of the last event at each time
+    event_order: np.ndarray  # argsort of events by time (stable)
+    peak_index: int  # into time_us; -1 when the curve never rises
+    peak_time_us: int
+    peak_rise_bytes: int
+
+
+def build_curve(space: SpaceTrace) -> Curve:
+    """Running total of allocation records; the peak is its maximum."""
+    order = np.argsort(space.event_time_us, kind="stable")
+    times = space.event_time_us[order]
+    running = np.cumsum(space.event_bytes[order])
+    if times.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Curve(empty, empty, empty, order, -1, 0, 0)
+    last_of_group = np.flatnonzero(np.diff(times)) if times.size > 1 else np.zeros(0, dtype=np.int64)
+    group_end = np.append(last_of_group, times.size - 1)
+    time_us = times[group_end]
+    rise = running[group_end]
+    peak_index = int(np.argmax(rise))
+    if rise[peak_index] <= 0:
+        return Curve(time_us, rise, group_end, order, -1, 0, 0)
+    return Curve(time_us, rise, group_end, order, peak_index, int(time_us[peak_index]), int(rise[peak_index]))
+
+
+def _bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Exact integer sums by index (float64 sums of ints are exact below 2**53)."""
+    if index.size == 0:
+        return np.zeros(size, dtype=np.int64)
+    return np.rint(np.bincount(index, weights=weights, minlength=size)).astype(np.int64)
+
+
+@dataclass
+class ScopeTree:
+    """Scope tree for one grouping; node 0 is the root ("")."""
+
+    paths: list[str]
+    index: dict[str, int]
+    parent: np.ndarray
+    kinds: list[str]  # "scope", "node", "self"
+    children: list[list[int]]
+    figures: np.ndarray  # (tree nodes, FIGURES)
+    categories: np.ndarray  # (tree nodes, CATEGORIES) at-peak bytes
+    exec_count: np.ndarray
+    exec_order: np.ndarray  # executions sorted by their leaf's preorder position
+    exec_range: np.ndarray  # (tree nodes, 2): slice of exec_order in each subtree
+    leaf_of_exec: np.ndarray
+
+    def executions(self, node: int) -> np.ndarray:
+        begin, end = self.exec_range[node]
+        return self.exec_order[begin:end]
+
+
+def build_tree(leaf_paths: list[str], exec_leaf: np.ndarray, exec_figures: np.ndarray,
+               exec_categories: np.ndarray) -> ScopeTree:
+    """Aggregate executions into a scope tree; a node's own bytes go to `(self)`."""
+    leaves = set(leaf_paths)
+    scopes = {""}
+    for path in leaves:
+        slash = path.rfind("/")
+        while slash > 0:
+            prefix = path[:slash]
+            if prefix in scopes:
+                break
+            scopes.add(prefix)
+            slash = path.rfind("/", 0, slash)
+    leaf_node_path = {p: (f"{p}/{SELF}" if p in scopes else p) for p in leaves}
+    all_paths = sorted(scopes | set(leaf_node_path.values()), key=lambda p: p.replace("/", "\x00"))
+    # Preorder sort puts "" first; each subtree is contiguous.
+    index = {p: i for i, p in enumerate(all_paths)}
+    count = len(all_paths)
+    parent = np.full(count, -1, dtype=np.int64)
+    kinds = []
+    children: list[list[int]] = [[] for _ in range(count)]
+    depth = np.zeros(count, dtype=np.int64)
+    for i, path in enumerate(all_paths):
+        if i == 0:
+            kinds.append("scope")
+            continue
+        slash = path.rfind("/")
+        p = index[path[:slash]] if slash > 0 else 0
+        parent[i] = p
+        children[p].append(i)
+        depth[i] = path.count("/") + 1
+        kinds.append("scope" if path in scopes else ("self" if path.endswith("/" + SELF) else "node"))
+
+    leaf_index = np.fromiter((index[leaf_node_path[p]] for p in leaf_paths), dtype=np.int64, count=len(leaf_paths))
+    exec_node = leaf_index[exec_leaf] if exec_leaf.size else np.zeros(0, dtype=np.int64)
+    figures = np.zeros((count, exec_figures.shape[1]), dtype=np.int64)
+    categories = np.zeros((count, exec_categories.shape[1]), dtype=np.int64)
+    exec_count = np.zeros(count, dtype=np.int64)
+    np.add.at(figures, exec_node, exec_figures)
+    np.add.at(categories, exec_node, exec_categories)
+    np.add.at(exec_count, exec_node, 1)
+    for level in range(int(depth.max()) if count > 1 else 0, 0, -1):
+        at_level = np.flatnonzero(depth == level)
+        np.add.at(figures, parent[at_level], figures[at_level])
+        np.add.at(categories, parent[at_level], categories[at_level])
+        np.add.at(exec_count, parent[at_level], exec_count[at_level])
+    # Subtree of node i spans preorder positions [i, i + size); executions follow.
+    subtree_size = np.ones(count, dtype=np.int64)
+    for level in range(int(depth.max()) if count > 1 else 0, 0, -1):
+        at_level = np.flatnonzero(depth == level)
+        np.add.at(subtree_size, parent[at_level], subtree_size[at_level])
+    exec_order = np.argsort(exec_node, kind="stable")
+    sorted_nodes = exec_node[exec_order]
+    first = np.searchsorted(sorted_nodes, np.arange(count), side="left")
+    last = np.searchsorted(sorted_nodes, np.arange(count) + subtree_size, side="left")
+    for node_children in children:  # largest first, as every view wants
+        node_children.sort(key=lambda c: (-figures[c, AT_PEAK], -figures[c, ALLOCATED], all_paths[c]))
+    return ScopeTree(
+        paths=all_paths,
+        index=index,
+        parent=parent,
+        kinds=kinds,
+        children=children,
+        figures=figures,
+        categories=categories,
+        exec_count=exec_count,
+        exec_order=exec_order,
+        exec_range=np.stack([first, last], axis=1),
+        leaf_of_exec=exec_node,
+    )
+
+
+class SpaceAnalysis:
+    """All figures for one memory space (device + allocator) of a step."""
+
+    def __init__(self, space: SpaceTrace, node_code: np.ndarray, node_infos: list[names_mod.NameInfo],
+                 node_op_types: list[str], node_categories: np.ndarray) -> None:
+        self.space = space
+        # Executions point (node_code) into tables of distinct runtime names.
+        self.node_code = node_code
+        self.node_infos = node_infos
+        self.node_op_types = node_op_types
+        self.curve = build_curve(space)
+        self.has_curve = space.has_records
+        self._trees: dict[str, ScopeTree] = {}
+        self._lock = threading.Lock()
+
+        n = space.exec_count
+        at_peak = self._at_peak_by_exec()
+        figures = np.stack(
+            [at_peak, space.allocated, space.op_peak, space.live, space.output, space.temp,
+             space.persistent], axis=1) if n else np.zeros((0, len(FIGURES)), dtype=np.int64)
+        self.exec_figures = figures
+        category = node_categories[node_code] if n else np.zeros(0, dtype=np.int64)
+        kept_across_steps = (space.persistent > 0) & np.isin(category, (ACTIVATIONS, OTHER))
+        self.category = np.where(kept_across_steps, PARAMETERS, category)
+        temporaries = self._temporaries_at_peak(at_peak)
+        categories = np.zeros((n, len(CATEGORIES)), dtype=np.int64)
+        categories[np.arange(n), self.category] = at_peak - temporaries
+        categories[:, TEMPORARIES] += temporaries
+        self.exec_categories = categories
+        self.baseline, self.start_bytes, self.snapshot_gap = self._baseline()
+
+    # -- at-peak attribution ------------------------------------------------
+
+    def _events_up_to_peak(self) -> np.ndarray:
+        """Indices of events at or before the peak time (in time order)."""
+        curve = self.curve
+        if curve.peak_index < 0:
+            return np.zeros(0, dtype=np.int64)
+        return curve.event_order[: curve.group_end[curve.peak_index] + 1]
+
+    def _at_peak_by_exec(self) -> np.ndarray:
+        """Net bytes each execution holds at the peak; sums to the peak rise exactly."""
+        events = self._events_up_to_peak()
+        space = self.space
+        return _bincount(space.event_exec[events], space.event_bytes[events], space.exec_count)
+
+    def _temporaries_at_peak(self, at_peak: np.ndarray) -> np.ndarray:
+        """Bytes held at the peak by a running op and freed before it ended."""
+        space, curve = self.space, self.curve
+        n = space.exec_count
+        if curve.peak_index < 0 or n == 0:
+            return np.zeros(n, dtype=np.int64)
+        peak = curve.peak_time_us
+        after_peak = curve.event_order[curve.group_end[curve.peak_index] + 1:]
+        execs = space.event_exec[after_peak]
+        within_op = space.event_time_us[after_peak] <= space.end_us[execs]
+        net_until_end = _bincount(execs[within_op], space.event_bytes[after_peak][within_op], n)
+        running = (space.start_us <= peak) & (peak <= space.end_us)
+        freed = np.where(running, -net_until_end, 0)
+        return np.clip(freed, 0, np.maximum(at_peak, 0))
+
+    def _baseline(self) -> tuple[str, int | None, int | None]:
+        """Bytes in use before the step, from the allocator's own snapshots."""
+        space, curve = self.space, self.curve
+        if space.snapshot_bytes.size == 0:
+            return "none", None, None
+        if curve.time_us.size == 0:
+            return "allocator_bytes_in_use", int(np.median(space.snapshot_bytes)), None
+        at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
+        rise_then = np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
+        offsets = space.snapshot_bytes - rise_then
+        start = int(np.median(offsets))
+        gap = int(np.max(np.abs(offsets - start)))
+        return "allocator_bytes_in_use", start, gap
+
+    # -- trees ----------------------------------------------------------------
+
+    def tree(self, group: str) -> ScopeTree:
+        if group not in GROUPS:
+            raise ValueError(f"unknown group {group!r}")
+        with self._lock:
+            tree = self._trees.get(group)
+            if tree is None:
+                paths = [info.path for info in self.node_infos]
+                if group == "layer":
+                    paths = [names_mod.layer_path(p) for p in paths]
+                unique = sorted(set(paths))
+                position = {p: i for i, p in enumerate(unique)}
+                leaf_of_node = np.fromiter((position[p] for p in paths), dtype=np.int64, count=len(paths))
+                exec_leaf = leaf_of_node[self.node_code] if self.node_code.size else self.node_code
+                tree = self._trees[group] = build_tree(unique, exec_leaf, self.exec_figures, self.exec_categories)
+            return tree
+
+    # -- step-level figures -----------------------------------------------------
+
+    @property
+    def peak_rise_bytes(self) -> int:
+        return self.curve.peak_rise_bytes
+
+    def peak_exec(self) -> int | None:
+        """The execution whose event made the peak (the op running then)."""
+        curve = self.curve
+        if curve.peak_index < 0:
+            return None
+        return int(self.space.event_exec[curve.event_order[curve.group_end[curve.peak_index]]])
+
+    def totals(self) -> np.ndarray:
+        return self.exec_figures.sum(axis=0) if self.space.exec_count else np.zeros(len(FIGURES), dtype=np.int64)
+
+    def by_op_type(self, execs: np.ndarray | None = None) -> list[tuple[str, int, np.ndarray]]:
+        """(op type, executions, figures) sorted by at-peak then allocated."""
+        if execs is None:
+            execs = np.arange(self.space.exec_count)
+        if execs.size == 0:
+            return []
+        types = [self.op_type(i) for i in execs]
+        unique = sorted(set(types))
+        position = {t: i for i, t in enumerate(unique)}
+        codes = np.fromiter((position[t] for t in types), dtype=np.int64, count=len(types))
+        sums = np.zeros((len(unique), len(FIGURES)), dtype=np.int64)
+        np.add.at(sums, codes, self.exec_figures[execs])
+        counts = np.bincount(codes, minlength=len(unique))
+        rows = [(unique[i], int(counts[i]), sums[i]) for i in range(len(unique))]
+        rows.sort(key=lambda r: (-r[2][AT_PEAK], -r[2][ALLOCATED], r[0]))
+        return rows
+
+    def by_category(self, execs: np.ndarray | None = None) -> list[tuple[str, int, int]]:
+        """(category, at-peak bytes, allocated bytes) in the fixed category order."""
+        if execs is None:
+            execs = np.arange(self.space.exec_count)
+        at_peak = self.exec_categories[execs].sum(axis=0) if execs.size else np.zeros(len(CATEGORIES), dtype=np.int64)
+        allocated = np.zeros(len(CATEGORIES), dtype=np.int64)
+        if execs.size:
+            np.add.at(allocated, self.category[execs], self.exec_figures[execs, ALLOCATED])
+            # Scratch freed inside the op is a temporary, whatever the op's category.
+            temp = np.minimum(self.exec_figures[execs, TEMP], self.exec_figures[execs, ALLOCATED])
+            np.add.at(allocated, self.category[execs], -temp)
+            allocated[TEMPORARIES] += int(temp.sum())
+        return [(CATEGORIES[i], int(at_peak[i]), int(allocated[i])) for i in range(len(CATEGORIES))]
+
+    def op_type(self, exec_index: int) -> str:
+        return self.node_op_types[self.node_code[exec_index]]
+
+    def info(self, exec_index: int) -> names_mod.NameInfo:
+        return self.node_infos[self.node_code[exec_index]]
+
+    def kernel_of(self, exec_index: int) -> str | None:
+        return names_mod.op_type_from_label(self.space.labels[exec_index])
+
+
+class StepAnalysis:
+    """A decoded, analysed step: one SpaceAnalysis per memory space."""
+
+    def __init__(self, trace: Trace, spaces: list[SpaceAnalysis], status: str, message: str | None):
+        self.trace = trace
+        self.spaces = spaces
+        self.status = status
+        self.message = message
+        self._by_id = {s.space.id: s for s in spaces}
+
+    def space(self, space_id: str | None) -> SpaceAnalysis | None:
+        if space_id is None:
+            return self._by_id.get(self.default_space_id) if self.spaces else None
+        return self._by_id.get(space_id)
+
+    @property
+    def default_space_id(self) -> str | None:
+        """An accelerator's main allocator if any, else the space with the highest peak."""
+        if not self.spaces:
+            return None
+        accelerators = [s for s in self.spaces if s.space.device_type not in ("CPU",)]
+        pool = accelerators or self.spaces
+        best = max(pool, key=lambda s: (s.peak_rise_bytes, int(s.space.allocated.sum())))
+        return best.space.id
+
+
+NO_MEMORY_HELP = (
+    "Trace with memory: run the step with "
+    "options=tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE) "
+    "and run_metadata=tf.compat.v1.RunMetadata(), then writer.add_run_metadata(run_metadata, 'step_N')."
+)
+
+
+def resolve_op_type(raw_name: str, info: names_mod.NameInfo, label: str,
+                    partition_ops: Mapping[str, str], graph_ops: Mapping[str, str] | None) -> str:
+    """Op type: fixed by the name, else the partition graph, the run graph, the trace label."""
+    if info.fixed_op_type:
+        return info.fixed_op_type
+    runtime = names_mod.strip_stream_suffix(raw_name)
+    op = partition_ops.get(runtime)
+    if op:
+        return op
+    if graph_ops is not None:
+        op = graph_ops.get(info.graph_name)
+        if op:
+            return op
+    return names_mod.op_type_from_label(label) or UNKNOWN_OP
+
+
+def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAnalysis:
+    """Analyse a decoded step. `graph_ops` maps graph node names to op types."""
+    if trace.node_stat_count == 0:
+        return StepAnalysis(trace, [], "empty",
+                            "This step has no step stats: it was written without tracing "
+                            "(or by TF2 eager/Keras, whose memory is in profiler files). " + NO_MEMORY_HELP)
+    spaces = []
+    for space in trace.spaces:
+        # Names repeat (loops, several steps): classify each distinct name once.
+        codes: dict[str, int] = {}
+        first_exec: list[int] = []
+        node_code = np.fromiter(
+            (codes.setdefault(name, len(codes)) for name in space.names), dtype=np.int64, count=space.exec_count)
+        first_exec = np.full(len(codes), -1, dtype=np.int64)
+        first_exec[node_code[::-1]] = np.arange(space.exec_count - 1, -1, -1)
+        distinct = list(codes)
+        infos = [names_mod.classify(name) for name in distinct]
+        op_types = [resolve_op_type(name, info, space.labels[first], trace.partition_op_types, graph_ops)
+                    for name, info, first in zip(distinct, infos, first_exec)]
+        categories = np.fromiter((categorise(info.path, op, info.kind) for info, op in zip(infos, op_types)),
+                                 dtype=np.int64, count=len(infos))
+        spaces.append(SpaceAnalysis(space, node_code, infos, op_types, categories))
+    has_bytes = any(int(s.space.allocated.sum()) or int(s.space.output.sum()) or s.has_curve for s in spaces)
+    if not has_bytes:
+        return StepAnalysis(trace, [], "no_memory",
+                            f"This step was traced ({trace.node_stat_count} node stats) but carries no memory "
+                            "figures (traced below FULL_TRACE?). " + NO_MEMORY_HELP)
+    message = None
+    if not any(s.has_curve for s in spaces):
+        message = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
+                   "allocated and output bytes are shown, but there is no curve and no at-peak figure.")
+    return StepAnalysis(trace, spaces, "ok", message)
+
+
+# -- downsampled curves ---------------------------------------------------------
+
+
+@dataclass
+class SampledCurve:
+    """At most N buckets of a step function, keeping each bucket's min and max."""
+
+    time_us: np.ndarray  # time at which each bucket reaches its max
+    min_bytes: np.ndarray
+    max_bytes: np.ndarray
+    position: np.ndarray  # index into the input points of each bucket's max
+
+
+def downsample(time_us: np.ndarray, values: np.ndarray, points: int, start_value: int = 0) -> SampledCurve:
+    """Min/max per time bucket; the global maximum is always one of the points.
+
+    `values[i]` holds from `time_us[i]` until the next time; before the first
+    time the function is `start_value` (it counts towards the first bucket's min).
+    """
+    n = time_us.size
+    if n <= points:
+        index = np.arange(n)
+        return SampledCurve(time_us.copy(), values.copy(), values.copy(), index)
+    span = int(time_us[-1] - time_us[0]) + 1
+    bucket = ((time_us - time_us[0]) * points) // span
+    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    maxima = np.maximum.reduceat(values, starts)
+    minima = np.minimum.reduceat(values, starts)
+    # The value carried into a bucket from the one before is part of its range.
+    carried = np.r_[start_value, values[starts[1:] - 1]]
+    minima = np.minimum(minima, carried)
+    bucket_of_point = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
+    is_max = values == maxima[bucket_of_point]
+    first_max = np.flatnonzero(is_max)
+    _, first_in_bucket = np.unique(bucket_of_point[first_max], return_index=True)
+    position = first_max[first_in_bucket]
+    return SampledCurve(time_us[position], minima, maxima, position)
+
+
+def series_at(analysis: "SpaceAnalysis", execs: np.ndarray, group_positions: np.ndarray) -> np.ndarray:
+    """What a set of executions holds (relative bytes) after each given event group."""
+    space, curve = analysis.space, analysis.curve
+    member = np.zeros(space.exec_count, dtype=bool)
+    member[execs] = True
+    ordered = curve.event_order
+    contributions = np.where(member[space.event_exec[ordered]], space.event_bytes[ordered], 0)
+    running = np.cumsum(contributions)
+    if group_positions.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return running[curve.group_end[group_positions]]

@@ -1,0 +1,291 @@
+"""Analysed steps -> JSON-ready dicts (docs/http_api.md).
+
+Shapes answers only: every number comes from `analysis`. The plugin routes
+and the CLI both call these functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import graph as graph_mod
+from .analysis import (
+    AT_PEAK, ALLOCATED, CATEGORIES, FIGURES, OUTPUT, SELF, SpaceAnalysis, StepAnalysis, downsample, series_at,
+)
+
+TOP_SCOPES = 10
+
+
+class NotFound(LookupError):
+    """A scope, device, run or tag that does not exist (HTTP 404)."""
+
+
+def figures_dict(row) -> dict[str, int]:
+    return {name: int(value) for name, value in zip(FIGURES, row)}
+
+
+def _leaf_name(path: str) -> str:
+    if not path:
+        return "(all)"
+    return path.rsplit("/", 1)[-1]
+
+
+def node_ref(space: SpaceAnalysis, exec_index: int | None, group: str = "layer") -> dict | None:
+    if exec_index is None:
+        return None
+    info = space.info(exec_index)
+    tree = space.tree(group)
+    leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
+    return {"name": space.space.names[exec_index], "scope": _parent(leaf), "op_type": space.op_type(exec_index),
+            "graph_name": info.graph_name}
+
+
+def _parent(path: str) -> str:
+    if path.endswith("/" + SELF):
+        path = path[: -len(SELF) - 1]
+        return path
+    slash = path.rfind("/")
+    return "" if slash < 0 else path[:slash]
+
+
+def op_type_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
+    return [{"name": name, "count": count, "figures": figures_dict(row)}
+            for name, count, row in space.by_op_type(execs)]
+
+
+def category_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
+    return [{"name": name, "at_peak_bytes": at_peak, "allocated_bytes": allocated}
+            for name, at_peak, allocated in space.by_category(execs)]
+
+
+def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -> dict:
+    trace = space.space
+    tree = space.tree(group)
+    start = space.start_bytes
+    rise = space.peak_rise_bytes
+    end_rise = int(space.curve.rise_bytes[-1]) if space.curve.rise_bytes.size else 0
+    top = tree.children[0][:TOP_SCOPES]
+    summary = {
+        "id": trace.id,
+        "device": trace.device,
+        "device_type": trace.device_type,
+        "allocator": trace.allocator,
+        "baseline": space.baseline,
+        "has_curve": space.has_curve,
+        "start_bytes": start,
+        "peak_bytes": None if start is None else start + rise,
+        "peak_rise_bytes": rise,
+        "peak_time_us": space.curve.peak_time_us,
+        "peak_node": node_ref(space, space.peak_exec(), group),
+        "end_bytes": None if start is None else start + end_rise,
+        "node_count": trace.exec_count,
+        "event_count": int(trace.event_time_us.size),
+        "figures": figures_dict(space.totals()),
+        "snapshots": {"count": int(trace.snapshot_bytes.size), "max_abs_diff_bytes": space.snapshot_gap},
+        "categories": category_rows(space),
+        "op_types": op_type_rows(space),
+        "top_scopes": [{"scope": tree.paths[c], "name": _leaf_name(tree.paths[c]),
+                        "figures": figures_dict(tree.figures[c])} for c in top],
+    }
+    if all_scopes:
+        summary["scopes"] = [
+            {"name": tree.paths[i], "kind": tree.kinds[i], **figures_dict(tree.figures[i])}
+            for i in range(1, len(tree.paths)) if tree.kinds[i] == "scope"
+        ]
+    return summary
+
+
+def step_summary(step: StepAnalysis, group: str) -> dict:
+    return {
+        "status": step.status,
+        "message": step.message,
+        "duration_us": step.trace.duration_us,
+        "node_stat_count": step.trace.node_stat_count,
+        "default_device": step.default_space_id,
+        "devices": [device_summary(space, group) for space in step.spaces],
+    }
+
+
+def _tree_node(space: SpaceAnalysis, group: str, scope: str):
+    tree = space.tree(group)
+    node = tree.index.get(scope)
+    if node is None:
+        raise NotFound(f"unknown scope {scope!r} in group {group!r}")
+    return tree, node
+
+
+def _child_dict(space: SpaceAnalysis, tree, child: int) -> dict:
+    execs = tree.executions(child)
+    return {
+        "scope": tree.paths[child],
+        "name": _leaf_name(tree.paths[child]),
+        "kind": tree.kinds[child],
+        "has_children": bool(tree.children[child]),
+        "node_count": int(tree.exec_count[child]),
+        "top_op_type": _top_op_type(space, execs),
+        "figures": figures_dict(tree.figures[child]),
+        "categories": {name: int(v) for name, v in zip(CATEGORIES, tree.categories[child])},
+    }
+
+
+def _top_op_type(space: SpaceAnalysis, execs: np.ndarray) -> str | None:
+    if execs.size == 0:
+        return None
+    if execs.size == 1:
+        return space.op_type(int(execs[0]))
+    figures = space.exec_figures[execs]
+    # Op type holding the most at peak, else the most allocated.
+    best = int(execs[np.lexsort((-figures[:, ALLOCATED], -figures[:, AT_PEAK]))[0]])
+    return space.op_type(best)
+
+
+def scope_children(space: SpaceAnalysis, group: str, scope: str) -> dict:
+    tree, node = _tree_node(space, group, scope)
+    path = [{"name": "(all)", "scope": ""}]
+    if scope:
+        parts = scope.split("/")
+        path += [{"name": part, "scope": "/".join(parts[: i + 1])} for i, part in enumerate(parts)]
+    return {
+        "scope": scope,
+        "name": _leaf_name(scope),
+        "kind": tree.kinds[node],
+        "path": path,
+        "figures": figures_dict(tree.figures[node]),
+        "categories": {name: int(v) for name, v in zip(CATEGORIES, tree.categories[node])},
+        "peak_rise_bytes": space.peak_rise_bytes,
+        "children": [_child_dict(space, tree, child) for child in tree.children[node]],
+    }
+
+
+def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -> dict:
+    tree, node = _tree_node(space, group, scope)
+    execs = tree.executions(node)
+    figures = space.exec_figures[execs]
+    order = np.lexsort((-figures[:, ALLOCATED], -figures[:, AT_PEAK]))[:top] if execs.size else execs
+    trace = space.space
+    rise = space.peak_rise_bytes
+    nodes = []
+    for position in order:
+        i = int(execs[position])
+        info = space.info(i)
+        nodes.append({
+            "raw_name": trace.names[i],
+            "graph_name": info.graph_name,
+            "scope": _parent(tree.paths[int(tree.leaf_of_exec[i])]),
+            "op_type": space.op_type(i),
+            "kernel": space.kernel_of(i),
+            "kind": info.kind,
+            "category": CATEGORIES[int(space.category[i])],
+            "start_us": int(trace.start_us[i]),
+            "end_us": int(trace.end_us[i]),
+            "figures": figures_dict(space.exec_figures[i]),
+        })
+    at_peak = int(tree.figures[node, AT_PEAK])
+    return {
+        "scope": scope,
+        "name": _leaf_name(scope),
+        "kind": tree.kinds[node],
+        "figures": figures_dict(tree.figures[node]),
+        "share_of_peak": (at_peak / rise) if rise > 0 else None,
+        "peak_rise_bytes": rise,
+        "categories": [{"name": name, "at_peak_bytes": int(v)} for name, v in zip(CATEGORIES, tree.categories[node])],
+        "op_types": op_type_rows(space, execs),
+        "node_count": int(execs.size),
+        "time_span": ({"start_us": int(trace.start_us[execs].min()), "end_us": int(trace.end_us[execs].max())}
+                      if execs.size else None),
+        "nodes": nodes,
+    }
+
+
+def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", top: int = 8) -> dict:
+    tree, node = _tree_node(space, group, breakdown)
+    curve_data = space.curve
+    offset = space.start_bytes or 0
+    sampled = downsample(curve_data.time_us, curve_data.rise_bytes, points)
+    trace = space.space
+    # The node whose event made each bucket's max: the op running there.
+    last_event = curve_data.event_order[curve_data.group_end[sampled.position]] if sampled.position.size else sampled.position
+    execs_at = trace.event_exec[last_event]
+    unique_execs, node_at = np.unique(execs_at, return_inverse=True)
+    series = []
+    explained = np.zeros(sampled.position.size, dtype=np.int64)
+    for child in tree.children[node][:top]:
+        values = series_at(space, tree.executions(child), sampled.position)
+        explained += values
+        series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})
+    series.append({"scope": None, "name": "(other)", "bytes": (sampled.max_bytes - explained).tolist()})
+    snapshots = downsample(trace.snapshot_time_us[np.argsort(trace.snapshot_time_us, kind="stable")],
+                           trace.snapshot_bytes[np.argsort(trace.snapshot_time_us, kind="stable")], points)
+    return {
+        "baseline": space.baseline,
+        "start_bytes": space.start_bytes,
+        "absolute": space.start_bytes is not None,
+        "peak": {"time_us": curve_data.peak_time_us, "bytes": offset + space.peak_rise_bytes,
+                 "rise_bytes": space.peak_rise_bytes, "node": node_ref(space, space.peak_exec(), group)},
+        "duration_us": space_duration(space),
+        "t_us": sampled.time_us.tolist(),
+        "min_bytes": (sampled.min_bytes + offset).tolist(),
+        "max_bytes": (sampled.max_bytes + offset).tolist(),
+        "node_at": node_at.tolist(),
+        "node_names": [trace.names[int(i)] for i in unique_execs],
+        "snapshots": {"t_us": snapshots.time_us.tolist(), "bytes": snapshots.max_bytes.tolist()},
+        "series": series,
+    }
+
+
+def space_duration(space: SpaceAnalysis) -> int:
+    trace = space.space
+    return int(trace.end_us.max()) if trace.exec_count else 0
+
+
+def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, source: str, scope: str,
+               max_nodes: int = 200) -> dict:
+    tree = space.tree("scope")
+    if run_graph is None:  # no GraphDef: the trace's own scope tree, no edges
+        _, node = _tree_node(space, "scope", scope)
+        children = {tree.paths[c]: int(tree.exec_count[c]) for c in tree.children[node]}
+        scopes = {tree.paths[c] for c in tree.children[node] if tree.kinds[c] == "scope"}
+        child_ops = {tree.paths[c]: _top_op_type(space, tree.executions(c)) for c in tree.children[node]
+                     if tree.kinds[c] != "scope"}
+        edges = {}
+    else:
+        collapsed = graph_mod.collapse(run_graph, scope)
+        if not collapsed.children and scope:
+            raise NotFound(f"unknown scope {scope!r} in the graph")
+        children, scopes, child_ops, edges = collapsed.children, collapsed.scopes, collapsed.child_ops, collapsed.edges
+
+    def bytes_of(child: str) -> tuple[int, int, int]:
+        index = tree.index.get(child)
+        if index is None:
+            return 0, 0, 0
+        row = tree.figures[index]
+        return int(row[AT_PEAK]), int(row[ALLOCATED]), int(row[OUTPUT])
+
+    rows = []
+    for child, count in children.items():
+        at_peak, allocated, output = bytes_of(child)
+        rows.append({"id": child, "name": _leaf_name(child), "kind": "scope" if child in scopes else "node",
+                     "op_type": None if child in scopes else child_ops.get(child), "node_count": count,
+                     "at_peak_bytes": at_peak, "allocated_bytes": allocated, "output_bytes": output})
+    rows.sort(key=lambda r: (-r["at_peak_bytes"], -r["allocated_bytes"], r["id"]))
+    kept, rest = rows[:max_nodes], rows[max_nodes:]
+    kept_ids = {r["id"] for r in kept}
+    if rest:
+        kept.append({"id": "(other)", "name": f"({len(rest)} more)", "kind": "other", "op_type": None,
+                     "node_count": sum(r["node_count"] for r in rest),
+                     "at_peak_bytes": sum(r["at_peak_bytes"] for r in rest),
+                     "allocated_bytes": sum(r["allocated_bytes"] for r in rest),
+                     "output_bytes": sum(r["output_bytes"] for r in rest)})
+    folded: dict[tuple[str, str], int] = {}
+    for (source_id, target_id), count in edges.items():
+        source_id = source_id if source_id in kept_ids else "(other)"
+        target_id = target_id if target_id in kept_ids else "(other)"
+        if source_id != target_id:
+            folded[(source_id, target_id)] = folded.get((source_id, target_id), 0) + count
+    return {
+        "scope": scope,
+        "source": source,
+        "nodes": kept,
+        "edges": [{"source": s, "target": t, "count": c} for (s, t), c in sorted(folded.items())],
+        "omitted_nodes": len(rest),
+    }
