@@ -507,3 +507,8 @@ def series_at(analysis: "SpaceAnalysis", execs: np.ndarray, group_positions: np.
     if group_positions.size == 0:
         return np.zeros(0, dtype=np.int64)
     return running[curve.group_end[group_positions]]
+
+
+def failed_step(status: str, message: str) -> StepAnalysis:
+    """A step that could not be analysed (corrupt bytes, no blob)."""
+    return StepAnalysis(Trace([], [], 0, 0, 0), [], status, message)

@@ -271,3 +271,36 @@ def _spaces_of_device(
             )
         )
     return spaces
+
+
+def _devices_only_class():
+    """A wire-compatible RunMetadata that keeps only device names (fast to parse)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    file_proto = descriptor_pb2.FileDescriptorProto(name="tb_memory_devices_only.proto", package="tb_memory")
+    run = file_proto.message_type.add(name="RunMetadataDevices")
+    run.field.add(name="step_stats", number=1, type=11, label=1, type_name=".tb_memory.StepStatsDevices")
+    step = file_proto.message_type.add(name="StepStatsDevices")
+    step.field.add(name="dev_stats", number=1, type=11, label=3, type_name=".tb_memory.DeviceDevices")
+    device = file_proto.message_type.add(name="DeviceDevices")
+    device.field.add(name="device", number=1, type=9, label=1)
+    device.field.add(name="node_stats", number=2, type=12, label=3)  # raw bytes: not parsed
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file_proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tb_memory.RunMetadataDevices"))
+
+
+_DEVICES_ONLY = None
+
+
+def scan_devices(data: bytes) -> list[str]:
+    """Real devices with node stats, without decoding the node stats."""
+    global _DEVICES_ONLY
+    if _DEVICES_ONLY is None:
+        _DEVICES_ONLY = _devices_only_class()
+    message = _DEVICES_ONLY()
+    try:
+        message.ParseFromString(bytes(data))
+    except Exception:  # noqa: BLE001 - corrupt steps list no devices; summary says why
+        return []
+    return [d.device for d in message.step_stats.dev_stats if d.node_stats and parse_device(d.device)]

@@ -1,0 +1,213 @@
+"""The Memory tab: thin HTTP routes over the engine (docs/http_api.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tensorboard.backend import http_util
+from tensorboard.plugins import base_plugin
+from tensorboard import plugin_util
+from werkzeug import wrappers
+
+from . import report, store
+from .analysis import GROUPS
+
+PLUGIN_NAME = "memory"
+_STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
+# Only these built files are served; nothing else from disk.
+_STATIC_FILES = {"index.js": "text/javascript"}
+
+
+class BadRequest(ValueError):
+    """A parameter that is missing, malformed or out of range (HTTP 400)."""
+
+
+class StepNotAnalysable(ValueError):
+    """The step's blob is corrupt or carries no memory (HTTP 422)."""
+
+
+def _json(request, body, code=200):
+    return http_util.Respond(request, json.dumps(body), "application/json", code=code)
+
+
+def _route(handler):
+    """GET only; turns our exceptions into JSON errors."""
+
+    @wrappers.Request.application
+    def wrapped(self, request):
+        if request.method != "GET":
+            return _json(request, {"error": "only GET is allowed"}, 405)
+        try:
+            return _json(request, handler(self, request))
+        except BadRequest as exc:
+            return _json(request, {"error": str(exc)}, 400)
+        except report.NotFound as exc:
+            return _json(request, {"error": str(exc)}, 404)
+        except StepNotAnalysable as exc:
+            return _json(request, {"error": str(exc)}, 422)
+
+    wrapped.__name__ = handler.__name__
+    return wrapped
+
+
+def _int_arg(request, name, default, low, high):
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"parameter {name!r} must be an integer, got {raw!r}") from None
+    if not low <= value <= high:
+        raise BadRequest(f"parameter {name!r} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _required(request, name):
+    value = request.args.get(name)
+    if value is None or value == "":
+        raise BadRequest(f"parameter {name!r} is required")
+    return value
+
+
+def _group(request):
+    group = request.args.get("group") or "layer"
+    if group not in GROUPS:
+        raise BadRequest(f"parameter 'group' must be one of {', '.join(GROUPS)}, got {group!r}")
+    return group
+
+
+class MemoryPlugin(base_plugin.TBPlugin):
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context):
+        self._data_provider = context.data_provider
+        self._store = store.StepStore(context.data_provider)
+
+    def get_plugin_apps(self):
+        return {
+            "/runs": self.runs_route,
+            "/summary": self.summary_route,
+            "/scopes": self.scopes_route,
+            "/scope": self.scope_route,
+            "/curve": self.curve_route,
+            "/graph": self.graph_route,
+            "/index.js": self.static_route,
+        }
+
+    def is_active(self):
+        return False  # TensorBoard core activates us from data_plugin_names
+
+    def data_plugin_names(self):
+        return (store.TAGGED_RUN_METADATA, store.RUN_METADATA)
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Memory", disable_reload=True)
+
+    # -- impl methods: what tests and routes call ------------------------------
+
+    def runs_impl(self, ctx, experiment):
+        with_graph = self._store.runs_with_graph(ctx, experiment)
+        runs = []
+        for run, refs in self._store.list_steps(ctx, experiment).items():
+            steps = [{"tag": ref.tag, "step": ref.step, "wall_time": ref.wall_time,
+                      "devices": self._store.step_devices(ctx, experiment, ref)} for ref in refs]
+            runs.append({"run": run, "has_graph": run in with_graph, "steps": steps})
+        return {"runs": runs}
+
+    def _step(self, ctx, experiment, run, tag):
+        steps = self._store.list_steps(ctx, experiment)
+        if run not in steps:
+            raise report.NotFound(f"unknown run {run!r}")
+        ref = next((r for r in steps[run] if r.tag == tag), None)
+        if ref is None:
+            raise report.NotFound(f"unknown tag {tag!r} in run {run!r}")
+        return ref, self._store.analysis(ctx, experiment, ref)
+
+    def summary_impl(self, ctx, experiment, run, tag, group="layer"):
+        ref, step = self._step(ctx, experiment, run, tag)
+        return {"run": run, "tag": tag, "step": ref.step, **report.step_summary(step, group)}
+
+    def _space(self, ctx, experiment, run, tag, device):
+        _, step = self._step(ctx, experiment, run, tag)
+        if step.status != "ok":
+            raise StepNotAnalysable(step.message or f"step {tag!r} of run {run!r} cannot be analysed")
+        space = step.space(device)
+        if space is None:
+            raise report.NotFound(f"unknown device {device!r} in {run!r} {tag!r}")
+        return space
+
+    def scopes_impl(self, ctx, experiment, run, tag, device=None, group="layer", scope=""):
+        return report.scope_children(self._space(ctx, experiment, run, tag, device), group, scope)
+
+    def scope_impl(self, ctx, experiment, run, tag, device=None, group="layer", scope="", top=50):
+        return report.scope_details(self._space(ctx, experiment, run, tag, device), group, scope, top)
+
+    def curve_impl(self, ctx, experiment, run, tag, device=None, group="layer", points=800, breakdown="", top=8):
+        return report.curve(self._space(ctx, experiment, run, tag, device), group, points, breakdown, top)
+
+    def graph_impl(self, ctx, experiment, run, tag, device=None, scope="", max_nodes=200):
+        space = self._space(ctx, experiment, run, tag, device)
+        run_graph = self._store.run_graph(ctx, experiment, run)
+        source = "run_graph"
+        if run_graph is None:
+            source = "trace"
+        body = report.graph_view(space, run_graph, source, scope, max_nodes)
+        body["graphs_dashboard_run"] = run
+        return body
+
+    # -- routes: parse, call, respond -----------------------------------------
+
+    @staticmethod
+    def _context(request):
+        return plugin_util.context(request.environ), plugin_util.experiment_id(request.environ)
+
+    @_route
+    def runs_route(self, request):
+        return self.runs_impl(*self._context(request))
+
+    @_route
+    def summary_route(self, request):
+        return self.summary_impl(*self._context(request), _required(request, "run"), _required(request, "tag"),
+                                 _group(request))
+
+    def _space_args(self, request):
+        return (*self._context(request), _required(request, "run"), _required(request, "tag"),
+                request.args.get("device") or None)
+
+    @_route
+    def scopes_route(self, request):
+        return self.scopes_impl(*self._space_args(request), _group(request), request.args.get("scope", ""))
+
+    @_route
+    def scope_route(self, request):
+        return self.scope_impl(*self._space_args(request), _group(request), request.args.get("scope", ""),
+                               _int_arg(request, "top", 50, 1, 1000))
+
+    @_route
+    def curve_route(self, request):
+        return self.curve_impl(*self._space_args(request), _group(request),
+                               _int_arg(request, "points", 800, 16, 20000), request.args.get("breakdown", ""),
+                               _int_arg(request, "top", 8, 0, 50))
+
+    @_route
+    def graph_route(self, request):
+        return self.graph_impl(*self._space_args(request), request.args.get("scope", ""),
+                               _int_arg(request, "max_nodes", 200, 1, 2000))
+
+    @wrappers.Request.application
+    def static_route(self, request):
+        if request.method != "GET":
+            return _json(request, {"error": "only GET is allowed"}, 405)
+        # The allow-list is the only way to disk: a user's path is never joined.
+        name = request.path.rsplit("/", 1)[-1]
+        content_type = _STATIC_FILES.get(name)
+        if content_type is None:
+            return _json(request, {"error": "not found"}, 404)
+        path = os.path.join(_STATIC_DIR, name)
+        if not os.path.isfile(path):
+            return _json(request, {"error": "the frontend bundle is not built: reinstall with `pip install .`"}, 404)
+        with open(path, "rb") as f:
+            contents = f.read()
+        return http_util.Respond(request, contents, content_type)
