@@ -99,6 +99,20 @@ describe('Selection', () => {
     expect(listener).not.toHaveBeenCalled();
   });
 
+  it('queues a change made by a listener until every listener has seen the first', () => {
+    const s = new Selection();
+    const calls: string[] = [];
+    s.subscribe((state, changed) => {
+      calls.push(`A:${[...changed].sort().join(',')}:${state.tag}`);
+      if (changed.has('run') && state.tag === null) s.set({ tag: 'latest' });
+    });
+    s.subscribe((state, changed) => {
+      calls.push(`B:${[...changed].sort().join(',')}:${state.tag}`);
+    });
+    s.set({ run: 'r' });
+    expect(calls).toEqual(['A:run:null', 'B:run:latest', 'A:tag:latest', 'B:tag:latest']);
+  });
+
   it('listeners see the new state', () => {
     const s = new Selection();
     let seen: string | null = 'unset';

@@ -55,6 +55,8 @@ function sameValue(a: unknown, b: unknown): boolean {
 export class Selection {
   private state: SelectionState;
   private readonly listeners = new Set<Listener>();
+  private pending = new Set<SelectionKey>();
+  private notifying = false;
 
   constructor(initial: Partial<SelectionState> = {}) {
     this.state = { ...INITIAL_SELECTION, ...initial };
@@ -88,7 +90,20 @@ export class Selection {
     }
     if (changed.size === 0) return;
     this.state = next;
-    for (const listener of [...this.listeners]) listener(this.state, changed);
+    for (const key of changed) this.pending.add(key);
+    // A listener that sets the selection while others are being told queues a
+    // second round, so every listener sees every change in order, never a stale state.
+    if (this.notifying) return;
+    this.notifying = true;
+    try {
+      while (this.pending.size > 0) {
+        const keys = this.pending;
+        this.pending = new Set();
+        for (const listener of [...this.listeners]) listener(this.state, keys);
+      }
+    } finally {
+      this.notifying = false;
+    }
   }
 
   /** Selects a scope (or clears the selection with null). */

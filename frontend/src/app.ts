@@ -1,0 +1,363 @@
+// The controller: fetches what the selection needs and hands it to the views.
+// Views draw and write the selection; only this file talks to the API.
+
+import { Api, ApiError, type CurveResponse, type DeviceSummary, type RunInfo, type SummaryResponse } from './api';
+import { el } from './dom';
+import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
+import { curvePointsFor } from './lib/curve-data';
+import { Selection, type SelectionKey, type SelectionState, parentScope } from './selection';
+import { CSS } from './styles';
+import { CurveView, type HighlightSeries } from './views/curve';
+import { DetailsView, StepOpTypesView } from './views/details';
+import { GraphView } from './views/graph';
+import { PickersView } from './views/pickers';
+import { EmptyStateView, SummaryView } from './views/summary';
+import { TreemapView } from './views/treemap';
+
+const STACK_SERIES = 10;
+const HIGHLIGHT_SERIES = 50;
+const TOP_NODES = 50;
+
+function message(e: unknown): string {
+  if (e instanceof ApiError) return e.status ? `${e.message} (HTTP ${e.status})` : e.message;
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Latest-wins guard: a response for an older request of the same kind is dropped. */
+class Latest {
+  private n = 0;
+  next(): () => boolean {
+    const mine = ++this.n;
+    return () => mine === this.n;
+  }
+}
+
+export class App {
+  readonly root: HTMLElement;
+  readonly selection = new Selection();
+  private readonly status = el('div', { class: 'status', 'data-testid': 'status', role: 'status', 'aria-live': 'polite' });
+  private readonly pickers = new PickersView(this.selection);
+  private readonly summaryView = new SummaryView();
+  private readonly emptyState = new EmptyStateView();
+  private readonly curve = new CurveView(this.selection);
+  private readonly treemap = new TreemapView(this.selection);
+  private readonly graph = new GraphView(this.selection);
+  private readonly details = new DetailsView(this.selection);
+  private readonly stepOps = new StepOpTypesView(this.selection);
+  private readonly dashboard: HTMLElement;
+  private runs: RunInfo[] = [];
+  private summary: SummaryResponse | null = null;
+  private device: DeviceSummary | null = null;
+  private curveData: CurveResponse | null = null;
+  private inFlight = 0;
+  private globalError: string | null = null;
+  private readonly latest = {
+    summary: new Latest(),
+    scopes: new Latest(),
+    graph: new Latest(),
+    curve: new Latest(),
+    details: new Latest(),
+    highlight: new Latest(),
+  };
+
+  constructor(
+    private readonly host: HTMLElement,
+    private readonly api = new Api(),
+  ) {
+    this.dashboard = el(
+      'div',
+      { class: 'dashboard' },
+      el(
+        'div',
+        { class: 'layout' },
+        el(
+          'div',
+          { class: 'main-column' },
+          this.curve.element,
+          el('div', { class: 'two-up' }, this.treemap.element, this.graph.element),
+          this.stepOps.element,
+        ),
+        el('div', { class: 'side-column' }, this.details.element),
+      ),
+    );
+    this.root = el(
+      'div',
+      { class: 'mem-root' },
+      el('header', { class: 'mem-header' }, el('h1', {}, 'Memory'), this.pickers.element, this.status),
+      this.emptyState.element,
+      this.summaryView.element,
+      this.dashboard,
+    );
+    this.summaryView.setData(null, null);
+    this.dashboard.classList.add('hidden');
+    this.selection.subscribe((state, changed) => this.onSelection(state, changed));
+  }
+
+  mount(): void {
+    if (!document.getElementById('tb-memory-style')) {
+      document.head.append(el('style', { id: 'tb-memory-style' }, CSS));
+    }
+    this.host.replaceChildren(this.root);
+    void this.track(() => this.loadRuns());
+  }
+
+  // ---- readiness: data-ready is "0" while anything for the current selection loads ----
+
+  private async track(load: () => Promise<void>): Promise<void> {
+    this.inFlight++;
+    this.updateReady();
+    try {
+      await load();
+    } finally {
+      this.inFlight--;
+      this.updateReady();
+    }
+  }
+
+  private updateReady(): void {
+    const ready = this.inFlight === 0 ? '1' : '0';
+    document.body.dataset.ready = ready;
+    this.root.dataset.ready = ready;
+    if (this.globalError !== null) {
+      this.setStatus(this.globalError, 'error');
+    } else if (this.inFlight > 0) {
+      this.setStatus('Loading…', 'loading');
+    } else if (this.status.dataset.kind === 'loading') {
+      this.setStatus(this.summary?.status === 'ok' ? '' : this.status.textContent ?? '', 'idle');
+    }
+  }
+
+  private setStatus(text: string, kind: 'loading' | 'error' | 'empty' | 'idle'): void {
+    this.status.textContent = text;
+    this.status.dataset.kind = kind;
+  }
+
+  // ---- loads ----
+
+  private async loadRuns(): Promise<void> {
+    try {
+      const response = await this.api.runs();
+      this.runs = response.runs;
+    } catch (e) {
+      this.globalError = `Could not list runs: ${message(e)}`;
+      this.emptyState.show('Could not list runs', message(e));
+      return;
+    }
+    this.pickers.setRuns(this.runs);
+    const run = chooseRun(this.runs, null);
+    if (!run) {
+      this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.');
+      return;
+    }
+    const step = chooseStep(run, null);
+    this.selection.set({ run: run.run, tag: step?.tag ?? null });
+  }
+
+  private onSelection(state: Readonly<SelectionState>, changed: ReadonlySet<SelectionKey>): void {
+    if (changed.has('run') && state.run !== null && state.tag === null) {
+      const run = this.runs.find((r) => r.run === state.run);
+      const step = run ? chooseStep(run, null) : null;
+      if (step) {
+        this.selection.set({ tag: step.tag });
+        return;
+      }
+    }
+    if (changed.has('run') || changed.has('tag') || changed.has('group')) {
+      if (state.run !== null && state.tag !== null) void this.track(() => this.loadSummary());
+      return;
+    }
+    if (!this.device) return;
+    if (changed.has('device') || changed.has('focus')) {
+      this.loadLevel();
+      this.loadDetails();
+      return;
+    }
+    if (changed.has('selected')) this.loadDetails();
+  }
+
+  private showEmpty(title: string, text: string): void {
+    this.emptyState.show(title, text);
+    this.setStatus(text, 'empty');
+    this.dashboard.classList.add('hidden');
+    this.summaryView.setData(null, null);
+  }
+
+  private async loadSummary(): Promise<void> {
+    const isLatest = this.latest.summary.next();
+    const s = this.selection.get();
+    if (s.run === null || s.tag === null) return;
+    this.globalError = null;
+    this.device = null;
+    let summary: SummaryResponse;
+    try {
+      summary = await this.api.summary({ run: s.run, tag: s.tag, group: s.group });
+    } catch (e) {
+      if (!isLatest()) return;
+      this.summary = null;
+      this.pickers.setDevices([]);
+      this.showEmpty(`Could not load step “${s.tag}”`, message(e));
+      this.globalError = `Could not load the summary of ${s.run} / ${s.tag}: ${message(e)}`;
+      return;
+    }
+    if (!isLatest()) return;
+    this.summary = summary;
+    if (summary.status !== 'ok' || summary.devices.length === 0) {
+      this.pickers.setDevices([]);
+      const reason: Record<string, string> = {
+        no_memory: 'This step was traced, but no node carries memory',
+        empty: 'This step has no step stats',
+        corrupt: 'This step’s run metadata cannot be read',
+      };
+      this.showEmpty(reason[summary.status] ?? 'Nothing to show for this step', summary.message ?? `status: ${summary.status}`);
+      return;
+    }
+    this.emptyState.show(null);
+    this.dashboard.classList.remove('hidden');
+    this.pickers.setDevices(summary.devices);
+    const deviceId = chooseDevice(summary, s.device);
+    this.device = summary.devices.find((d) => d.id === deviceId) ?? null;
+    if (deviceId !== s.device) {
+      // The notification for the device change loads the level and details.
+      this.selection.set({ device: deviceId });
+    } else {
+      this.loadLevel();
+      this.loadDetails();
+    }
+    this.summaryView.setData(summary, this.device);
+    this.stepOps.setDevice(this.device);
+  }
+
+  /** Everything about the focused scope: treemap level, graph and curve. */
+  private loadLevel(): void {
+    const s = this.selection.get();
+    const device = this.device;
+    if (s.run === null || s.tag === null || s.device === null || !device) return;
+    if (device.id !== s.device) {
+      this.device = this.summary?.devices.find((d) => d.id === s.device) ?? null;
+      this.summaryView.setData(this.summary, this.device);
+      this.stepOps.setDevice(this.device);
+    }
+    const base = { run: s.run, tag: s.tag, device: s.device, group: s.group };
+
+    const scopesLatest = this.latest.scopes.next();
+    this.treemap.setLoading(true);
+    void this.track(async () => {
+      try {
+        const data = await this.api.scopes({ ...base, scope: s.focus });
+        if (!scopesLatest()) return;
+        this.treemap.setError(null);
+        this.treemap.setData(data);
+      } catch (e) {
+        if (!scopesLatest()) return;
+        this.treemap.setError(`Could not load scope “${s.focus || '(all)'}”: ${message(e)}`);
+        this.treemap.setData(null);
+      } finally {
+        if (scopesLatest()) this.treemap.setLoading(false);
+      }
+    });
+
+    const graphLatest = this.latest.graph.next();
+    this.graph.setLoading(true);
+    void this.track(async () => {
+      try {
+        const data = await this.api.graph({ run: s.run!, tag: s.tag!, device: s.device!, scope: s.focus });
+        if (!graphLatest()) return;
+        this.graph.setError(null);
+        this.graph.setData(data);
+      } catch (e) {
+        if (!graphLatest()) return;
+        this.graph.setError(`No graph for “${s.focus || '(all)'}”: ${message(e)}`);
+        this.graph.setData(null);
+      } finally {
+        if (graphLatest()) this.graph.setLoading(false);
+      }
+    });
+
+    const curveLatest = this.latest.curve.next();
+    this.curve.setLoading(true);
+    void this.track(async () => {
+      try {
+        const data = await this.api.curve({
+          ...base,
+          points: curvePointsFor(this.curve.plotWidth()),
+          breakdown: s.focus,
+          top: STACK_SERIES,
+        });
+        if (!curveLatest()) return;
+        this.curveData = data;
+        this.curve.setError(null);
+        this.curve.setCurve(data);
+        await this.loadHighlight();
+      } catch (e) {
+        if (!curveLatest()) return;
+        this.curveData = null;
+        this.curve.setError(`Could not load the curve: ${message(e)}`);
+        this.curve.setCurve(null);
+      } finally {
+        if (curveLatest()) this.curve.setLoading(false);
+      }
+    });
+  }
+
+  /** Details of the selected scope (or of the focus when nothing is selected). */
+  private loadDetails(): void {
+    const s = this.selection.get();
+    if (s.run === null || s.tag === null || s.device === null) return;
+    const scope = s.selected ?? s.focus;
+    const detailsLatest = this.latest.details.next();
+    this.details.setLoading(true);
+    void this.track(async () => {
+      try {
+        const data = await this.api.scope({ run: s.run!, tag: s.tag!, device: s.device!, group: s.group, scope, top: TOP_NODES });
+        if (!detailsLatest()) return;
+        this.details.setError(null);
+        this.details.setData(data);
+        this.curve.setTimeSpan(scope === '' ? null : data.time_span);
+      } catch (e) {
+        if (!detailsLatest()) return;
+        this.details.setError(`Could not load details of “${scope || '(all)'}”: ${message(e)}`);
+        this.details.setData(null);
+        this.curve.setTimeSpan(null);
+      } finally {
+        if (detailsLatest()) this.details.setLoading(false);
+      }
+    });
+    void this.track(() => this.loadHighlight());
+  }
+
+  /** The selected scope's own series, from the loaded curve or one broken down by its parent. */
+  private async loadHighlight(): Promise<void> {
+    const isLatest = this.latest.highlight.next();
+    const s = this.selection.get();
+    const curve = this.curveData;
+    const selected = s.selected;
+    if (!curve || selected === null || selected === '' || s.run === null || s.tag === null || s.device === null) {
+      this.curve.setHighlight(null);
+      return;
+    }
+    const toHighlight = (c: CurveResponse): HighlightSeries | null => {
+      const series = c.series.find((x) => x.scope === selected);
+      return series ? { scope: selected, name: series.name, t_us: c.t_us, bytes: series.bytes } : null;
+    };
+    const own = toHighlight(curve);
+    if (own) {
+      this.curve.setHighlight(own);
+      return;
+    }
+    try {
+      const c = await this.api.curve({
+        run: s.run,
+        tag: s.tag,
+        device: s.device,
+        group: s.group,
+        points: curve.t_us.length >= 16 ? curvePointsFor(this.curve.plotWidth()) : 16,
+        breakdown: parentScope(selected),
+        top: HIGHLIGHT_SERIES,
+      });
+      if (isLatest()) this.curve.setHighlight(toHighlight(c));
+    } catch {
+      // The highlight is a nicety: a scope without its own series keeps the plain curve.
+      if (isLatest()) this.curve.setHighlight(null);
+    }
+  }
+}

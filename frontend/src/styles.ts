@@ -1,0 +1,128 @@
+// The page's CSS, injected as one <style> element (no external files: TensorBoard's CSP allows no CDN).
+
+export const CSS = `
+:root {
+  color-scheme: light dark;
+  --bg: #ffffff; --panel: #f7f7f9; --fg: #1f2328; --muted: #5c6470; --border: #d6d9de;
+  --accent: #e8710a; --accent-soft: rgba(232,113,10,0.16); --select: #1a73e8; --select-soft: rgba(26,115,232,0.14);
+  --curve: #1a73e8; --curve-band: rgba(26,115,232,0.18); --peak: #d93025; --error-bg: #fce8e6; --error-fg: #a50e0e;
+  --focus: #1a73e8; --tile-text: #111; --box: #ffffff; --edge: #9aa0a6; --code-bg: #eef0f3;
+}
+@media (prefers-color-scheme: dark) {
+  :root {
+    --bg: #1e1f22; --panel: #26282c; --fg: #e6e6e6; --muted: #a2a8b3; --border: #3c4048;
+    --accent: #ff9f43; --accent-soft: rgba(255,159,67,0.18); --select: #8ab4f8; --select-soft: rgba(138,180,248,0.18);
+    --curve: #8ab4f8; --curve-band: rgba(138,180,248,0.22); --peak: #f28b82; --error-bg: #5c1e1b; --error-fg: #f6aea9;
+    --focus: #8ab4f8; --tile-text: #111; --box: #2d3036; --edge: #80868b; --code-bg: #2f3238;
+  }
+}
+* { box-sizing: border-box; }
+html, body { margin: 0; background: var(--bg); color: var(--fg); }
+body { font: 13px/1.4 Roboto, "Segoe UI", system-ui, sans-serif; }
+button, select, input { font: inherit; color: inherit; }
+button, select { background: var(--panel); border: 1px solid var(--border); border-radius: 4px; padding: 3px 8px; }
+button:not(:disabled) { cursor: pointer; }
+button:disabled { opacity: 0.5; }
+:focus-visible { outline: 2px solid var(--focus); outline-offset: 2px; }
+code, pre { font-family: "Roboto Mono", ui-monospace, Menlo, monospace; font-size: 12px; }
+pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflow-x: auto; white-space: pre-wrap; }
+.mem-root { display: flex; flex-direction: column; gap: 8px; padding: 8px 12px 16px; min-width: 960px; }
+.mem-header { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; }
+.mem-header h1 { font-size: 16px; margin: 0 8px 0 0; font-weight: 500; }
+.picker { display: inline-flex; gap: 6px; align-items: center; }
+.picker label { color: var(--muted); }
+.picker select { max-width: 260px; }
+.status { color: var(--muted); margin-left: auto; max-width: 50%; }
+.status[data-kind="error"] { color: var(--error-fg); }
+.summary { display: flex; flex-wrap: wrap; gap: 4px 18px; align-items: baseline; padding: 6px 10px; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; }
+.summary .figure b { font-size: 15px; font-weight: 600; }
+.summary .note { color: var(--muted); }
+.summary .identity[data-holds="false"] { color: var(--error-fg); }
+.layout { display: grid; grid-template-columns: minmax(0, 1fr) 400px; gap: 8px; align-items: start; }
+.main-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
+.side-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
+.panel { position: relative; background: var(--bg); border: 1px solid var(--border); border-radius: 6px; padding: 6px 8px; min-width: 0; }
+.panel h2 { font-size: 13px; font-weight: 600; margin: 0 0 4px; }
+.panel-toolbar { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; margin-bottom: 4px; }
+.panel-toolbar .spacer { flex: 1; }
+.panel-toolbar label { color: var(--muted); display: inline-flex; gap: 4px; align-items: center; }
+.panel-error { background: var(--error-bg); color: var(--error-fg); padding: 6px 8px; border-radius: 4px; margin-bottom: 6px; white-space: pre-wrap; }
+.is-loading::after { content: "Loading…"; position: absolute; top: 6px; right: 10px; padding: 1px 8px; border-radius: 10px; background: var(--select-soft); color: var(--fg); font-size: 12px; pointer-events: none; }
+.is-loading > .panel-body { opacity: 0.55; transition: opacity 0.15s; }
+.muted { color: var(--muted); }
+.hidden { display: none !important; }
+.two-up { display: grid; grid-template-columns: minmax(0, 1.15fr) minmax(0, 1fr); gap: 8px; }
+
+/* curve */
+.curve-svg { display: block; width: 100%; height: 210px; user-select: none; cursor: crosshair; }
+.curve-svg .axis text { fill: var(--muted); font-size: 10px; }
+.curve-svg .axis line, .curve-svg .axis path { stroke: var(--border); }
+.curve-svg .grid line { stroke: var(--border); stroke-opacity: 0.5; }
+.curve-svg .band { fill: var(--curve-band); }
+.curve-svg .line { fill: none; stroke: var(--curve); stroke-width: 1.5; }
+.curve-svg .snapshots { fill: none; stroke: var(--muted); stroke-width: 1; stroke-dasharray: 2 3; }
+.curve-svg .highlight { fill: var(--accent-soft); stroke: var(--accent); stroke-width: 1.2; }
+.curve-svg .span { fill: var(--select-soft); }
+.curve-svg .span-edge { stroke: var(--select); stroke-dasharray: 3 3; }
+.curve-svg .peak line { stroke: var(--peak); stroke-dasharray: 4 3; }
+.curve-svg .peak circle { fill: var(--peak); }
+.curve-svg .peak text { fill: var(--peak); font-size: 11px; font-weight: 600; }
+.curve-svg .hover line { stroke: var(--muted); }
+.curve-svg .hover circle { fill: var(--curve); }
+.curve-svg .drag { fill: var(--select-soft); stroke: var(--select); }
+.curve-svg .layer { stroke: var(--bg); stroke-width: 0.5; fill-opacity: 0.8; }
+.curve-tooltip { position: absolute; pointer-events: none; background: var(--panel); border: 1px solid var(--border); border-radius: 4px; padding: 4px 8px; font-size: 12px; max-width: 420px; box-shadow: 0 2px 6px rgba(0,0,0,0.2); z-index: 5; overflow-wrap: anywhere; }
+.legend { display: flex; flex-wrap: wrap; gap: 2px 12px; font-size: 12px; color: var(--muted); }
+.legend .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
+
+/* treemap */
+.breadcrumbs { display: flex; flex-wrap: wrap; gap: 2px; align-items: center; font-size: 12px; }
+.breadcrumbs button { border: none; background: none; color: var(--select); padding: 1px 3px; }
+.breadcrumbs button[aria-current="page"] { color: var(--fg); font-weight: 600; }
+.breadcrumbs .sep { color: var(--muted); }
+.treemap-area { position: relative; height: 380px; overflow: hidden; border-radius: 4px; }
+.tile { position: absolute; overflow: hidden; border: 1px solid var(--bg); padding: 2px 4px; font-size: 11px; line-height: 1.25; color: var(--tile-text); cursor: pointer; }
+.tile .name { font-weight: 600; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
+.tile .bytes { white-space: nowrap; display: block; }
+.tile.self { background-image: repeating-linear-gradient(45deg, rgba(255,255,255,0.35) 0 4px, transparent 4px 8px); }
+.tile.more { background: var(--panel) !important; color: var(--muted); cursor: default; border-style: dashed; border-color: var(--border); }
+.tile.selected { outline: 3px solid var(--select); outline-offset: -3px; z-index: 2; }
+.tile:focus-visible { outline: 3px solid var(--focus); outline-offset: -3px; z-index: 3; }
+.treemap-note { font-size: 12px; color: var(--muted); margin-top: 4px; }
+
+/* graph */
+.graph-area { position: relative; height: 380px; overflow: hidden; border-radius: 4px; background: var(--panel); }
+.graph-area svg { display: block; width: 100%; height: 100%; cursor: grab; }
+.graph-area .edge { fill: none; stroke: var(--edge); stroke-width: 1.2; }
+.graph-area .box rect { stroke: var(--border); stroke-width: 1; }
+.graph-area .box text { fill: var(--fg); font-size: 11px; pointer-events: none; }
+.graph-area .box .sub { fill: var(--muted); font-size: 10px; }
+.graph-area .box { cursor: pointer; }
+.graph-area .box.selected rect { stroke: var(--select); stroke-width: 3; }
+.graph-area .box:focus { outline: none; }
+.graph-area .box:focus-visible rect { stroke: var(--focus); stroke-width: 3; stroke-dasharray: 4 2; }
+.graph-area .box.other rect { stroke-dasharray: 4 3; }
+a.link { color: var(--select); }
+
+/* details and tables */
+.details-title { font-weight: 600; overflow-wrap: anywhere; }
+.kv { width: 100%; border-collapse: collapse; font-size: 12px; }
+.kv td, .kv th { padding: 2px 4px; border-bottom: 1px solid var(--border); vertical-align: top; text-align: left; }
+.kv td.num, .kv th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.kv .explain { color: var(--muted); font-size: 11px; }
+.table-wrap { max-height: 300px; overflow: auto; border: 1px solid var(--border); border-radius: 4px; }
+table.data { width: 100%; border-collapse: collapse; font-size: 12px; }
+table.data th { position: sticky; top: 0; background: var(--panel); text-align: left; padding: 0; border-bottom: 1px solid var(--border); }
+table.data th button { width: 100%; border: none; border-radius: 0; background: none; text-align: inherit; padding: 3px 6px; font-weight: 600; white-space: nowrap; }
+table.data th.num, table.data td.num { text-align: right; }
+table.data td { padding: 2px 6px; border-bottom: 1px solid var(--border); vertical-align: top; }
+table.data td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
+table.data td.raw { font-family: "Roboto Mono", ui-monospace, monospace; font-size: 11px; overflow-wrap: anywhere; }
+.bar { height: 8px; border-radius: 2px; background: var(--accent); display: inline-block; vertical-align: middle; }
+.cat-row { display: grid; grid-template-columns: 100px 1fr 80px; gap: 6px; align-items: center; font-size: 12px; }
+.stack-bar { display: flex; height: 12px; border-radius: 3px; overflow: hidden; background: var(--panel); margin: 4px 0; }
+.empty-state { padding: 16px 20px; border: 1px dashed var(--border); border-radius: 6px; background: var(--panel); max-width: 900px; }
+.empty-state h2 { margin-top: 0; font-size: 15px; }
+.empty-state .message { white-space: pre-wrap; overflow-wrap: anywhere; }
+.exports { display: flex; gap: 6px; }
+`;

@@ -1,0 +1,380 @@
+// Memory over the step: band of min..max per bucket, the max as a step line,
+// the peak marked, hover for time/bytes/op, drag to zoom, double click to reset,
+// optional stack of the top scopes, the selected scope's share and time span.
+
+import { scaleLinear } from 'd3-scale';
+import { select, type Selection as D3Selection } from 'd3-selection';
+import { area, curveStepAfter, line } from 'd3-shape';
+import type { CurveResponse, TimeSpan } from '../api';
+import { el, setLoading, showPanelError } from '../dom';
+import { formatBytes, formatBytesDelta, formatTime } from '../format';
+import { colorForName } from '../lib/colors';
+import { nearestIndex, relativeBytes, stackSeries, zoomRange, type StackedLayer } from '../lib/curve-data';
+import type { Selection } from '../selection';
+
+const HEIGHT = 210;
+const MARGIN = { top: 20, right: 14, bottom: 22, left: 66 };
+const STACK_TOP = 8;
+
+export interface HighlightSeries {
+  scope: string;
+  name: string;
+  t_us: readonly number[];
+  /** Bytes the scope holds at each time, relative to the step's start. */
+  bytes: readonly number[];
+}
+
+type SvgSel = D3Selection<SVGSVGElement, unknown, null, undefined>;
+
+export class CurveView {
+  readonly element: HTMLElement;
+  private readonly body: HTMLElement;
+  private readonly svgNode: SVGSVGElement;
+  private readonly svg: SvgSel;
+  private readonly tooltip = el('div', { class: 'curve-tooltip hidden', role: 'status' });
+  private readonly stackToggle = el('input', { type: 'checkbox', 'data-testid': 'stack-toggle', id: 'mem-stack' });
+  private readonly resetButton = el('button', { type: 'button', title: 'Show the whole step (or double click the curve)' }, 'Reset zoom');
+  private readonly caption = el('span', { class: 'muted' });
+  private readonly legend = el('div', { class: 'legend' });
+  private curve: CurveResponse | null = null;
+  private layers: StackedLayer[] = [];
+  private highlight: HighlightSeries | null = null;
+  private span: TimeSpan | null = null;
+  private dragStartPx: number | null = null;
+  private x = scaleLinear();
+  private y = scaleLinear();
+
+  constructor(private readonly selection: Selection) {
+    this.svgNode = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+    this.svgNode.setAttribute('class', 'curve-svg');
+    this.svgNode.setAttribute('role', 'img');
+    this.svgNode.setAttribute('aria-label', 'Memory in use over the step');
+    this.svg = select(this.svgNode);
+    this.body = el('div', { class: 'panel-body', 'data-testid': 'curve', style: 'position:relative' }, this.svgNode, this.tooltip);
+    this.element = el(
+      'section',
+      { class: 'panel curve-panel', 'aria-label': 'Memory over time' },
+      el(
+        'div',
+        { class: 'panel-toolbar' },
+        el('h2', {}, 'Memory over the step'),
+        this.caption,
+        el('span', { class: 'spacer' }),
+        el('label', { for: 'mem-stack' }, this.stackToggle, `Stack top ${STACK_TOP} scopes`),
+        this.resetButton,
+      ),
+      this.body,
+      this.legend,
+    );
+    this.stackToggle.addEventListener('change', () => this.draw());
+    this.resetButton.addEventListener('click', () => this.selection.set({ timeRange: null }));
+    this.installPointer();
+    selection.subscribe((_state, changed) => {
+      if (changed.has('timeRange')) this.draw();
+    });
+    if (typeof ResizeObserver !== 'undefined') {
+      let lastWidth = 0;
+      new ResizeObserver(() => {
+        const w = this.svgNode.clientWidth;
+        if (w !== lastWidth) {
+          lastWidth = w;
+          this.draw();
+        }
+      }).observe(this.svgNode);
+    }
+  }
+
+  /** Width in pixels of the plot: how many curve points are worth asking for. */
+  plotWidth(): number {
+    const w = this.svgNode.clientWidth || this.element.clientWidth || 900;
+    return Math.max(16, w - MARGIN.left - MARGIN.right);
+  }
+
+  setLoading(loading: boolean): void {
+    setLoading(this.element, loading);
+  }
+
+  setError(message: string | null): void {
+    showPanelError(this.element, message);
+  }
+
+  setCurve(curve: CurveResponse | null): void {
+    this.curve = curve;
+    this.layers = curve ? stackSeries(curve.series, STACK_TOP) : [];
+    this.draw();
+  }
+
+  setHighlight(series: HighlightSeries | null): void {
+    this.highlight = series;
+    this.draw();
+  }
+
+  setTimeSpan(span: TimeSpan | null): void {
+    this.span = span;
+    this.draw();
+  }
+
+  private offset(): number {
+    const c = this.curve;
+    return c && c.absolute && c.start_bytes !== null ? c.start_bytes : 0;
+  }
+
+  private draw(): void {
+    const svg = this.svg;
+    svg.selectAll('*').remove();
+    this.legend.replaceChildren();
+    this.tooltip.classList.add('hidden');
+    const c = this.curve;
+    if (!c) {
+      this.caption.textContent = '';
+      return;
+    }
+    const width = Math.max(200, this.svgNode.clientWidth || 900);
+    svg.attr('viewBox', `0 0 ${width} ${HEIGHT}`);
+    const range = this.selection.get().timeRange;
+    const domain: [number, number] = range ? [range.start_us, range.end_us] : [0, Math.max(1, c.duration_us)];
+    this.resetButton.disabled = range === null;
+    const stacked = this.stackToggle.checked && this.layers.length > 0;
+    const offset = this.offset();
+
+    let yMin = 0;
+    let yMax = 1;
+    for (let i = 0; i < c.t_us.length; i++) {
+      yMin = Math.min(yMin, c.min_bytes[i]!);
+      yMax = Math.max(yMax, c.max_bytes[i]!);
+    }
+    if (stacked) {
+      for (const l of this.layers) for (let i = 0; i < l.y1.length; i++) yMin = Math.min(yMin, offset + l.y1[i]!);
+    }
+    this.x = scaleLinear().domain(domain).range([MARGIN.left, width - MARGIN.right]);
+    this.y = scaleLinear().domain([yMin, yMax * 1.1]).nice(5).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
+    const x = this.x;
+    const y = this.y;
+
+    this.caption.textContent = c.absolute
+      ? 'absolute bytes in use (allocator baseline known)'
+      : 'relative to the start of the step: the allocator gave no baseline';
+
+    // Axes and grid, drawn by hand (no d3-axis): a few ticks, bytes on the left, time below.
+    const grid = svg.append('g').attr('class', 'grid');
+    const yAxis = svg.append('g').attr('class', 'axis');
+    for (const t of y.ticks(5)) {
+      grid.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', y(t)).attr('y2', y(t));
+      yAxis
+        .append('text')
+        .attr('x', MARGIN.left - 6)
+        .attr('y', y(t) + 3)
+        .attr('text-anchor', 'end')
+        .text(c.absolute ? formatBytes(t) : formatBytesDelta(t));
+    }
+    const xAxis = svg.append('g').attr('class', 'axis');
+    xAxis
+      .append('line')
+      .attr('x1', MARGIN.left)
+      .attr('x2', width - MARGIN.right)
+      .attr('y1', HEIGHT - MARGIN.bottom)
+      .attr('y2', HEIGHT - MARGIN.bottom);
+    for (const t of x.ticks(Math.max(2, Math.floor(width / 110)))) {
+      xAxis
+        .append('text')
+        .attr('x', x(t))
+        .attr('y', HEIGHT - 6)
+        .attr('text-anchor', 'middle')
+        .text(formatTime(t));
+    }
+
+    const clipId = 'mem-curve-clip';
+    svg
+      .append('clipPath')
+      .attr('id', clipId)
+      .append('rect')
+      .attr('x', MARGIN.left)
+      .attr('y', 0)
+      .attr('width', width - MARGIN.left - MARGIN.right)
+      .attr('height', HEIGHT - MARGIN.bottom);
+    const plot = svg.append('g').attr('clip-path', `url(#${clipId})`);
+
+    if (this.span) {
+      const x0 = x(this.span.start_us);
+      const x1 = Math.max(x(this.span.end_us), x0 + 1);
+      plot
+        .append('rect')
+        .attr('class', 'span')
+        .attr('x', x0)
+        .attr('y', MARGIN.top)
+        .attr('width', x1 - x0)
+        .attr('height', HEIGHT - MARGIN.bottom - MARGIN.top);
+      for (const px of [x0, x1]) {
+        plot.append('line').attr('class', 'span-edge').attr('x1', px).attr('x2', px).attr('y1', MARGIN.top).attr('y2', HEIGHT - MARGIN.bottom);
+      }
+    }
+
+    const idx = c.t_us.map((_t, i) => i);
+    const t = (i: number) => x(c.t_us[i]!);
+    if (stacked) {
+      for (const layer of this.layers) {
+        const a = area<number>()
+          .curve(curveStepAfter)
+          .x(t)
+          .y0((i) => y(offset + layer.y0[i]!))
+          .y1((i) => y(offset + layer.y1[i]!));
+        const colour = layer.scope === null ? '#9c9c9c' : colorForName(layer.scope);
+        const path = plot.append('path').attr('class', 'layer').attr('d', a(idx)).attr('fill', colour);
+        path.append('title').text(`${layer.scope ?? layer.name}: up to ${formatBytes(layer.max)}`);
+        this.legend.append(
+          el('span', {}, el('span', { class: 'swatch', style: `background:${colour}` }), layer.name),
+        );
+      }
+    } else {
+      const band = area<number>()
+        .curve(curveStepAfter)
+        .x(t)
+        .y0((i) => y(c.min_bytes[i]!))
+        .y1((i) => y(c.max_bytes[i]!));
+      plot.append('path').attr('class', 'band').attr('d', band(idx));
+    }
+
+    const h = this.highlight;
+    if (h && h.bytes.length === h.t_us.length && h.bytes.length > 0) {
+      const hi = h.t_us.map((_t, i) => i);
+      const a = area<number>()
+        .curve(curveStepAfter)
+        .x((i) => x(h.t_us[i]!))
+        .y0(() => y(offset))
+        .y1((i) => y(offset + h.bytes[i]!));
+      plot.append('path').attr('class', 'highlight').attr('d', a(hi)).append('title').text(`${h.scope}: its bytes over the step`);
+      this.legend.append(
+        el('span', {}, el('span', { class: 'swatch', style: 'background:var(--accent)' }), `selected: ${h.scope}`),
+      );
+    }
+
+    const maxLine = line<number>()
+      .curve(curveStepAfter)
+      .x(t)
+      .y((i) => y(c.max_bytes[i]!));
+    plot.append('path').attr('class', 'line').attr('d', maxLine(idx));
+
+    if (c.snapshots.t_us.length > 1 && !stacked) {
+      const s = c.snapshots;
+      const snapLine = line<number>()
+        .curve(curveStepAfter)
+        .x((i) => x(s.t_us[i]!))
+        .y((i) => y(s.bytes[i]!));
+      plot.append('path').attr('class', 'snapshots').attr('d', snapLine(s.t_us.map((_v, i) => i)));
+      this.legend.append(el('span', {}, 'dotted: the allocator’s own bytes-in-use snapshots'));
+    }
+
+    if (c.peak) {
+      const px = x(c.peak.time_us);
+      const py = y(c.peak.bytes);
+      const peak = svg.append('g').attr('class', 'peak').attr('data-testid', 'curve-peak');
+      const inView = px >= MARGIN.left - 0.5 && px <= width - MARGIN.right + 0.5;
+      peak.attr('opacity', inView ? 1 : 0.35);
+      peak.append('line').attr('x1', px).attr('x2', px).attr('y1', MARGIN.top - 4).attr('y2', HEIGHT - MARGIN.bottom);
+      peak.append('circle').attr('cx', px).attr('cy', py).attr('r', 4);
+      const label = c.absolute
+        ? `peak ${formatBytes(c.peak.bytes)} at ${formatTime(c.peak.time_us)}`
+        : `peak ${formatBytesDelta(c.peak.bytes)} over step start at ${formatTime(c.peak.time_us)}`;
+      const rightSide = px < width * 0.6;
+      peak
+        .append('text')
+        .attr('x', Math.min(Math.max(px + (rightSide ? 6 : -6), MARGIN.left), width - MARGIN.right))
+        .attr('y', MARGIN.top - 6)
+        .attr('text-anchor', rightSide ? 'start' : 'end')
+        .text(label);
+      peak.append('title').text(`${label}${c.peak.node ? ` — ${c.peak.node.name}` : ''}`);
+    }
+
+    svg.append('g').attr('class', 'hover');
+    svg.append('rect').attr('class', 'drag hidden');
+  }
+
+  private installPointer(): void {
+    const svgNode = this.svgNode;
+    const localX = (ev: PointerEvent | MouseEvent) => {
+      const rect = svgNode.getBoundingClientRect();
+      const vb = svgNode.viewBox.baseVal;
+      const scale = vb && vb.width && rect.width ? vb.width / rect.width : 1;
+      return (ev.clientX - rect.left) * scale;
+    };
+    svgNode.addEventListener('pointerdown', (ev) => {
+      if (!this.curve || ev.button !== 0) return;
+      this.dragStartPx = localX(ev);
+      svgNode.setPointerCapture?.(ev.pointerId);
+    });
+    svgNode.addEventListener('pointermove', (ev) => {
+      if (!this.curve) return;
+      const px = localX(ev);
+      if (this.dragStartPx !== null) {
+        const x0 = Math.min(this.dragStartPx, px);
+        const w = Math.abs(px - this.dragStartPx);
+        this.svg
+          .select<SVGRectElement>('rect.drag')
+          .classed('hidden', w < 2)
+          .attr('x', x0)
+          .attr('y', MARGIN.top)
+          .attr('width', w)
+          .attr('height', HEIGHT - MARGIN.top - MARGIN.bottom);
+      }
+      this.showHover(px, ev);
+    });
+    const endDrag = (ev: PointerEvent) => {
+      if (this.dragStartPx === null) return;
+      const start = this.dragStartPx;
+      this.dragStartPx = null;
+      this.svg.select('rect.drag').classed('hidden', true);
+      const range = zoomRange(start, localX(ev), (px) => this.x.invert(px));
+      if (range) this.selection.set({ timeRange: range });
+    };
+    svgNode.addEventListener('pointerup', endDrag);
+    svgNode.addEventListener('pointercancel', () => {
+      this.dragStartPx = null;
+      this.svg.select('rect.drag').classed('hidden', true);
+    });
+    svgNode.addEventListener('pointerleave', () => {
+      this.svg.select('g.hover').selectAll('*').remove();
+      this.tooltip.classList.add('hidden');
+    });
+    svgNode.addEventListener('dblclick', () => this.selection.set({ timeRange: null }));
+  }
+
+  private showHover(px: number, ev: PointerEvent): void {
+    const c = this.curve;
+    const hover = this.svg.select<SVGGElement>('g.hover');
+    hover.selectAll('*').remove();
+    if (!c || c.t_us.length === 0) return;
+    const [left, right] = this.x.range() as [number, number];
+    if (px < left || px > right) {
+      this.tooltip.classList.add('hidden');
+      return;
+    }
+    const i = nearestIndex(c.t_us, this.x.invert(px));
+    const t = c.t_us[i]!;
+    const max = c.max_bytes[i]!;
+    const min = c.min_bytes[i]!;
+    const hx = this.x(t);
+    hover.append('line').attr('x1', hx).attr('x2', hx).attr('y1', MARGIN.top).attr('y2', HEIGHT - MARGIN.bottom);
+    hover.append('circle').attr('cx', hx).attr('cy', this.y(max)).attr('r', 3);
+
+    const op = c.node_names[c.node_at[i] ?? -1] ?? null;
+    const rel = relativeBytes([max], c.absolute, c.start_bytes)[0]!;
+    const lines: HTMLElement[] = [
+      el('div', {}, el('b', {}, formatTime(t)), ` · ${c.absolute ? formatBytes(max) : formatBytesDelta(max)}`),
+    ];
+    if (c.absolute) lines.push(el('div', { class: 'muted' }, `${formatBytesDelta(rel)} over the step start`));
+    if (min !== max) lines.push(el('div', { class: 'muted' }, `bucket range ${formatBytes(min)} – ${formatBytes(max)}`));
+    if (op !== null) lines.push(el('div', {}, 'op: ', el('code', {}, op)));
+    if (this.highlight) {
+      const j = nearestIndex(this.highlight.t_us, t);
+      const b = this.highlight.bytes[j];
+      if (b !== undefined) lines.push(el('div', {}, `${this.highlight.scope}: ${formatBytes(b)}`));
+    }
+    this.tooltip.replaceChildren(...lines);
+    this.tooltip.classList.remove('hidden');
+    const bodyRect = this.body.getBoundingClientRect();
+    const left0 = ev.clientX - bodyRect.left + 14;
+    const maxLeft = bodyRect.width - 260;
+    this.tooltip.style.left = `${Math.max(0, left0 > maxLeft ? ev.clientX - bodyRect.left - 270 : left0)}px`;
+    this.tooltip.style.top = `${Math.max(0, ev.clientY - bodyRect.top - 10)}px`;
+  }
+}

@@ -1,0 +1,102 @@
+// A sortable table with CSV and JSON export; rows are rendered as text only.
+
+import { el, clear, downloadText } from '../dom';
+import { type Column, type SortState, exportFileName, nextSort, sortRows, toCsv, toJson } from '../lib/table';
+
+export interface DataTableOptions<T> {
+  columns: Column<T>[];
+  testId: string;
+  exportTestIds?: { csv: string; json: string };
+  initialSort: SortState;
+  /** Base name parts of exported files (run, tag, scope, table). */
+  fileName: () => string[];
+  caption?: string;
+  /** Rows shown at most (all rows are exported). */
+  maxRows?: number;
+  onRowClick?: (row: T) => void;
+}
+
+export class DataTable<T> {
+  readonly element: HTMLElement;
+  readonly exports: HTMLElement;
+  private readonly table = el('table', { class: 'data' });
+  private rows: readonly T[] = [];
+  private sort: SortState;
+
+  constructor(private readonly options: DataTableOptions<T>) {
+    this.sort = options.initialSort;
+    this.table.setAttribute('data-testid', options.testId);
+    if (options.caption) this.table.append(el('caption', { class: 'hidden' }, options.caption));
+    const ids = options.exportTestIds ?? { csv: `${options.testId}-export-csv`, json: `${options.testId}-export-json` };
+    const csv = el('button', { type: 'button', 'data-testid': ids.csv, title: 'Download this table as CSV (exact byte counts)' }, 'CSV');
+    const json = el('button', { type: 'button', 'data-testid': ids.json, title: 'Download this table as JSON (exact byte counts)' }, 'JSON');
+    csv.addEventListener('click', () =>
+      downloadText(toCsv(options.columns, this.sorted()), exportFileName(options.fileName(), 'csv'), 'text/csv;charset=utf-8'),
+    );
+    json.addEventListener('click', () =>
+      downloadText(toJson(options.columns, this.sorted()), exportFileName(options.fileName(), 'json'), 'application/json'),
+    );
+    this.exports = el('span', { class: 'exports' }, el('span', { class: 'muted' }, 'Export'), csv, json);
+    this.element = el('div', { class: 'table-wrap' }, this.table);
+  }
+
+  setRows(rows: readonly T[]): void {
+    this.rows = rows;
+    this.render();
+  }
+
+  /** Rows in the current sort order: what is shown and exported. */
+  sorted(): T[] {
+    return sortRows(this.rows, this.options.columns, this.sort);
+  }
+
+  private render(): void {
+    const keep = this.table.querySelector('caption');
+    clear(this.table);
+    if (keep) this.table.append(keep);
+    const head = el('tr');
+    for (const column of this.options.columns) {
+      const active = this.sort.key === column.key;
+      const arrow = active ? (this.sort.direction === 'asc' ? ' ▲' : ' ▼') : '';
+      const button = el('button', { type: 'button', 'data-sort-key': column.key }, column.label + arrow);
+      button.addEventListener('click', () => {
+        this.sort = nextSort(this.sort, column);
+        this.render();
+      });
+      head.append(
+        el(
+          'th',
+          {
+            class: column.numeric ? 'num' : null,
+            scope: 'col',
+            'aria-sort': active ? (this.sort.direction === 'asc' ? 'ascending' : 'descending') : 'none',
+          },
+          button,
+        ),
+      );
+    }
+    const body = el('tbody');
+    const rows = this.sorted();
+    const shown = this.options.maxRows ? rows.slice(0, this.options.maxRows) : rows;
+    for (const row of shown) {
+      const tr = el('tr');
+      for (const column of this.options.columns) {
+        const raw = column.value(row);
+        const text = column.text ? column.text(row) : raw === null ? '—' : String(raw);
+        tr.append(el('td', { class: column.numeric ? 'num' : column.key === 'raw_name' ? 'raw' : null }, text));
+      }
+      if (this.options.onRowClick) {
+        const onClick = this.options.onRowClick;
+        tr.style.cursor = 'pointer';
+        tr.addEventListener('click', () => onClick(row));
+      }
+      body.append(tr);
+    }
+    if (rows.length > shown.length) {
+      body.append(
+        el('tr', {}, el('td', { colspan: this.options.columns.length, class: 'muted' }, `${rows.length - shown.length} more rows in the export`)),
+      );
+    }
+    this.table.append(el('thead', {}, head), body);
+  }
+}

@@ -1,0 +1,228 @@
+// Details of the selected scope (every figure explained, share of the peak,
+// categories, op types, top nodes) and the op-type table of the whole step.
+
+import { CATEGORY_NAMES, type DeviceSummary, type FigureName, type NodeExecution, type OpTypeTotal, type ScopeDetails } from '../api';
+import { clear, el, setLoading, showPanelError } from '../dom';
+import { formatBytes, formatCount, formatExactBytes, formatPercent, formatTime, shareOf } from '../format';
+import { CATEGORY_COLORS } from '../lib/colors';
+import type { Column } from '../lib/table';
+import type { Selection } from '../selection';
+import { DataTable } from './data-table';
+
+/** Every figure with its one-line meaning (wording from DESIGN.md, summed over a scope's nodes). */
+export const FIGURE_ROWS: { figure: FigureName; label: string; explain: string; testId?: string }[] = [
+  { figure: 'at_peak_bytes', label: 'at peak', explain: 'what it holds at the step’s peak (net of its allocation records up to the peak time)', testId: 'details-at-peak-bytes' },
+  { figure: 'allocated_bytes', label: 'allocated', explain: 'everything its ops allocated, frees ignored (TensorBoard’s “memory”)', testId: 'details-allocated-bytes' },
+  { figure: 'output_bytes', label: 'output', explain: 'tensors its ops produced', testId: 'details-output-bytes' },
+  { figure: 'temp_bytes', label: 'temp', explain: 'scratch freed inside the op (im2col lives here)' },
+  { figure: 'persistent_bytes', label: 'persistent', explain: 'kept across steps' },
+  { figure: 'live_bytes', label: 'live after op', explain: 'still held when each op finished' },
+  { figure: 'op_peak_bytes', label: 'op peak', explain: 'sum of each op’s own high-water mark (an upper bound: they peak at different times)' },
+];
+
+const bytesColumn = <T>(key: string, label: string, get: (row: T) => number): Column<T> => ({
+  key,
+  label,
+  value: get,
+  text: (row) => formatBytes(get(row)),
+  numeric: true,
+});
+
+const NODE_COLUMNS: Column<NodeExecution>[] = [
+  { key: 'raw_name', label: 'node (raw name)', value: (n) => n.raw_name },
+  { key: 'op_type', label: 'op type', value: (n) => n.op_type },
+  { key: 'category', label: 'category', value: (n) => n.category },
+  bytesColumn('at_peak_bytes', 'at peak', (n) => n.figures.at_peak_bytes),
+  bytesColumn('allocated_bytes', 'allocated', (n) => n.figures.allocated_bytes),
+  bytesColumn('output_bytes', 'output', (n) => n.figures.output_bytes),
+  bytesColumn('temp_bytes', 'temp', (n) => n.figures.temp_bytes),
+  { key: 'start_us', label: 'start', value: (n) => n.start_us, text: (n) => formatTime(n.start_us), numeric: true },
+  { key: 'duration_us', label: 'duration', value: (n) => n.end_us - n.start_us, text: (n) => formatTime(n.end_us - n.start_us), numeric: true },
+  { key: 'graph_name', label: 'graph name', value: (n) => n.graph_name },
+  { key: 'kind', label: 'kind', value: (n) => n.kind },
+  { key: 'kernel', label: 'kernel', value: (n) => n.kernel },
+];
+
+function opTypeColumns(peakRise: () => number): Column<OpTypeTotal>[] {
+  return [
+    { key: 'name', label: 'op type', value: (o) => o.name },
+    { key: 'count', label: 'count', value: (o) => o.count, text: (o) => formatCount(o.count), numeric: true },
+    bytesColumn('at_peak_bytes', 'at peak', (o) => o.figures.at_peak_bytes),
+    {
+      key: 'share_of_peak',
+      label: 'share of peak',
+      value: (o) => shareOf(o.figures.at_peak_bytes, peakRise()),
+      text: (o) => formatPercent(shareOf(o.figures.at_peak_bytes, peakRise())),
+      numeric: true,
+    },
+    bytesColumn('allocated_bytes', 'allocated', (o) => o.figures.allocated_bytes),
+    bytesColumn('output_bytes', 'output', (o) => o.figures.output_bytes),
+    bytesColumn('temp_bytes', 'temp', (o) => o.figures.temp_bytes),
+  ];
+}
+
+export class DetailsView {
+  readonly element: HTMLElement;
+  private readonly body = el('div', { class: 'panel-body' });
+  private readonly nodeTable: DataTable<NodeExecution>;
+  private readonly scopeOpTable: DataTable<OpTypeTotal>;
+  private details: ScopeDetails | null = null;
+
+  constructor(private readonly selection: Selection) {
+    const fileBase = (table: string) => () => {
+      const s = this.selection.get();
+      return [s.run ?? '', s.tag ?? '', this.details?.scope || 'all', table];
+    };
+    this.nodeTable = new DataTable<NodeExecution>({
+      columns: NODE_COLUMNS,
+      testId: 'node-table',
+      exportTestIds: { csv: 'export-csv', json: 'export-json' },
+      initialSort: { key: 'at_peak_bytes', direction: 'desc' },
+      fileName: fileBase('nodes'),
+      caption: 'Largest node executions of the selected scope',
+    });
+    this.scopeOpTable = new DataTable<OpTypeTotal>({
+      columns: opTypeColumns(() => this.details?.peak_rise_bytes ?? 0),
+      testId: 'scope-op-type-table',
+      initialSort: { key: 'at_peak_bytes', direction: 'desc' },
+      fileName: fileBase('op_types'),
+      maxRows: 30,
+    });
+    this.element = el('section', { class: 'panel details-panel', 'data-testid': 'details', 'aria-label': 'Details of the selection' }, this.body);
+  }
+
+  setLoading(loading: boolean): void {
+    setLoading(this.element, loading);
+  }
+
+  setError(message: string | null): void {
+    showPanelError(this.element, message);
+  }
+
+  setData(details: ScopeDetails | null): void {
+    this.details = details;
+    clear(this.body);
+    if (!details) return;
+    const d = details;
+    const scopeText = d.scope === '' ? '(all)' : d.scope;
+    this.body.append(
+      el('h2', {}, 'Selection'),
+      el('div', { class: 'details-title', 'data-testid': 'details-scope', 'data-scope': d.scope }, scopeText),
+      el(
+        'div',
+        { class: 'muted' },
+        `${d.kind} · ${formatCount(d.node_count)} node execution${d.node_count === 1 ? '' : 's'} · ${formatPercent(d.share_of_peak)} of the peak rise (${formatBytes(d.peak_rise_bytes)})`,
+      ),
+    );
+
+    const figures = el('table', { class: 'kv' });
+    for (const row of FIGURE_ROWS) {
+      const bytes = d.figures[row.figure];
+      const value = el('td', { class: 'num', title: formatExactBytes(bytes) }, formatBytes(bytes));
+      if (row.testId) {
+        value.setAttribute('data-testid', row.testId);
+        value.setAttribute('data-bytes', String(bytes));
+      }
+      const share = row.figure === 'at_peak_bytes' ? formatPercent(d.share_of_peak) : '';
+      figures.append(
+        el('tr', {}, el('th', {}, row.label), value, el('td', { class: 'num muted' }, share), el('td', { class: 'explain' }, row.explain)),
+      );
+    }
+    this.body.append(figures);
+
+    this.body.append(
+      el(
+        'div',
+        { style: 'margin-top:6px' },
+        el('b', {}, 'Time span: '),
+        d.time_span
+          ? `${formatTime(d.time_span.start_us)} – ${formatTime(d.time_span.end_us)} (${formatTime(d.time_span.end_us - d.time_span.start_us)}), shaded on the curve`
+          : 'no node execution on this device',
+      ),
+    );
+
+    this.body.append(this.categoriesBlock(d));
+
+    this.scopeOpTable.setRows(d.op_types);
+    this.body.append(
+      el('div', { class: 'panel-toolbar', style: 'margin-top:8px' }, el('h2', {}, 'Op types inside'), el('span', { class: 'spacer' }), this.scopeOpTable.exports),
+      this.scopeOpTable.element,
+    );
+
+    this.nodeTable.setRows(d.nodes);
+    this.body.append(
+      el(
+        'div',
+        { class: 'panel-toolbar', style: 'margin-top:8px' },
+        el('h2', {}, `Top nodes (${formatCount(d.nodes.length)} of ${formatCount(d.node_count)})`),
+        el('span', { class: 'spacer' }),
+        this.nodeTable.exports,
+      ),
+      this.nodeTable.element,
+      el('div', { class: 'muted', style: 'font-size:11px;margin-top:2px' }, 'Raw names as the runtime logged them; click a column to sort.'),
+    );
+  }
+
+  private categoriesBlock(d: ScopeDetails): HTMLElement {
+    const byName = new Map(d.categories.map((c) => [c.name, c.at_peak_bytes]));
+    const total = d.figures.at_peak_bytes;
+    const bar = el('div', { class: 'stack-bar', 'aria-hidden': 'true' });
+    const rows = el('div');
+    for (const name of CATEGORY_NAMES) {
+      const bytes = byName.get(name) ?? 0;
+      if (bytes === 0) continue;
+      const share = total > 0 ? Math.max(0, bytes / total) : 0;
+      bar.append(el('span', { style: `width:${(share * 100).toFixed(2)}%;background:${CATEGORY_COLORS[name]}`, title: `${name}: ${formatBytes(bytes)}` }));
+      rows.append(
+        el(
+          'div',
+          { class: 'cat-row' },
+          el('span', {}, el('span', { class: 'swatch', style: `display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;background:${CATEGORY_COLORS[name]}` }), name),
+          el('span', {}, el('span', { class: 'bar', style: `width:${(share * 100).toFixed(1)}%;background:${CATEGORY_COLORS[name]}` })),
+          el('span', { class: 'num', style: 'text-align:right' }, formatBytes(bytes)),
+        ),
+      );
+    }
+    if (!rows.firstChild) rows.append(el('div', { class: 'muted' }, 'nothing held at the peak'));
+    return el(
+      'div',
+      { style: 'margin-top:8px' },
+      el('h2', {}, 'At peak by category'),
+      el('div', { class: 'muted', style: 'font-size:11px' }, 'Categories are heuristic: guessed from names, op types and lifetimes.'),
+      bar,
+      rows,
+    );
+  }
+}
+
+/** The op-type table of the whole step (from the summary). */
+export class StepOpTypesView {
+  readonly element: HTMLElement;
+  private readonly table: DataTable<OpTypeTotal>;
+  private readonly caption = el('span', { class: 'muted' });
+  private device: DeviceSummary | null = null;
+
+  constructor(selection: Selection) {
+    this.table = new DataTable<OpTypeTotal>({
+      columns: opTypeColumns(() => this.device?.peak_rise_bytes ?? 0),
+      testId: 'op-type-table',
+      initialSort: { key: 'at_peak_bytes', direction: 'desc' },
+      fileName: () => {
+        const s = selection.get();
+        return [s.run ?? '', s.tag ?? '', s.device ?? '', 'op_types'];
+      },
+    });
+    this.element = el(
+      'section',
+      { class: 'panel', 'aria-label': 'Op types of the whole step' },
+      el('div', { class: 'panel-toolbar' }, el('h2', {}, 'Op types, whole step'), this.caption, el('span', { class: 'spacer' }), this.table.exports),
+      this.table.element,
+    );
+  }
+
+  setDevice(device: DeviceSummary | null): void {
+    this.device = device;
+    this.caption.textContent = device ? `${formatCount(device.op_types.length)} op types on ${device.id}` : '';
+    this.table.setRows(device?.op_types ?? []);
+  }
+}

@@ -1,0 +1,88 @@
+// Run, traced step, device and grouping pickers: native <select>s bound to the selection.
+
+import type { DeviceSummary, Group, RunInfo } from '../api';
+import { el, clear } from '../dom';
+import { formatBytes } from '../format';
+import type { Selection, SelectionState } from '../selection';
+
+function option(value: string, label: string, selected: boolean, disabled = false): HTMLOptionElement {
+  const o = el('option', { value }, label);
+  o.selected = selected;
+  o.disabled = disabled;
+  return o;
+}
+
+export class PickersView {
+  readonly element: HTMLElement;
+  private readonly runSelect = el('select', { 'data-testid': 'run-picker', id: 'mem-run', 'aria-label': 'Run' });
+  private readonly stepSelect = el('select', { 'data-testid': 'step-picker', id: 'mem-step', 'aria-label': 'Traced step' });
+  private readonly deviceSelect = el('select', {
+    'data-testid': 'device-picker',
+    id: 'mem-device',
+    'aria-label': 'Device and allocator',
+  });
+  private readonly groupSelect = el('select', { 'data-testid': 'group-picker', id: 'mem-group', 'aria-label': 'Group by' });
+  private runs: readonly RunInfo[] = [];
+  private devices: readonly DeviceSummary[] = [];
+
+  constructor(private readonly selection: Selection) {
+    this.groupSelect.append(
+      option('layer', 'layer (gradients and optimizer folded into their layer)', true),
+      option('scope', 'name scope (as the graph names it)', false),
+    );
+    this.element = el(
+      'div',
+      { class: 'pickers', style: 'display:contents' },
+      el('span', { class: 'picker' }, el('label', { for: 'mem-run' }, 'Run'), this.runSelect),
+      el('span', { class: 'picker' }, el('label', { for: 'mem-step' }, 'Step'), this.stepSelect),
+      el('span', { class: 'picker' }, el('label', { for: 'mem-device' }, 'Device'), this.deviceSelect),
+      el('span', { class: 'picker' }, el('label', { for: 'mem-group' }, 'Group'), this.groupSelect),
+    );
+    this.runSelect.addEventListener('change', () => this.selection.set({ run: this.runSelect.value }));
+    this.stepSelect.addEventListener('change', () => this.selection.set({ tag: this.stepSelect.value }));
+    this.deviceSelect.addEventListener('change', () => this.selection.set({ device: this.deviceSelect.value }));
+    this.groupSelect.addEventListener('change', () => this.selection.set({ group: this.groupSelect.value as Group }));
+    selection.subscribe((state, changed) => {
+      if (changed.has('run') || changed.has('tag')) this.renderRunsAndSteps(state);
+      if (changed.has('device')) this.renderDevices(state);
+      if (changed.has('group')) this.groupSelect.value = state.group;
+    });
+  }
+
+  setRuns(runs: readonly RunInfo[]): void {
+    this.runs = runs;
+    this.renderRunsAndSteps(this.selection.get());
+  }
+
+  /** Devices of the current step (from its summary); empty while loading or for a step without memory. */
+  setDevices(devices: readonly DeviceSummary[]): void {
+    this.devices = devices;
+    this.renderDevices(this.selection.get());
+  }
+
+  private renderRunsAndSteps(state: Readonly<SelectionState>): void {
+    clear(this.runSelect);
+    for (const run of this.runs) {
+      const label = run.steps.length ? run.run : `${run.run} (no traced steps)`;
+      this.runSelect.append(option(run.run, label, run.run === state.run, run.steps.length === 0));
+    }
+    this.runSelect.disabled = this.runs.length === 0;
+    clear(this.stepSelect);
+    const run = this.runs.find((r) => r.run === state.run);
+    for (const step of run?.steps ?? []) {
+      const label = step.step !== null && !step.tag.includes(String(step.step)) ? `${step.tag} (step ${step.step})` : step.tag;
+      this.stepSelect.append(option(step.tag, label, step.tag === state.tag));
+    }
+    this.stepSelect.disabled = !run || run.steps.length === 0;
+  }
+
+  private renderDevices(state: Readonly<SelectionState>): void {
+    clear(this.deviceSelect);
+    for (const d of this.devices) {
+      const peak = d.peak_bytes ?? d.peak_rise_bytes;
+      const label = `${d.id} — peak ${d.peak_bytes === null ? '+' : ''}${formatBytes(peak)}`;
+      this.deviceSelect.append(option(d.id, label, d.id === state.device));
+    }
+    this.deviceSelect.disabled = this.devices.length === 0;
+  }
+}

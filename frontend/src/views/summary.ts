@@ -1,0 +1,83 @@
+// The step at a glance for the chosen device: peak, baseline, the identity
+// "at peak by category = by op type = peak rise", and the empty state.
+
+import type { DeviceSummary, SummaryResponse } from '../api';
+import { clear, el } from '../dom';
+import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatTime } from '../format';
+import { peakIdentity } from '../lib/identity';
+
+export const TRACE_HOWTO = [
+  "run_options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)",
+  'run_metadata = tf.compat.v1.RunMetadata()',
+  'sess.run(train_op, feed_dict=feed, options=run_options, run_metadata=run_metadata)',
+  "writer.add_run_metadata(run_metadata, 'step_%d' % i)",
+].join('\n');
+
+export class SummaryView {
+  readonly element = el('section', { class: 'summary', 'data-testid': 'summary', 'aria-label': 'Step summary' });
+
+  setData(summary: SummaryResponse | null, device: DeviceSummary | null): void {
+    clear(this.element);
+    this.element.classList.toggle('hidden', !device);
+    if (!summary || !device) return;
+    const absolute = device.baseline === 'allocator_bytes_in_use' && device.peak_bytes !== null;
+    const peakText = absolute ? formatBytes(device.peak_bytes) : `${formatBytesDelta(device.peak_rise_bytes)} (relative)`;
+    this.element.append(
+      el('span', { class: 'figure' }, 'Peak ', el('b', { 'data-testid': 'summary-peak', title: formatExactBytes(absolute ? device.peak_bytes! : device.peak_rise_bytes) }, peakText), device.peak_time_us !== null ? ` at ${formatTime(device.peak_time_us)}` : ''),
+    );
+    if (absolute) {
+      this.element.append(
+        el('span', {}, `start ${formatBytes(device.start_bytes)} → rise ${formatBytesDelta(device.peak_rise_bytes)} → end ${formatBytes(device.end_bytes)}`),
+      );
+    } else {
+      this.element.append(el('span', { class: 'note' }, 'No allocator baseline: bytes are relative to the start of the step.'));
+    }
+    if (device.peak_node) {
+      this.element.append(
+        el('span', {}, 'op at peak: ', el('code', { title: device.peak_node.scope }, device.peak_node.name), device.peak_node.op_type ? ` (${device.peak_node.op_type})` : ''),
+      );
+    }
+    this.element.append(
+      el('span', { class: 'note' }, `${formatTime(summary.duration_us)} · ${formatCount(device.node_count)} node executions · ${formatCount(device.event_count)} allocation events`),
+    );
+    const id = peakIdentity(device);
+    const identity = el(
+      'span',
+      { class: 'identity', 'data-testid': 'identity', 'data-holds': String(id.holds) },
+      `At peak, categories (${formatBytes(id.categoriesBytes)}) = op types (${formatBytes(id.opTypesBytes)}) = peak rise (${formatBytes(id.peakRiseBytes)}) ${id.holds ? '✓' : '✗ (do not add up)'}`,
+    );
+    identity.setAttribute(
+      'title',
+      `Bytes held at the peak, split by category and by op type, add up exactly to the peak's rise over the start of the step.\ncategories ${formatExactBytes(id.categoriesBytes)}\nop types ${formatExactBytes(id.opTypesBytes)}\nrise ${formatExactBytes(id.peakRiseBytes)}`,
+    );
+    this.element.append(identity);
+    if (device.snapshots.max_abs_diff_bytes !== null && device.snapshots.count > 0) {
+      this.element.append(
+        el('span', { class: 'note' }, `allocator snapshots agree within ${formatBytes(device.snapshots.max_abs_diff_bytes)}`),
+      );
+    }
+    this.element.append(el('span', { class: 'note' }, 'Categories are heuristic (from names, op types and lifetimes).'));
+  }
+}
+
+export class EmptyStateView {
+  readonly element = el('section', { class: 'empty-state hidden', 'data-testid': 'empty-state', role: 'status' });
+
+  /** Shows why there is nothing to draw and how to trace a step with memory; null hides it. */
+  show(title: string | null, message: string | null = null): void {
+    clear(this.element);
+    this.element.classList.toggle('hidden', title === null);
+    if (title === null) return;
+    this.element.append(el('h2', {}, title));
+    if (message) this.element.append(el('p', { class: 'message' }, message));
+    this.element.append(
+      el('p', {}, 'Trace one training step with memory (TF 1.x sessions, or tf.compat.v1 in TF 2.x) and write its run metadata:'),
+      el('pre', {}, TRACE_HOWTO),
+      el(
+        'p',
+        { class: 'muted' },
+        'Then reload. TF 2.x eager and Keras profile_batch write no step stats (their memory is in the profiler’s trace). TensorBoard keeps 10 traced steps per run unless started with --samples_per_plugin graph_tagged_run_metadata=0.',
+      ),
+    );
+  }
+}

@@ -1,0 +1,277 @@
+// One level of the scope tree as a treemap of HTML tiles: the focused scope's
+// children sized by a chosen figure, small ones folded into "(N more)".
+
+import { hierarchy, treemap, treemapSquarify } from 'd3-hierarchy';
+import { CATEGORY_NAMES, type FigureName, type ScopeChild, type ScopesResponse } from '../api';
+import { clear, el, setLoading, showPanelError } from '../dom';
+import { formatBytes, formatCount, formatPercent, shareOf } from '../format';
+import { CATEGORY_COLORS, colorForName, dominantCategory } from '../lib/colors';
+import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
+import type { Selection } from '../selection';
+
+export const SIZE_FIGURES: { figure: FigureName; label: string }[] = [
+  { figure: 'at_peak_bytes', label: 'at peak' },
+  { figure: 'allocated_bytes', label: 'allocated' },
+  { figure: 'output_bytes', label: 'output' },
+  { figure: 'temp_bytes', label: 'temp' },
+];
+type ColorBy = 'category' | 'op_type';
+
+interface Placed {
+  tile: Tile<ScopeChild>;
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+export class TreemapView {
+  readonly element: HTMLElement;
+  private readonly area = el('div', { class: 'treemap-area', role: 'listbox', 'aria-label': 'Scopes' });
+  private readonly crumbs = el('nav', { class: 'breadcrumbs', 'data-testid': 'breadcrumbs', 'aria-label': 'Scope path' });
+  private readonly sizeSelect = el('select', { 'aria-label': 'Size tiles by', 'data-testid': 'size-picker' });
+  private readonly colorSelect = el('select', { 'aria-label': 'Colour tiles by', 'data-testid': 'color-picker' });
+  private readonly drillButton = el('button', { type: 'button', 'data-testid': 'drill-in', title: 'Show the selected scope’s children (or double click its tile)' }, 'Drill in');
+  private readonly upButton = el('button', { type: 'button', title: 'Back to the parent scope' }, 'Up');
+  private readonly note = el('div', { class: 'treemap-note' });
+  private readonly legend = el('div', { class: 'legend' });
+  private data: ScopesResponse | null = null;
+  private tileByScope = new Map<string, HTMLElement>();
+
+  constructor(private readonly selection: Selection) {
+    for (const s of SIZE_FIGURES) this.sizeSelect.append(el('option', { value: s.figure }, s.label));
+    this.colorSelect.append(el('option', { value: 'category' }, 'category'), el('option', { value: 'op_type' }, 'op type'));
+    const body = el('div', { class: 'panel-body', 'data-testid': 'treemap' }, this.area);
+    this.element = el(
+      'section',
+      { class: 'panel treemap-panel', 'aria-label': 'Scope treemap' },
+      el(
+        'div',
+        { class: 'panel-toolbar' },
+        el('h2', {}, 'Scopes'),
+        el('label', {}, 'size', this.sizeSelect),
+        el('label', {}, 'colour', this.colorSelect),
+        el('span', { class: 'spacer' }),
+        this.upButton,
+        this.drillButton,
+      ),
+      this.crumbs,
+      body,
+      this.note,
+      this.legend,
+    );
+    this.sizeSelect.addEventListener('change', () => this.render());
+    this.colorSelect.addEventListener('change', () => this.render());
+    this.drillButton.addEventListener('click', () => {
+      const target = this.drillTarget();
+      if (target) this.selection.drill(target.scope);
+    });
+    this.upButton.addEventListener('click', () => {
+      const path = this.data?.path ?? [];
+      const parent = path[path.length - 2];
+      if (parent) this.selection.drill(parent.scope);
+    });
+    selection.subscribe((_state, changed) => {
+      if (changed.has('selected')) this.updateSelected();
+    });
+    if (typeof ResizeObserver !== 'undefined') {
+      let last = '';
+      new ResizeObserver(() => {
+        const size = `${this.area.clientWidth}x${this.area.clientHeight}`;
+        if (size !== last) {
+          last = size;
+          this.render();
+        }
+      }).observe(this.area);
+    }
+  }
+
+  get sizeFigure(): FigureName {
+    return this.sizeSelect.value as FigureName;
+  }
+
+  setLoading(loading: boolean): void {
+    setLoading(this.element, loading);
+  }
+
+  setError(message: string | null): void {
+    showPanelError(this.element, message);
+  }
+
+  setData(data: ScopesResponse | null): void {
+    this.data = data;
+    this.render();
+  }
+
+  /** The child the Drill in button would open: the selected child if it has children. */
+  private drillTarget(): ScopeChild | null {
+    const selected = this.selection.get().selected;
+    const child = this.data?.children.find((c) => c.scope === selected);
+    return child && child.has_children ? child : null;
+  }
+
+  private render(): void {
+    clear(this.area);
+    clear(this.crumbs);
+    clear(this.legend);
+    this.tileByScope.clear();
+    this.note.textContent = '';
+    const data = this.data;
+    this.upButton.disabled = !data || data.path.length < 2;
+    if (!data) {
+      this.updateSelected();
+      return;
+    }
+    this.renderCrumbs(data);
+
+    const figure = this.sizeFigure;
+    const width = this.area.clientWidth || 600;
+    const height = this.area.clientHeight || 380;
+    const agg = aggregateTiles(
+      data.children,
+      (c) => c.figures[figure],
+      (c) => c.scope,
+      { areaPx: width * height, keep: (c) => c.kind === 'self' },
+    );
+    const total = agg.total;
+    if (agg.tiles.length === 0) {
+      this.area.append(el('div', { class: 'muted', style: 'padding:12px' }, `No child of this scope holds bytes ${this.figureLabel()}.`));
+    } else {
+      const root = hierarchy<{ children?: Tile<ScopeChild>[] } | Tile<ScopeChild>>(
+        { children: agg.tiles },
+        (d) => ('children' in d ? d.children : undefined),
+      ).sum((d) => ('type' in d ? d.value : 0));
+      const layout = treemap<{ children?: Tile<ScopeChild>[] } | Tile<ScopeChild>>()
+        .tile(treemapSquarify)
+        .size([width, height])
+        .round(true)(root);
+      const placed: Placed[] = (layout.children ?? []).map((n) => ({
+        tile: n.data as Tile<ScopeChild>,
+        x0: n.x0,
+        y0: n.y0,
+        x1: n.x1,
+        y1: n.y1,
+      }));
+      const fragment = document.createDocumentFragment();
+      for (const p of placed) fragment.append(this.tileElement(p, total));
+      this.area.append(fragment);
+    }
+    this.renderNotes(agg.nonPositive.length, data);
+    this.renderLegend(agg.tiles);
+    this.updateSelected();
+  }
+
+  private figureLabel(): string {
+    return SIZE_FIGURES.find((s) => s.figure === this.sizeFigure)?.label ?? '';
+  }
+
+  private tileElement(p: Placed, total: number): HTMLElement {
+    const w = p.x1 - p.x0;
+    const h = p.y1 - p.y0;
+    const style = `left:${p.x0}px;top:${p.y0}px;width:${w}px;height:${h}px;`;
+    const tile = p.tile;
+    if (tile.type === 'more') {
+      const label = moreLabel(tile.count);
+      const node = el(
+        'div',
+        {
+          class: 'tile more',
+          style,
+          'data-testid': 'treemap-more',
+          title: `${label}: ${formatCount(tile.count)} smaller children, ${formatBytes(tile.value)} in all`,
+        },
+        el('span', { class: 'name' }, label),
+        el('span', { class: 'bytes' }, formatBytes(tile.value)),
+      );
+      return node;
+    }
+    const child = tile.item;
+    const colour = this.colorFor(child);
+    const share = formatPercent(shareOf(tile.value, total));
+    const node = el(
+      'div',
+      {
+        class: `tile ${child.kind}`,
+        style: `${style}background:${colour};`,
+        tabindex: 0,
+        role: 'option',
+        'aria-selected': 'false',
+        'data-testid': 'treemap-tile',
+        'data-scope': child.scope,
+        title: [
+          child.scope,
+          `${this.figureLabel()}: ${formatBytes(tile.value)} (${share} of this level)`,
+          `${formatCount(child.node_count)} node${child.node_count === 1 ? '' : 's'}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
+          child.has_children ? 'double click or Drill in to open' : '',
+        ]
+          .filter(Boolean)
+          .join('\n'),
+      },
+    );
+    if (w >= 28 && h >= 14) node.append(el('span', { class: 'name' }, child.name));
+    if (w >= 44 && h >= 28) node.append(el('span', { class: 'bytes' }, formatBytes(tile.value)));
+    node.addEventListener('click', () => this.selection.select(child.scope));
+    node.addEventListener('dblclick', () => {
+      if (child.has_children) this.selection.drill(child.scope);
+    });
+    node.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' || ev.key === ' ') {
+        ev.preventDefault();
+        if (ev.shiftKey && child.has_children) this.selection.drill(child.scope);
+        else this.selection.select(child.scope);
+      }
+    });
+    this.tileByScope.set(child.scope, node);
+    return node;
+  }
+
+  private colorFor(child: ScopeChild): string {
+    if (this.colorSelect.value === 'op_type') return colorForName(child.top_op_type);
+    return CATEGORY_COLORS[dominantCategory(child.categories)];
+  }
+
+  private renderCrumbs(data: ScopesResponse): void {
+    data.path.forEach((crumb, i) => {
+      if (i > 0) this.crumbs.append(el('span', { class: 'sep', 'aria-hidden': 'true' }, '/'));
+      const last = i === data.path.length - 1;
+      const button = el('button', { type: 'button', 'aria-current': last ? 'page' : null, 'data-scope': crumb.scope }, crumb.name);
+      button.addEventListener('click', () => this.selection.drill(crumb.scope));
+      this.crumbs.append(button);
+    });
+  }
+
+  private renderNotes(nonPositive: number, data: ScopesResponse): void {
+    const parts = [
+      `${formatCount(data.children.length)} children, ${formatBytes(data.figures[this.sizeFigure])} ${this.figureLabel()}`,
+    ];
+    if (nonPositive > 0) parts.push(`${formatCount(nonPositive)} hold nothing ${this.figureLabel()} (not drawn)`);
+    parts.push('hatched tiles are "(self)": bytes of the node named like the scope itself');
+    this.note.textContent = parts.join(' · ');
+  }
+
+  private renderLegend(tiles: Tile<ScopeChild>[]): void {
+    if (this.colorSelect.value === 'category') {
+      for (const name of CATEGORY_NAMES) {
+        this.legend.append(el('span', {}, el('span', { class: 'swatch', style: `background:${CATEGORY_COLORS[name]}` }), name));
+      }
+      this.legend.append(el('span', { class: 'muted' }, '(dominant category at peak; categories are heuristic)'));
+      return;
+    }
+    const ops = new Set<string>();
+    for (const t of tiles) if (t.type === 'item' && t.item.top_op_type) ops.add(t.item.top_op_type);
+    for (const op of [...ops].slice(0, 14)) {
+      this.legend.append(el('span', {}, el('span', { class: 'swatch', style: `background:${colorForName(op)}` }), op));
+    }
+  }
+
+  /** Restyles the selected tile without re-laying out the treemap. */
+  private updateSelected(): void {
+    const selected = this.selection.get().selected;
+    for (const [scope, node] of this.tileByScope) {
+      const on = scope === selected;
+      node.classList.toggle('selected', on);
+      node.setAttribute('aria-selected', on ? 'true' : 'false');
+    }
+    this.drillButton.disabled = this.drillTarget() === null;
+  }
+}
