@@ -154,10 +154,13 @@ class ScopeTree:
 
 def build_tree(leaf_paths: list[str], exec_leaf: np.ndarray, exec_figures: np.ndarray,
                exec_categories: np.ndarray) -> ScopeTree:
-    """Aggregate executions into a scope tree; a node's own bytes go to `(self)`."""
-    leaves = set(leaf_paths)
+    """Aggregate executions into a scope tree; a node's own bytes go to `(self)`.
+
+    Written with list comprehensions and numpy: this runs over every distinct
+    name of big steps (tens of thousands).
+    """
     scopes = {""}
-    for path in leaves:
+    for path in leaf_paths:
         slash = path.rfind("/")
         while slash > 0:
             prefix = path[:slash]
@@ -165,50 +168,46 @@ def build_tree(leaf_paths: list[str], exec_leaf: np.ndarray, exec_figures: np.nd
                 break
             scopes.add(prefix)
             slash = path.rfind("/", 0, slash)
-    leaf_node_path = {p: (f"{p}/{SELF}" if p in scopes else p) for p in leaves}
-    all_paths = sorted(scopes | set(leaf_node_path.values()), key=lambda p: p.replace("/", "\x00"))
-    # Preorder sort puts "" first; each subtree is contiguous.
+    self_suffix = "/" + SELF
+    leaf_tree_paths = [f"{p}{self_suffix}" if p in scopes else p for p in leaf_paths]
+    # Sorting with "/" as the smallest character gives a preorder: "" first and
+    # every subtree contiguous (names never hold NUL).
+    keys = sorted([p.replace("/", "\x00") for p in scopes.union(leaf_tree_paths)])
+    all_paths = [k.replace("\x00", "/") for k in keys]
     index = {p: i for i, p in enumerate(all_paths)}
     count = len(all_paths)
-    parent = np.full(count, -1, dtype=np.int64)
-    kinds = []
-    children: list[list[int]] = [[] for _ in range(count)]
-    depth = np.zeros(count, dtype=np.int64)
-    for i, path in enumerate(all_paths):
-        if i == 0:
-            kinds.append("scope")
-            continue
-        slash = path.rfind("/")
-        p = index[path[:slash]] if slash > 0 else 0
-        parent[i] = p
-        children[p].append(i)
-        depth[i] = path.count("/") + 1
-        kinds.append("scope" if path in scopes else ("self" if path.endswith("/" + SELF) else "node"))
+    parent_list = [index[p[: p.rfind("/")]] if p.rfind("/") > 0 else 0 for p in all_paths]
+    parent_list[0] = -1
+    parent = np.asarray(parent_list, dtype=np.int64)
+    depth = np.asarray([p.count("/") + 1 for p in all_paths], dtype=np.int64)
+    depth[0] = 0
+    kinds = ["scope" if p in scopes else ("self" if p.endswith(self_suffix) else "node") for p in all_paths]
 
-    leaf_index = np.fromiter((index[leaf_node_path[p]] for p in leaf_paths), dtype=np.int64, count=len(leaf_paths))
+    leaf_index = np.asarray([index[p] for p in leaf_tree_paths], dtype=np.int64)
     exec_node = leaf_index[exec_leaf] if exec_leaf.size else np.zeros(0, dtype=np.int64)
     figures = np.zeros((count, exec_figures.shape[1]), dtype=np.int64)
     categories = np.zeros((count, exec_categories.shape[1]), dtype=np.int64)
-    exec_count = np.zeros(count, dtype=np.int64)
     np.add.at(figures, exec_node, exec_figures)
     np.add.at(categories, exec_node, exec_categories)
-    np.add.at(exec_count, exec_node, 1)
-    for level in range(int(depth.max()) if count > 1 else 0, 0, -1):
+    exec_count = np.bincount(exec_node, minlength=count).astype(np.int64)
+    subtree_size = np.ones(count, dtype=np.int64)
+    for level in range(int(depth.max()), 0, -1):
         at_level = np.flatnonzero(depth == level)
         np.add.at(figures, parent[at_level], figures[at_level])
         np.add.at(categories, parent[at_level], categories[at_level])
         np.add.at(exec_count, parent[at_level], exec_count[at_level])
-    # Subtree of node i spans preorder positions [i, i + size); executions follow.
-    subtree_size = np.ones(count, dtype=np.int64)
-    for level in range(int(depth.max()) if count > 1 else 0, 0, -1):
-        at_level = np.flatnonzero(depth == level)
         np.add.at(subtree_size, parent[at_level], subtree_size[at_level])
+    # Subtree of node i spans preorder positions [i, i + size); so do its executions.
     exec_order = np.argsort(exec_node, kind="stable")
     sorted_nodes = exec_node[exec_order]
     first = np.searchsorted(sorted_nodes, np.arange(count), side="left")
     last = np.searchsorted(sorted_nodes, np.arange(count) + subtree_size, side="left")
-    for node_children in children:  # largest first, as every view wants
-        node_children.sort(key=lambda c: (-figures[c, AT_PEAK], -figures[c, ALLOCATED], all_paths[c]))
+    # Children largest first (at peak, then allocated, then name), as every view wants.
+    children: list[list[int]] = [[] for _ in range(count)]
+    ranked = np.lexsort((np.arange(count), -figures[:, ALLOCATED], -figures[:, AT_PEAK]))
+    for node in ranked.tolist():
+        if node:
+            children[parent_list[node]].append(node)
     return ScopeTree(
         paths=all_paths,
         index=index,
