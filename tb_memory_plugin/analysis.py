@@ -233,6 +233,10 @@ class SpaceAnalysis:
         self.node_code = node_code
         self.node_infos = node_infos
         self.node_op_types = node_op_types
+        self.op_type_names = sorted(set(node_op_types))
+        op_code = {name: i for i, name in enumerate(self.op_type_names)}
+        node_op_code = np.asarray([op_code[t] for t in node_op_types], dtype=np.int64)
+        self.exec_op_code = node_op_code[node_code] if node_code.size else node_code
         self.curve = build_curve(space)
         self.has_curve = space.has_records
         self._trees: dict[str, ScopeTree] = {}
@@ -338,14 +342,12 @@ class SpaceAnalysis:
             execs = np.arange(self.space.exec_count)
         if execs.size == 0:
             return []
-        types = [self.op_type(i) for i in execs]
-        unique = sorted(set(types))
-        position = {t: i for i, t in enumerate(unique)}
-        codes = np.fromiter((position[t] for t in types), dtype=np.int64, count=len(types))
+        codes = self.exec_op_code[execs]
+        unique = self.op_type_names
         sums = np.zeros((len(unique), len(FIGURES)), dtype=np.int64)
         np.add.at(sums, codes, self.exec_figures[execs])
         counts = np.bincount(codes, minlength=len(unique))
-        rows = [(unique[i], int(counts[i]), sums[i]) for i in range(len(unique))]
+        rows = [(unique[i], int(counts[i]), sums[i]) for i in np.flatnonzero(counts)]
         rows.sort(key=lambda r: (-r[2][AT_PEAK], -r[2][ALLOCATED], r[0]))
         return rows
 

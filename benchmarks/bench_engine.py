@@ -1,0 +1,76 @@
+"""Engine speed and memory on a big real step, next to bare protobuf parsing.
+
+    python benchmarks/make_big_trace.py --out /tmp/tb_memory_big   # once
+    python benchmarks/bench_engine.py [--dir /tmp/tb_memory_big] [--repeat 3]
+
+Prints, measured in one run on the same bytes:
+  bare RunMetadata.ParseFromString            (the anchor)
+  our decode + analyse + summary JSON, cold   (a fresh StepStore per run)
+  their ratio                                 (target: within 5x)
+  the cached answer for the same step         (target: under 20 ms)
+  peak resident memory of the process
+"""
+
+import argparse
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from tensorboard.compat.proto import config_pb2  # noqa: E402
+
+from tb_memory_plugin import graph as graph_mod, report, store  # noqa: E402
+
+
+def best_of(repeat, fn):
+    times = []
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", default="/tmp/tb_memory_big")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    data = open(os.path.join(args.dir, "run_metadata.pb"), "rb").read()
+    graph = graph_mod.RunGraph.from_bytes(open(os.path.join(args.dir, "graph.pb"), "rb").read())
+
+    parse_s, parsed = best_of(args.repeat, lambda: config_pb2.RunMetadata.FromString(data))
+    node_stats = sum(len(d.node_stats) for d in parsed.step_stats.dev_stats)
+    del parsed
+
+    def cold():
+        step = store.analyse_bytes(data, graph)
+        return step, report.step_summary(step, "layer")
+
+    ours_s, (step, summary) = best_of(args.repeat, cold)
+
+    cache = store.LRUCache(4)
+    cache.get_or_compute("step", lambda: step)
+
+    def warm():
+        cached = cache.get_or_compute("step", lambda: None)
+        space = cached.space(None)
+        return report.scope_children(space, "layer", "")
+
+    warm_s, _ = best_of(max(args.repeat, 5), warm)
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    device = summary["devices"][0]
+    print(f"step: {node_stats} node stats, {len(data) / 2**20:.1f} MiB RunMetadata, "
+          f"peak rise {device['peak_rise_bytes']} B on {device['id']}")
+    print(f"{'bare ParseFromString':40s} {parse_s * 1000:9.1f} ms   (anchor)")
+    print(f"{'decode + analyse + summary (cold)':40s} {ours_s * 1000:9.1f} ms   ratio {ours_s / parse_s:.1f}x (target <= 5x)")
+    print(f"{'cached answer (scope level, warm)':40s} {warm_s * 1000:9.1f} ms   (target < 20 ms)")
+    print(f"{'peak resident memory':40s} {rss_mib:9.0f} MiB  ({rss_mib / (len(data) / 2**20):.1f}x the blob)")
+
+
+if __name__ == "__main__":
+    main()
