@@ -64,7 +64,7 @@ Model = collections.namedtuple(
         "name",  # str
         "graph",  # tf.Graph
         "init_op",  # variables initializer
-        "train_op",  # one Adam step (grouped with the loss fetch)
+        "train_op",  # one Adam step (a NoOp grouping the Adam update and the loss)
         "loss",  # scalar tensor
         "feeds",  # callable(step:int) -> feed_dict (deterministic numpy arrays)
     ],
@@ -323,7 +323,7 @@ def traced_step(model, batch, size, output_partition_graphs=False, trace_level=F
         sess.run(m.train_op, feed_dict=m.feeds(0))
         rm = tf1.RunMetadata()
         sess.run(
-            m.train_op,
+            [m.train_op, m.loss],  # fetching the loss, as users do, adds a _retval_* node
             feed_dict=m.feeds(1),
             options=_run_options(trace_level, output_partition_graphs),
             run_metadata=rm,
@@ -375,7 +375,7 @@ def write_traced_run(
             for step in steps:
                 rm = tf1.RunMetadata()
                 sess.run(
-                    m.train_op,
+                    [m.train_op, m.loss],
                     feed_dict=m.feeds(step),
                     options=_run_options(trace_level, output_partition_graphs),
                     run_metadata=rm,
