@@ -384,6 +384,15 @@ class StepAnalysis:
         self.status = status
         self.message = message
         self._by_id = {s.space.id: s for s in spaces}
+        self._memo: dict = {}
+        self._memo_lock = threading.Lock()
+
+    def memoized(self, key, compute):
+        """Results derived from this (immutable) step, computed once."""
+        with self._memo_lock:
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
 
     def space(self, space_id: str | None) -> SpaceAnalysis | None:
         if space_id is None:

@@ -96,6 +96,11 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
 
 
 def step_summary(step: StepAnalysis, group: str) -> dict:
+    """The step at a glance; computed once per step and group (steps are immutable)."""
+    return step.memoized(("summary", group), lambda: _step_summary(step, group))
+
+
+def _step_summary(step: StepAnalysis, group: str) -> dict:
     return {
         "status": step.status,
         "message": step.message,
