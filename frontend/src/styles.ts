@@ -85,9 +85,12 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .tile .name { font-weight: 600; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
 .tile .bytes { white-space: nowrap; display: block; }
 .tile.self { background-image: repeating-linear-gradient(45deg, rgba(255,255,255,0.35) 0 4px, transparent 4px 8px); }
-.tile.more { background: var(--panel) !important; color: var(--muted); cursor: default; border-style: dashed; border-color: var(--border); }
+.tile.more { background: var(--panel) !important; color: var(--muted); border-style: dashed; border-color: var(--border); }
 .tile.selected { outline: 3px solid var(--select); outline-offset: -3px; z-index: 2; }
 .tile:focus-visible { outline: 3px solid var(--focus); outline-offset: -3px; z-index: 3; }
+.more-list { max-height: 160px; overflow: auto; display: flex; flex-wrap: wrap; gap: 3px; margin-top: 4px; padding: 4px; border: 1px dashed var(--border); border-radius: 4px; }
+.more-list .more-item { display: inline-flex; gap: 6px; font-size: 11px; padding: 1px 6px; max-width: 260px; }
+.more-list .more-item .name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .treemap-note { font-size: 12px; color: var(--muted); margin-top: 4px; }
 
 /* graph */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { byteShade, colorForName, dominantCategory, hashString } from './colors';
+import { byteShade, colorForName, colorForRank, dominantCategory, hashString } from './colors';
 
 describe('colours', () => {
   it('gives a name the same colour every time and differs across names', () => {
@@ -7,6 +7,11 @@ describe('colours', () => {
     const colours = new Set(['Conv2D', 'BiasAdd', 'Relu', 'MatMul', 'Transpose (layout)'].map(colorForName));
     expect(colours.size).toBeGreaterThan(2);
     expect(hashString('a')).not.toBe(hashString('b'));
+  });
+  it('gives ranked series distinct colours', () => {
+    const first = Array.from({ length: 10 }, (_, i) => colorForRank(i));
+    expect(new Set(first).size).toBe(10);
+    expect(colorForRank(-1)).toMatch(/^#/);
   });
   it('picks the dominant category, other when empty', () => {
     expect(dominantCategory({ activations: 5, gradients: 9, parameters: 1 })).toBe('gradients');

@@ -33,6 +33,11 @@ export function colorForName(name: string | null): string {
   return PALETTE[hashString(name) % PALETTE.length]!;
 }
 
+/** Distinct colours for ranked series (the stacked curve): neighbours never share one. */
+export function colorForRank(rank: number): string {
+  return PALETTE[((rank % PALETTE.length) + PALETTE.length) % PALETTE.length]!;
+}
+
 /** The category holding most of a child's at-peak bytes (ties: category order). */
 export function dominantCategory(categories: Partial<Record<CategoryName, number>>): CategoryName {
   let best: CategoryName = 'other';

@@ -77,6 +77,14 @@ describe('aggregateTiles', () => {
     if (more.type === 'more') expect(more.value).toBe(9 + 8 + 7);
   });
 
+  it('still shows the largest minTiles children when every child is tiny', () => {
+    const equal = children(Array.from({ length: 20_000 }, () => 1));
+    const out = aggregateTiles(equal, value, key, { areaPx: 100_000, minTiles: 40 });
+    expect(out.tiles.length).toBe(41);
+    const more = out.tiles[40]!;
+    expect(more.type === 'more' && more.count).toBe(20_000 - 40);
+  });
+
   it('labels the folded tile', () => {
     expect(moreLabel(12)).toBe('(12 more)');
   });

@@ -8,7 +8,7 @@ import { area, curveStepAfter, line } from 'd3-shape';
 import type { CurveResponse, TimeSpan } from '../api';
 import { el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatTime } from '../format';
-import { colorForName } from '../lib/colors';
+import { colorForRank } from '../lib/colors';
 import { nearestIndex, relativeBytes, stackSeries, zoomRange, type StackedLayer } from '../lib/curve-data';
 import type { Selection } from '../selection';
 
@@ -212,13 +212,13 @@ export class CurveView {
     const idx = c.t_us.map((_t, i) => i);
     const t = (i: number) => x(c.t_us[i]!);
     if (stacked) {
-      for (const layer of this.layers) {
+      for (const [rank, layer] of this.layers.entries()) {
         const a = area<number>()
           .curve(curveStepAfter)
           .x(t)
           .y0((i) => y(offset + layer.y0[i]!))
           .y1((i) => y(offset + layer.y1[i]!));
-        const colour = layer.scope === null ? '#9c9c9c' : colorForName(layer.scope);
+        const colour = layer.scope === null ? '#9c9c9c' : colorForRank(rank);
         const path = plot.append('path').attr('class', 'layer').attr('d', a(idx)).attr('fill', colour);
         path.append('title').text(`${layer.scope ?? layer.name}: up to ${formatBytes(layer.max)}`);
         this.legend.append(

@@ -172,9 +172,12 @@ export class GraphView {
     if (!layout || layout.width === 0) return;
     const w = this.area.clientWidth || 500;
     const h = this.area.clientHeight || 380;
-    const k = Math.min(1.5, Math.max(0.05, Math.min(w / layout.width, h / layout.height) * 0.95));
+    // Fit the whole graph, but never below a readable scale: a long chain then
+    // fills the width and starts at the top, and the rest is a pan away.
+    const fitAll = Math.min(w / layout.width, h / layout.height) * 0.95;
+    const k = Math.min(1.2, Math.max(fitAll, Math.min(0.6, (w / layout.width) * 0.95)));
     const tx = (w - layout.width * k) / 2;
-    const ty = Math.max(4, (h - layout.height * k) / 2);
+    const ty = layout.height * k <= h ? (h - layout.height * k) / 2 : 4;
     select(this.svg).call(this.zoomBehavior.transform, zoomIdentity.translate(tx, ty).scale(k));
   }
 

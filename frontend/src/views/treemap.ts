@@ -15,7 +15,10 @@ export const SIZE_FIGURES: { figure: FigureName; label: string }[] = [
   { figure: 'output_bytes', label: 'output' },
   { figure: 'temp_bytes', label: 'temp' },
 ];
-type ColorBy = 'category' | 'op_type';
+/** Even a level of thousands of equal children shows its largest this many as tiles. */
+const MIN_TILES = 40;
+/** Folded children listed when the "(N more)" tile is opened. */
+const MORE_LIST_MAX = 300;
 
 interface Placed {
   tile: Tile<ScopeChild>;
@@ -34,6 +37,8 @@ export class TreemapView {
   private readonly drillButton = el('button', { type: 'button', 'data-testid': 'drill-in', title: 'Show the selected scope’s children (or double click its tile)' }, 'Drill in');
   private readonly upButton = el('button', { type: 'button', title: 'Back to the parent scope' }, 'Up');
   private readonly note = el('div', { class: 'treemap-note' });
+  private readonly moreList = el('div', { class: 'more-list hidden', 'data-testid': 'treemap-more-list' });
+  private folded: ScopeChild[] = [];
   private readonly legend = el('div', { class: 'legend' });
   private data: ScopesResponse | null = null;
   private tileByScope = new Map<string, HTMLElement>();
@@ -49,14 +54,13 @@ export class TreemapView {
         'div',
         { class: 'panel-toolbar' },
         el('h2', {}, 'Scopes'),
+        el('span', { class: 'spacer' }),
         el('label', {}, 'size', this.sizeSelect),
         el('label', {}, 'colour', this.colorSelect),
-        el('span', { class: 'spacer' }),
-        this.upButton,
-        this.drillButton,
       ),
-      this.crumbs,
+      el('div', { class: 'panel-toolbar' }, this.crumbs, el('span', { class: 'spacer' }), this.upButton, this.drillButton),
       body,
+      this.moreList,
       this.note,
       this.legend,
     );
@@ -131,8 +135,11 @@ export class TreemapView {
       data.children,
       (c) => c.figures[figure],
       (c) => c.scope,
-      { areaPx: width * height, keep: (c) => c.kind === 'self' },
+      { areaPx: width * height, keep: (c) => c.kind === 'self', minTiles: MIN_TILES },
     );
+    const more = agg.tiles.find((t) => t.type === 'more');
+    this.folded = more && more.type === 'more' ? more.items : [];
+    this.moreList.classList.add('hidden');
     const total = agg.total;
     if (agg.tiles.length === 0) {
       this.area.append(el('div', { class: 'muted', style: 'padding:12px' }, `No child of this scope holds bytes ${this.figureLabel()}.`));
@@ -177,12 +184,21 @@ export class TreemapView {
         {
           class: 'tile more',
           style,
+          tabindex: 0,
+          role: 'button',
           'data-testid': 'treemap-more',
-          title: `${label}: ${formatCount(tile.count)} smaller children, ${formatBytes(tile.value)} in all`,
+          title: `${label}: ${formatCount(tile.count)} smaller children, ${formatBytes(tile.value)} in all. Click to list them.`,
         },
         el('span', { class: 'name' }, label),
         el('span', { class: 'bytes' }, formatBytes(tile.value)),
       );
+      node.addEventListener('click', () => this.toggleMoreList());
+      node.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Enter' || ev.key === ' ') {
+          ev.preventDefault();
+          this.toggleMoreList();
+        }
+      });
       return node;
     }
     const child = tile.item;
@@ -223,6 +239,35 @@ export class TreemapView {
     });
     this.tileByScope.set(child.scope, node);
     return node;
+  }
+
+  /** Lists the children folded into "(N more)" so that each can still be selected. */
+  private toggleMoreList(): void {
+    const list = this.moreList;
+    if (!list.classList.contains('hidden')) {
+      list.classList.add('hidden');
+      return;
+    }
+    clear(list);
+    const figure = this.sizeFigure;
+    const shown = this.folded.slice(0, MORE_LIST_MAX);
+    for (const child of shown) {
+      const item = el(
+        'button',
+        { type: 'button', class: 'more-item', 'data-testid': 'treemap-more-item', 'data-scope': child.scope, title: child.scope },
+        el('span', { class: 'name' }, child.name),
+        el('span', { class: 'muted' }, formatBytes(child.figures[figure])),
+      );
+      item.addEventListener('click', () => this.selection.select(child.scope));
+      item.addEventListener('dblclick', () => {
+        if (child.has_children) this.selection.drill(child.scope);
+      });
+      list.append(item);
+    }
+    if (this.folded.length > shown.length) {
+      list.append(el('div', { class: 'muted' }, `and ${formatCount(this.folded.length - shown.length)} smaller`));
+    }
+    list.classList.remove('hidden');
   }
 
   private colorFor(child: ScopeChild): string {
