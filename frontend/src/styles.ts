@@ -54,7 +54,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .two-up { display: grid; grid-template-columns: minmax(0, 1.15fr) minmax(0, 1fr); gap: 8px; }
 
 /* curve */
-.curve-svg { display: block; width: 100%; height: 210px; user-select: none; cursor: crosshair; }
+.curve-svg { display: block; width: 100%; height: 200px; user-select: none; cursor: crosshair; }
 .curve-svg .axis text { fill: var(--muted); font-size: 10px; }
 .curve-svg .axis line, .curve-svg .axis path { stroke: var(--border); }
 .curve-svg .grid line { stroke: var(--border); stroke-opacity: 0.5; }
@@ -80,7 +80,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .breadcrumbs button { border: none; background: none; color: var(--select); padding: 1px 3px; }
 .breadcrumbs button[aria-current="page"] { color: var(--fg); font-weight: 600; }
 .breadcrumbs .sep { color: var(--muted); }
-.treemap-area { position: relative; height: 380px; overflow: hidden; border-radius: 4px; }
+.treemap-area { position: relative; height: 330px; overflow: hidden; border-radius: 4px; }
 .tile { position: absolute; overflow: hidden; border: 1px solid var(--bg); padding: 2px 4px; font-size: 11px; line-height: 1.25; color: var(--tile-text); cursor: pointer; }
 .tile .name { font-weight: 600; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
 .tile .bytes { white-space: nowrap; display: block; }
@@ -94,7 +94,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .treemap-note { font-size: 12px; color: var(--muted); margin-top: 4px; }
 
 /* graph */
-.graph-area { position: relative; height: 380px; overflow: hidden; border-radius: 4px; background: var(--panel); }
+.graph-area { position: relative; height: 330px; overflow: hidden; border-radius: 4px; background: var(--panel); }
 .graph-area svg { display: block; width: 100%; height: 100%; cursor: grab; }
 .graph-area .edge { fill: none; stroke: var(--edge); stroke-width: 1.2; }
 .graph-area .box rect { stroke: var(--border); stroke-width: 1; }
@@ -120,7 +120,7 @@ table.data th button { width: 100%; border: none; border-radius: 0; background: 
 table.data th.num, table.data td.num { text-align: right; }
 table.data td { padding: 2px 6px; border-bottom: 1px solid var(--border); vertical-align: top; }
 table.data td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
-table.data td.raw { font-family: "Roboto Mono", ui-monospace, monospace; font-size: 11px; overflow-wrap: anywhere; }
+table.data td.raw { font-family: "Roboto Mono", ui-monospace, monospace; font-size: 11px; overflow-wrap: anywhere; min-width: 230px; }
 .bar { height: 8px; border-radius: 2px; background: var(--accent); display: inline-block; vertical-align: middle; }
 .cat-row { display: grid; grid-template-columns: 100px 1fr 80px; gap: 6px; align-items: center; font-size: 12px; }
 .stack-bar { display: flex; height: 12px; border-radius: 3px; overflow: hidden; background: var(--panel); margin: 4px 0; }

@@ -12,7 +12,7 @@ import { colorForRank } from '../lib/colors';
 import { nearestIndex, relativeBytes, stackSeries, zoomRange, type StackedLayer } from '../lib/curve-data';
 import type { Selection } from '../selection';
 
-const HEIGHT = 210;
+const HEIGHT = 200;
 const MARGIN = { top: 20, right: 14, bottom: 22, left: 66 };
 const STACK_TOP = 8;
 

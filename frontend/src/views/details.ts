@@ -136,7 +136,7 @@ export class DetailsView {
         { style: 'margin-top:6px' },
         el('b', {}, 'Time span: '),
         d.time_span
-          ? `${formatTime(d.time_span.start_us)} – ${formatTime(d.time_span.end_us)} (${formatTime(d.time_span.end_us - d.time_span.start_us)}), shaded on the curve`
+          ? `${formatTime(d.time_span.start_us)} – ${formatTime(d.time_span.end_us)} (${formatTime(d.time_span.end_us - d.time_span.start_us)})${d.scope === '' ? '' : ', shaded on the curve'}`
           : 'no node execution on this device',
       ),
     );

@@ -57,6 +57,11 @@ export class GraphView {
     );
     this.zoomBehavior = zoom<SVGSVGElement, unknown>()
       .scaleExtent([0.05, 4])
+      // The area's own size: d3's default reads SVG baseVal sizes, which 100%-sized SVGs do not give reliably.
+      .extent(() => [
+        [0, 0],
+        [this.area.clientWidth || 500, this.area.clientHeight || 330],
+      ])
       .on('zoom', (ev: { transform: { toString(): string } }) => this.viewport.setAttribute('transform', ev.transform.toString()));
     select(this.svg).call(this.zoomBehavior).on('dblclick.zoom', null);
     this.fitButton.addEventListener('click', () => this.fit());
@@ -132,10 +137,12 @@ export class GraphView {
         svgEl('rect', { width: p.width, height: p.height, rx: n.kind === 'scope' ? 6 : 2, fill: 'var(--box)' }),
         svgEl('rect', { width: p.width, height: p.height, rx: n.kind === 'scope' ? 6 : 2, fill: 'var(--accent)', 'fill-opacity': (0.08 + 0.8 * shade).toFixed(3), stroke: 'none' }),
       );
-      const name = svgEl('text', { x: 6, y: 14 });
+      // Dark text on strongly shaded boxes keeps labels readable in both themes.
+      const ink: Record<string, string> = shade > 0.55 ? { style: 'fill:#111' } : {};
+      const name = svgEl('text', { x: 6, y: 14, ...ink });
       const maxChars = Math.floor((p.width - 10) / 6.3);
       name.textContent = n.name.length > maxChars ? `${n.name.slice(0, Math.max(1, maxChars - 1))}…` : n.name;
-      const sub = svgEl('text', { x: 6, y: 27, class: 'sub' });
+      const sub = svgEl('text', { x: 6, y: 27, class: 'sub', ...ink });
       sub.textContent = `${formatBytes(n.at_peak_bytes)}${n.op_type ? ` · ${n.op_type}` : ''}`;
       const title = svgEl('title');
       title.textContent = [
@@ -171,7 +178,7 @@ export class GraphView {
     const layout = this.layout;
     if (!layout || layout.width === 0) return;
     const w = this.area.clientWidth || 500;
-    const h = this.area.clientHeight || 380;
+    const h = this.area.clientHeight || 330;
     // Fit the whole graph, but never below a readable scale: a long chain then
     // fills the width and starts at the top, and the rest is a pan away.
     const fitAll = Math.min(w / layout.width, h / layout.height) * 0.95;

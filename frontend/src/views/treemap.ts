@@ -130,7 +130,7 @@ export class TreemapView {
 
     const figure = this.sizeFigure;
     const width = this.area.clientWidth || 600;
-    const height = this.area.clientHeight || 380;
+    const height = this.area.clientHeight || 330;
     const agg = aggregateTiles(
       data.children,
       (c) => c.figures[figure],

@@ -1,0 +1,174 @@
+// @vitest-environment jsdom
+import { describe, expect, it } from 'vitest';
+import type { Figures, GraphResponse, ScopeDetails, ScopesResponse } from '../api';
+import { Selection } from '../selection';
+import { DetailsView } from './details';
+import { GraphView } from './graph';
+import { TreemapView } from './treemap';
+
+const EVIL = '<img src=x onerror=alert(1)>';
+
+const figures = (at_peak_bytes: number): Figures => ({
+  at_peak_bytes,
+  allocated_bytes: at_peak_bytes * 2,
+  op_peak_bytes: at_peak_bytes,
+  live_bytes: at_peak_bytes,
+  output_bytes: at_peak_bytes + 1,
+  temp_bytes: 0,
+  persistent_bytes: 0,
+});
+const cats = { parameters: 0, inputs: 0, activations: 1, gradients: 0, optimizer: 0, temporaries: 0, other: 0 };
+
+const level: ScopesResponse = {
+  scope: EVIL,
+  name: EVIL,
+  path: [
+    { name: '(all)', scope: '' },
+    { name: EVIL, scope: EVIL },
+  ],
+  figures: figures(300),
+  categories: cats,
+  peak_rise_bytes: 300,
+  children: [
+    { scope: `${EVIL}/a`, name: 'a', kind: 'scope', has_children: true, node_count: 4, top_op_type: 'Conv2D', figures: figures(200), categories: cats },
+    { scope: `${EVIL}/${EVIL}`, name: EVIL, kind: 'node', has_children: false, node_count: 1, top_op_type: EVIL, figures: figures(99), categories: cats },
+    { scope: `${EVIL}/(self)`, name: '(self)', kind: 'self', has_children: false, node_count: 1, top_op_type: 'Identity', figures: figures(1), categories: cats },
+  ],
+};
+
+function tileFor(scope: string): HTMLElement | undefined {
+  return [...document.querySelectorAll<HTMLElement>('[data-testid=treemap-tile]')].find((t) => t.dataset.scope === scope);
+}
+
+function mount(node: HTMLElement): void {
+  document.body.replaceChildren(node);
+}
+
+describe('TreemapView', () => {
+  it('renders hostile names as text and runs nothing', () => {
+    const view = new TreemapView(new Selection());
+    mount(view.element);
+    view.setData(level);
+    expect(document.querySelectorAll('img').length).toBe(0);
+    const tiles = [...document.querySelectorAll<HTMLElement>('[data-testid=treemap-tile]')];
+    expect(tiles.map((t) => t.dataset.scope)).toContain(`${EVIL}/${EVIL}`);
+    expect(document.querySelector('[data-testid=breadcrumbs]')!.textContent).toContain(EVIL);
+  });
+
+  it('keeps the (self) tile, selects on click and drills with the button', () => {
+    const selection = new Selection();
+    const view = new TreemapView(selection);
+    mount(view.element);
+    view.setData(level);
+    const self = tileFor(`${EVIL}/(self)`);
+    expect(self).toBeDefined();
+    const drill = document.querySelector<HTMLButtonElement>('[data-testid=drill-in]')!;
+    expect(drill.disabled).toBe(true);
+    const a = tileFor(`${EVIL}/a`)!;
+    a.click();
+    expect(selection.get().selected).toBe(`${EVIL}/a`);
+    expect(a.classList.contains('selected')).toBe(true);
+    expect(drill.disabled).toBe(false);
+    drill.click();
+    expect(selection.get().focus).toBe(`${EVIL}/a`);
+  });
+
+  it('selects with Enter from the keyboard', () => {
+    const selection = new Selection();
+    const view = new TreemapView(selection);
+    mount(view.element);
+    view.setData(level);
+    const tile = document.querySelector<HTMLElement>('[data-testid=treemap-tile]')!;
+    expect(tile.tabIndex).toBe(0);
+    tile.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    expect(selection.get().selected).toBe(tile.dataset.scope);
+  });
+});
+
+describe('DetailsView', () => {
+  const details: ScopeDetails = {
+    scope: `${EVIL}/a`,
+    name: 'a',
+    kind: 'scope',
+    figures: figures(91226112),
+    share_of_peak: 0.5,
+    peak_rise_bytes: 182452224,
+    categories: [{ name: 'activations', at_peak_bytes: 91226112 }],
+    op_types: [{ name: 'Conv2D', count: 2, figures: figures(91226112) }],
+    node_count: 3,
+    time_span: { start_us: 10, end_us: 20 },
+    nodes: [
+      { raw_name: `${EVIL}/small`, graph_name: 'g', scope: 's', op_type: 'Relu', kernel: null, kind: 'op', category: 'activations', start_us: 1, end_us: 2, figures: figures(5) },
+      { raw_name: 'big', graph_name: 'g', scope: 's', op_type: 'Conv2D', kernel: null, kind: 'op', category: 'activations', start_us: 1, end_us: 2, figures: figures(500) },
+    ],
+  };
+
+  it('shows exact bytes in data-bytes and formatted bytes as text', () => {
+    const view = new DetailsView(new Selection());
+    mount(view.element);
+    view.setData(details);
+    const atPeak = document.querySelector<HTMLElement>('[data-testid=details-at-peak-bytes]')!;
+    expect(atPeak.dataset.bytes).toBe('91226112');
+    expect(atPeak.textContent).toBe('87.0 MiB');
+    expect(document.querySelector<HTMLElement>('[data-testid=details-output-bytes]')!.dataset.bytes).toBe('91226113');
+    expect(document.querySelector<HTMLElement>('[data-testid=details-allocated-bytes]')!.dataset.bytes).toBe('182452224');
+    expect(document.querySelector('[data-testid=details-scope]')!.textContent).toBe(`${EVIL}/a`);
+    expect(document.querySelectorAll('img').length).toBe(0);
+  });
+
+  it('sorts the node table by a clicked column', () => {
+    const view = new DetailsView(new Selection());
+    mount(view.element);
+    view.setData(details);
+    const firstName = () => document.querySelector('[data-testid=node-table] tbody tr td')!.textContent;
+    expect(firstName()).toBe('big');
+    const header = document.querySelector<HTMLButtonElement>('[data-testid=node-table] th button[data-sort-key=at_peak_bytes]')!;
+    header.click();
+    expect(firstName()).toBe(`${EVIL}/small`);
+  });
+});
+
+describe('GraphView', () => {
+  const graph: GraphResponse = {
+    scope: '',
+    source: 'run_graph',
+    nodes: [
+      { id: 'm', name: EVIL, kind: 'scope', op_type: null, node_count: 3, at_peak_bytes: 10, allocated_bytes: 1, output_bytes: 1 },
+      { id: 'loss', name: 'loss', kind: 'node', op_type: 'Mean', node_count: 1, at_peak_bytes: 1, allocated_bytes: 1, output_bytes: 1 },
+    ],
+    edges: [{ source: 'm', target: 'loss', count: 2 }],
+    omitted_nodes: 0,
+    graphs_dashboard_run: 'run <b>1</b>',
+  };
+
+  it('draws boxes with ids, selects on click, drills on double click and links to the Graphs dashboard', () => {
+    const selection = new Selection({ run: 'run <b>1</b>' });
+    const view = new GraphView(selection, () => '/tb/data/plugin_entry.html');
+    mount(view.element);
+    view.setData(graph);
+    const boxes = [...document.querySelectorAll<SVGGElement>('[data-testid=graph-node]')];
+    expect(boxes.map((b) => b.getAttribute('data-id'))).toEqual(['m', 'loss']);
+    expect(document.querySelectorAll('img').length).toBe(0);
+    boxes[1]!.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    expect(selection.get().selected).toBe('loss');
+    expect(boxes[1]!.classList.contains('selected')).toBe(true);
+    boxes[0]!.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
+    expect(selection.get().focus).toBe('m');
+    const link = document.querySelector<HTMLAnchorElement>('[data-testid=graphs-dashboard-link]')!;
+    expect(link.getAttribute('href')).toBe('/tb/#graphs&run=run%20%3Cb%3E1%3C%2Fb%3E');
+    expect(link.getAttribute('target')).toBe('_top');
+  });
+
+  it('restyles on selection without re-laying out', () => {
+    const selection = new Selection();
+    const view = new GraphView(selection, () => '/data/plugin_entry.html');
+    mount(view.element);
+    view.setData(graph);
+    const before = document.querySelector('[data-testid=graph-node][data-id=loss]')!;
+    const transform = before.getAttribute('transform');
+    selection.select('loss');
+    const after = document.querySelector('[data-testid=graph-node][data-id=loss]')!;
+    expect(after).toBe(before);
+    expect(after.getAttribute('transform')).toBe(transform);
+  });
+});
