@@ -1,0 +1,339 @@
+"""The Memory tab next to TensorBoard's Graphs dashboard, in a real browser, same step.
+
+    python benchmarks/make_big_trace.py --out /tmp/tb_memory_big   # once (run by this script if missing)
+    python benchmarks/bench_browser.py [--logdir /tmp/tb_memory_big] [--clicks 5]
+
+MEASURED
+
+Starts `tensorboard --logdir <dir> --samples_per_plugin graph_tagged_run_metadata=0`
+(PYTHONPATH=<repo>, so the working tree's plugin and bundle are served; the
+plugin must still be pip-installed for its entry point) and drives Debian's
+headless Chromium through Playwright at 1280x800, a fresh browser context
+(empty HTTP cache) for every page load. All times are time.perf_counter()
+around Playwright calls and waits, so they include Playwright's round trips
+(a few ms).
+
+ours, time to interactive: page.goto(/#memory) until the plugin's iframe
+    has document.body.dataset.ready == "1" and a [data-testid=treemap-tile] is
+    visible. "cold" is the first load after TensorBoard started (empty
+    caches on the server), "warm" the best of the next loads.
+ours, click: click a treemap tile, until [data-testid=details-scope] reads
+    that tile's data-scope; median over --clicks different tiles.
+TensorBoard Graphs:
+    graph:    page.goto(/#graphs&run=<run>) until tf-graph-scene's svg shows
+              rendered nodes (g.node);
+    tag:      choose the traced step in the "Tag" dropdown until the
+              run_metadata request has answered and the "Memory" colour option
+              is enabled (stats parsed and attached to the graph);
+    memory:   click "Memory" until the node shapes' fills changed (the
+              colouring is applied);
+    total:    graph + tag + memory, the machine's share of getting the graph
+              coloured by memory (a person's time between the clicks excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+from playwright.sync_api import sync_playwright
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+TIMEOUT_MS = 300_000
+TARGET_TTI_S = 1.5
+TARGET_CLICK_S = 0.100
+
+# Every element in the page, shadow roots included (TensorBoard's Polymer elements).
+DEEP = """
+  const deepAll = (selector) => {
+    const out = [];
+    const visit = (root) => {
+      for (const el of root.querySelectorAll(selector)) out.push(el);
+      for (const el of root.querySelectorAll('*')) if (el.shadowRoot) visit(el.shadowRoot);
+    };
+    visit(document);
+    return out;
+  };
+"""
+
+GRAPH_RENDERED_JS = "() => {" + DEEP + """
+  for (const scene of deepAll('tf-graph-scene')) {
+    const root = scene.shadowRoot || scene;
+    if (root.querySelector('svg#svg g.node')) return true;
+  }
+  return false;
+}"""
+
+FILLS = DEEP + """
+  const fills = [];
+  for (const scene of deepAll('tf-graph-scene')) {
+    const root = scene.shadowRoot || scene;
+    for (const shape of root.querySelectorAll('svg#svg g.node .nodecolortarget')) fills.push(shape.style.fill || '');
+  }
+  const fillText = fills.join('|');
+"""
+NODE_FILLS_JS = "() => {" + FILLS + " return fillText; }"
+FILLS_CHANGED_JS = "(before) => {" + FILLS + " return fillText !== before; }"
+
+MEMORY_ENABLED_JS = "() => {" + DEEP + """
+  const b = deepAll('paper-radio-button#memory-radio-button')[0];
+  return !!b && !b.disabled && !b.hasAttribute('disabled');
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url: str, timeout: float = 30):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.loads(response.read().decode("utf-8"))
+
+
+def ensure_trace(logdir: str) -> None:
+    if glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
+        return
+    print(f"no events file under {logdir}: running make_big_trace.py", flush=True)
+    subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "make_big_trace.py"), "--out", logdir],
+                   check=True)
+
+
+class TensorBoard:
+    def __init__(self, logdir: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = os.path.join("/tmp", f"bench_browser_tensorboard_{self.port}.log")
+        self._log = open(self.log_path, "wb")
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+                   PYTHONPATH=REPO + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--port", str(self.port),
+             "--host", "127.0.0.1", "--samples_per_plugin", "graph_tagged_run_metadata=0"],
+            stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def wait_ready(self, timeout_s: float = 180):
+        """Until /data/plugins_listing answers and the memory plugin lists a traced step."""
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"tensorboard exited {self.process.returncode}, see {self.log_path}")
+            try:
+                listing = get_json(self.url + "/data/plugins_listing", timeout=5)
+                if "memory" not in listing:
+                    raise RuntimeError("TensorBoard has no 'memory' plugin: pip install the repo first")
+                runs = get_json(self.url + "/data/plugin/memory/runs", timeout=30)["runs"]
+                traced = [r for r in runs if r.get("steps")]
+                if traced:
+                    return traced[0]["run"], traced[0]["steps"][-1]["tag"]
+                last = "no traced step listed yet"
+            except (OSError, ValueError) as exc:
+                last = repr(exc)
+            time.sleep(0.5)
+        raise RuntimeError(f"tensorboard not ready after {timeout_s}s: {last}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self._log.close()
+
+
+def memory_frame(page, timeout_s: float = 60):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for frame in page.frames:
+            # TensorBoard loads an ES-module plugin as /data/plugin_entry.html?name=memory.
+            if "/data/plugin/memory" in frame.url or "plugin_entry.html?name=memory" in frame.url:
+                return frame
+        page.wait_for_timeout(5)
+    raise RuntimeError("no Memory plugin frame (/data/plugin/memory or plugin_entry.html?name=memory)")
+
+
+def measure_ours(browser, url: str, clicks: int):
+    """Time to interactive (s), and the click latencies (s) with their scopes."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    start = time.perf_counter()
+    page.goto(url + "/#memory")
+    frame = memory_frame(page)
+    frame.wait_for_function("() => !!document.body && document.body.dataset.ready === '1'", polling="raf")
+    frame.locator('[data-testid="treemap-tile"]').first.wait_for(state="visible")
+    tti = time.perf_counter() - start
+
+    latencies = []
+    tiles = frame.locator('[data-testid="treemap-tile"]')
+    details = frame.locator('[data-testid="details-scope"]')
+    clicked = set()
+    drills = 0
+    while len(latencies) < clicks:
+        current = details.first.text_content() if details.count() else None
+        scopes = [s for s in dict.fromkeys(tiles.evaluate_all("els => els.map(e => e.dataset.scope)"))
+                  if s and s != current and s not in clicked]
+        if not scopes:
+            # Too few tiles on this level (at peak, the top level of the big step is one "model" tile):
+            # drill into the first tile that has children, as a user would, and click on the next level.
+            deeper = tiles.evaluate_all(
+                "els => els.filter(e => (e.title || '').includes('double click')).map(e => e.dataset.scope)")
+            if not deeper or drills >= 5:
+                break
+            drills += 1
+            frame.locator(f'[data-testid="treemap-tile"][data-scope={json.dumps(deeper[0])}]').first.dblclick()
+            frame.wait_for_function(
+                "p => [...document.querySelectorAll('[data-testid=\"treemap-tile\"]')]"
+                ".some(e => (e.dataset.scope || '').startsWith(p))", arg=deeper[0] + "/", polling="raf")
+            frame.wait_for_function("() => document.body.dataset.ready === '1'", polling="raf")
+            page.wait_for_timeout(500)
+            continue
+        scope = scopes[0]
+        clicked.add(scope)
+        tile = frame.locator(f'[data-testid="treemap-tile"][data-scope={json.dumps(scope)}]').first
+        tile.scroll_into_view_if_needed()
+        page.wait_for_timeout(400)  # no double click, settled page
+        t0 = time.perf_counter()
+        tile.click()
+        frame.wait_for_function(
+            "s => { const d = document.querySelector('[data-testid=\"details-scope\"]');"
+            " return !!d && d.textContent === s; }", arg=scope, polling="raf")
+        latencies.append((time.perf_counter() - t0, scope))
+    context.close()
+    return tti, latencies
+
+
+def measure_graphs(browser, url: str, run: str, tag: str):
+    """TensorBoard's Graphs dashboard: (graph, tag, memory) seconds, or a reason per phase."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    result = {}
+    try:
+        start = time.perf_counter()
+        page.goto(url + "/#graphs&run=" + urllib.parse.quote(run, safe=""))
+        page.wait_for_function(GRAPH_RENDERED_JS, polling="raf", timeout=TIMEOUT_MS)
+        result["graph"] = time.perf_counter() - start
+        page.wait_for_timeout(1000)  # let the fit-to-screen animation end
+
+        # The "Tag" dropdown of tf-graph-controls is the paper-dropdown-menu whose items list the tags.
+        dropdowns = page.locator("tf-graph-controls paper-dropdown-menu")
+        tag_menu = None
+        for i in range(dropdowns.count()):
+            items = dropdowns.nth(i).locator("paper-item")
+            texts = [t.strip() for t in items.all_text_contents()]
+            if tag in texts:
+                tag_menu = dropdowns.nth(i)
+                break
+        if tag_menu is None:
+            raise RuntimeError(f"no Tag dropdown listing {tag!r}")
+        tag_menu.click()
+        item = tag_menu.locator("paper-item", has_text=tag).first
+        item.wait_for(state="visible")
+        t0 = time.perf_counter()
+        with page.expect_response(lambda r: "/data/plugin/graphs/run_metadata" in r.url,
+                                  timeout=TIMEOUT_MS) as response_info:
+            item.click()
+        response = response_info.value
+        response.finished()
+        result["run_metadata_response"] = time.perf_counter() - t0
+        result["run_metadata_bytes"] = response.request.sizes()["responseBodySize"]
+        page.wait_for_function(MEMORY_ENABLED_JS, polling="raf", timeout=TIMEOUT_MS)
+        page.wait_for_function(GRAPH_RENDERED_JS, polling="raf", timeout=TIMEOUT_MS)
+        result["tag"] = time.perf_counter() - t0
+        page.wait_for_timeout(1000)
+
+        before = page.evaluate(NODE_FILLS_JS)
+        memory = page.locator("paper-radio-button#memory-radio-button")
+        t0 = time.perf_counter()
+        memory.click()
+        page.wait_for_function(FILLS_CHANGED_JS, arg=before, polling="raf", timeout=TIMEOUT_MS)
+        result["memory"] = time.perf_counter() - t0
+        page.wait_for_timeout(500)
+        page.screenshot(path="/tmp/bench_browser_graphs_memory.png")
+    except Exception as exc:  # report what was measured and why the rest was not
+        result["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        try:
+            page.screenshot(path="/tmp/bench_browser_graphs_error.png")
+        except Exception:
+            pass
+    context.close()
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--logdir", default="/tmp/tb_memory_big")
+    parser.add_argument("--clicks", type=int, default=5)
+    parser.add_argument("--warm", type=int, default=2, help="extra loads of the Memory tab")
+    args = parser.parse_args()
+    ensure_trace(args.logdir)
+
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    tb = TensorBoard(args.logdir)
+    try:
+        run, tag = tb.wait_ready()
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+            ours_cold, clicks = measure_ours(browser, tb.url, args.clicks)
+            ours_warm = min(measure_ours(browser, tb.url, 0)[0] for _ in range(max(args.warm, 1)))
+            graphs = measure_graphs(browser, tb.url, run, tag)
+            browser.close()
+    finally:
+        tb.stop()
+
+    click_ms = [c * 1e3 for c, _ in clicks]
+    click_median = statistics.median(click_ms) / 1e3 if click_ms else float("nan")
+    print(f"step {run}/{tag}, logdir {args.logdir}, Chromium {executable}, {VIEWPORT['width']}x{VIEWPORT['height']}")
+    print(f"{'Memory tab (ours)':40s} {'':>10s}")
+    print(f"  {'time to interactive, cold':38s} {ours_cold * 1e3:8.0f} ms")
+    print(f"  {'time to interactive, warm (best)':38s} {ours_warm * 1e3:8.0f} ms")
+    print(f"  {'click -> details, median of %d' % len(click_ms):38s} {click_median * 1e3:8.1f} ms"
+          f"   ({', '.join(f'{c:.0f}' for c in click_ms)} ms)")
+    print("TensorBoard Graphs dashboard, same run and step")
+    for key, label in (("graph", "graph rendered"), ("run_metadata_response", "  tag chosen -> run_metadata answered"),
+                       ("tag", "tag chosen -> stats attached, Memory on"), ("memory", "Memory clicked -> nodes coloured")):
+        if key in graphs:
+            print(f"  {label:38s} {graphs[key] * 1e3:8.0f} ms")
+        else:
+            print(f"  {label:38s} {'not measured':>11s}")
+    if "run_metadata_bytes" in graphs:
+        print(f"  {'run_metadata response size':38s} {graphs['run_metadata_bytes'] / 2**20:8.1f} MiB")
+    if "error" in graphs:
+        print(f"  stopped: {graphs['error']}")
+    if all(k in graphs for k in ("graph", "tag", "memory")):
+        total = graphs["graph"] + graphs["tag"] + graphs["memory"]
+        print(f"  {'total (graph + tag + memory)':38s} {total * 1e3:8.0f} ms")
+        print(f"ratio TensorBoard total / our cold time to interactive: {total / ours_cold:.1f}x "
+              f"(warm: {total / ours_warm:.1f}x); targets: interactive within {TARGET_TTI_S:.1f} s "
+              f"(cold {ours_cold:.2f} s: {'met' if ours_cold <= TARGET_TTI_S else 'MISSED'}), click within "
+              f"{TARGET_CLICK_S * 1e3:.0f} ms (median {click_median * 1e3:.0f} ms: "
+              f"{'met' if click_median <= TARGET_CLICK_S else 'MISSED'})")
+    else:
+        print(f"ratio not computed (TensorBoard's colouring not fully measured); targets: interactive within "
+              f"{TARGET_TTI_S:.1f} s (cold {ours_cold:.2f} s), click within {TARGET_CLICK_S * 1e3:.0f} ms "
+              f"(median {click_median * 1e3:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()
