@@ -58,14 +58,12 @@ def _device_json(device: dict) -> dict:
     return flat
 
 
-def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, group: str, top: int,
-                device_id: str | None) -> None:
+def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces: list, group: str,
+                top: int) -> None:
     print(f"== {run} / {tag} (step {step_number})")
     if step.message:
         print(f"   note: {step.message}")
-    for space in step.spaces:
-        if device_id and space.space.id != device_id:
-            continue
+    for space in spaces:  # the spaces --device selected (all of them without it)
         summary = report.device_summary(space, group)
         start = summary["start_bytes"]
         baseline = (f"start {format_bytes(start)} (allocator_bytes_in_use)" if start is not None
@@ -145,8 +143,7 @@ def summary_command(args: argparse.Namespace) -> int:
         for ref, step, spaces in results:
             if step.status != "ok":
                 continue
-            _print_step(ref.run, ref.tag, ref.step, step, args.group, args.top,
-                        spaces[0].space.id if args.device and spaces else None)
+            _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top)
     for failure in failures:
         print(f"tb-memory: {failure}", file=sys.stderr)
     return 1 if failures and len(failures) == len(results) else 0
