@@ -1,0 +1,395 @@
+"""The plugin's routes through TensorBoard's own WSGI app and data provider,
+over event files written by real TensorFlow (docs/http_api.md)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+from werkzeug.test import Client
+
+from conftest import REPO, UNET_STEPS, engine_step
+from tb_memory_plugin import report, store
+from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, OUTPUT
+
+PREFIX = "/data/plugin/memory/"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+@pytest.fixture(scope="module")
+def tb(logdir):
+    """(werkzeug client, plugin, provider) over the session logdir."""
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+    context = base_plugin.TBContext(data_provider=provider, logdir=str(logdir))
+    plugin = MemoryPluginLoader().load(context)
+    assert plugin is not None
+    app = application.TensorBoardWSGI([plugin], data_provider=provider)
+    return Client(app), plugin, provider
+
+
+def get(tb, route, **params):
+    response = tb[0].get(PREFIX + route, query_string=params)
+    return response.status_code, response
+
+
+def get_json(tb, route, expect=200, **params):
+    code, response = get(tb, route, **params)
+    assert code == expect, (route, params, response.get_data(as_text=True)[:500])
+    assert response.mimetype == "application/json"
+    return json.loads(response.get_data(as_text=True))
+
+
+def _roundtrip(body):
+    return json.loads(json.dumps(body))
+
+
+# -- listing -------------------------------------------------------------------------------
+
+
+def test_plugins_listing_shows_memory(tb):
+    response = tb[0].get("/data/plugins_listing")
+    assert response.status_code == 200
+    listing = json.loads(response.get_data(as_text=True))
+    memory = listing["memory"]
+    assert memory["enabled"] is True
+    assert memory["tab_name"] == "Memory"
+    assert memory["loading_mechanism"] == {"type": "IFRAME", "module_path": "/data/plugin/memory/index.js"}
+
+
+def test_runs(tb):
+    body = get_json(tb, "runs")
+    runs = {r["run"]: r for r in body["runs"]}
+    assert [r["run"] for r in body["runs"]] == sorted(runs) == ["corrupt", "gpu", "nomem", "notrace", "tf2", "unet"]
+    unet = runs["unet"]
+    assert unet["has_graph"] is True
+    assert [s["tag"] for s in unet["steps"]] == [f"step_{n}" for n in UNET_STEPS]
+    assert [s["step"] for s in unet["steps"]] == list(UNET_STEPS)
+    assert all(s["devices"] == [CPU0] for s in unet["steps"])
+    assert all(isinstance(s["wall_time"], float) for s in unet["steps"])
+    assert runs["gpu"]["has_graph"] is False
+    assert runs["gpu"]["steps"][0]["devices"] == ["/job:localhost/replica:0/task:0/device:GPU:0", CPU0]
+    assert runs["corrupt"]["steps"][0]["devices"] == []
+    assert runs["notrace"]["steps"][0]["devices"] == []
+    assert [(s["tag"], s["step"]) for s in runs["tf2"]["steps"]] == [("keras_profile", 6), ("traced", 5)]
+    assert runs["tf2"]["steps"][1]["devices"] == [CPU0]
+
+
+def test_tf2_graph_run_metadata_steps(tb, unet_trace):
+    """Steps written with the TF2 summary op (plugin graph_run_metadata) are read too."""
+    body = get_json(tb, "summary", run="tf2", tag="traced")
+    engine = store.analyse_bytes(unet_trace.run_metadata_bytes)  # the run has no graph
+    assert body == _roundtrip({"run": "tf2", "tag": "traced", "step": 5, **report.step_summary(engine, "layer")})
+    assert body["devices"][0]["peak_rise_bytes"] == engine.space(None).peak_rise_bytes > 0
+    keras = get_json(tb, "summary", run="tf2", tag="keras_profile")
+    assert keras["status"] == "empty" and "FULL_TRACE" in keras["message"]
+
+
+# -- figures equal the engine's ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", ["layer", "scope"])
+def test_summary_equals_engine(tb, logdir, group):
+    body = get_json(tb, "summary", run="unet", tag="step_2", group=group)
+    engine = engine_step(logdir, "unet", "step_2")
+    assert body == _roundtrip({"run": "unet", "tag": "step_2", "step": 2, **report.step_summary(engine, group)})
+    assert body["status"] == "ok" and body["message"] is None
+    (device,) = body["devices"]
+    space = engine.space(None)
+    assert body["default_device"] == device["id"] == space.space.id
+    assert device["peak_rise_bytes"] == space.peak_rise_bytes > 0
+    assert device["figures"]["at_peak_bytes"] == device["peak_rise_bytes"]
+    assert sum(c["at_peak_bytes"] for c in device["categories"]) == device["peak_rise_bytes"]
+    assert sum(o["figures"]["at_peak_bytes"] for o in device["op_types"]) == device["peak_rise_bytes"]
+    tree = space.tree(group)
+    assert [t["scope"] for t in device["top_scopes"]] == [tree.paths[c] for c in tree.children[0][:10]]
+
+
+def test_summary_of_hand_built_gpu_step(tb):
+    body = get_json(tb, "summary", run="gpu", tag="step_1")
+    assert body["default_device"] == "GPU:0/GPU_0_bfc"
+    devices = {d["id"]: d for d in body["devices"]}
+    assert set(devices) == {"GPU:0/GPU_0_bfc", "GPU:0/cuda_host_bfc", "CPU:0/cpu"}
+    gpu = devices["GPU:0/GPU_0_bfc"]
+    assert gpu["baseline"] == "allocator_bytes_in_use" and gpu["start_bytes"] == 1_000_000
+    assert gpu["peak_bytes"] == 1_000_000 + gpu["peak_rise_bytes"]
+    assert gpu["peak_node"]["name"] == "shared_model/unet_01/Conv2D"
+    assert gpu["peak_node"]["scope"] == "shared_model/unet_01"
+    assert devices["GPU:0/cuda_host_bfc"]["baseline"] == "none"
+    assert devices["GPU:0/cuda_host_bfc"]["start_bytes"] is None
+
+
+def test_scopes_equal_engine_and_children_add_up(tb, logdir):
+    engine = engine_step(logdir, "unet", "step_1").space(None)
+    for group, scope in (("layer", ""), ("layer", "shared_model"), ("scope", "gradients"),
+                         ("layer", "shared_model/unet_01")):
+        body = get_json(tb, "scopes", run="unet", tag="step_1", group=group, scope=scope)
+        assert body == _roundtrip(report.scope_children(engine, group, scope))
+        tree = engine.tree(group)
+        assert body["figures"]["at_peak_bytes"] == int(tree.figures[tree.index[scope], AT_PEAK])
+        for key in body["figures"]:
+            assert sum(c["figures"][key] for c in body["children"]) == body["figures"][key], (scope, key)
+        for key in body["categories"]:
+            assert sum(c["categories"][key] for c in body["children"]) == body["categories"][key], (scope, key)
+    body = get_json(tb, "scopes", run="unet", tag="step_1", scope="shared_model")
+    assert [p["scope"] for p in body["path"]] == ["", "shared_model"]
+    unet01 = next(c for c in body["children"] if c["scope"] == "shared_model/unet_01")
+    assert unet01["figures"]["at_peak_bytes"] > 0 and unet01["figures"]["output_bytes"] > 0
+    assert unet01["kind"] == "scope" and unet01["has_children"] is True
+
+
+def test_scope_details(tb, logdir):
+    engine = engine_step(logdir, "unet", "step_3").space(None)
+    body = get_json(tb, "scope", run="unet", tag="step_3", scope="shared_model/unet_01")
+    assert body == _roundtrip(report.scope_details(engine, "layer", "shared_model/unet_01"))
+    tree = engine.tree("layer")
+    node = tree.index["shared_model/unet_01"]
+    assert body["figures"]["allocated_bytes"] == int(tree.figures[node, ALLOCATED])
+    assert body["figures"]["output_bytes"] == int(tree.figures[node, OUTPUT]) > 0
+    assert body["node_count"] == int(tree.exec_count[node]) == len(tree.executions(node))
+    assert body["share_of_peak"] == pytest.approx(int(tree.figures[node, AT_PEAK]) / engine.peak_rise_bytes)
+    categories = {c["name"]: c["at_peak_bytes"] for c in body["categories"]}
+    assert categories["activations"] > 0
+    top2 = get_json(tb, "scope", run="unet", tag="step_3", scope="shared_model/unet_01", top="2")
+    assert len(top2["nodes"]) == 2 and top2["nodes"] == body["nodes"][:2]
+    raw = {n["raw_name"] for n in body["nodes"]}
+    assert any(r.startswith("gradients/shared_model/unet_01/") for r in raw)
+
+
+def test_curve_equals_engine(tb, logdir):
+    engine = engine_step(logdir, "unet", "step_1").space(None)
+    body = get_json(tb, "curve", run="unet", tag="step_1", points="50", top="4", breakdown="shared_model")
+    assert body == _roundtrip(report.curve(engine, "layer", 50, "shared_model", 4))
+    assert len(body["t_us"]) <= 50
+    assert max(body["max_bytes"]) == body["peak"]["bytes"] == (engine.start_bytes or 0) + engine.peak_rise_bytes
+    start = body["start_bytes"] or 0
+    assert np.sum([s["bytes"] for s in body["series"]], axis=0).tolist() == [m - start for m in body["max_bytes"]]
+    assert len(body["node_at"]) == len(body["t_us"])
+    assert max(body["node_at"]) < len(body["node_names"])
+    if body["baseline"] == "allocator_bytes_in_use":
+        assert body["absolute"] is True and body["snapshots"]["bytes"]
+
+
+def test_graph_with_run_graph(tb, logdir):
+    engine = engine_step(logdir, "unet", "step_1").space(None)
+    tree = engine.tree("scope")
+    body = get_json(tb, "graph", run="unet", tag="step_1", scope="shared_model")
+    assert body["source"] == "run_graph" and body["graphs_dashboard_run"] == "unet"
+    nodes = {n["id"]: n for n in body["nodes"]}
+    unet01 = nodes["shared_model/unet_01"]
+    assert unet01["kind"] == "scope"
+    node = tree.index["shared_model/unet_01"]
+    assert unet01["at_peak_bytes"] == int(tree.figures[node, AT_PEAK])
+    assert unet01["allocated_bytes"] == int(tree.figures[node, ALLOCATED]) > 0
+    edges = {(e["source"], e["target"]) for e in body["edges"]}
+    assert ("shared_model/unet_00", "shared_model/unet_01") in edges
+    one = get_json(tb, "graph", run="unet", tag="step_1", scope="shared_model", max_nodes="1")
+    assert len(one["nodes"]) == 2 and one["nodes"][1]["id"] == "(other)"
+    assert one["omitted_nodes"] == len(body["nodes"]) - 1
+    root = get_json(tb, "graph", run="unet", tag="step_1")
+    assert {"shared_model", "gradients", "Adam"} <= {n["id"] for n in root["nodes"]}
+
+
+def test_graph_without_run_graph_uses_the_trace(tb):
+    body = get_json(tb, "graph", run="gpu", tag="step_1", scope="shared_model")
+    assert body["source"] == "trace" and body["edges"] == []
+    assert "shared_model/unet_01" in {n["id"] for n in body["nodes"]}
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("route, params", [
+    ("summary", {"run": "nope", "tag": "step_1"}),
+    ("summary", {"run": "unet", "tag": "nope"}),
+    ("scopes", {"run": "unet", "tag": "step_1", "device": "TPU:0/nope"}),
+    ("scopes", {"run": "unet", "tag": "step_1", "scope": "no/such/scope"}),
+    ("scope", {"run": "unet", "tag": "step_1", "scope": "nope"}),
+    ("curve", {"run": "unet", "tag": "step_1", "breakdown": "nope"}),
+    ("curve", {"run": "nope", "tag": "step_1"}),
+    ("graph", {"run": "unet", "tag": "step_1", "scope": "nope"}),
+])
+def test_unknown_things_are_404_json(tb, route, params):
+    body = get_json(tb, route, expect=404, **params)
+    assert set(body) == {"error"} and isinstance(body["error"], str) and body["error"]
+
+
+@pytest.mark.parametrize("route, params", [
+    ("curve", {"points": "abc"}),
+    ("curve", {"points": "5"}),
+    ("curve", {"points": "20001"}),
+    ("curve", {"top": "-1"}),
+    ("scopes", {"group": "nope"}),
+    ("summary", {"group": "nope"}),
+    ("scope", {"top": "-1"}),
+    ("scope", {"top": "0"}),
+    ("graph", {"max_nodes": "x"}),
+    ("summary", {"run": ""}),
+    ("scopes", {"tag": ""}),
+])
+def test_bad_parameters_are_400(tb, route, params):
+    query = {"run": "unet", "tag": "step_1", **params}
+    body = get_json(tb, route, expect=400, **query)
+    assert set(body) == {"error"}
+
+
+@pytest.mark.parametrize("route", ["runs", "summary", "scopes", "curve", "index.js"])
+def test_post_is_refused(tb, route):
+    response = tb[0].post(PREFIX + route, query_string={"run": "unet", "tag": "step_1"})
+    assert response.status_code == 405
+
+
+def test_corrupt_step_only_breaks_itself(tb):
+    body = get_json(tb, "summary", run="corrupt", tag="step_1")
+    assert body["status"] == "corrupt" and body["devices"] == []
+    assert "not a valid RunMetadata" in body["message"]
+    for route in ("scopes", "scope", "curve", "graph"):
+        error = get_json(tb, route, expect=422, run="corrupt", tag="step_1")
+        assert "not a valid RunMetadata" in error["error"]
+    # Other runs still answer.
+    assert get_json(tb, "summary", run="unet", tag="step_1")["status"] == "ok"
+    assert get_json(tb, "curve", run="unet", tag="step_1")["t_us"]
+    assert get_json(tb, "runs")["runs"]
+
+
+def test_step_without_memory_says_how_to_trace(tb):
+    # add_run_metadata(RunMetadata()) of a NO_TRACE run writes no step stats at all: "empty"
+    # (docs/http_api.md: "no step stats at all"); nodes without memory: "no_memory".
+    for run, status in (("notrace", "empty"), ("nomem", "no_memory")):
+        body = get_json(tb, "summary", run=run, tag="step_1")
+        assert body["status"] == status
+        assert body["devices"] == [] and body["default_device"] is None
+        assert "FULL_TRACE" in body["message"]
+        assert "add_run_metadata" in body["message"]
+        error = get_json(tb, "scopes", expect=422, run=run, tag="step_1")
+        assert "FULL_TRACE" in error["error"]
+
+
+# -- static files --------------------------------------------------------------------------------
+
+
+def test_index_js_is_served(tb, frontend_bundle):
+    code, response = get(tb, "index.js")
+    assert code == 200
+    assert response.mimetype == "text/javascript"
+    assert response.get_data() == frontend_bundle.read_bytes()
+    assert b"render" in response.get_data()
+
+
+@pytest.mark.parametrize("path", [
+    "../../etc/passwd",
+    "%2e%2e/%2e%2e/setup.py",
+    "..%5c..%5csetup.py",
+    "static/..%2f..%2fsetup.py",
+    "static/index.js/../../setup.py",
+    "%2e%2e%2f%2e%2e%2fsetup.py",
+    "index.js/..%2f..%2f..%2fsetup.py",
+    "setup.py",
+    "loader.py",
+    "static/index.js",
+])
+def test_path_traversal_never_serves_files(tb, path):
+    secrets = [(REPO / "setup.py").read_text()[:200], (REPO / "tb_memory_plugin" / "loader.py").read_text()[:200]]
+    try:
+        secrets.append(open("/etc/passwd").read()[:60])
+    except OSError:
+        pass
+    response = tb[0].get(PREFIX + path)
+    body = response.get_data(as_text=True)
+    assert response.status_code != 200 or not any(s and s in body for s in secrets), path
+    assert response.status_code != 200, path
+
+
+def test_static_route_uses_only_the_allow_list(tb):
+    """Even when called directly with a crafted path, only allow-listed names reach the disk."""
+    from werkzeug.test import EnvironBuilder
+
+    plugin = tb[1]
+    for path in ("/data/plugin/memory/static/../../../setup.py", "/data/plugin/memory/..\\..\\setup.py",
+                 "/data/plugin/memory/index.js/../../plugin.py"):
+        environ = EnvironBuilder(path=path).get_environ()
+        environ["PATH_INFO"] = path  # as a server that does not normalise would pass it
+        statuses = []
+        response = plugin.static_route(environ, lambda status, headers, *exc: statuses.append(status))
+        body = b"".join(response)
+        assert statuses == ["404 NOT FOUND"], path
+        assert b"setup(" not in body and b"MemoryPlugin" not in body
+
+
+# -- caching ---------------------------------------------------------------------------------------
+
+
+def test_summary_is_cached_by_blob(tb):
+    from tensorboard import context
+
+    client, plugin, _ = tb
+    steps = plugin._store._steps
+    get_json(tb, "summary", run="unet", tag="step_2")
+    ctx = context.RequestContext()
+    ref = plugin._store.find_step(ctx, "", "unet", "step_2")
+    first = plugin._store.analysis(ctx, "", ref)
+    size = len(steps)
+    get_json(tb, "summary", run="unet", tag="step_2")
+    assert plugin._store.analysis(ctx, "", ref) is first
+    assert len(steps) == size
+    # Cached per tag: another tag is another analysis.
+    other = plugin._store.analysis(ctx, "", plugin._store.find_step(ctx, "", "unet", "step_1"))
+    assert other is not first
+
+
+def test_step_cache_is_bounded(tb):
+    from tensorboard import context
+
+    _, _, provider = tb
+    small = store.StepStore(provider, step_capacity=2)
+    ctx = context.RequestContext()
+    refs = small.list_steps(ctx, "")["unet"]
+    assert len(refs) == 3
+    analyses = [small.analysis(ctx, "", ref) for ref in refs]
+    assert len(small._steps) == 2
+    assert small.analysis(ctx, "", refs[2]) is analyses[2]  # most recent kept
+    assert small.analysis(ctx, "", refs[0]) is not analyses[0]  # oldest evicted, recomputed
+    assert len(small._steps) == 2
+    # The plugin's own cache has a finite capacity too.
+    assert 0 < tb[1]._store._steps._capacity < 1000
+
+
+def test_lru_cache_order_and_threads():
+    cache = store.LRUCache(3)
+    calls = []
+    for key in "abcd":
+        cache.get_or_compute(key, lambda k=key: calls.append(k) or k.upper())
+    assert len(cache) == 3 and calls == list("abcd")
+    cache.get_or_compute("b", lambda: calls.append("b!"))  # hit: refreshes b
+    cache.get_or_compute("e", lambda: "E")  # evicts c (least recently used)
+    assert cache.get_or_compute("b", lambda: "miss") == "B"
+    assert cache.get_or_compute("c", lambda: "recomputed") == "recomputed"
+
+    shared = store.LRUCache(8)
+    errors = []
+
+    def worker(n):
+        try:
+            for i in range(200):
+                value = shared.get_or_compute(i % 16, lambda i=i: i % 16)
+                assert value == i % 16
+                assert len(shared) <= 8
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(shared) <= 8

@@ -1,0 +1,250 @@
+"""Decoding: RunMetadata bytes -> one SpaceTrace per (real device, allocator).
+
+Hand-built protos cover what CPU runs cannot produce (GPU allocators,
+pseudo-devices, old TF1 names, broken bytes); the real U-Net trace checks
+"allocated" against the proto read directly.
+"""
+
+import random
+
+import numpy as np
+import pytest
+
+import protos
+from tb_memory_plugin import analysis, report, store
+from tb_memory_plugin.trace import decode_run_metadata, parse_device, scan_devices
+
+
+def _by_id(step):
+    return {s.space.id: s for s in step.spaces}
+
+
+# -- real trace ------------------------------------------------------------------
+
+
+def test_real_allocated_equals_sum_of_positive_total_bytes(unet_trace):
+    """Every execution's "allocated" is the sum of its positive memory[].total_bytes,
+    read here straight from the parsed RunMetadata, per allocator."""
+    decoded = decode_run_metadata(unet_trace.run_metadata_bytes)
+    checked = 0
+    for dev in unet_trace.proto.step_stats.dev_stats:
+        if "stream:" in dev.device or "memcpy" in dev.device or not dev.node_stats:
+            continue
+        spaces = [s for s in decoded.spaces if s.device == dev.device]
+        assert spaces, dev.device
+        allocators = {m.allocator_name for n in dev.node_stats for m in n.memory}
+        assert {s.allocator for s in spaces} == allocators
+        for space in spaces:
+            expected = {}
+            for node in dev.node_stats:
+                total = sum(m.total_bytes for m in node.memory
+                            if m.allocator_name == space.allocator and m.total_bytes > 0)
+                if any(m.allocator_name == space.allocator for m in node.memory):
+                    expected.setdefault(node.node_name, []).append(total)
+            got = {}
+            for name, value in zip(space.names, space.allocated.tolist()):
+                if name in expected:
+                    got.setdefault(name, []).append(value)
+            assert got == expected
+            if space is spaces[0]:  # the main allocator keeps every execution, in trace order
+                assert space.names == [n.node_name for n in dev.node_stats]
+                assert space.allocated.tolist() == [
+                    sum(m.total_bytes for m in n.memory if m.allocator_name == space.allocator and m.total_bytes > 0)
+                    for n in dev.node_stats]
+            checked += int(space.allocated.sum() > 0)
+    assert checked >= 1
+
+
+def test_real_devices_scanned_without_full_decode(unet_trace):
+    real = [d.device for d in unet_trace.proto.step_stats.dev_stats
+            if d.node_stats and "stream:" not in d.device and "memcpy" not in d.device]
+    assert scan_devices(unet_trace.run_metadata_bytes) == real
+    assert real == ["/job:localhost/replica:0/task:0/device:CPU:0"]
+
+
+def test_real_cpu_allocator_name(unet_trace):
+    decoded = decode_run_metadata(unet_trace.run_metadata_bytes)
+    assert [s.allocator for s in decoded.spaces] == (["mklcpu"] if unet_trace.onednn else ["cpu"])
+
+
+# -- GPU, pseudo-devices, several allocators ----------------------------------------
+
+
+def test_gpu_two_spaces_default_is_gpu_and_pseudo_devices_ignored():
+    step = store.analyse_bytes(protos.gpu_trace())
+    assert step.status == "ok"
+    spaces = _by_id(step)
+    assert set(spaces) == {"GPU:0/GPU_0_bfc", "GPU:0/cuda_host_bfc", "CPU:0/cpu"}
+    # The CPU space rises by 1 MiB, the GPU far less: the accelerator is still the default.
+    assert spaces["CPU:0/cpu"].peak_rise_bytes > spaces["GPU:0/GPU_0_bfc"].peak_rise_bytes
+    assert step.default_space_id == "GPU:0/GPU_0_bfc"
+    assert step.space(None) is spaces["GPU:0/GPU_0_bfc"]
+    assert step.trace.devices == [protos.GPU0, protos.CPU0]
+    assert scan_devices(protos.gpu_trace()) == [protos.GPU0, protos.CPU0]
+
+    gpu = spaces["GPU:0/GPU_0_bfc"]
+    # stream:all / stream:14 / memcpy entries (1 GiB each) are not counted.
+    assert gpu.space.exec_count == 9
+    assert int(gpu.space.allocated.sum()) == 4096 + 8192 + 65536 + 8192 + 8192 + 256 + 4096 + 1024
+    assert int(gpu.space.event_bytes[gpu.space.event_bytes > 0].sum()) == int(gpu.space.allocated.sum())
+    # Curve by hand: 4096, +8192, +65536 (t=3) -> 77824, -65536 at t=9, +8192 +8192 +256 +4096
+    # -> 28 672 at t=20, +1024 at t=31 -> 29 696 (the peak is the conv's scratch at t=3..8).
+    assert gpu.peak_rise_bytes == 4096 + 8192 + 65536
+    assert gpu.curve.peak_time_us == 3
+    assert gpu.baseline == "allocator_bytes_in_use"
+    assert gpu.start_bytes == 1_000_000
+    assert gpu.snapshot_gap == 0
+
+    host = spaces["GPU:0/cuda_host_bfc"]
+    assert host.space.device == protos.GPU0
+    assert host.space.names == ["gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput"]
+    assert host.peak_rise_bytes == 512
+    assert host.baseline == "none" and host.start_bytes is None
+    # Temp/persistent belong to the device's main allocator only.
+    assert int(host.space.temp.sum()) == 0
+    assert int(gpu.space.temp.sum()) == 65536
+
+
+def test_gpu_node_names_are_mapped():
+    gpu = _by_id(store.analyse_bytes(protos.gpu_trace()))["GPU:0/GPU_0_bfc"]
+    names = gpu.space.names
+    layout = names.index(protos.LAYOUT_NAME)
+    assert gpu.op_type(layout) == "Transpose (layout)"
+    assert gpu.info(layout).kind == "layout_transpose"
+    assert gpu.kernel_of(layout) == "Transpose"
+
+    scope_tree = gpu.tree("scope")
+    unet01 = scope_tree.index["shared_model/unet_01"]
+    raw_in_unet01 = {names[i] for i in scope_tree.executions(unet01)}
+    assert protos.LAYOUT_NAME in raw_in_unet01
+    assert "shared_model/unet_01/Conv2D" in raw_in_unet01
+    # The layout transpose's bytes are the scope's: 8192 held at the peak? No: it runs
+    # after the peak (t=14), so its at-peak is 0 but its allocated is there.
+    assert int(gpu.exec_figures[layout, analysis.ALLOCATED]) == 8192
+    # ConstantFolding/ prefix stripped: charged to shared_model/unet_02.
+    folded = names.index("ConstantFolding/shared_model/unet_02/Conv2D-folded-1")
+    assert scope_tree.paths[scope_tree.leaf_of_exec[folded]] == "shared_model/unet_02/Conv2D"
+    # Feed.
+    arg = names.index("_arg_frames_0_0")
+    assert gpu.op_type(arg) == "_Arg"
+    assert analysis.CATEGORIES[gpu.category[arg]] == "inputs"
+    assert scope_tree.paths[scope_tree.leaf_of_exec[arg]] == "(feeds)/frames"
+    # Fused op: op type from the timeline label when there is no graph.
+    relu = names.index("shared_model/unet_01/Relu")
+    assert gpu.op_type(relu) == "_FusedConv2D"
+    # A node with no memory is kept with zero figures.
+    shape = names.index("shared_model/unet_01/Shape")
+    assert gpu.exec_figures[shape].tolist() == [0] * len(analysis.FIGURES)
+    # The peak's op is the conv (its scratch makes the peak).
+    assert names[gpu.peak_exec()] == "shared_model/unet_01/Conv2D"
+
+
+def test_gpu_at_peak_split_and_temporaries():
+    gpu = _by_id(store.analyse_bytes(protos.gpu_trace()))["GPU:0/GPU_0_bfc"]
+    names = gpu.space.names
+    at_peak = dict(zip(names, gpu.exec_figures[:, analysis.AT_PEAK].tolist()))
+    assert at_peak["_arg_frames_0_0"] == 4096
+    assert at_peak["shared_model/unet_01/Conv2D"] == 8192 + 65536
+    assert sum(at_peak.values()) == gpu.peak_rise_bytes
+    conv = names.index("shared_model/unet_01/Conv2D")
+    assert gpu.exec_categories[conv, analysis.TEMPORARIES] == 65536  # freed inside the op
+    assert gpu.exec_categories[conv, analysis.ACTIVATIONS] == 8192
+
+
+def test_stream_suffix_on_real_device_names():
+    step = store.analyse_bytes(protos.stream_name_trace())
+    space = step.space(None)
+    tree = space.tree("scope")
+    leaves = {tree.paths[tree.leaf_of_exec[i]] for i in range(space.space.exec_count)}
+    assert leaves == {"shared_model/unet_03/Conv2D", "shared_model/unet_03/BiasAdd"}
+    assert space.peak_rise_bytes == 4096
+    # The graph's op types are found under the cut name.
+    graph_ops = {"shared_model/unet_03/Conv2D": "Conv2D", "shared_model/unet_03/BiasAdd": "BiasAdd"}
+    with_graph = analysis.analyse(decode_run_metadata(protos.stream_name_trace()), graph_ops).space(None)
+    assert [with_graph.op_type(i) for i in range(2)] == ["Conv2D", "BiasAdd"]
+
+
+# -- old TF1 logs -------------------------------------------------------------------
+
+
+def test_old_tf1_gpu_names_without_records():
+    step = store.analyse_bytes(protos.old_tf1_trace())
+    assert step.status == "ok"
+    assert "no curve" in step.message
+    spaces = _by_id(step)
+    assert set(spaces) == {"GPU:0/gpu_bfc", "GPU:0/cuda_host_bfc"}
+    assert step.default_space_id == "GPU:0/gpu_bfc"
+    gpu = spaces["GPU:0/gpu_bfc"]
+    assert gpu.space.device == protos.OLD_GPU0
+    assert not gpu.has_curve
+    assert gpu.peak_rise_bytes == 0
+    assert gpu.baseline == "none"
+    # Stream and memcpy duplicates (1 GiB each) ignored; the bytes in output[] shown.
+    assert int(gpu.space.allocated.sum()) == 4096 + 2048
+    assert int(gpu.space.output.sum()) == 4096 + 4096 + 2048
+    summary = report.device_summary(gpu, "scope")
+    assert summary["has_curve"] is False
+    assert summary["figures"]["allocated_bytes"] == 6144
+    assert summary["figures"]["output_bytes"] == 10240
+    assert summary["figures"]["at_peak_bytes"] == 0
+    assert spaces["GPU:0/cuda_host_bfc"].space.output.tolist() == [512]
+
+
+# -- statuses ---------------------------------------------------------------------------
+
+
+def test_empty_run_metadata_is_empty():
+    for payload in (b"", protos.run_metadata({}).SerializeToString()):
+        step = store.analyse_bytes(payload)
+        assert step.status == "empty"
+        assert step.spaces == []
+        assert "FULL_TRACE" in step.message
+
+
+def test_nodes_without_memory_are_no_memory():
+    step = store.analyse_bytes(protos.no_memory_trace())
+    assert step.status == "no_memory"
+    assert step.spaces == []
+    assert "FULL_TRACE" in step.message
+    assert "2 node stats" in step.message
+
+
+@pytest.mark.parametrize("which", ["half", "garbage", "random"])
+def test_corrupt_bytes_are_reported_not_raised(unet_trace, which):
+    if which == "half":
+        data = unet_trace.run_metadata_bytes[: len(unet_trace.run_metadata_bytes) // 2]
+    elif which == "garbage":
+        data = b"garbage"
+    else:
+        data = random.Random(1234).randbytes(4096)
+    step = store.analyse_bytes(data)
+    assert step.status == "corrupt"
+    assert step.spaces == []
+    assert "not a valid RunMetadata" in step.message
+    assert f"({len(data)} B)" in step.message
+    if which != "half":  # a blob cut in half may still name its device before the cut
+        assert scan_devices(data) == []
+    assert report.step_summary(step, "layer")["devices"] == []
+
+
+def test_only_pseudo_devices_is_empty():
+    payload = protos.serialized({protos.GPU0_STREAM_ALL: [protos.Node("x:Conv2D", 0, 1, memory=[
+        protos.Mem("GPU_0_bfc", [(0, 64)])])]})
+    step = store.analyse_bytes(payload)
+    assert step.status == "empty"
+    assert parse_device(protos.GPU0_STREAM_ALL) is None
+
+
+def test_node_stats_sizes_are_columns():
+    decoded = decode_run_metadata(protos.three_node_trace())
+    (space,) = decoded.spaces
+    assert space.names == ["layer_a/Conv2D", "layer_b/MatMul", "layer_c/Relu"]
+    # Times are relative to the step's first start (BASE_US + 10).
+    assert space.start_us.tolist() == [0, 10, 20]
+    assert space.end_us.tolist() == [2, 16, 36]
+    assert space.event_time_us.tolist() == [0, 40, 10, 11, 15, 50, 20, 30, 35, 35]
+    assert decoded.step_start_us == protos.BASE_US + 10
+    assert decoded.duration_us == 46 - 10
+    assert space.output.tolist() == [100, 200, 30]
+    assert space.temp.tolist() == [50 if i == 1 else 0 for i in range(3)]
+    assert np.array_equal(space.event_exec, [0, 0, 1, 1, 1, 1, 2, 2, 2, 2])
