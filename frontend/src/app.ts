@@ -15,8 +15,16 @@ import { EmptyStateView, SummaryView } from './views/summary';
 import { TreemapView } from './views/treemap';
 
 const STACK_SERIES = 10;
-const HIGHLIGHT_SERIES = 50;
+const HIGHLIGHT_SERIES = 20;
 const TOP_NODES = 50;
+
+/** Graph boxes are name scopes; in the layer grouping some (e.g. "gradients") are folded into layers. */
+function scopeHint(e: unknown, group: string): string {
+  if (e instanceof ApiError && e.status === 404 && group === 'layer') {
+    return ' — this name scope may be folded into its layers in the "layer" grouping; pick Group "name scope" to see it on its own.';
+  }
+  return '';
+}
 
 function message(e: unknown): string {
   if (e instanceof ApiError) return e.status ? `${e.message} (HTTP ${e.status})` : e.message;
@@ -50,6 +58,7 @@ export class App {
   private device: DeviceSummary | null = null;
   private curveData: CurveResponse | null = null;
   private inFlight = 0;
+  private requestedPoints = 0;
   private globalError: string | null = null;
   private readonly latest = {
     summary: new Latest(),
@@ -91,6 +100,15 @@ export class App {
     this.summaryView.setData(null, null);
     this.dashboard.classList.add('hidden');
     this.selection.subscribe((state, changed) => this.onSelection(state, changed));
+    this.curve.onWidthChange = (width) => this.onCurveWidth(width);
+  }
+
+  /** Asks for a curve with about one point per pixel again when the plot grew or shrank by a quarter. */
+  private onCurveWidth(width: number): void {
+    const have = this.curveData?.t_us.length ?? 0;
+    const want = curvePointsFor(width);
+    if (!this.device || have === 0 || Math.abs(want - this.requestedPoints) < this.requestedPoints / 4) return;
+    this.loadCurve();
   }
 
   mount(): void {
@@ -188,6 +206,7 @@ export class App {
     if (s.run === null || s.tag === null) return;
     this.globalError = null;
     this.device = null;
+    if (this.summary && (this.summary.run !== s.run || this.summary.tag !== s.tag)) this.pickers.setDevices([]);
     let summary: SummaryResponse;
     try {
       summary = await this.api.summary({ run: s.run, tag: s.tag, group: s.group });
@@ -249,7 +268,7 @@ export class App {
         this.treemap.setData(data);
       } catch (e) {
         if (!scopesLatest()) return;
-        this.treemap.setError(`Could not load scope “${s.focus || '(all)'}”: ${message(e)}`);
+        this.treemap.setError(`Could not load scope “${s.focus || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`);
         this.treemap.setData(null);
       } finally {
         if (scopesLatest()) this.treemap.setLoading(false);
@@ -273,13 +292,22 @@ export class App {
       }
     });
 
+    this.loadCurve();
+  }
+
+  /** The curve of the step, broken down by the focused scope's children for stacking. */
+  private loadCurve(): void {
+    const s = this.selection.get();
+    if (s.run === null || s.tag === null || s.device === null) return;
+    const base = { run: s.run, tag: s.tag, device: s.device, group: s.group };
     const curveLatest = this.latest.curve.next();
+    this.requestedPoints = curvePointsFor(this.curve.plotWidth());
     this.curve.setLoading(true);
     void this.track(async () => {
       try {
         const data = await this.api.curve({
           ...base,
-          points: curvePointsFor(this.curve.plotWidth()),
+          points: this.requestedPoints,
           breakdown: s.focus,
           top: STACK_SERIES,
         });
@@ -315,7 +343,7 @@ export class App {
         this.curve.setTimeSpan(scope === '' ? null : data.time_span);
       } catch (e) {
         if (!detailsLatest()) return;
-        this.details.setError(`Could not load details of “${scope || '(all)'}”: ${message(e)}`);
+        this.details.setError(`Could not load details of “${scope || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`);
         this.details.setData(null);
         this.curve.setTimeSpan(null);
       } finally {
@@ -350,7 +378,7 @@ export class App {
         tag: s.tag,
         device: s.device,
         group: s.group,
-        points: curve.t_us.length >= 16 ? curvePointsFor(this.curve.plotWidth()) : 16,
+        points: this.requestedPoints,
         breakdown: parentScope(selected),
         top: HIGHLIGHT_SERIES,
       });

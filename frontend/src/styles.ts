@@ -90,6 +90,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .tile:focus-visible { outline: 3px solid var(--focus); outline-offset: -3px; z-index: 3; }
 .more-list { max-height: 160px; overflow: auto; display: flex; flex-wrap: wrap; gap: 3px; margin-top: 4px; padding: 4px; border: 1px dashed var(--border); border-radius: 4px; }
 .more-list .more-item { display: inline-flex; gap: 6px; font-size: 11px; padding: 1px 6px; max-width: 260px; }
+.more-list .more-item[aria-pressed="true"] { border-color: var(--select); background: var(--select-soft); }
 .more-list .more-item .name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .treemap-note { font-size: 12px; color: var(--muted); margin-top: 4px; }
 

@@ -77,12 +77,13 @@ describe('aggregateTiles', () => {
     if (more.type === 'more') expect(more.value).toBe(9 + 8 + 7);
   });
 
-  it('still shows the largest minTiles children when every child is tiny', () => {
+  it('folds a level of thousands of equal, tiny children into one tile', () => {
     const equal = children(Array.from({ length: 20_000 }, () => 1));
-    const out = aggregateTiles(equal, value, key, { areaPx: 100_000, minTiles: 40 });
-    expect(out.tiles.length).toBe(41);
-    const more = out.tiles[40]!;
-    expect(more.type === 'more' && more.count).toBe(20_000 - 40);
+    const out = aggregateTiles(equal, value, key, { areaPx: 100_000 });
+    expect(out.tiles.length).toBe(1);
+    const more = out.tiles[0]!;
+    expect(more.type === 'more' && more.count).toBe(20_000);
+    expect(more.value).toBe(20_000);
   });
 
   it('labels the folded tile', () => {

@@ -9,8 +9,6 @@ export interface AggregateOptions<T> {
   maxTiles?: number;
   /** Children that keep their own tile however small (the "(self)" tile). */
   keep?: (item: T) => boolean;
-  /** The largest this many children get their own tile however small, so a level of many equal children still shows some. */
-  minTiles?: number;
 }
 
 export interface ItemTile<T> {
@@ -67,12 +65,11 @@ export function aggregateTiles<T>(
   positive.sort((a, b) => b.v - a.v);
   const total = positive.reduce((sum, p) => sum + p.v, 0);
 
-  const minTiles = options.minTiles ?? 0;
   const own: ItemTile<T>[] = [];
   const folded: { item: T; v: number }[] = [];
-  for (const [rank, p] of positive.entries()) {
+  for (const p of positive) {
     const area = total > 0 ? (p.v / total) * options.areaPx : 0;
-    if (area >= minArea || rank < minTiles || keep(p.item)) own.push({ type: 'item', key: key(p.item), value: p.v, item: p.item });
+    if (area >= minArea || keep(p.item)) own.push({ type: 'item', key: key(p.item), value: p.v, item: p.item });
     else folded.push(p);
   }
   // Past the tile budget, the smallest own tiles fold too (kept ones last).

@@ -42,6 +42,8 @@ export class CurveView {
   private span: TimeSpan | null = null;
   private dragStartPx: number | null = null;
   private x = scaleLinear();
+  /** Told the plot's new width after a resize, so the controller can ask for a matching number of points. */
+  onWidthChange: ((plotWidth: number) => void) | null = null;
   private y = scaleLinear();
 
   constructor(private readonly selection: Selection) {
@@ -79,6 +81,7 @@ export class CurveView {
         if (w !== lastWidth) {
           lastWidth = w;
           this.draw();
+          this.onWidthChange?.(this.plotWidth());
         }
       }).observe(this.svgNode);
     }

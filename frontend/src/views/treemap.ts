@@ -15,8 +15,8 @@ export const SIZE_FIGURES: { figure: FigureName; label: string }[] = [
   { figure: 'output_bytes', label: 'output' },
   { figure: 'temp_bytes', label: 'temp' },
 ];
-/** Even a level of thousands of equal children shows its largest this many as tiles. */
-const MIN_TILES = 40;
+/** When folded children hold more than this share of the level, their list opens by itself. */
+const OPEN_LIST_SHARE = 0.5;
 /** Folded children listed when the "(N more)" tile is opened. */
 const MORE_LIST_MAX = 300;
 
@@ -135,11 +135,14 @@ export class TreemapView {
       data.children,
       (c) => c.figures[figure],
       (c) => c.scope,
-      { areaPx: width * height, keep: (c) => c.kind === 'self', minTiles: MIN_TILES },
+      { areaPx: width * height, keep: (c) => c.kind === 'self' },
     );
     const more = agg.tiles.find((t) => t.type === 'more');
     this.folded = more && more.type === 'more' ? more.items : [];
     this.moreList.classList.add('hidden');
+    // A level of many tiny children (one flat scope of thousands of ops) is mostly the
+    // "(N more)" tile: list them at once so each stays one click away.
+    if (more && agg.total > 0 && more.value / agg.total > OPEN_LIST_SHARE) this.toggleMoreList();
     const total = agg.total;
     if (agg.tiles.length === 0) {
       this.area.append(el('div', { class: 'muted', style: 'padding:12px' }, `No child of this scope holds bytes ${this.figureLabel()}.`));
@@ -268,6 +271,7 @@ export class TreemapView {
       list.append(el('div', { class: 'muted' }, `and ${formatCount(this.folded.length - shown.length)} smaller`));
     }
     list.classList.remove('hidden');
+    this.updateSelected();
   }
 
   private colorFor(child: ScopeChild): string {
@@ -316,6 +320,9 @@ export class TreemapView {
       const on = scope === selected;
       node.classList.toggle('selected', on);
       node.setAttribute('aria-selected', on ? 'true' : 'false');
+    }
+    for (const item of this.moreList.querySelectorAll<HTMLElement>('.more-item')) {
+      item.setAttribute('aria-pressed', item.dataset.scope === selected ? 'true' : 'false');
     }
     this.drillButton.disabled = this.drillTarget() === null;
   }

@@ -1,0 +1,83 @@
+import { describe, expect, it, vi } from 'vitest';
+import { Api, ApiError, routeUrl } from './api';
+
+function jsonResponse(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+}
+
+describe('routeUrl', () => {
+  it('builds relative URLs with encoded parameters', () => {
+    expect(routeUrl('runs')).toBe('./runs');
+    expect(routeUrl('scopes', { run: 'a b/&c', scope: '', tag: 'step_1', skipped: undefined })).toBe(
+      './scopes?run=a+b%2F%26c&scope=&tag=step_1',
+    );
+  });
+});
+
+describe('Api', () => {
+  const base = { run: 'r', tag: 't', device: 'GPU:0/GPU_0_bfc', group: 'layer' as const };
+
+  it('caches responses per URL and shares a request in flight', async () => {
+    const fetcher = vi.fn(async () => jsonResponse({ scope: '', children: [] }));
+    const api = new Api(fetcher);
+    const [a, b] = await Promise.all([api.scopes({ ...base, scope: '' }), api.scopes({ ...base, scope: '' })]);
+    await api.scopes({ ...base, scope: '' });
+    expect(a).toBe(b);
+    expect(fetcher).toHaveBeenCalledTimes(1);
+    await api.scopes({ ...base, scope: 'x' });
+    expect(fetcher).toHaveBeenCalledTimes(2);
+  });
+
+  it('never caches the run list (new runs appear while TensorBoard runs)', async () => {
+    const fetcher = vi.fn(async () => jsonResponse({ runs: [] }));
+    const api = new Api(fetcher);
+    await api.runs();
+    await api.runs();
+    expect(fetcher).toHaveBeenCalledTimes(2);
+  });
+
+  it('turns an {error} body into an ApiError with its message and status', async () => {
+    const api = new Api(async () => jsonResponse({ error: "unknown run 'nope'" }, 404));
+    const err = await api.summary({ run: 'nope', tag: 't', group: 'layer' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).message).toBe("unknown run 'nope'");
+    expect((err as ApiError).status).toBe(404);
+  });
+
+  it('reports a non-JSON error page by its status', async () => {
+    const api = new Api(async () => new Response('<html>oops</html>', { status: 500, statusText: 'Internal Server Error' }));
+    await expect(api.runs()).rejects.toThrow('HTTP 500 Internal Server Error');
+  });
+
+  it('does not cache failures, so a retry can succeed', async () => {
+    let calls = 0;
+    const api = new Api(async () => (++calls === 1 ? jsonResponse({ error: 'busy' }, 422) : jsonResponse({ ok: 1 })));
+    await expect(api.graph({ ...base, scope: '' })).rejects.toThrow('busy');
+    await expect(api.graph({ ...base, scope: '' })).resolves.toEqual({ ok: 1 });
+    expect(calls).toBe(2);
+  });
+
+  it('wraps network failures', async () => {
+    const api = new Api(async () => {
+      throw new TypeError('Failed to fetch');
+    });
+    await expect(api.runs()).rejects.toThrow('network error: Failed to fetch');
+  });
+
+  it('sends the curve parameters the contract names', async () => {
+    const fetcher = vi.fn(async (_url: string) => jsonResponse({}));
+    const api = new Api(fetcher);
+    await api.curve({ ...base, points: 750, breakdown: 'm/a', top: 10 });
+    const url = new URL(fetcher.mock.calls[0]![0], 'http://x/data/plugin/memory/');
+    expect(url.pathname).toBe('/data/plugin/memory/curve');
+    expect(Object.fromEntries(url.searchParams)).toEqual({
+      run: 'r',
+      tag: 't',
+      device: 'GPU:0/GPU_0_bfc',
+      group: 'layer',
+      points: '750',
+      breakdown: 'm/a',
+      top: '10',
+    });
+  });
+});
