@@ -248,3 +248,26 @@ def test_node_stats_sizes_are_columns():
     assert space.output.tolist() == [100, 200, 30]
     assert space.temp.tolist() == [50 if i == 1 else 0 for i in range(3)]
     assert np.array_equal(space.event_exec, [0, 0, 1, 1, 1, 1, 2, 2, 2, 2])
+
+
+def test_repeated_node_and_unnamed_outputs():
+    """A node run twice (a loop) is one leaf with two executions; outputs whose
+    allocation description names no allocator count for the device's main one."""
+    payload = protos.serialized({protos.CPU0: [
+        protos.Node("loop/body/MatMul", 0, 2, op="MatMul", memory=[protos.Mem("cpu", [(0, 64), (5, -64)])],
+                    outputs=[("", 64)]),
+        protos.Node("loop/body/MatMul", 3, 4, op="MatMul", memory=[protos.Mem("cpu", [(3, 32)])],
+                    outputs=[("cpu", 32)]),
+    ]})
+    space = store.analyse_bytes(payload).space(None)
+    assert space.space.output.tolist() == [64, 32]
+    assert space.peak_rise_bytes == 96
+    tree = space.tree("scope")
+    leaf = tree.index["loop/body/MatMul"]
+    assert tree.kinds[leaf] == "node" and int(tree.exec_count[leaf]) == 2
+    assert int(tree.figures[leaf, analysis.AT_PEAK]) == 96
+    details = report.scope_details(space, "scope", "loop/body/MatMul")
+    assert details["node_count"] == 2
+    assert [n["figures"]["at_peak_bytes"] for n in details["nodes"]] == [64, 32]
+    assert details["time_span"] == {"start_us": 0, "end_us": 4}
+    assert report.scope_children(space, "scope", "loop/body")["children"][0]["node_count"] == 2
