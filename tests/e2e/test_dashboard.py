@@ -1,0 +1,303 @@
+"""The Memory tab in headless Chromium against a real `tensorboard` process.
+
+Every figure the page shows is compared with what the plugin's JSON routes
+answer for the same run, step, device and scope, fetched here with urllib.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+import e2e_logdata as logdata
+from e2e_helpers import format_bytes, format_time, tid
+
+UNET = "unet_b2"
+UNET_01 = "shared_model/unet_01"
+
+
+def _expected_default_run(runs: list[dict]) -> dict:
+    return next(r for r in runs if r["steps"])
+
+
+def _latest_tag(run: dict) -> str:
+    return max(enumerate(run["steps"]), key=lambda p: (p[1]["step"], p[1]["wall_time"], p[0]))[1]["tag"]
+
+
+def _figures(body: dict) -> dict[str, int]:
+    f = body["figures"]
+    return {k: f[k] for k in ("at_peak_bytes", "allocated_bytes", "output_bytes")}
+
+
+def _open_run(dash, run: str) -> tuple[str, str]:
+    """Picks a run; returns (tag, device) the page chose, after checking them against the routes."""
+    if dash.value("run-picker") != run:
+        dash.select("run-picker", run)
+    runs = {r["run"]: r for r in dash.tb.api("runs")["runs"]}
+    tag = dash.value("step-picker")
+    assert tag == _latest_tag(runs[run]), "the step picker should default to the run's latest traced step"
+    summary = dash.tb.api("summary", run=run, tag=tag)
+    device = dash.value("device-picker")
+    ids = [d["id"] for d in summary["devices"]]
+    options = dash.loc(f'{tid("device-picker")} option').evaluate_all("os => os.map(o => o.value)")
+    assert options == ids
+    accelerators = [d["id"] for d in summary["devices"] if d["device_type"] in ("GPU", "TPU")]
+    assert device == (accelerators[0] if accelerators else summary["default_device"])
+    return tag, device
+
+
+def _assert_details_match(dash, run, tag, device, scope, group="layer"):
+    dash.wait_details(scope)
+    expected = _figures(dash.tb.api("scope", run=run, tag=tag, device=device, group=group, scope=scope))
+    assert dash.details_bytes() == expected, f"details of {scope!r} differ from the scope route"
+    return expected
+
+
+@pytest.mark.parametrize("load_fast", ["false", "true"])
+def test_unet_scope_details_equal_backend(dashboard, load_fast):
+    """Default picks, then U-Net: click shared_model, drill, click shared_model/unet_01."""
+    dash, tb = dashboard, dashboard.tb
+    runs = tb.api("runs")["runs"]
+    first = _expected_default_run(runs)
+    assert dash.value("run-picker") == first["run"], "the first run with traced steps should be picked"
+    assert dash.value("step-picker") == _latest_tag(first)
+    run_options = dash.loc(f'{tid("run-picker")} option').evaluate_all("os => os.map(o => o.value)")
+    assert run_options == [r["run"] for r in runs]
+    dash.assert_fits_width()
+    dash.screenshot("default")
+
+    tag, device = _open_run(dash, UNET)
+    assert device == "CPU:0/mklcpu"
+    # Nothing selected: the details describe the whole step (the root).
+    _assert_details_match(dash, UNET, tag, device, "")
+    root = tb.api("scopes", run=UNET, tag=tag, device=device, group="layer", scope="")
+    shown = set(dash.tile_scopes())
+    assert "shared_model" in shown
+    assert shown <= {c["scope"] for c in root["children"]}
+    dash.screenshot("unet-root")
+
+    dash.tile("shared_model").click()
+    _assert_details_match(dash, UNET, tag, device, "shared_model")
+    assert dash.tile("shared_model").get_attribute("aria-selected") == "true"
+    dash.screenshot("shared_model-selected")
+
+    dash.tile("shared_model").dblclick()
+    dash.wait_focus("shared_model")
+    assert dash.crumb_scopes() == ["", "shared_model"]
+    children = {c["scope"] for c in tb.api("scopes", run=UNET, tag=tag, device=device, group="layer",
+                                            scope="shared_model")["children"]}
+    assert set(dash.tile_scopes()) <= children
+    dash.tile(UNET_01).click()
+    expected = _assert_details_match(dash, UNET, tag, device, UNET_01)
+    assert expected["at_peak_bytes"] > 0
+    assert dash.loc(tid("details-scope")).inner_text().strip() == UNET_01
+    # The figure is shown formatted too, with the exact bytes in data-bytes.
+    assert format_bytes(expected["at_peak_bytes"]) in dash.loc(tid("details-at-peak-bytes")).inner_text()
+    # Node table: the scope's top nodes by raw name, largest first.
+    nodes = tb.api("scope", run=UNET, tag=tag, device=device, group="layer", scope=UNET_01)["nodes"]
+    table_text = dash.loc(tid("node-table")).inner_text()
+    assert nodes and nodes[0]["raw_name"] in table_text
+    dash.assert_fits_width()
+    dash.screenshot("unet_01-details")
+
+
+def test_graph_drill_moves_treemap_and_breadcrumbs(dashboard):
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    graph = tb.api("graph", run=UNET, tag=tag, device=device, scope="")
+    ids = {n["id"] for n in graph["nodes"]}
+    assert "shared_model" in ids
+    dash.graph_node("shared_model").wait_for()
+    shown = {n.get_attribute("data-id") for n in dash.loc(tid("graph-node")).all()}
+    assert shown == ids, "the graph view should draw exactly the graph route's boxes"
+    href = dash.loc(tid("graphs-dashboard-link")).get_attribute("href")
+    assert href.endswith(f"#graphs&run={UNET}"), href
+
+    dash.graph_node("shared_model").dblclick()
+    dash.wait_focus("shared_model")
+    assert dash.crumb_scopes() == ["", "shared_model"]
+    _assert_details_match(dash, UNET, tag, device, "shared_model")
+    inner = {n["id"] for n in tb.api("graph", run=UNET, tag=tag, device=device, scope="shared_model")["nodes"]}
+    assert UNET_01 in inner
+    dash.graph_node(UNET_01).wait_for()
+    dash.frame.wait_for_function(
+        "(n) => document.querySelectorAll('[data-testid=\"graph-node\"]').length === n", arg=len(inner))
+    assert {n.get_attribute("data-id") for n in dash.loc(tid("graph-node")).all()} == inner
+    dash.screenshot("graph-drilled-shared_model")
+
+    dash.graph_node(UNET_01).click()
+    _assert_details_match(dash, UNET, tag, device, UNET_01)
+    dash.graph_node(UNET_01).dblclick()
+    dash.wait_focus(UNET_01)
+    assert dash.crumb_scopes() == ["", "shared_model", UNET_01]
+    _assert_details_match(dash, UNET, tag, device, UNET_01)
+    children = {c["scope"] for c in tb.api("scopes", run=UNET, tag=tag, device=device, group="layer",
+                                            scope=UNET_01)["children"]}
+    assert set(dash.tile_scopes()) <= children
+    dash.screenshot("graph-drilled-unet_01")
+
+    # Breadcrumbs lead back up, and the graph follows.
+    dash.loc(f'{tid("breadcrumbs")} [data-scope=""]').click()
+    dash.wait_focus("")
+    dash.graph_node("shared_model").wait_for()
+
+
+def test_curve_marks_the_peak(dashboard):
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    curve = tb.api("curve", run=UNET, tag=tag, device=device)
+    assert curve["absolute"] is True
+    peak = dash.loc(tid("curve-peak"))
+    peak.wait_for()
+    assert peak.count() == 1
+    text = peak.text_content()
+    assert format_bytes(curve["peak"]["bytes"]) in text, (text, curve["peak"])
+    assert format_time(curve["peak"]["time_us"]) in text, (text, curve["peak"])
+    box = dash.loc(f'{tid("curve-peak")} circle').bounding_box()
+    assert box is not None and box["width"] > 0
+    dash.screenshot("curve-peak")
+
+    # Stacking the top scopes keeps the peak marker.
+    dash.loc(tid("stack-toggle")).check()
+    dash.wait_ready()
+    assert dash.loc(tid("curve-peak")).count() == 1
+    dash.screenshot("curve-stacked")
+
+
+def test_step_and_device_switch_reload(dashboard):
+    dash, tb = dashboard, dashboard.tb
+    run = logdata.TWODEV_RUN
+    tag, device = _open_run(dash, run)
+    assert (tag, device) == ("step_2", "GPU:0/GPU_0_bfc"), "latest step and the accelerator by default"
+
+    def check(tag, device):
+        assert dash.value("step-picker") == tag and dash.value("device-picker") == device
+        curve = tb.api("curve", run=run, tag=tag, device=device)
+        peak = curve["peak"]["bytes"]
+        want = format_bytes(peak) if curve["absolute"] else "+" + format_bytes(peak)
+        dash.frame.wait_for_function(
+            "(want) => { const p = document.querySelector('[data-testid=\"curve-peak\"]');"
+            " return !!p && p.textContent.includes(want); }", arg=want, timeout=10_000)
+        return _assert_details_match(dash, run, tag, device, "")
+
+    gpu_step2 = check("step_2", "GPU:0/GPU_0_bfc")
+    dash.screenshot("twodev-gpu-step_2")
+
+    dash.select("device-picker", "CPU:0/cpu")
+    cpu_step2 = check("step_2", "CPU:0/cpu")
+    assert cpu_step2 != gpu_step2
+    dash.screenshot("twodev-cpu-step_2")
+
+    dash.select("step-picker", "step_1")
+    cpu_step1 = check("step_1", "CPU:0/cpu")  # the chosen device is kept across steps
+    assert cpu_step1["at_peak_bytes"] * 3 == cpu_step2["at_peak_bytes"]
+    dash.screenshot("twodev-cpu-step_1")
+
+    # A selection inside one step is reset by a step switch, and follows the data.
+    dash.tile("model").click()
+    _assert_details_match(dash, run, "step_1", "CPU:0/cpu", "model")
+    dash.select("step-picker", "step_2")
+    check("step_2", "CPU:0/cpu")
+
+    # Back on the U-Net: a step switch there changes the peak the curve shows.
+    dash.select("run-picker", UNET)
+    dash.select("step-picker", "step_1")
+    curve = tb.api("curve", run=UNET, tag="step_1", device="CPU:0/mklcpu")
+    assert format_bytes(curve["peak"]["bytes"]) in dash.loc(tid("curve-peak")).text_content()
+    _assert_details_match(dash, UNET, "step_1", "CPU:0/mklcpu", "")
+    dash.screenshot("unet-step_1")
+
+
+def test_html_in_names_is_text_and_runs_no_script(dashboard):
+    dash, tb = dashboard, dashboard.tb
+    run = logdata.XSS_RUN
+    option_texts = dash.loc(f'{tid("run-picker")} option').all_inner_texts()
+    assert any(logdata.XSS_RUN in t for t in option_texts), option_texts
+    tag, device = _open_run(dash, run)
+    assert tag == "step_<b>1</b>"
+    assert "step_<b>1</b>" in dash.loc(f'{tid("step-picker")} option').all_inner_texts()[0]
+
+    tile = dash.tile(logdata.HTML_SCOPE)
+    tile.wait_for()
+    assert logdata.HTML_SCOPE in tile.inner_text(), "the tile should show the name as text"
+    assert dash.tile(logdata.HTML_SCOPE_2).count() == 1
+    tile.click()
+    _assert_details_match(dash, run, tag, device, logdata.HTML_SCOPE)
+    assert dash.loc(tid("details-scope")).inner_text().strip() == logdata.HTML_SCOPE
+    assert f"{logdata.HTML_SCOPE}/{logdata.HTML_SCOPE}" in dash.loc(tid("node-table")).inner_text()
+    # The graph (boxes from the trace, no GraphDef) shows the names as text too.
+    assert dash.graph_node(logdata.HTML_SCOPE).count() == 1
+    assert "<img" in dash.graph_node(logdata.HTML_SCOPE).text_content()
+    dash.tile(logdata.HTML_SCOPE).dblclick()
+    dash.wait_focus(logdata.HTML_SCOPE)
+    dash.page.wait_for_timeout(300)  # give any injected onerror/onload handler time to fire
+    dash.screenshot("xss-run")
+
+    for where, target in (("plugin frame", dash.frame), ("TensorBoard page", dash.page)):
+        assert target.evaluate("() => typeof window.__xss") == "undefined", f"script ran in the {where}"
+        assert target.evaluate("() => document.querySelectorAll('img[src=\"x\"], svg[onload]').length") == 0, where
+        assert target.evaluate("() => document.querySelectorAll('[onerror], [onload]').length") == 0, where
+    assert dash.dialogs == []
+
+
+def test_node_table_exports_exact_bytes(dashboard):
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    dash.tile("shared_model").dblclick()
+    dash.wait_focus("shared_model")
+    dash.tile(UNET_01).click()
+    dash.wait_details(UNET_01)
+    nodes = tb.api("scope", run=UNET, tag=tag, device=device, group="layer", scope=UNET_01)["nodes"]
+    with dash.page.expect_download() as info:
+        dash.loc(tid("export-csv")).click()
+    rows = list(csv.reader(io.StringIO(open(info.value.path(), encoding="utf-8", newline="").read())))
+    assert len(rows) == 1 + len(nodes), "a header row and one row per node of the scope route"
+    for row, node in zip(rows[1:], nodes):
+        assert row[0] == node["raw_name"]
+        assert str(node["figures"]["at_peak_bytes"]) in row, "exact integer bytes in the CSV"
+    with dash.page.expect_download() as info:
+        dash.loc(tid("export-json")).click()
+    exported = json.loads(open(info.value.path(), encoding="utf-8").read())
+    assert [r["raw_name"] for r in exported] == [n["raw_name"] for n in nodes]
+    assert [r["allocated_bytes"] for r in exported] == [n["figures"]["allocated_bytes"] for n in nodes]
+    # The whole step's op-type table lists the summary's op types.
+    summary = tb.api("summary", run=UNET, tag=tag)
+    op_types = next(d for d in summary["devices"] if d["id"] == device)["op_types"]
+    table = dash.loc(tid("op-type-table")).inner_text()
+    for row in op_types[:5]:
+        assert row["name"] in table
+
+
+def test_bad_steps_explain_themselves_and_never_blank_the_page(dashboard):
+    """A step without memory and a corrupt step show why (and how to trace); a good one still works."""
+    dash, tb = dashboard, dashboard.tb
+    run = logdata.BROKEN_RUN
+    dash.select("run-picker", run)
+    assert dash.value("step-picker") == "no_memory"  # the latest step
+    summary = tb.api("summary", run=run, tag="no_memory")
+    assert summary["status"] == "no_memory"
+    empty = dash.loc(tid("empty-state"))
+    empty.wait_for(state="visible")
+    assert "FULL_TRACE" in empty.inner_text(), "the empty state should say how to trace with memory"
+    assert dash.loc(tid("status")).inner_text().strip(), "the status line should say what happened"
+    assert dash.loc(tid("step-picker")).is_enabled() and dash.loc(tid("run-picker")).is_enabled()
+    dash.screenshot("no_memory")
+
+    dash.select("step-picker", "corrupt")
+    assert tb.api("summary", run=run, tag="corrupt")["status"] == "corrupt"
+    dash.frame.wait_for_function(
+        "() => { const e = document.querySelector('[data-testid=\"empty-state\"]');"
+        " return !!e && /not a valid RunMetadata|cannot be read/.test(e.textContent); }")
+    dash.screenshot("corrupt")
+
+    dash.select("step-picker", "good")
+    dash.loc(tid("empty-state")).wait_for(state="hidden")
+    device = dash.value("device-picker")
+    assert device == "GPU:0/GPU_0_bfc"
+    _assert_details_match(dash, run, "good", device, "")
+    assert dash.loc(tid("treemap-tile")).count() > 0
+    dash.loc(tid("curve-peak")).wait_for()
+    dash.screenshot("good-after-bad")
