@@ -1,7 +1,7 @@
 // The controller: fetches what the selection needs and hands it to the views.
 // Views draw and write the selection; only this file talks to the API.
 
-import { Api, ApiError, type CurveResponse, type DeviceSummary, type RunInfo, type SummaryResponse } from './api';
+import { Api, ApiError, type CurveResponse, type DeviceSummary, type RunInfo, type ScopesResponse, type SummaryResponse } from './api';
 import { el } from './dom';
 import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
 import { curvePointsFor } from './lib/curve-data';
@@ -14,9 +14,12 @@ import { PickersView } from './views/pickers';
 import { EmptyStateView, SummaryView } from './views/summary';
 import { TreemapView } from './views/treemap';
 
-const STACK_SERIES = 10;
+/** Series asked with the curve: the stack shows the top 8, the rest serve the selection's highlight. */
+const CURVE_SERIES = 20;
 const HIGHLIGHT_SERIES = 20;
 const TOP_NODES = 50;
+/** Details of this many of a level's largest children are fetched ahead, when idle, so clicks on them answer at once. */
+const PREFETCH_DETAILS = 6;
 
 /** Graph boxes are name scopes; in the layer grouping some (e.g. "gradients") are folded into layers. */
 function scopeHint(e: unknown, group: string): string {
@@ -67,7 +70,9 @@ export class App {
     curve: new Latest(),
     details: new Latest(),
     highlight: new Latest(),
+    prefetch: new Latest(),
   };
+  private idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly host: HTMLElement,
@@ -132,7 +137,19 @@ export class App {
     }
   }
 
+  /** Resolves once nothing for the current selection is loading. */
+  private idle(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
   private updateReady(): void {
+    if (this.inFlight === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      // After the current task, so that a load started right after this one counts first.
+      setTimeout(() => waiters.forEach((w) => w()), 0);
+    }
     const ready = this.inFlight === 0 ? '1' : '0';
     document.body.dataset.ready = ready;
     this.root.dataset.ready = ready;
@@ -266,6 +283,7 @@ export class App {
         if (!scopesLatest()) return;
         this.treemap.setError(null);
         this.treemap.setData(data);
+        void this.prefetchDetails(data);
       } catch (e) {
         if (!scopesLatest()) return;
         this.treemap.setError(`Could not load scope “${s.focus || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`);
@@ -295,6 +313,30 @@ export class App {
     this.loadCurve();
   }
 
+  /**
+   * Fetches, one at a time and only while nothing else loads, the details of
+   * the level's largest children: the API cache then answers a click on them
+   * without a round trip. Prefetches never touch data-ready.
+   */
+  private async prefetchDetails(level: ScopesResponse): Promise<void> {
+    const isLatest = this.latest.prefetch.next();
+    const s = this.selection.get();
+    if (s.run === null || s.tag === null || s.device === null) return;
+    const params = { run: s.run, tag: s.tag, device: s.device, group: s.group, top: TOP_NODES };
+    const targets = level.children.filter((c) => c.figures.at_peak_bytes > 0).slice(0, PREFETCH_DETAILS);
+    for (const child of targets) {
+      await this.idle();
+      if (!isLatest()) return;
+      const now = this.selection.get();
+      if (now.run !== s.run || now.tag !== s.tag || now.device !== s.device || now.group !== s.group) return;
+      try {
+        await this.api.scope({ ...params, scope: child.scope });
+      } catch {
+        return; // a failing prefetch says nothing the real request will not say
+      }
+    }
+  }
+
   /** The curve of the step, broken down by the focused scope's children for stacking. */
   private loadCurve(): void {
     const s = this.selection.get();
@@ -309,7 +351,7 @@ export class App {
           ...base,
           points: this.requestedPoints,
           breakdown: s.focus,
-          top: STACK_SERIES,
+          top: CURVE_SERIES,
         });
         if (!curveLatest()) return;
         this.curveData = data;

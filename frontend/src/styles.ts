@@ -41,7 +41,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .layout { display: grid; grid-template-columns: minmax(0, 1fr) 400px; gap: 8px; align-items: start; }
 .main-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
 .side-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
-.panel { position: relative; background: var(--bg); border: 1px solid var(--border); border-radius: 6px; padding: 6px 8px; min-width: 0; }
+.panel { contain: layout style; position: relative; background: var(--bg); border: 1px solid var(--border); border-radius: 6px; padding: 6px 8px; min-width: 0; }
 .panel h2 { font-size: 13px; font-weight: 600; margin: 0 0 4px; }
 .panel-toolbar { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; margin-bottom: 4px; }
 .panel-toolbar .spacer { flex: 1; }
@@ -80,7 +80,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .breadcrumbs button { border: none; background: none; color: var(--select); padding: 1px 3px; }
 .breadcrumbs button[aria-current="page"] { color: var(--fg); font-weight: 600; }
 .breadcrumbs .sep { color: var(--muted); }
-.treemap-area { position: relative; height: 330px; overflow: hidden; border-radius: 4px; }
+.treemap-area { contain: strict; position: relative; height: 330px; overflow: hidden; border-radius: 4px; }
 .tile { position: absolute; overflow: hidden; border: 1px solid var(--bg); padding: 2px 4px; font-size: 11px; line-height: 1.25; color: var(--tile-text); cursor: pointer; }
 .tile .name { font-weight: 600; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
 .tile .bytes { white-space: nowrap; display: block; }
@@ -95,7 +95,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .treemap-note { font-size: 12px; color: var(--muted); margin-top: 4px; }
 
 /* graph */
-.graph-area { position: relative; height: 330px; overflow: hidden; border-radius: 4px; background: var(--panel); }
+.graph-area { contain: strict; position: relative; height: 330px; overflow: hidden; border-radius: 4px; background: var(--panel); }
 .graph-area svg { display: block; width: 100%; height: 100%; cursor: grab; }
 .graph-area .edge { fill: none; stroke: var(--edge); stroke-width: 1.2; }
 .graph-area .box rect { stroke: var(--border); stroke-width: 1; }
@@ -114,7 +114,7 @@ a.link { color: var(--select); }
 .kv td, .kv th { padding: 2px 4px; border-bottom: 1px solid var(--border); vertical-align: top; text-align: left; }
 .kv td.num, .kv th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .kv .explain { color: var(--muted); font-size: 11px; }
-.table-wrap { max-height: 300px; overflow: auto; border: 1px solid var(--border); border-radius: 4px; }
+.table-wrap { contain: content; max-height: 300px; overflow: auto; border: 1px solid var(--border); border-radius: 4px; }
 table.data { width: 100%; border-collapse: collapse; font-size: 12px; }
 table.data th { position: sticky; top: 0; background: var(--panel); text-align: left; padding: 0; border-bottom: 1px solid var(--border); }
 table.data th button { width: 100%; border: none; border-radius: 0; background: none; text-align: inherit; padding: 3px 6px; font-weight: 600; white-space: nowrap; }

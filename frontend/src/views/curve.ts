@@ -36,6 +36,10 @@ export class CurveView {
   private readonly resetButton = el('button', { type: 'button', title: 'Show the whole step (or double click the curve)' }, 'Reset zoom');
   private readonly caption = el('span', { class: 'muted' });
   private readonly legend = el('div', { class: 'legend' });
+  private readonly selectionLegend = el('span', { class: 'legend-selection' });
+  /** Groups redrawn alone when only the selection's highlight or time span changes. */
+  private spanLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
+  private highlightLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
   private curve: CurveResponse | null = null;
   private layers: StackedLayer[] = [];
   private highlight: HighlightSeries | null = null;
@@ -108,13 +112,15 @@ export class CurveView {
   }
 
   setHighlight(series: HighlightSeries | null): void {
+    if (series === this.highlight) return;
     this.highlight = series;
-    this.draw();
+    this.drawOverlays();
   }
 
   setTimeSpan(span: TimeSpan | null): void {
+    if (span === this.span || (span && this.span && span.start_us === this.span.start_us && span.end_us === this.span.end_us)) return;
     this.span = span;
-    this.draw();
+    this.drawOverlays();
   }
 
   private offset(): number {
@@ -125,6 +131,8 @@ export class CurveView {
   private draw(): void {
     const svg = this.svg;
     svg.selectAll('*').remove();
+    this.spanLayer = null;
+    this.highlightLayer = null;
     this.legend.replaceChildren();
     this.tooltip.classList.add('hidden');
     const c = this.curve;
@@ -197,20 +205,7 @@ export class CurveView {
       .attr('height', HEIGHT - MARGIN.bottom);
     const plot = svg.append('g').attr('clip-path', `url(#${clipId})`);
 
-    if (this.span) {
-      const x0 = x(this.span.start_us);
-      const x1 = Math.max(x(this.span.end_us), x0 + 1);
-      plot
-        .append('rect')
-        .attr('class', 'span')
-        .attr('x', x0)
-        .attr('y', MARGIN.top)
-        .attr('width', x1 - x0)
-        .attr('height', HEIGHT - MARGIN.bottom - MARGIN.top);
-      for (const px of [x0, x1]) {
-        plot.append('line').attr('class', 'span-edge').attr('x1', px).attr('x2', px).attr('y1', MARGIN.top).attr('y2', HEIGHT - MARGIN.bottom);
-      }
-    }
+    this.spanLayer = plot.append('g').attr('class', 'span-layer');
 
     const idx = c.t_us.map((_t, i) => i);
     const t = (i: number) => x(c.t_us[i]!);
@@ -237,19 +232,7 @@ export class CurveView {
       plot.append('path').attr('class', 'band').attr('d', band(idx));
     }
 
-    const h = this.highlight;
-    if (h && h.bytes.length === h.t_us.length && h.bytes.length > 0) {
-      const hi = h.t_us.map((_t, i) => i);
-      const a = area<number>()
-        .curve(curveStepAfter)
-        .x((i) => x(h.t_us[i]!))
-        .y0(() => y(offset))
-        .y1((i) => y(offset + h.bytes[i]!));
-      plot.append('path').attr('class', 'highlight').attr('d', a(hi)).append('title').text(`${h.scope}: its bytes over the step`);
-      this.legend.append(
-        el('span', {}, el('span', { class: 'swatch', style: 'background:var(--accent)' }), `selected: ${h.scope}`),
-      );
-    }
+    this.highlightLayer = plot.append('g').attr('class', 'highlight-layer');
 
     const maxLine = line<number>()
       .curve(curveStepAfter)
@@ -290,6 +273,46 @@ export class CurveView {
 
     svg.append('g').attr('class', 'hover');
     svg.append('rect').attr('class', 'drag hidden');
+    this.legend.append(this.selectionLegend);
+    this.drawOverlays();
+  }
+
+  /** The selected scope's own bytes and its time span, on the current scales. */
+  private drawOverlays(): void {
+    const x = this.x;
+    const y = this.y;
+    const spanLayer = this.spanLayer;
+    const highlightLayer = this.highlightLayer;
+    this.selectionLegend.replaceChildren();
+    if (!this.curve || !spanLayer || !highlightLayer) return;
+    spanLayer.selectAll('*').remove();
+    highlightLayer.selectAll('*').remove();
+    if (this.span) {
+      const x0 = x(this.span.start_us);
+      const x1 = Math.max(x(this.span.end_us), x0 + 1);
+      spanLayer
+        .append('rect')
+        .attr('class', 'span')
+        .attr('x', x0)
+        .attr('y', MARGIN.top)
+        .attr('width', x1 - x0)
+        .attr('height', HEIGHT - MARGIN.bottom - MARGIN.top);
+      for (const px of [x0, x1]) {
+        spanLayer.append('line').attr('class', 'span-edge').attr('x1', px).attr('x2', px).attr('y1', MARGIN.top).attr('y2', HEIGHT - MARGIN.bottom);
+      }
+    }
+    const h = this.highlight;
+    if (h && h.bytes.length === h.t_us.length && h.bytes.length > 0) {
+      const offset = this.offset();
+      const hi = h.t_us.map((_t, i) => i);
+      const a = area<number>()
+        .curve(curveStepAfter)
+        .x((i) => x(h.t_us[i]!))
+        .y0(() => y(offset))
+        .y1((i) => y(offset + h.bytes[i]!));
+      highlightLayer.append('path').attr('class', 'highlight').attr('d', a(hi)).append('title').text(`${h.scope}: its bytes over the step`);
+      this.selectionLegend.append(el('span', { class: 'swatch', style: 'background:var(--accent)' }), `selected: ${h.scope}`);
+    }
   }
 
   private installPointer(): void {
