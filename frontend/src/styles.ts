@@ -71,6 +71,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .curve-svg .hover circle { fill: var(--curve); }
 .curve-svg .drag { fill: var(--select-soft); stroke: var(--select); }
 .curve-svg .layer { stroke: var(--bg); stroke-width: 0.5; fill-opacity: 0.8; }
+.curve-svg .layer.layer-selected { stroke: var(--accent); stroke-width: 2.5; fill-opacity: 1; }
 .curve-tooltip { position: absolute; pointer-events: none; background: var(--panel); border: 1px solid var(--border); border-radius: 4px; padding: 4px 8px; font-size: 12px; max-width: 420px; box-shadow: 0 2px 6px rgba(0,0,0,0.2); z-index: 5; overflow-wrap: anywhere; }
 .legend { display: flex; flex-wrap: wrap; gap: 2px 12px; font-size: 12px; color: var(--muted); }
 .legend .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }

@@ -218,6 +218,7 @@ export class CurveView {
           .y1((i) => y(offset + layer.y1[i]!));
         const colour = layer.scope === null ? '#9c9c9c' : colorForRank(rank);
         const path = plot.append('path').attr('class', 'layer').attr('d', a(idx)).attr('fill', colour);
+        if (layer.scope !== null) path.attr('data-scope', layer.scope);
         path.append('title').text(`${layer.scope ?? layer.name}: up to ${formatBytes(layer.max)}`);
         this.legend.append(
           el('span', {}, el('span', { class: 'swatch', style: `background:${colour}` }), layer.name),
@@ -302,7 +303,16 @@ export class CurveView {
       }
     }
     const h = this.highlight;
-    if (h && h.bytes.length === h.t_us.length && h.bytes.length > 0) {
+    // Stacked: the selected scope's own layer is outlined in place rather than drawn a second time.
+    let outlined = false;
+    this.svg.selectAll<SVGPathElement, unknown>('path.layer').each(function () {
+      const on = h !== null && this.getAttribute('data-scope') === h.scope;
+      this.classList.toggle('layer-selected', on);
+      outlined = outlined || on;
+    });
+    if (outlined && h) {
+      this.selectionLegend.append(el('span', { class: 'swatch', style: 'border:2px solid var(--accent)' }), `selected: ${h.scope}`);
+    } else if (h && h.bytes.length === h.t_us.length && h.bytes.length > 0) {
       const offset = this.offset();
       const hi = h.t_us.map((_t, i) => i);
       const a = area<number>()
