@@ -300,6 +300,8 @@ class SpaceAnalysis:
         offsets = space.snapshot_bytes - rise_then
         start = int(np.median(offsets))
         gap = int(np.max(np.abs(offsets - start)))
+        if start < 0:  # readings that cannot hold the step's own records: no usable baseline
+            return "none", None, gap
         return "allocator_bytes_in_use", start, gap
 
     # -- trees ----------------------------------------------------------------
