@@ -60,7 +60,6 @@ _OPTIMIZER_NAMES = frozenset(
      "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer"}
 )
 _SLOT_RE = re.compile(r"^(?:Adam|Momentum|RMSProp|Adagrad|Adadelta|Ftrl|Adamax|Nadam)(?:_\d+)?$")
-_GRADIENT_COMPONENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?$")
 
 
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")

@@ -53,7 +53,7 @@ _LAYOUT_RE = re.compile(
 # Old grappler: `LayoutOptimizerTransposeNCHWToNHWC-<node>-...`.
 _OLD_LAYOUT_RE = re.compile(r"^(?P<helper>[A-Za-z]+?)(?P<fmt>N[A-Z]+To[A-Z]+)-LayoutOptimizer$")
 # Constant-folding and other grappler suffixes on the last component.
-_SUFFIX_RE = re.compile(r"(?:/_\d+__cf__\d+|-(?:folded|bcastargs|matshapes|bcastargs)-\d+)$")
+_SUFFIX_RE = re.compile(r"(?:/_\d+__cf__\d+|-(?:folded|bcastargs|matshapes)-\d+)$")
 # `[cpu 0.1MB 0.1MB] name = Op(inputs)` (the bracket part is optional).
 _LABEL_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?\S+\s=\s([A-Za-z0-9_.>]+)\(")
 _ARG_RE = re.compile(r"^_arg_(?P<feed>.+?)_\d+_\d+$")

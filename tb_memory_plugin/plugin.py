@@ -82,7 +82,6 @@ class MemoryPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context):
-        self._data_provider = context.data_provider
         self._store = store.StepStore(context.data_provider)
 
     def get_plugin_apps(self):

@@ -219,8 +219,8 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         explained += values
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})
     series.append({"scope": None, "name": "(other)", "bytes": (sampled.max_bytes - explained).tolist()})
-    snapshots = downsample(trace.snapshot_time_us[np.argsort(trace.snapshot_time_us, kind="stable")],
-                           trace.snapshot_bytes[np.argsort(trace.snapshot_time_us, kind="stable")], points)
+    by_time = np.argsort(trace.snapshot_time_us, kind="stable")
+    snapshots = downsample(trace.snapshot_time_us[by_time], trace.snapshot_bytes[by_time], points)
     return {
         "baseline": space.baseline,
         "start_bytes": space.start_bytes,
