@@ -7,30 +7,21 @@ engine against what TensorFlow actually writes.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-REPO = Path(__file__).resolve().parents[1]
-TESTS = Path(__file__).resolve().parent
-for path in (str(TESTS), str(REPO / "demo_logs")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import protos  # noqa: E402
-
-UNET_BATCH = 2
-UNET_SIZE = 16
-UNET_STEPS = (1, 2, 3)
+from tracedata import REPO, UNET_BATCH, UNET_SIZE, UNET_STEPS, RealTrace  # noqa: E402
 
 
 @pytest.fixture(scope="session")
+
+
 def tf_models():
     """demo_logs/models.py (imports TensorFlow; pins oneDNN on)."""
     import models
@@ -38,20 +29,9 @@ def tf_models():
     return models
 
 
-@dataclass
-class RealTrace:
-    run_metadata_bytes: bytes
-    graph_def_bytes: bytes
-    proto: object  # config_pb2.RunMetadata, parsed straight from the bytes
-    onednn: bool
-
-    def analyse(self):
-        from tb_memory_plugin import graph, store
-
-        return store.analyse_bytes(self.run_metadata_bytes, graph.RunGraph.from_bytes(self.graph_def_bytes))
-
-
 @pytest.fixture(scope="session")
+
+
 def unet_trace(tf_models) -> RealTrace:
     from tensorboard.compat.proto import config_pb2
 
@@ -62,6 +42,8 @@ def unet_trace(tf_models) -> RealTrace:
 
 
 @pytest.fixture(scope="session")
+
+
 def unet_step(unet_trace):
     """The engine's analysis of the real U-Net step (with the run graph)."""
     step = unet_trace.analyse()
@@ -70,6 +52,8 @@ def unet_step(unet_trace):
 
 
 @pytest.fixture(scope="session")
+
+
 def logdir(tmp_path_factory, tf_models, unet_trace) -> Path:
     """A logdir written by real TensorFlow plus hand-made runs:
 
@@ -99,38 +83,9 @@ def logdir(tmp_path_factory, tf_models, unet_trace) -> Path:
     return root
 
 
-def read_blob_bytes(logdir: Path, run: str, tag: str, plugins=("graph_tagged_run_metadata", "graph_run_metadata")) -> bytes:
-    """The exact bytes TensorBoard's data provider hands the plugin for run/tag."""
-    from tensorboard import context
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-    from tensorboard.data import provider as provider_mod
-
-    multiplexer = plugin_event_multiplexer.EventMultiplexer()
-    multiplexer.AddRunsFromDirectory(str(logdir))
-    multiplexer.Reload()
-    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
-    ctx = context.RequestContext()
-    for plugin in plugins:
-        seqs = provider.read_blob_sequences(ctx, experiment_id="", plugin_name=plugin,
-                                            run_tag_filter=provider_mod.RunTagFilter([run], [tag]), downsample=1)
-        data = seqs.get(run, {}).get(tag)
-        if data:
-            return provider.read_blob(ctx, blob_key=data[-1].values[0].blob_key)
-    raise KeyError((run, tag))
-
-
-def engine_step(logdir: Path, run: str, tag: str):
-    """The engine's analysis of run/tag, from the same bytes and run graph the plugin reads."""
-    from tb_memory_plugin import graph, store
-
-    try:
-        graph_def = graph.RunGraph.from_bytes(read_blob_bytes(logdir, run, "__run_graph__", ("graphs",)))
-    except KeyError:
-        graph_def = None
-    return store.analyse_bytes(read_blob_bytes(logdir, run, tag), graph_def)
-
-
 @pytest.fixture(scope="session")
+
+
 def frontend_bundle() -> Path:
     """tb_memory_plugin/static/index.js, built with npm if it is not there yet."""
     bundle = REPO / "tb_memory_plugin" / "static" / "index.js"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import protos
-from conftest import UNET_STEPS, read_blob_bytes
+from tracedata import UNET_STEPS, read_blob_bytes
 from tb_memory_plugin import analysis, report, store
 from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
 

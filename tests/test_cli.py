@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, UNET_STEPS, engine_step
+from tracedata import REPO, UNET_STEPS, engine_step
 from tb_memory_plugin import cli, report
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from werkzeug.test import Client
 
-from conftest import REPO, UNET_STEPS, engine_step
+from tracedata import REPO, UNET_STEPS, engine_step
 from tb_memory_plugin import report, store
 from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, OUTPUT
 
