@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The suite's real traces use oneDNN's "mklcpu" allocator (the one that reports
+# allocator_bytes_in_use). oneDNN is fixed when TensorFlow first loads, and some
+# test module may load it before demo_logs/models.py does, so pin it here.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
