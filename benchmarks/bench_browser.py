@@ -58,18 +58,19 @@ import glob
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 
 from playwright.sync_api import sync_playwright
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests"))  # tbserver: the tensorboard process, shared with the tests
+
+from tbserver import TensorBoard, free_port  # noqa: E402
+
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic",
@@ -117,17 +118,6 @@ MEMORY_ENABLED_JS = "() => {" + DEEP + """
 }"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get_json(url: str, timeout: float = 30):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.loads(response.read().decode("utf-8"))
-
-
 def ensure_trace(logdir: str) -> None:
     if glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
         return
@@ -136,49 +126,18 @@ def ensure_trace(logdir: str) -> None:
                    check=True)
 
 
-class TensorBoard:
-    def __init__(self, logdir: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join("/tmp", f"bench_browser_tensorboard_{self.port}.log")
-        self._log = open(self.log_path, "wb")
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-                   PYTHONPATH=REPO + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--port", str(self.port),
-             "--host", "127.0.0.1", "--samples_per_plugin", "graph_tagged_run_metadata=0"],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-    def wait_ready(self, timeout_s: float = 180):
-        """Until /data/plugins_listing answers and the memory plugin lists a traced step."""
-        deadline = time.monotonic() + timeout_s
-        last = "no answer"
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"tensorboard exited {self.process.returncode}, see {self.log_path}")
-            try:
-                listing = get_json(self.url + "/data/plugins_listing", timeout=5)
-                if "memory" not in listing:
-                    raise RuntimeError("TensorBoard has no 'memory' plugin: pip install the repo first")
-                runs = get_json(self.url + "/data/plugin/memory/runs", timeout=30)["runs"]
-                traced = [r for r in runs if r.get("steps")]
-                if traced:
-                    return traced[0]["run"], traced[0]["steps"][-1]["tag"]
-                last = "no traced step listed yet"
-            except (OSError, ValueError) as exc:
-                last = repr(exc)
-            time.sleep(0.5)
-        raise RuntimeError(f"tensorboard not ready after {timeout_s}s: {last}")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self._log.close()
+def start_tensorboard(logdir: str, timeout_s: float = 180):
+    """A checkout TensorBoard over `logdir` that keeps every traced step, once the Memory plugin
+    lists one: (server, run, tag)."""
+    port = free_port()
+    tb = TensorBoard.from_checkout(logdir, "--samples_per_plugin", "graph_tagged_run_metadata=0",
+                                   log_path=os.path.join("/tmp", f"bench_browser_tensorboard_{port}.log"), port=port)
+    try:
+        traced = [r for r in tb.wait_for_runs(timeout_s)[1] if r.get("steps")]
+    except BaseException:
+        tb.stop(grace_s=10)
+        raise
+    return tb, traced[0]["run"], traced[0]["steps"][-1]["tag"]
 
 
 def memory_frame(page, timeout_s: float = 60):
@@ -310,9 +269,8 @@ def main():
     ensure_trace(args.logdir)
 
     executable = shutil.which("chromium") or "/usr/bin/chromium"
-    tb = TensorBoard(args.logdir)
+    tb, run, tag = start_tensorboard(args.logdir)
     try:
-        run, tag = tb.wait_ready()
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
             ours_cold, clicks = measure_ours(browser, tb.url, args.clicks)
@@ -320,7 +278,7 @@ def main():
             graphs = measure_graphs(browser, tb.url, run, tag)
             browser.close()
     finally:
-        tb.stop()
+        tb.stop(grace_s=10)
 
     click_ms = [c * 1e3 for c, _ in clicks]
     click_median = statistics.median(click_ms) / 1e3 if click_ms else float("nan")

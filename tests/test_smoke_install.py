@@ -1,8 +1,9 @@
 """Smoke test of what a new user does: build the wheel, install it in a fresh
 virtual environment (tensorboard and the wheel only: no TensorFlow, nothing
 from this checkout on the path), start `tensorboard --logdir demo_logs
---port 0` with both `--load_fast` values, and use the plugin over HTTP; run
-the `tb-memory` CLI from the same environment.
+--port 0` with both `--load_fast` values (through tests/tbserver.py, which
+reads the URL it prints), and use the plugin over HTTP; run the `tb-memory`
+CLI from the same environment.
 """
 
 from __future__ import annotations
@@ -12,20 +13,19 @@ import os
 import re
 import subprocess
 import sys
-import threading
-import time
 import urllib.error
-import urllib.parse
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tbserver import TensorBoard, fetch  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 DEMO_LOGS = REPO / "demo_logs"
 TENSORBOARD_SPEC = "tensorboard==2.21.*"
-URL_RE = re.compile(r"TensorBoard \S+ at (http://\S+?:\d+)/")
 
 
 def _clean_env() -> dict[str, str]:
@@ -87,123 +87,44 @@ def test_venv_is_clean(venv):
     assert found["plugin"].startswith(str(venv)), found["plugin"]
 
 
-def data_server_processes(pgid: int) -> list[str]:
-    """Command lines of tensorboard-data-server processes in a process group (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[2]) == pgid and "tensorboard_data_server" in cmdline:
-            found.append(cmdline)
-    return found
-
-
-def _get(url: str, timeout: float = 30):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.status, response.headers.get("Content-Type", ""), response.read()
-
-
-def _get_json(url: str):
-    return json.loads(_get(url)[2])
-
-
-class _Server:
-    """`<venv>/bin/tensorboard ... --port 0`; the URL is read from what it prints."""
-
-    def __init__(self, venv: Path, load_fast: str, cwd: Path) -> None:
-        self.process = subprocess.Popen(
-            [str(venv / "bin" / "tensorboard"), "--logdir", str(DEMO_LOGS), "--port", "0",
-             f"--load_fast={load_fast}"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_clean_env(), cwd=cwd,
-            start_new_session=True)
-        self.lines: list[str] = []
-        self.url: str | None = None
-        self._found = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line)
-            match = URL_RE.search(line)
-            if match and self.url is None:
-                self.url = match.group(1)
-                self._found.set()
-
-    def wait_url(self, timeout: float) -> str:
-        if not self._found.wait(timeout):
-            raise AssertionError(f"tensorboard printed no URL in {timeout}s:\n{self.output()}")
-        return self.url
-
-    def output(self) -> str:
-        return "".join(self.lines)[-4000:]
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, 15)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
-                self.process.wait(timeout=15)
-
-
 @pytest.mark.parametrize("load_fast", ["false", "true"])
 def test_tensorboard_serves_the_plugin(venv, load_fast, tmp_path):
-    server = _Server(venv, load_fast, tmp_path)
+    server = TensorBoard([venv / "bin" / "tensorboard", "--logdir", DEMO_LOGS, "--port", "0",
+                          f"--load_fast={load_fast}"],
+                         tmp_path / f"tensorboard-load_fast-{load_fast}.log", env=_clean_env(), cwd=tmp_path)
     try:
         url = server.wait_url(90)
-        deadline = time.monotonic() + 90
-        listing, runs = {}, []
-        while time.monotonic() < deadline:
-            assert server.process.poll() is None, f"tensorboard exited:\n{server.output()}"
-            try:
-                listing = _get_json(url + "/data/plugins_listing")
-                runs = _get_json(url + "/data/plugin/memory/runs")["runs"]
-            except (urllib.error.URLError, OSError, ValueError):
-                pass
-            if listing.get("memory", {}).get("enabled") and any(r["run"] == "unet_b2" and r["steps"] for r in runs):
-                break
-            time.sleep(0.5)
-        assert "memory" in listing, f"no memory plugin in {sorted(listing)}:\n{server.output()}"
-        assert listing["memory"]["enabled"] is True, listing["memory"]
-        assert listing["memory"]["tab_name"] == "Memory"
-        assert listing["memory"]["loading_mechanism"]["type"] == "IFRAME"
-        assert listing["memory"]["loading_mechanism"]["module_path"] == "/data/plugin/memory/index.js"
+        memory, runs = server.wait_for_runs(90, expected_runs=["unet_b2"])
+        assert memory["enabled"] is True, memory
+        assert memory["tab_name"] == "Memory"
+        assert memory["loading_mechanism"]["type"] == "IFRAME"
+        assert memory["loading_mechanism"]["module_path"] == "/data/plugin/memory/index.js"
 
-        status, content_type, body = _get(url + "/data/plugin/memory/index.js")
+        status, content_type, body = fetch(url + "/data/plugin/memory/index.js")
         assert status == 200 and "javascript" in content_type, content_type
         assert len(body) > 10_000 and b"render" in body
 
-        # --load_fast=true must really read through the Rust data server (a child process).
-        assert bool(data_server_processes(server.process.pid)) == (load_fast == "true"), server.output()
+        server.check_load_fast(load_fast)
 
         unet = next(r for r in runs if r["run"] == "unet_b2")
         assert unet["has_graph"] is True
         tag = unet["steps"][-1]["tag"]
-        query = urllib.parse.urlencode({"run": "unet_b2", "tag": tag, "scope": "shared_model/unet_01"})
-        scope = _get_json(url + "/data/plugin/memory/scope?" + query)
+        scope = server.api("scope", run="unet_b2", tag=tag, scope="shared_model/unet_01")
         assert scope["scope"] == "shared_model/unet_01"
         assert scope["figures"]["at_peak_bytes"] > 0
         assert scope["nodes"], "the scope's top nodes"
 
         # An unknown run is a JSON 404, not a crash.
         try:
-            _get(url + "/data/plugin/memory/scope?" + urllib.parse.urlencode({"run": "nope", "tag": tag}))
+            fetch(server.api_url("scope", run="nope", tag=tag))
         except urllib.error.HTTPError as exc:
             assert exc.code == 404 and "error" in json.loads(exc.read())
         else:
             raise AssertionError("unknown run answered 200")
     finally:
         server.stop()
-    assert "Traceback" not in server.output(), server.output()
+    log = server.log_text()
+    assert "Traceback" not in log, log[-4000:]
 
 
 def test_cli_summary_json(venv, tmp_path):

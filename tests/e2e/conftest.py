@@ -7,7 +7,9 @@
   started on first use and killed at the end of the session. They run with
   PYTHONPATH=<repo> so the plugin code and the bundle under test are the
   working tree's, not a stale copy in site-packages; the plugin must still be
-  installed (``pip install .``) so TensorBoard finds its entry point.
+  installed (``pip install .``) so TensorBoard finds its entry point. The
+  process handling is tests/tbserver.py's, shared with the smoke test and
+  benchmarks/bench_browser.py.
 - ``browser``: Debian's Chromium through Playwright (never a downloaded one).
 - ``dashboard``: a page at 1280x800 with the Memory tab open and loaded.
 """
@@ -16,22 +18,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-import json
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # tests/: tbserver
 
 import e2e_logdata as logdata  # noqa: E402
-from e2e_helpers import SCREENSHOTS, Dashboard, data_server_processes  # noqa: E402
+from e2e_helpers import SCREENSHOTS, Dashboard  # noqa: E402
+from tbserver import TensorBoard  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 DEMO_LOGS = os.path.join(REPO, "demo_logs")
@@ -45,93 +42,17 @@ CHROMIUM_ARGS = [
 STARTUP_TIMEOUT_S = 120
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get_json(url: str, timeout: float = 30):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.loads(response.read().decode("utf-8"))
-
-
-class TensorBoardServer:
-    """One `tensorboard` subprocess over the test logdir."""
-
-    def __init__(self, logdir: str, load_fast: str, expected_runs: list[str]) -> None:
-        self.load_fast = load_fast
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        os.makedirs(OUTPUT, exist_ok=True)
-        self.log_path = os.path.join(OUTPUT, f"tensorboard-load_fast-{load_fast}.log")
-        self._log = open(self.log_path, "wb")
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-                   PYTHONPATH=REPO + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1",
-             "--port", str(self.port), f"--load_fast={load_fast}"],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=OUTPUT, start_new_session=True)
-        try:
-            self._wait_until_ready(expected_runs)
-        except BaseException:
-            self.stop()
-            raise
-
-    def _log_tail(self) -> str:
-        self._log.flush()
-        with open(self.log_path, "rb") as f:
-            return f.read()[-3000:].decode("utf-8", "replace")
-
-    def _wait_until_ready(self, expected_runs: list[str]) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        last = "no answer"
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"tensorboard --load_fast={self.load_fast} exited "
-                                   f"{self.process.returncode}:\n{self._log_tail()}")
-            try:
-                listing = get_json(self.url + "/data/plugins_listing", timeout=5)
-                if "memory" not in listing:
-                    raise RuntimeError(
-                        "TensorBoard runs but has no 'memory' plugin: install this repo into "
-                        f"{sys.executable} (`python3 -m pip install .`) so its entry point is registered.\n"
-                        f"plugins: {sorted(listing)}\n{self._log_tail()}")
-                runs = {r["run"]: r for r in get_json(self.api_url("runs"), timeout=10)["runs"]}
-                missing = [r for r in expected_runs if not runs.get(r, {}).get("steps")]
-                if not missing and listing["memory"].get("enabled"):
-                    # --load_fast=true must really read through the Rust data server.
-                    servers = data_server_processes(self.process.pid)
-                    assert bool(servers) == (self.load_fast == "true"), (
-                        f"--load_fast={self.load_fast} but data server processes: {servers}")
-                    return
-                last = f"runs still missing: {missing}; memory enabled: {listing['memory'].get('enabled')}"
-            except (urllib.error.URLError, ConnectionError, OSError, ValueError) as exc:
-                last = repr(exc)
-            time.sleep(0.5)
-        raise RuntimeError(f"tensorboard --load_fast={self.load_fast} not ready after "
-                           f"{STARTUP_TIMEOUT_S}s ({last}):\n{self._log_tail()}")
-
-    def api_url(self, route: str, **params) -> str:
-        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
-        return f"{self.url}/data/plugin/memory/{route}" + (f"?{query}" if query else "")
-
-    def api(self, route: str, **params):
-        return get_json(self.api_url(route, **params))
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            # Only our own process group (start_new_session): the Rust data server goes with it.
-            try:
-                os.killpg(self.process.pid, 15)
-            except ProcessLookupError:
-                pass
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
-                self.process.wait(timeout=15)
-        self._log.close()
+def start_tensorboard(logdir: str, load_fast: str, expected_runs: list[str]) -> TensorBoard:
+    """A checkout `tensorboard` over the test logdir, once it serves every expected run."""
+    tb = TensorBoard.from_checkout(logdir, f"--load_fast={load_fast}", cwd=OUTPUT,
+                                   log_path=os.path.join(OUTPUT, f"tensorboard-load_fast-{load_fast}.log"))
+    try:
+        tb.wait_for_runs(STARTUP_TIMEOUT_S, expected_runs)
+        tb.check_load_fast(load_fast)
+    except BaseException:
+        tb.stop()
+        raise
+    return tb
 
 
 @pytest.fixture(scope="session")
@@ -152,16 +73,16 @@ def expected_runs(logdir) -> list[str]:
 
 @pytest.fixture(scope="session")
 def tensorboard_servers(logdir, expected_runs):
-    """load_fast value ("false"/"true") -> a running TensorBoardServer, started on demand."""
+    """load_fast value ("false"/"true") -> a running tbserver.TensorBoard, started on demand."""
     if not os.path.isfile(BUNDLE):
         pytest.fail(f"the frontend bundle {BUNDLE} is missing: run `python3 -m pip install .` "
                     "(or `cd frontend && npm run build`) first")
-    servers: dict[str, TensorBoardServer] = {}
+    servers: dict[str, TensorBoard] = {}
 
     class Servers:
-        def get(self, load_fast: str) -> TensorBoardServer:
+        def get(self, load_fast: str) -> TensorBoard:
             if load_fast not in servers:
-                servers[load_fast] = TensorBoardServer(logdir, load_fast, expected_runs)
+                servers[load_fast] = start_tensorboard(logdir, load_fast, expected_runs)
             return servers[load_fast]
 
     yield Servers()
@@ -176,7 +97,7 @@ def load_fast() -> str:
 
 
 @pytest.fixture
-def tb(tensorboard_servers, load_fast) -> TensorBoardServer:
+def tb(tensorboard_servers, load_fast) -> TensorBoard:
     return tensorboard_servers.get(load_fast)
 
 

@@ -53,25 +53,6 @@ def format_time(us: int) -> str:
     return f"{sign}{_to_fixed(s, 2 if s < 10 else 1 if s < 100 else 0)} s"
 
 
-def data_server_processes(pgid: int) -> list[str]:
-    """Command lines of tensorboard-data-server processes in a process group (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[2]) == pgid and "tensorboard_data_server" in cmdline:
-            found.append(cmdline)
-    return found
-
-
 def tid(name: str) -> str:
     return f'[data-testid="{name}"]'
 
