@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping
 
 import numpy as np
 
 from . import names as names_mod
+from ._numeric import scatter_sum
 from .trace import SpaceTrace, Trace
 
 # Column order of the figure matrix (one row per execution / tree node).
@@ -123,13 +125,6 @@ def build_curve(space: SpaceTrace) -> Curve:
     return Curve(time_us, rise, group_end, order, peak_index, int(time_us[peak_index]), int(rise[peak_index]))
 
 
-def _bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
-    """Exact integer sums by index (float64 sums of ints are exact below 2**53)."""
-    if index.size == 0:
-        return np.zeros(size, dtype=np.int64)
-    return np.rint(np.bincount(index, weights=weights, minlength=size)).astype(np.int64)
-
-
 @dataclass
 class ScopeTree:
     """Scope tree for one grouping; node 0 is the root ("")."""
@@ -142,21 +137,36 @@ class ScopeTree:
     figures: np.ndarray  # (tree nodes, FIGURES)
     categories: np.ndarray  # (tree nodes, CATEGORIES) at-peak bytes
     exec_count: np.ndarray
-    exec_order: np.ndarray  # executions sorted by their leaf's preorder position
-    exec_range: np.ndarray  # (tree nodes, 2): slice of exec_order in each subtree
+    subtree_size: np.ndarray  # tree nodes in each subtree (preorder: node i spans [i, i + size))
     leaf_of_exec: np.ndarray
+
+    @cached_property
+    def exec_order(self) -> np.ndarray:
+        """Executions sorted by their leaf's preorder position (built on first use)."""
+        return np.argsort(self.leaf_of_exec, kind="stable")
+
+    @cached_property
+    def exec_range(self) -> np.ndarray:
+        """(tree nodes, 2): the slice of exec_order inside each subtree."""
+        sorted_leaves = self.leaf_of_exec[self.exec_order]
+        nodes = np.arange(len(self.paths))
+        first = np.searchsorted(sorted_leaves, nodes, side="left")
+        last = np.searchsorted(sorted_leaves, nodes + self.subtree_size, side="left")
+        return np.stack([first, last], axis=1)
 
     def executions(self, node: int) -> np.ndarray:
         begin, end = self.exec_range[node]
         return self.exec_order[begin:end]
 
 
-def build_tree(leaf_paths: list[str], exec_leaf: np.ndarray, exec_figures: np.ndarray,
-               exec_categories: np.ndarray) -> ScopeTree:
-    """Aggregate executions into a scope tree; a node's own bytes go to `(self)`.
+def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_table: np.ndarray,
+               name_of_exec: np.ndarray, figure_count: int) -> ScopeTree:
+    """Aggregate distinct node names into a scope tree; a scope's own nodes go to `(self)`.
 
-    Written with list comprehensions and numpy: this runs over every distinct
-    name of big steps (tens of thousands).
+    `name_table` holds, per distinct runtime name, its summed figures, then
+    at-peak bytes per category, then its execution count; `leaf_of_name` maps
+    each distinct name to its leaf path. Written with list comprehensions and
+    numpy: big steps have thousands of distinct names.
     """
     scopes = {""}
     for path in leaf_paths:
@@ -183,24 +193,15 @@ def build_tree(leaf_paths: list[str], exec_leaf: np.ndarray, exec_figures: np.nd
     kinds = ["scope" if p in scopes else ("self" if p.endswith(self_suffix) else "node") for p in all_paths]
 
     leaf_index = np.asarray([index[p] for p in leaf_tree_paths], dtype=np.int64)
-    exec_node = leaf_index[exec_leaf] if exec_leaf.size else np.zeros(0, dtype=np.int64)
-    figures = np.zeros((count, exec_figures.shape[1]), dtype=np.int64)
-    categories = np.zeros((count, exec_categories.shape[1]), dtype=np.int64)
-    np.add.at(figures, exec_node, exec_figures)
-    np.add.at(categories, exec_node, exec_categories)
-    exec_count = np.bincount(exec_node, minlength=count).astype(np.int64)
-    subtree_size = np.ones(count, dtype=np.int64)
+    tree_node_of_name = leaf_index[leaf_of_name] if leaf_of_name.size else np.zeros(0, dtype=np.int64)
+    # Names -> their leaves, then leaves -> ancestors one level at a time. Figures,
+    # categories, execution counts and subtree sizes travel as one matrix.
+    table = scatter_sum(tree_node_of_name, name_table, count)
+    table = np.concatenate([table, np.ones((count, 1), dtype=np.int64)], axis=1)
     for level in range(int(depth.max()), 0, -1):
         at_level = np.flatnonzero(depth == level)
-        np.add.at(figures, parent[at_level], figures[at_level])
-        np.add.at(categories, parent[at_level], categories[at_level])
-        np.add.at(exec_count, parent[at_level], exec_count[at_level])
-        np.add.at(subtree_size, parent[at_level], subtree_size[at_level])
-    # Subtree of node i spans preorder positions [i, i + size); so do its executions.
-    exec_order = np.argsort(exec_node, kind="stable")
-    sorted_nodes = exec_node[exec_order]
-    first = np.searchsorted(sorted_nodes, np.arange(count), side="left")
-    last = np.searchsorted(sorted_nodes, np.arange(count) + subtree_size, side="left")
+        table += scatter_sum(parent[at_level], table[at_level], count)
+    figures = np.ascontiguousarray(table[:, :figure_count])
     # Children largest first (at peak, then allocated, then name), as every view wants.
     children: list[list[int]] = [[] for _ in range(count)]
     ranked = np.lexsort((np.arange(count), -figures[:, ALLOCATED], -figures[:, AT_PEAK]))
@@ -214,11 +215,10 @@ def build_tree(leaf_paths: list[str], exec_leaf: np.ndarray, exec_figures: np.nd
         kinds=kinds,
         children=children,
         figures=figures,
-        categories=categories,
-        exec_count=exec_count,
-        exec_order=exec_order,
-        exec_range=np.stack([first, last], axis=1),
-        leaf_of_exec=exec_node,
+        categories=np.ascontiguousarray(table[:, figure_count:-2]),
+        exec_count=np.ascontiguousarray(table[:, -2]),
+        subtree_size=table[:, -1],
+        leaf_of_exec=tree_node_of_name[name_of_exec] if name_of_exec.size else name_of_exec,
     )
 
 
@@ -234,8 +234,8 @@ class SpaceAnalysis:
         self.node_op_types = node_op_types
         self.op_type_names = sorted(set(node_op_types))
         op_code = {name: i for i, name in enumerate(self.op_type_names)}
-        node_op_code = np.asarray([op_code[t] for t in node_op_types], dtype=np.int64)
-        self.exec_op_code = node_op_code[node_code] if node_code.size else node_code
+        self.name_op_code = np.asarray([op_code[t] for t in node_op_types], dtype=np.int64)
+        self.exec_op_code = self.name_op_code[node_code] if node_code.size else node_code
         self.curve = build_curve(space)
         self.has_curve = space.has_records
         self._trees: dict[str, ScopeTree] = {}
@@ -243,19 +243,45 @@ class SpaceAnalysis:
 
         n = space.exec_count
         at_peak = self._at_peak_by_exec()
-        figures = np.stack(
-            [at_peak, space.allocated, space.op_peak, space.live, space.output, space.temp,
-             space.persistent], axis=1) if n else np.zeros((0, len(FIGURES)), dtype=np.int64)
-        self.exec_figures = figures
+        # Per-execution figures, one array per FIGURES entry (no copies of the trace's columns).
+        self.exec_columns = (at_peak, space.allocated, space.op_peak, space.live, space.output, space.temp,
+                             space.persistent)
         category = node_categories[node_code] if n else np.zeros(0, dtype=np.int64)
         kept_across_steps = (space.persistent > 0) & np.isin(category, (ACTIVATIONS, OTHER))
         self.category = np.where(kept_across_steps, PARAMETERS, category)
-        temporaries = self._temporaries_at_peak(at_peak)
-        categories = np.zeros((n, len(CATEGORIES)), dtype=np.int64)
-        categories[np.arange(n), self.category] = at_peak - temporaries
-        categories[:, TEMPORARIES] += temporaries
-        self.exec_categories = categories
+        # At-peak bytes split: an execution's category, except what it had freed before it ended.
+        self.temporaries = self._temporaries_at_peak(at_peak)
+        self.name_table = self._name_table(len(node_infos))
         self.baseline, self.start_bytes, self.snapshot_gap = self._baseline()
+
+    @cached_property
+    def exec_figures(self) -> np.ndarray:
+        """(executions, FIGURES), built on first use (node tables, scope details)."""
+        if self.space.exec_count == 0:
+            return np.zeros((0, len(FIGURES)), dtype=np.int64)
+        return np.stack(self.exec_columns, axis=1)
+
+    def _name_table(self, names: int) -> np.ndarray:
+        """Per distinct runtime name: FIGURES, at-peak bytes per category, executions.
+
+        What the scope trees and whole-step op types aggregate (thousands of rows
+        instead of every execution); built column by column to keep big
+        temporaries out of the way.
+        """
+        code = self.node_code
+        width = len(CATEGORIES)
+        by_category = scatter_sum(code * width + self.category, self.exec_columns[AT_PEAK] - self.temporaries,
+                                  names * width).reshape(names, width)
+        by_category[:, TEMPORARIES] += scatter_sum(code, self.temporaries, names)
+        columns = [scatter_sum(code, column, names) for column in self.exec_columns]
+        return np.column_stack([*columns, by_category, np.bincount(code, minlength=names)]).astype(np.int64)
+
+    def category_split(self, rows) -> np.ndarray:
+        """At-peak bytes per category over some executions (an index array or a slice)."""
+        at_peak = self.exec_columns[AT_PEAK][rows] - self.temporaries[rows]
+        out = scatter_sum(self.category[rows], at_peak, len(CATEGORIES))
+        out[TEMPORARIES] += int(self.temporaries[rows].sum())
+        return out
 
     # -- at-peak attribution ------------------------------------------------
 
@@ -270,7 +296,7 @@ class SpaceAnalysis:
         """Net bytes each execution holds at the peak; sums to the peak rise exactly."""
         events = self._events_up_to_peak()
         space = self.space
-        return _bincount(space.event_exec[events], space.event_bytes[events], space.exec_count)
+        return scatter_sum(space.event_exec[events], space.event_bytes[events], space.exec_count)
 
     def _temporaries_at_peak(self, at_peak: np.ndarray) -> np.ndarray:
         """Bytes held at the peak by a running op and freed before it ended."""
@@ -282,7 +308,7 @@ class SpaceAnalysis:
         after_peak = curve.event_order[curve.group_end[curve.peak_index] + 1:]
         execs = space.event_exec[after_peak]
         within_op = space.event_time_us[after_peak] <= space.end_us[execs]
-        net_until_end = _bincount(execs[within_op], space.event_bytes[after_peak][within_op], n)
+        net_until_end = scatter_sum(execs[within_op], space.event_bytes[after_peak][within_op], n)
         running = (space.start_us <= peak) & (peak <= space.end_us)
         freed = np.where(running, -net_until_end, 0)
         return np.clip(freed, 0, np.maximum(at_peak, 0))
@@ -316,9 +342,9 @@ class SpaceAnalysis:
                     paths = [names_mod.layer_path(p) for p in paths]
                 unique = sorted(set(paths))
                 position = {p: i for i, p in enumerate(unique)}
-                leaf_of_node = np.fromiter((position[p] for p in paths), dtype=np.int64, count=len(paths))
-                exec_leaf = leaf_of_node[self.node_code] if self.node_code.size else self.node_code
-                tree = self._trees[group] = build_tree(unique, exec_leaf, self.exec_figures, self.exec_categories)
+                leaf_of_node = np.fromiter(map(position.__getitem__, paths), dtype=np.int64, count=len(paths))
+                tree = self._trees[group] = build_tree(unique, leaf_of_node, self.name_table, self.node_code,
+                                                       len(FIGURES))
             return tree
 
     # -- step-level figures -----------------------------------------------------
@@ -335,35 +361,34 @@ class SpaceAnalysis:
         return int(self.space.event_exec[curve.event_order[curve.group_end[curve.peak_index]]])
 
     def totals(self) -> np.ndarray:
-        return self.exec_figures.sum(axis=0) if self.space.exec_count else np.zeros(len(FIGURES), dtype=np.int64)
+        return np.array([int(column.sum()) for column in self.exec_columns], dtype=np.int64)
 
     def by_op_type(self, execs: np.ndarray | None = None) -> list[tuple[str, int, np.ndarray]]:
         """(op type, executions, figures) sorted by at-peak then allocated."""
-        if execs is None:
-            execs = np.arange(self.space.exec_count)
-        if execs.size == 0:
-            return []
-        codes = self.exec_op_code[execs]
         unique = self.op_type_names
-        sums = np.zeros((len(unique), len(FIGURES)), dtype=np.int64)
-        np.add.at(sums, codes, self.exec_figures[execs])
-        counts = np.bincount(codes, minlength=len(unique))
+        if execs is None:  # the whole step: from the per-name table (a few thousand rows)
+            width = len(FIGURES)
+            sums = scatter_sum(self.name_op_code, self.name_table[:, :width], len(unique))
+            counts = scatter_sum(self.name_op_code, self.name_table[:, -1], len(unique))
+        else:
+            if execs.size == 0:
+                return []
+            codes = self.exec_op_code[execs]
+            sums = scatter_sum(codes, self.exec_figures[execs], len(unique))
+            counts = np.bincount(codes, minlength=len(unique))
         rows = [(unique[i], int(counts[i]), sums[i]) for i in np.flatnonzero(counts)]
         rows.sort(key=lambda r: (-r[2][AT_PEAK], -r[2][ALLOCATED], r[0]))
         return rows
 
     def by_category(self, execs: np.ndarray | None = None) -> list[tuple[str, int, int]]:
         """(category, at-peak bytes, allocated bytes) in the fixed category order."""
-        if execs is None:
-            execs = np.arange(self.space.exec_count)
-        at_peak = self.exec_categories[execs].sum(axis=0) if execs.size else np.zeros(len(CATEGORIES), dtype=np.int64)
-        allocated = np.zeros(len(CATEGORIES), dtype=np.int64)
-        if execs.size:
-            np.add.at(allocated, self.category[execs], self.exec_figures[execs, ALLOCATED])
-            # Scratch freed inside the op is a temporary, whatever the op's category.
-            temp = np.minimum(self.exec_figures[execs, TEMP], self.exec_figures[execs, ALLOCATED])
-            np.add.at(allocated, self.category[execs], -temp)
-            allocated[TEMPORARIES] += int(temp.sum())
+        rows = slice(None) if execs is None else execs  # a slice avoids copying the whole step
+        at_peak = self.category_split(rows)
+        # Scratch freed inside the op is a temporary, whatever the op's category.
+        allocated_column = self.exec_columns[ALLOCATED][rows]
+        temp = np.minimum(self.exec_columns[TEMP][rows], allocated_column)
+        allocated = scatter_sum(self.category[rows], allocated_column - temp, len(CATEGORIES))
+        allocated[TEMPORARIES] += int(temp.sum())
         return [(CATEGORIES[i], int(at_peak[i]), int(allocated[i])) for i in range(len(CATEGORIES))]
 
     def op_type(self, exec_index: int) -> str:
@@ -373,7 +398,7 @@ class SpaceAnalysis:
         return self.node_infos[self.node_code[exec_index]]
 
     def kernel_of(self, exec_index: int) -> str | None:
-        return names_mod.op_type_from_label(self.space.labels[exec_index])
+        return names_mod.op_type_from_label(self.space.label_of.get(self.space.names[exec_index], ""))
 
 
 class StepAnalysis:
@@ -443,16 +468,13 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     spaces = []
     for space in trace.spaces:
         # Names repeat (loops, several steps): classify each distinct name once.
-        codes: dict[str, int] = {}
-        first_exec: list[int] = []
-        node_code = np.fromiter(
-            (codes.setdefault(name, len(codes)) for name in space.names), dtype=np.int64, count=space.exec_count)
-        first_exec = np.full(len(codes), -1, dtype=np.int64)
-        first_exec[node_code[::-1]] = np.arange(space.exec_count - 1, -1, -1)
-        distinct = list(codes)
+        distinct = list(dict.fromkeys(space.names))  # first-seen order
+        codes = {name: i for i, name in enumerate(distinct)}
+        node_code = np.fromiter(map(codes.__getitem__, space.names), dtype=np.int64, count=space.exec_count)
         infos = [names_mod.classify(name) for name in distinct]
-        op_types = [resolve_op_type(name, info, space.labels[first], trace.partition_op_types, graph_ops)
-                    for name, info, first in zip(distinct, infos, first_exec)]
+        labels = space.label_of
+        op_types = [resolve_op_type(name, info, labels.get(name, ""), trace.partition_op_types, graph_ops)
+                    for name, info in zip(distinct, infos)]
         categories = np.fromiter((categorise(info.path, op, info.kind) for info, op in zip(infos, op_types)),
                                  dtype=np.int64, count=len(infos))
         spaces.append(SpaceAnalysis(space, node_code, infos, op_types, categories))

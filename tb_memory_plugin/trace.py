@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from google.protobuf.message import DecodeError
-from tensorboard.compat.proto import config_pb2
+from tensorboard.compat.proto import graph_pb2
+
+from . import wire
+from ._numeric import scatter_sum
 
 # `/job:localhost/replica:0/task:0/device:GPU:0` and old `/job:.../gpu:0`.
 # `.../stream:14`, `.../stream:all`, `.../memcpy` are pseudo-devices: skipped.
@@ -46,7 +49,7 @@ class SpaceTrace:
     device_type: str
     allocator: str
     names: list[str]
-    labels: list[str]
+    label_of: dict[str, str]  # timeline_label by node name (its first execution's)
     start_us: np.ndarray
     end_us: np.ndarray
     allocated: np.ndarray  # sum of positive memory[].total_bytes
@@ -82,111 +85,44 @@ class Trace:
     partition_op_types: dict[str, str] = field(default_factory=dict)
 
 
-class _DeviceColumns:
-    """One device's node stats, gathered in a single tight pass (the hot loop).
-
-    Rows are flattened into int lists (allocators as small integer codes) and
-    turned into numpy arrays once: far cheaper than per-row Python objects.
-    """
-
-    def __init__(self, node_stats) -> None:
-        names: list[str] = []
-        labels: list[str] = []
-        times: list[int] = []  # start, end per execution
-        stats_sizes: list[int] = []  # temp, persistent per execution
-        memory: list[int] = []  # exec, allocator, total, peak, live, bytes in use
-        records: list[int] = []  # exec, allocator, time, bytes
-        outputs: list[int] = []  # exec, allocator, requested bytes
-        codes: dict[str, int] = {}
-        names_append, labels_append = names.append, labels.append
-        times_extend, sizes_extend = times.extend, stats_sizes.extend
-        memory_extend, records_extend, outputs_extend = memory.extend, records.extend, outputs.extend
-        for i, stats in enumerate(node_stats):
-            names_append(stats.node_name)
-            labels_append(stats.timeline_label)
-            begin = stats.all_start_micros
-            times_extend((begin, begin + stats.all_end_rel_micros))
-            memory_stats = stats.memory_stats
-            sizes_extend((memory_stats.temp_memory_size, memory_stats.persistent_memory_size))
-            entries = stats.memory
-            if entries:
-                for entry in entries:
-                    allocator = entry.allocator_name
-                    code = codes.get(allocator)
-                    if code is None:
-                        code = codes[allocator] = len(codes)
-                    memory_extend((i, code, entry.total_bytes, entry.peak_bytes,
-                                   entry.live_bytes, entry.allocator_bytes_in_use))
-                    for record in entry.allocation_records:
-                        records_extend((i, code, record.alloc_micros, record.alloc_bytes))
-            node_outputs = stats.output
-            if node_outputs:
-                for output in node_outputs:
-                    description = output.tensor_description.allocation_description
-                    allocator = description.allocator_name
-                    code = codes.get(allocator)
-                    if code is None:
-                        code = codes[allocator] = len(codes)
-                    outputs_extend((i, code, description.requested_bytes))
-        self.names, self.labels = names, labels
-        self.allocator_codes = codes
-        times_array = np.asarray(times, dtype=np.int64).reshape(-1, 2)
-        self.start, self.end = times_array[:, 0], times_array[:, 1]
-        sizes_array = np.asarray(stats_sizes, dtype=np.int64).reshape(-1, 2)
-        self.temp, self.persistent = sizes_array[:, 0], sizes_array[:, 1]
-        self.memory = np.asarray(memory, dtype=np.int64).reshape(-1, 6)
-        self.records = np.asarray(records, dtype=np.int64).reshape(-1, 4)
-        self.outputs = np.asarray(outputs, dtype=np.int64).reshape(-1, 3)
-
-    def rows(self, table: np.ndarray, allocator: str) -> np.ndarray:
-        """Rows of a table for one allocator, without the allocator column."""
-        code = self.allocator_codes.get(allocator, -1)
-        selected = table[table[:, 1] == code]
-        return np.delete(selected, 1, axis=1)
-
-
-def parse_run_metadata(data: bytes) -> config_pb2.RunMetadata:
-    """Parse bytes into a RunMetadata, with a clear error for anything else."""
+def _check_bytes(data) -> None:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TraceDecodeError(f"expected bytes, got {type(data).__name__}")
-    run_metadata = config_pb2.RunMetadata()
-    try:
-        run_metadata.ParseFromString(bytes(data))
-    except (DecodeError, RuntimeError, ValueError) as exc:
-        raise TraceDecodeError(
-            f"the traced step's bytes ({len(data)} B) are not a valid RunMetadata: {exc}"
-        ) from None
-    return run_metadata
+
+
+def _corrupt(data, exc) -> TraceDecodeError:
+    return TraceDecodeError(f"the traced step's bytes ({len(data)} B) are not a valid RunMetadata: {exc}")
 
 
 def decode_run_metadata(data: bytes) -> Trace:
-    """Decode serialized RunMetadata bytes into a Trace."""
-    return trace_from_proto(parse_run_metadata(data))
+    """Decode serialized RunMetadata bytes into a Trace (columnar, see wire.py)."""
+    _check_bytes(data)
+    data = bytes(data)
+    try:
+        run = wire.parse_run(data)
+        devices: list[tuple[str, str, int, wire.NodeColumns]] = []
+        for dev_stats in run.step_stats.dev_stats:
+            parsed = parse_device(dev_stats.device)
+            if parsed is None or not dev_stats.node_stats:
+                continue
+            devices.append((dev_stats.device, parsed[0], parsed[1], wire.NodeColumns(list(dev_stats.node_stats))))
+        partition_op_types = {}
+        for graph_bytes in run.partition_graphs:
+            graph = graph_pb2.GraphDef.FromString(graph_bytes)
+            partition_op_types.update((node.name, node.op) for node in graph.node)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise _corrupt(data, exc) from None
+    return _trace(devices, partition_op_types)
 
 
-def trace_from_proto(run_metadata: config_pb2.RunMetadata) -> Trace:
-    devices: list[tuple[str, str, int, _DeviceColumns]] = []
-    node_stat_count = 0
-    for dev_stats in run_metadata.step_stats.dev_stats:
-        parsed = parse_device(dev_stats.device)
-        if parsed is None or not dev_stats.node_stats:
-            continue
-        columns = _DeviceColumns(dev_stats.node_stats)
-        node_stat_count += len(columns.names)
-        devices.append((dev_stats.device, parsed[0], parsed[1], columns))
-
+def _trace(devices, partition_op_types: dict[str, str]) -> Trace:
+    node_stat_count = sum(len(columns.names) for *_, columns in devices)
     step_start = min((int(c.start.min()) for *_, c in devices), default=0)
     step_end = max((int(c.end.max()) for *_, c in devices), default=0)
 
     spaces: list[SpaceTrace] = []
     for device, device_type, index, columns in devices:
         spaces.extend(_spaces_of_device(device, device_type, index, columns, step_start))
-
-    partition_op_types = {
-        node.name: node.op
-        for graph in run_metadata.partition_graphs
-        for node in graph.node
-    }
     return Trace(
         spaces=spaces,
         devices=[d for d, *_ in devices],
@@ -198,13 +134,11 @@ def trace_from_proto(run_metadata: config_pb2.RunMetadata) -> Trace:
 
 
 def _sum_by_exec(n: int, execs: np.ndarray, values: np.ndarray) -> np.ndarray:
-    out = np.zeros(n, dtype=np.int64)
-    np.add.at(out, execs, values)
-    return out
+    return scatter_sum(execs, values, n)
 
 
 def _spaces_of_device(
-    device: str, device_type: str, index: int, columns: _DeviceColumns, step_start: int
+    device: str, device_type: str, index: int, columns: wire.NodeColumns, step_start: int
 ) -> list[SpaceTrace]:
     """One SpaceTrace per allocator seen on the device; the main one keeps every execution."""
     n = len(columns.names)
@@ -243,7 +177,7 @@ def _spaces_of_device(
         snapshot_rows = mem[mem[:, 4] > 0]
         snapshot_exec = snapshot_rows[:, 0]
         snapshot_bytes = snapshot_rows[:, 4]
-        names, labels = columns.names, columns.labels
+        names = columns.names
         if name != primary:  # only the executions that touched this allocator
             keep = np.unique(np.concatenate([mem[:, 0], out[:, 0]]))
             remap = np.full(n, -1, dtype=np.int64)
@@ -252,7 +186,6 @@ def _spaces_of_device(
             ev_exec = remap[ev_exec]
             snapshot_exec = remap[snapshot_exec]
             names = [names[i] for i in keep]
-            labels = [labels[i] for i in keep]
         spaces.append(
             SpaceTrace(
                 id=f"{device_type}:{index}/{name}",
@@ -260,7 +193,7 @@ def _spaces_of_device(
                 device_type=device_type,
                 allocator=name,
                 names=names,
-                labels=labels,
+                label_of=columns.label_of,
                 event_time_us=rec[:, 1] - step_start,
                 event_bytes=rec[:, 2],
                 event_exec=ev_exec,
@@ -273,34 +206,10 @@ def _spaces_of_device(
     return spaces
 
 
-def _devices_only_class():
-    """A wire-compatible RunMetadata that keeps only device names (fast to parse)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    file_proto = descriptor_pb2.FileDescriptorProto(name="tb_memory_devices_only.proto", package="tb_memory")
-    run = file_proto.message_type.add(name="RunMetadataDevices")
-    run.field.add(name="step_stats", number=1, type=11, label=1, type_name=".tb_memory.StepStatsDevices")
-    step = file_proto.message_type.add(name="StepStatsDevices")
-    step.field.add(name="dev_stats", number=1, type=11, label=3, type_name=".tb_memory.DeviceDevices")
-    device = file_proto.message_type.add(name="DeviceDevices")
-    device.field.add(name="device", number=1, type=9, label=1)
-    device.field.add(name="node_stats", number=2, type=12, label=3)  # raw bytes: not parsed
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file_proto)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tb_memory.RunMetadataDevices"))
-
-
-_DEVICES_ONLY = None
-
-
 def scan_devices(data: bytes) -> list[str]:
     """Real devices with node stats, without decoding the node stats."""
-    global _DEVICES_ONLY
-    if _DEVICES_ONLY is None:
-        _DEVICES_ONLY = _devices_only_class()
-    message = _DEVICES_ONLY()
     try:
-        message.ParseFromString(bytes(data))
+        run = wire.parse_run(bytes(data))
     except Exception:  # noqa: BLE001 - corrupt steps list no devices; summary says why
         return []
-    return [d.device for d in message.step_stats.dev_stats if d.node_stats and parse_device(d.device)]
+    return [d.device for d in run.step_stats.dev_stats if d.node_stats and parse_device(d.device)]

@@ -237,7 +237,7 @@ def test_categories_of_forward_gradient_and_optimizer_nodes(space):
     assert category["shared_model/unet_01/weights/Adam"] == "optimizer"  # a slot variable
     # Forward activations held at the peak are activations bytes, not other.
     held = [names.index(n) for n in forward if space.exec_figures[names.index(n), AT_PEAK] > 0]
-    assert held and all(space.exec_categories[i, analysis.ACTIVATIONS] > 0 for i in held)
+    assert held and all(space.category_split([i])[analysis.ACTIVATIONS] > 0 for i in held)
 
 
 def test_layer_group_folds_backward_and_optimizer_into_the_layer(space):

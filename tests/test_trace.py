@@ -147,8 +147,8 @@ def test_gpu_at_peak_split_and_temporaries():
     assert at_peak["shared_model/unet_01/Conv2D"] == 8192 + 65536
     assert sum(at_peak.values()) == gpu.peak_rise_bytes
     conv = names.index("shared_model/unet_01/Conv2D")
-    assert gpu.exec_categories[conv, analysis.TEMPORARIES] == 65536  # freed inside the op
-    assert gpu.exec_categories[conv, analysis.ACTIVATIONS] == 8192
+    assert gpu.category_split([conv])[analysis.TEMPORARIES] == 65536  # freed inside the op
+    assert gpu.category_split([conv])[analysis.ACTIVATIONS] == 8192
 
 
 def test_stream_suffix_on_real_device_names():

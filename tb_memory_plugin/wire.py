@@ -1,0 +1,375 @@
+"""Columnar decoding of RunMetadata node stats, straight from the wire.
+
+Reading ~10 fields per node through Python message objects costs a few
+microseconds per node: a 100k-node step spent most of its decode there. This
+module gets the same columns from a handful of C-level protobuf parses.
+
+How: protobuf merges a singular message field that occurs several times, and
+appends to a repeated field. So if node bodies are concatenated and parsed as
+ONE message of a wire-compatible "merged" schema whose fields are all
+`repeated`, every field comes back as one flat list over all nodes. Absent
+proto3 fields (a zero `all_end_rel_micros`, no `memory_stats`) would shift
+those lists, so a sentinel record with a marker value for every field is
+appended after each node: the markers split each flat list back into one
+segment per node. Memory entries, their allocation records and outputs are
+handled the same way one level down.
+
+The schemas below list only the fields the engine reads, with the field
+numbers and wire types of tensorflow/core/framework/step_stats.proto,
+tensor_description.proto and allocation_description.proto.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from tensorboard.compat.proto import step_stats_pb2
+
+_INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
+_STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
+_BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+_MESSAGE = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+_OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
+_REPEATED = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+
+
+
+def _IGNORED_INTS(*numbers: int) -> list[tuple]:  # noqa: N802 - reads as part of the schema
+    """Fields the engine does not read, declared singular so merging just overwrites them.
+
+    Left undeclared they would be kept as unknown fields and copied for every node.
+    """
+    return [(f"ignored_{n}", n, _INT64, _OPTIONAL, None) for n in numbers]
+
+
+# (message, [(field name, number, type, label, message type name)])
+_SCHEMA = {
+    # RunMetadata with node stats kept as raw bytes, one item per node.
+    "Run": [("step_stats", 1, _MESSAGE, _OPTIONAL, "Steps"), ("partition_graphs", 3, _BYTES, _REPEATED, None)],
+    "Steps": [("dev_stats", 1, _MESSAGE, _REPEATED, "Device")],
+    "Device": [("device", 1, _STRING, _OPTIONAL, None), ("node_stats", 2, _BYTES, _REPEATED, None)],
+    # NodeExecStats, merged over all nodes of a device.
+    "Nodes": [
+        ("node_name", 1, _STRING, _REPEATED, None),
+        ("all_start_micros", 2, _INT64, _REPEATED, None),
+        ("all_end_rel_micros", 5, _INT64, _REPEATED, None),
+        ("memory", 6, _BYTES, _REPEATED, None),
+        ("output", 7, _MESSAGE, _OPTIONAL, "Outputs"),
+        ("timeline_label", 8, _BYTES, _OPTIONAL, None),  # read per distinct name, see _first_labels
+        ("memory_stats", 12, _MESSAGE, _OPTIONAL, "MemoryStats"),
+        *_IGNORED_INTS(3, 4, 9, 10, 13, 14, 15, 16, 17),
+        ("referenced_tensor", 11, _BYTES, _OPTIONAL, None),
+    ],
+    "MemoryStats": [
+        ("temp_memory_size", 1, _INT64, _REPEATED, None),
+        ("persistent_memory_size", 3, _INT64, _REPEATED, None),
+        *_IGNORED_INTS(2, 4),
+        ("persistent_tensor_alloc_ids", 5, _BYTES, _OPTIONAL, None),
+        ("device_persistent_tensor_alloc_ids", 6, _BYTES, _OPTIONAL, None),
+    ],
+    # Just the labels of some nodes, merged.
+    "Labels": [("timeline_label", 8, _STRING, _REPEATED, None)],
+    # AllocatorMemoryUsed, merged over all memory entries.
+    "Entries": [
+        ("allocator_name", 1, _STRING, _REPEATED, None),
+        ("total_bytes", 2, _INT64, _REPEATED, None),
+        ("peak_bytes", 3, _INT64, _REPEATED, None),
+        ("live_bytes", 4, _INT64, _REPEATED, None),
+        ("allocator_bytes_in_use", 5, _INT64, _REPEATED, None),
+        ("allocation_records", 6, _BYTES, _REPEATED, None),
+    ],
+    # AllocationRecord, merged over all records.
+    "Records": [("alloc_micros", 1, _INT64, _REPEATED, None), ("alloc_bytes", 2, _INT64, _REPEATED, None)],
+    # NodeOutput -> TensorDescription -> AllocationDescription, merged over all outputs of all nodes.
+    "Outputs": [("tensor_description", 3, _MESSAGE, _OPTIONAL, "TensorDescription"), *_IGNORED_INTS(1)],
+    "TensorDescription": [
+        ("dtype", 1, _INT64, _REPEATED, None),  # counted: every real output has one
+        ("allocation_description", 4, _MESSAGE, _OPTIONAL, "AllocationDescription"),
+        ("shape", 2, _BYTES, _OPTIONAL, None),
+    ],
+    "AllocationDescription": [
+        ("requested_bytes", 1, _INT64, _REPEATED, None),
+        ("allocator_name", 3, _STRING, _REPEATED, None),
+        *_IGNORED_INTS(2, 4, 5, 6),
+    ],
+}
+_PACKAGE = "tb_memory.wire"
+
+
+def _message_classes() -> dict:
+    file_proto = descriptor_pb2.FileDescriptorProto(name="tb_memory_wire.proto", package=_PACKAGE, syntax="proto2")
+    for name, fields in _SCHEMA.items():
+        message = file_proto.message_type.add(name=name)
+        for field_name, number, field_type, label, type_name in fields:
+            field = message.field.add(name=field_name, number=number, type=field_type, label=label)
+            if type_name:
+                field.type_name = f".{_PACKAGE}.{type_name}"
+            if field_type == _INT64 and label == _REPEATED:
+                field.options.packed = False  # how TF writes them: one varint per (singular) field
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file_proto)
+    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}")) for name in _SCHEMA}
+
+
+_CLASSES: dict | None = None
+
+
+def classes() -> dict:
+    global _CLASSES
+    if _CLASSES is None:
+        _CLASSES = _message_classes()
+    return _CLASSES
+
+
+# -- sentinels -------------------------------------------------------------------------
+
+
+class _Misaligned(ValueError):
+    """A flat list did not split into the expected number of segments."""
+
+
+@dataclass(frozen=True)
+class _Markers:
+    """Marker values and the sentinel records built from them.
+
+    TensorFlow's step stats are proto3: a zero number or an empty string is
+    never written, so an explicit 0 or "" is a 2-byte marker no real field can
+    look like ("compact"). Bytes from another writer that do spell out zeros
+    make a segment count come out wrong; decoding then starts again with
+    INT64_MIN and a lone NUL as markers ("robust"), which nothing real uses.
+    """
+
+    mark_int: int
+    mark_text: str
+
+    def int_field(self, number: int) -> bytes:
+        return _key(number, 0) + _varint(self.mark_int)
+
+    def text_field(self, number: int) -> bytes:
+        return _len_field(number, self.mark_text.encode())
+
+    @cached_property
+    def node(self) -> bytes:
+        output = _len_field(3, self.int_field(1) + _len_field(4, self.int_field(1) + self.text_field(3)))
+        return b"".join([
+            self.text_field(1), self.int_field(2), self.int_field(5), _len_field(6, _MARK_ITEM),
+            _len_field(7, output), self.text_field(8), _len_field(12, self.int_field(1) + self.int_field(3)),
+        ])
+
+    @cached_property
+    def entry(self) -> bytes:
+        return b"".join([self.text_field(1), *(self.int_field(k) for k in (2, 3, 4, 5)), _len_field(6, _MARK_ITEM)])
+
+    @cached_property
+    def record(self) -> bytes:
+        return self.int_field(1) + self.int_field(2)
+
+    def segments(self, values, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(values without markers, count per segment) of a marked int list of n segments."""
+        flat = np.asarray(values, dtype=np.int64)  # upb containers convert in C (__array__)
+        is_mark = flat == self.mark_int
+        marks = np.flatnonzero(is_mark)
+        if marks.size != n:
+            raise _Misaligned(f"expected {n} markers, found {marks.size}")
+        return flat[~is_mark], np.diff(marks, prepend=-1) - 1
+
+    def scalar(self, values, n: int) -> np.ndarray:
+        """The value each of n segments holds: 0 when absent, the last when repeated (as protobuf merges)."""
+        flat = np.asarray(values, dtype=np.int64)
+        marks = np.flatnonzero(flat == self.mark_int)
+        if marks.size != n:
+            raise _Misaligned(f"expected {n} markers, found {marks.size}")
+        out = np.zeros(n, dtype=np.int64)
+        present = np.diff(marks, prepend=-1) > 1
+        out[present] = flat[marks[present] - 1]
+        return out
+
+    def text(self, values, n: int) -> list[str]:
+        values = values[:]  # one C-level copy into a list of str
+        if len(values) == 2 * n and values[1::2].count(self.mark_text) == n:  # one value per segment: the usual case
+            return values[0::2]
+        is_mark = np.fromiter(map(self.mark_text.__eq__, values), dtype=bool, count=len(values))
+        marks = np.flatnonzero(is_mark)
+        if marks.size != n:
+            raise _Misaligned(f"expected {n} markers, found {marks.size}")
+        out = [""] * n
+        present = np.diff(marks, prepend=-1) > 1
+        for segment in np.flatnonzero(present).tolist():
+            out[segment] = values[marks[segment] - 1]
+        return out
+
+    def text_counts(self, values, n: int) -> tuple[list[str], np.ndarray]:
+        """(strings without markers, count per segment)."""
+        values = values[:]
+        is_mark = np.fromiter(map(self.mark_text.__eq__, values), dtype=bool, count=len(values))
+        marks = np.flatnonzero(is_mark)
+        if marks.size != n:
+            raise _Misaligned(f"expected {n} markers, found {marks.size}")
+        return list(itertools.compress(values, (~is_mark).tolist())), np.diff(marks, prepend=-1) - 1
+
+
+_COMPACT = _Markers(0, "")
+_ROBUST = _Markers(-(2**63), "\x00")
+_MARK_ITEM = b"\x00"  # a lone 0 byte: field 0 is invalid, so no real entry, output or record is this
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _key(number: int, wire_type: int) -> bytes:
+    return _varint(number << 3 | wire_type)
+
+
+def _len_field(number: int, payload: bytes) -> bytes:
+    return _key(number, 2) + _varint(len(payload)) + payload
+
+
+def _with_sentinels(items: list[bytes], sentinel: bytes) -> bytes:
+    parts: list[bytes] = [sentinel] * (2 * len(items))
+    parts[::2] = items
+    return b"".join(parts)
+
+
+def _items(values, n: int) -> tuple[list[bytes], np.ndarray]:
+    """Items between the n item markers, and the segment each belongs to."""
+    values = values[:]
+    is_mark = np.fromiter(map(len, values), dtype=np.int64, count=len(values)) == 1
+    if int(is_mark.sum()) != n:
+        raise _Misaligned(f"expected {n} markers, found {int(is_mark.sum())}")
+    segment = (np.cumsum(is_mark) - is_mark)[~is_mark]
+    return list(itertools.compress(values, (~is_mark).tolist())), segment.astype(np.int64)
+
+
+# -- public ------------------------------------------------------------------------------
+
+
+class NodeColumns:
+    """One device's node stats as columns (what trace.py builds spaces from).
+
+    names                  per execution
+    label_of               timeline_label of the first execution of each distinct name
+    start, end             absolute micros per execution
+    temp, persistent       memory_stats per execution
+    memory   (k, 6)        exec, allocator code, total, peak, live, allocator_bytes_in_use
+    records  (k, 4)        exec, allocator code, alloc_micros, alloc_bytes
+    outputs  (k, 3)        exec, allocator code, requested_bytes
+    allocator_codes        allocator name -> code
+    """
+
+    def __init__(self, node_blobs: list[bytes]) -> None:
+        self.allocator_codes: dict[str, int] = {}
+        try:
+            self._decode(node_blobs, _COMPACT)
+        except _Misaligned:  # explicit zeros in the bytes: redo with markers nothing real uses
+            self.allocator_codes = {}
+            self._decode(node_blobs, _ROBUST)
+
+    def _decode(self, node_blobs: list[bytes], mk: _Markers) -> None:
+        cls = classes()
+        n = len(node_blobs)
+        codes = self.allocator_codes
+        nodes = cls["Nodes"].FromString(_with_sentinels(node_blobs, mk.node))
+        self.names = mk.text(nodes.node_name, n)
+        self.label_of = _first_labels(node_blobs, self.names, mk)
+        self.start = mk.scalar(nodes.all_start_micros, n)
+        self.end = self.start + mk.scalar(nodes.all_end_rel_micros, n)
+        self.temp = mk.scalar(nodes.memory_stats.temp_memory_size, n)
+        self.persistent = mk.scalar(nodes.memory_stats.persistent_memory_size, n)
+
+        entries, entry_exec = _items(nodes.memory, n)
+        k = len(entries)
+        merged = cls["Entries"].FromString(_with_sentinels(entries, mk.entry))
+        entry_code = self._codes(mk.text(merged.allocator_name, k), codes)
+        self.memory = np.column_stack([
+            entry_exec, entry_code, mk.scalar(merged.total_bytes, k), mk.scalar(merged.peak_bytes, k),
+            mk.scalar(merged.live_bytes, k), mk.scalar(merged.allocator_bytes_in_use, k),
+        ]).reshape(-1, 6)
+        records, record_entry = _items(merged.allocation_records, k)
+        r = len(records)
+        merged_records = cls["Records"].FromString(_with_sentinels(records, mk.record))
+        self.records = np.column_stack([
+            entry_exec[record_entry], entry_code[record_entry],
+            mk.scalar(merged_records.alloc_micros, r), mk.scalar(merged_records.alloc_bytes, r),
+        ]).reshape(-1, 4)
+        self.outputs = self._outputs(nodes.output.tensor_description, node_blobs, codes, mk)
+
+    def _outputs(self, description, node_blobs: list[bytes], codes: dict[str, int], mk: _Markers) -> np.ndarray:
+        """(exec, allocator code, requested bytes) per output that requested any bytes.
+
+        All outputs of all nodes come back merged: per node, its dtypes, requested
+        sizes and allocator names, in order. Every output has a dtype, and
+        TensorFlow fills an output's allocation description from its buffer, size
+        and allocator together (Tensor::FillDescription), so a node with as many
+        sizes and names as dtypes pairs them in order. Any other node with bytes
+        is read through the full proto.
+        """
+        n = len(node_blobs)
+        allocation = description.allocation_description
+        _, dtype_count = mk.segments(description.dtype, n)
+        requested, requested_count = mk.segments(allocation.requested_bytes, n)
+        names, name_count = mk.text_counts(allocation.allocator_name, n)
+        requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
+        paired = (requested_count == dtype_count) & (name_count == dtype_count)
+        if paired.all():
+            return np.column_stack([requested_exec, self._codes(names, codes), requested]).reshape(-1, 3)
+        irregular = np.flatnonzero(~paired & (requested_count > 0))
+        name_exec = np.repeat(np.arange(n, dtype=np.int64), name_count)
+        keep_requested, keep_names = paired[requested_exec], paired[name_exec]
+        rows = [np.column_stack([requested_exec[keep_requested],
+                                 self._codes(list(itertools.compress(names, keep_names.tolist())), codes),
+                                 requested[keep_requested]]).reshape(-1, 3)]
+        extra = []
+        for i in irregular.tolist():
+            for output in step_stats_pb2.NodeExecStats.FromString(node_blobs[i]).output:
+                allocation = output.tensor_description.allocation_description
+                if allocation.requested_bytes:
+                    extra.append((i, self._codes([allocation.allocator_name], codes)[0], allocation.requested_bytes))
+        rows.append(np.asarray(extra, dtype=np.int64).reshape(-1, 3))
+        table = np.concatenate(rows)
+        return table[np.argsort(table[:, 0], kind="stable")]
+
+    @staticmethod
+    def _codes(names: list[str], codes: dict[str, int]) -> np.ndarray:
+        for name in dict.fromkeys(names):
+            codes.setdefault(name, len(codes))
+        return np.fromiter(map(codes.__getitem__, names), dtype=np.int64, count=len(names))
+
+    def rows(self, table: np.ndarray, allocator: str) -> np.ndarray:
+        """Rows of a table for one allocator, without the allocator column."""
+        code = self.allocator_codes.get(allocator, -1)
+        selected = table[table[:, 1] == code]
+        return np.delete(selected, 1, axis=1)
+
+
+def _first_labels(node_blobs: list[bytes], names: list[str], mk: _Markers) -> dict[str, str]:
+    """timeline_label of the first execution of each distinct node name.
+
+    Labels serve op types and kernels, which are per node, so only the nodes
+    that first run each name are read again for theirs (a few thousand of
+    a hundred thousand executions).
+    """
+    n = len(names)
+    first = dict(zip(reversed(names), range(n - 1, -1, -1)))  # earlier executions overwrite later ones
+    labels = mk.text(
+        classes()["Labels"].FromString(_with_sentinels([node_blobs[i] for i in first.values()], mk.node)).timeline_label,
+        len(first))
+    return dict(zip(first, labels))
+
+
+def parse_run(data: bytes):
+    """The RunMetadata's devices with raw node blobs (raises protobuf's DecodeError)."""
+    return classes()["Run"].FromString(data)

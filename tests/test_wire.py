@@ -1,0 +1,164 @@
+"""wire.NodeColumns (sentinel-merged parsing) against a plain walk over the real protos.
+
+Real traces leave many proto3 fields at zero, so absent on the wire (about 3%
+of the nodes of a big step have all_end_rel_micros == 0). Randomised steps
+here make every field absent somewhere, put several memory entries and
+allocators on one node, leave allocator names empty, and add fields the
+engine does not read, so a shifted column would show.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from tensorboard.compat.proto import config_pb2, step_stats_pb2
+
+from tb_memory_plugin import wire
+
+
+def _reference(node_stats):
+    """The columns, read field by field through the compat protos."""
+    codes: dict[str, int] = {}
+
+    def code(name):
+        return codes.setdefault(name, len(codes))
+
+    memory, records, outputs = [], [], []
+    for i, node in enumerate(node_stats):
+        for entry in node.memory:
+            c = code(entry.allocator_name)
+            memory.append((i, c, entry.total_bytes, entry.peak_bytes, entry.live_bytes, entry.allocator_bytes_in_use))
+            records.extend((i, c, r.alloc_micros, r.alloc_bytes) for r in entry.allocation_records)
+        for output in node.output:
+            description = output.tensor_description.allocation_description
+            if description.requested_bytes:  # a zero-byte output adds nothing anywhere
+                outputs.append((i, code(description.allocator_name), description.requested_bytes))
+    return {
+        "names": [n.node_name for n in node_stats],
+        "labels": [n.timeline_label for n in node_stats],
+        "start": [n.all_start_micros for n in node_stats],
+        "end": [n.all_start_micros + n.all_end_rel_micros for n in node_stats],
+        "temp": [n.memory_stats.temp_memory_size for n in node_stats],
+        "persistent": [n.memory_stats.persistent_memory_size for n in node_stats],
+        "memory": memory, "records": records, "outputs": outputs, "codes": codes,
+    }
+
+
+def _assert_same(columns: wire.NodeColumns, node_stats):
+    expected = _reference(node_stats)
+    assert columns.names == expected["names"]
+    first_label = {}
+    for name, label in zip(expected["names"], expected["labels"]):
+        first_label.setdefault(name, label)
+    assert columns.label_of == first_label
+    for key in ("start", "end", "temp", "persistent"):
+        assert getattr(columns, key).tolist() == expected[key], key
+    # Allocator codes may be numbered differently: compare by name.
+    names = {c: n for n, c in columns.allocator_codes.items()}
+    ref_names = {c: n for n, c in expected["codes"].items()}
+    for key in ("memory", "records", "outputs"):
+        got = [(row[0], names[row[1]], *row[2:]) for row in getattr(columns, key).tolist()]
+        want = [(row[0], ref_names[row[1]], *row[2:]) for row in expected[key]]
+        assert got == want, key
+
+
+def _random_step(seed: int, nodes: int = 400) -> step_stats_pb2.StepStats:
+    rng = random.Random(seed)
+    step = step_stats_pb2.StepStats()
+    device = step.dev_stats.add(device="/job:localhost/replica:0/task:0/device:GPU:0")
+    allocators = ["GPU_0_bfc", "cuda_host_bfc", "", "mklcpu"]
+
+    def maybe(value):
+        return value if rng.random() < 0.7 else 0
+
+    for i in range(nodes):
+        node = device.node_stats.add()
+        if rng.random() < 0.97:
+            node.node_name = f"scope_{i % 7}/op_{i}"
+        node.all_start_micros = maybe(1_700_000_000_000_000 + i * 3)
+        node.all_end_rel_micros = maybe(rng.randrange(0, 50))
+        node.op_start_rel_micros = maybe(1)  # not read: must not disturb what is
+        node.thread_id = maybe(rng.randrange(1, 9))
+        if rng.random() < 0.8:
+            node.timeline_label = f"op_{i} = Conv2D(x, w)"
+        if rng.random() < 0.5:
+            node.memory_stats.temp_memory_size = maybe(rng.randrange(1, 1 << 20))
+            node.memory_stats.persistent_memory_size = maybe(rng.randrange(1, 1 << 10))
+            node.memory_stats.persistent_tensor_alloc_ids.extend(rng.sample(range(100), rng.randrange(0, 3)))
+        for _ in range(rng.choice([0, 0, 1, 1, 1, 2, 3])):
+            entry = node.memory.add(allocator_name=rng.choice(allocators))
+            entry.total_bytes = maybe(rng.randrange(-(1 << 20), 1 << 30))
+            entry.peak_bytes = maybe(rng.randrange(0, 1 << 30))
+            entry.live_bytes = maybe(rng.randrange(0, 1 << 30))
+            entry.allocator_bytes_in_use = maybe(rng.randrange(0, 1 << 34))
+            for _ in range(rng.choice([0, 1, 2, 4])):
+                entry.allocation_records.add(alloc_micros=maybe(rng.randrange(1, 1 << 50)),
+                                             alloc_bytes=maybe(rng.randrange(-(1 << 30), 1 << 30)))
+        for slot in range(rng.choice([0, 1, 1, 2])):
+            output = node.output.add(slot=slot)
+            description = output.tensor_description
+            description.dtype = 1
+            description.shape.dim.add(size=rng.randrange(1, 64))
+            allocation = description.allocation_description
+            allocation.requested_bytes = maybe(rng.randrange(1, 1 << 30))
+            allocation.allocated_bytes = maybe(rng.randrange(1, 1 << 30))
+            allocation.allocator_name = rng.choice(allocators)
+            allocation.ptr = maybe(rng.randrange(1, 1 << 40))
+        if rng.random() < 0.1:
+            node.referenced_tensor.add(allocator_name="GPU_0_bfc", requested_bytes=8)
+    return step
+
+
+def _columns_of(step: step_stats_pb2.StepStats) -> list[wire.NodeColumns]:
+    run = wire.parse_run(config_pb2.RunMetadata(step_stats=step).SerializeToString())
+    return [wire.NodeColumns(list(d.node_stats)) for d in run.step_stats.dev_stats]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_steps_decode_like_the_protos(seed):
+    step = _random_step(seed)
+    (columns,) = _columns_of(step)
+    _assert_same(columns, step.dev_stats[0].node_stats)
+
+
+def test_real_trace_decodes_like_the_protos(unet_trace):
+    devices = [d for d in unet_trace.proto.step_stats.dev_stats if d.node_stats]
+    columns = _columns_of(unet_trace.proto.step_stats)
+    assert len(columns) == len(devices) >= 1
+    for got, device in zip(columns, devices):
+        _assert_same(got, device.node_stats)
+    # The real trace does leave fields out (zero durations), so the sentinels matter.
+    assert any(n.all_end_rel_micros == 0 for d in devices for n in d.node_stats)
+
+
+def test_nodes_with_nothing_set():
+    step = step_stats_pb2.StepStats()
+    device = step.dev_stats.add(device="/device:CPU:0")
+    for _ in range(3):
+        device.node_stats.add()
+    (columns,) = _columns_of(step)
+    assert columns.names == ["", "", ""] and columns.label_of == {"": ""}
+    assert columns.start.tolist() == [0, 0, 0]
+    assert columns.memory.shape == (0, 6) and columns.records.shape == (0, 4) and columns.outputs.shape == (0, 3)
+
+
+def test_explicit_zeros_from_other_writers():
+    """proto3 writers never spell out a zero, which is what the compact 2-byte markers
+    rely on; bytes that do (hand-written, another serializer) must decode the same."""
+    base = step_stats_pb2.NodeExecStats(node_name="a/Conv2D", all_start_micros=10, all_end_rel_micros=3,
+                                        timeline_label="a/Conv2D = Conv2D(x)")
+    entry = step_stats_pb2.AllocatorMemoryUsed(allocator_name="GPU_0_bfc", total_bytes=64)
+    entry.allocation_records.add(alloc_micros=11, alloc_bytes=64)
+    zero_entry = entry.SerializeToString() + b"\x10\x00"  # total_bytes = 0, spelled out (last one wins)
+    blobs = [
+        base.SerializeToString() + b"\x28\x00",  # all_end_rel_micros = 0
+        base.SerializeToString() + b"\x32" + bytes([len(zero_entry)]) + zero_entry,
+        step_stats_pb2.NodeExecStats(node_name="b/Relu", all_start_micros=20).SerializeToString() + b"\x0a\x00",
+    ]
+    columns = wire.NodeColumns(blobs)
+    _assert_same(columns, [step_stats_pb2.NodeExecStats.FromString(b) for b in blobs])
+    assert columns.end.tolist() == [10, 13, 20]
+    assert columns.memory[:, 2].tolist() == [0]  # the spelled-out zero won, as protobuf says
+    assert columns.names == ["a/Conv2D", "a/Conv2D", ""]
