@@ -468,9 +468,7 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     spaces = []
     for space in trace.spaces:
         # Names repeat (loops, several steps): classify each distinct name once.
-        distinct = list(dict.fromkeys(space.names))  # first-seen order
-        codes = {name: i for i, name in enumerate(distinct)}
-        node_code = np.fromiter(map(codes.__getitem__, space.names), dtype=np.int64, count=space.exec_count)
+        distinct, node_code = space.distinct_names, space.name_code
         infos = [names_mod.classify(name) for name in distinct]
         labels = space.label_of
         op_types = [resolve_op_type(name, info, labels.get(name, ""), trace.partition_op_types, graph_ops)

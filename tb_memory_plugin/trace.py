@@ -50,6 +50,8 @@ class SpaceTrace:
     allocator: str
     names: list[str]
     label_of: dict[str, str]  # timeline_label by node name (its first execution's)
+    distinct_names: list[str]  # the distinct names among `names`
+    name_code: np.ndarray  # per execution: index into distinct_names
     start_us: np.ndarray
     end_us: np.ndarray
     allocated: np.ndarray  # sum of positive memory[].total_bytes
@@ -177,7 +179,7 @@ def _spaces_of_device(
         snapshot_rows = mem[mem[:, 4] > 0]
         snapshot_exec = snapshot_rows[:, 0]
         snapshot_bytes = snapshot_rows[:, 4]
-        names = columns.names
+        names, distinct_names, name_code = columns.names, columns.distinct_names, columns.name_code
         if name != primary:  # only the executions that touched this allocator
             keep = np.unique(np.concatenate([mem[:, 0], out[:, 0]]))
             remap = np.full(n, -1, dtype=np.int64)
@@ -186,6 +188,8 @@ def _spaces_of_device(
             ev_exec = remap[ev_exec]
             snapshot_exec = remap[snapshot_exec]
             names = [names[i] for i in keep]
+            used, name_code = np.unique(name_code[keep], return_inverse=True)
+            distinct_names = [distinct_names[i] for i in used.tolist()]
         spaces.append(
             SpaceTrace(
                 id=f"{device_type}:{index}/{name}",
@@ -194,6 +198,8 @@ def _spaces_of_device(
                 allocator=name,
                 names=names,
                 label_of=columns.label_of,
+                distinct_names=distinct_names,
+                name_code=name_code.reshape(-1).astype(np.int64),
                 event_time_us=rec[:, 1] - step_start,
                 event_bytes=rec[:, 2],
                 event_exec=ev_exec,

@@ -145,6 +145,9 @@ class _Markers:
 
     mark_int: int
     mark_text: str
+    # Node name and start time are always written by TensorFlow: "compact" leaves their
+    # markers out and checks that there are exactly as many as nodes.
+    mark_dense: bool
 
     def int_field(self, number: int) -> bytes:
         return _key(number, 0) + _varint(self.mark_int)
@@ -155,10 +158,25 @@ class _Markers:
     @cached_property
     def node(self) -> bytes:
         output = _len_field(3, self.int_field(1) + _len_field(4, self.int_field(1) + self.text_field(3)))
+        dense = self.text_field(1) + self.int_field(2) if self.mark_dense else b""
         return b"".join([
-            self.text_field(1), self.int_field(2), self.int_field(5), _len_field(6, _MARK_ITEM),
+            dense, self.int_field(5), _len_field(6, _MARK_ITEM),
             _len_field(7, output), self.text_field(8), _len_field(12, self.int_field(1) + self.int_field(3)),
         ])
+
+    def dense_text(self, values, n: int) -> list[str]:
+        if self.mark_dense:
+            return self.text(values, n)
+        if len(values) != n:
+            raise _Misaligned(f"expected {n} values, found {len(values)}")
+        return values[:]
+
+    def dense_scalar(self, values, n: int) -> np.ndarray:
+        if self.mark_dense:
+            return self.scalar(values, n)
+        if len(values) != n:
+            raise _Misaligned(f"expected {n} values, found {len(values)}")
+        return np.asarray(values, dtype=np.int64)
 
     @cached_property
     def entry(self) -> bytes:
@@ -204,7 +222,7 @@ class _Markers:
 
     def text_counts(self, values, n: int) -> tuple[list[str], np.ndarray]:
         """(strings without markers, count per segment)."""
-        values = values[:]
+        values = values[:] if not isinstance(values, list) else values
         is_mark = np.fromiter(map(self.mark_text.__eq__, values), dtype=bool, count=len(values))
         marks = np.flatnonzero(is_mark)
         if marks.size != n:
@@ -212,8 +230,8 @@ class _Markers:
         return list(itertools.compress(values, (~is_mark).tolist())), np.diff(marks, prepend=-1) - 1
 
 
-_COMPACT = _Markers(0, "")
-_ROBUST = _Markers(-(2**63), "\x00")
+_COMPACT = _Markers(0, "", mark_dense=False)
+_ROBUST = _Markers(-(2**63), "\x00", mark_dense=True)
 _MARK_ITEM = b"\x00"  # a lone 0 byte: field 0 is invalid, so no real entry, output or record is this
 
 
@@ -283,9 +301,13 @@ class NodeColumns:
         n = len(node_blobs)
         codes = self.allocator_codes
         nodes = cls["Nodes"].FromString(_with_sentinels(node_blobs, mk.node))
-        self.names = mk.text(nodes.node_name, n)
-        self.label_of = _first_labels(node_blobs, self.names, mk)
-        self.start = mk.scalar(nodes.all_start_micros, n)
+        self.names = mk.dense_text(nodes.node_name, n)
+        # Distinct names in first-seen order, and each execution's index into them.
+        self.distinct_names = list(dict.fromkeys(self.names))
+        index = {name: i for i, name in enumerate(self.distinct_names)}
+        self.name_code = np.fromiter(map(index.__getitem__, self.names), dtype=np.int64, count=n)
+        self.label_of = _first_labels(node_blobs, self.distinct_names, self.name_code, mk)
+        self.start = mk.dense_scalar(nodes.all_start_micros, n)
         self.end = self.start + mk.scalar(nodes.all_end_rel_micros, n)
         self.temp = mk.scalar(nodes.memory_stats.temp_memory_size, n)
         self.persistent = mk.scalar(nodes.memory_stats.persistent_memory_size, n)
@@ -321,8 +343,17 @@ class NodeColumns:
         allocation = description.allocation_description
         _, dtype_count = mk.segments(description.dtype, n)
         requested, requested_count = mk.segments(allocation.requested_bytes, n)
-        names, name_count = mk.text_counts(allocation.allocator_name, n)
         requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
+        all_names = allocation.allocator_name[:]
+        distinct = set(all_names)
+        distinct.discard(mk.mark_text)
+        if (len(distinct) == 1 and np.array_equal(requested_count, dtype_count)
+                and len(all_names) - n == requested.size):
+            # One allocator for every output (a CPU step, say) and as many names as sizes:
+            # an output never has a name without a dtype, so every size has its name.
+            code = self._codes(list(distinct), codes)[0]
+            return np.column_stack([requested_exec, np.full(requested.size, code), requested]).reshape(-1, 3)
+        names, name_count = mk.text_counts(all_names, n)
         paired = (requested_count == dtype_count) & (name_count == dtype_count)
         if paired.all():
             return np.column_stack([requested_exec, self._codes(names, codes), requested]).reshape(-1, 3)
@@ -355,19 +386,19 @@ class NodeColumns:
         return np.delete(selected, 1, axis=1)
 
 
-def _first_labels(node_blobs: list[bytes], names: list[str], mk: _Markers) -> dict[str, str]:
+def _first_labels(node_blobs: list[bytes], distinct: list[str], name_code: np.ndarray,
+                  mk: _Markers) -> dict[str, str]:
     """timeline_label of the first execution of each distinct node name.
 
     Labels serve op types and kernels, which are per node, so only the nodes
     that first run each name are read again for theirs (a few thousand of
     a hundred thousand executions).
     """
-    n = len(names)
-    first = dict(zip(reversed(names), range(n - 1, -1, -1)))  # earlier executions overwrite later ones
-    labels = mk.text(
-        classes()["Labels"].FromString(_with_sentinels([node_blobs[i] for i in first.values()], mk.node)).timeline_label,
-        len(first))
-    return dict(zip(first, labels))
+    first = np.empty(len(distinct), dtype=np.int64)
+    first[name_code[::-1]] = np.arange(name_code.size - 1, -1, -1)  # the earliest write lands last
+    blobs = [node_blobs[i] for i in first.tolist()]
+    labels = mk.text(classes()["Labels"].FromString(_with_sentinels(blobs, mk.node)).timeline_label, len(blobs))
+    return dict(zip(distinct, labels))
 
 
 def parse_run(data: bytes):

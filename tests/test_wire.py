@@ -68,16 +68,19 @@ def _random_step(seed: int, nodes: int = 400) -> step_stats_pb2.StepStats:
     rng = random.Random(seed)
     step = step_stats_pb2.StepStats()
     device = step.dev_stats.add(device="/job:localhost/replica:0/task:0/device:GPU:0")
-    allocators = ["GPU_0_bfc", "cuda_host_bfc", "", "mklcpu"]
+    allocators = ["GPU_0_bfc", "cuda_host_bfc", "", "mklcpu"] if seed % 3 else ["mklcpu"]
 
     def maybe(value):
         return value if rng.random() < 0.7 else 0
 
     for i in range(nodes):
         node = device.node_stats.add()
-        if rng.random() < 0.97:
+        # Even seeds write every name and start time as TensorFlow does (the compact
+        # markers); odd seeds leave some out (the robust fallback).
+        if seed % 2 == 0 or rng.random() < 0.97:
             node.node_name = f"scope_{i % 7}/op_{i}"
-        node.all_start_micros = maybe(1_700_000_000_000_000 + i * 3)
+        start = 1_700_000_000_000_000 + i * 3
+        node.all_start_micros = start if seed % 2 == 0 else maybe(start)
         node.all_end_rel_micros = maybe(rng.randrange(0, 50))
         node.op_start_rel_micros = maybe(1)  # not read: must not disturb what is
         node.thread_id = maybe(rng.randrange(1, 9))
