@@ -39,7 +39,9 @@ def _route(handler):
         if request.method != "GET":
             return _json(request, {"error": "only GET is allowed"}, 405)
         try:
-            return _json(request, handler(self, request))
+            with store.gc_paused():  # a cold request decodes a whole step: see gc_paused
+                body = handler(self, request)
+            return _json(request, body)
         except BadRequest as exc:
             return _json(request, {"error": str(exc)}, 400)
         except report.NotFound as exc:

@@ -8,6 +8,8 @@ logdir. Analysed steps are kept in a bounded, thread-safe LRU.
 from __future__ import annotations
 
 import collections
+import contextlib
+import gc
 import threading
 from dataclasses import dataclass
 from typing import Callable, Hashable
@@ -32,25 +34,42 @@ class StepRef:
 
 
 class LRUCache:
-    """A small thread-safe LRU; values are computed outside the lock."""
+    """A small thread-safe LRU; values are computed outside the lock, once per key.
+
+    The page asks for a step's summary, scopes, curve and graph at once: the
+    first request computes the analysis and the others wait for it instead
+    of each decoding the same blob (they would only slow each other down).
+    """
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
         self._items: collections.OrderedDict = collections.OrderedDict()
+        self._pending: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], object]):
-        with self._lock:
-            if key in self._items:
+        while True:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key]
+                pending = self._pending.get(key)
+                if pending is None:
+                    done = self._pending[key] = threading.Event()
+                    break
+            pending.wait()  # another thread is computing it; then read it (or retry if it failed)
+        try:
+            value = compute()
+            with self._lock:
+                self._items[key] = value
                 self._items.move_to_end(key)
-                return self._items[key]
-        value = compute()
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
-        return value
+                while len(self._items) > self._capacity:
+                    self._items.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                del self._pending[key]
+            done.set()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -114,7 +133,9 @@ class StepStore:
 
         def load():
             try:
-                return graph_mod.RunGraph.from_bytes(self._provider.read_blob(ctx, blob_key=key))
+                data = self._provider.read_blob(ctx, blob_key=key)
+                with gc_paused():
+                    return graph_mod.RunGraph.from_bytes(data)
             except Exception:  # noqa: BLE001 - a bad graph must not break the memory view
                 return None
 
@@ -144,8 +165,40 @@ class StepStore:
 
 def analyse_bytes(data: bytes, graph: graph_mod.RunGraph | None = None) -> analysis.StepAnalysis:
     """Decode and analyse one serialized RunMetadata (the CLI, routes and tests share this)."""
+    with gc_paused():
+        try:
+            decoded = trace_mod.decode_run_metadata(data)
+        except trace_mod.TraceDecodeError as exc:
+            return analysis.failed_step("corrupt", str(exc))
+        return analysis.analyse(decoded, graph.op_types if graph is not None else None)
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = True
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Hold off Python's cyclic garbage collector while a big step is decoded.
+
+    Decoding makes a burst of short-lived lists and strings, which triggers
+    full collections; inside TensorBoard (with TensorFlow imported, hundreds
+    of thousands of live objects) each one costs up to ~0.2 s and they added
+    half again to a cold request. Nothing made here forms reference cycles.
+    Nested and concurrent pauses count, and the collector is back on after
+    the last one (if it was on before the first).
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
     try:
-        decoded = trace_mod.decode_run_metadata(data)
-    except trace_mod.TraceDecodeError as exc:
-        return analysis.failed_step("corrupt", str(exc))
-    return analysis.analyse(decoded, graph.op_types if graph is not None else None)
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()

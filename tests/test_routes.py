@@ -393,3 +393,54 @@ def test_lru_cache_order_and_threads():
     for t in threads:
         t.join()
     assert not errors and len(shared) <= 8
+
+
+def test_lru_cache_computes_a_key_once_for_concurrent_callers():
+    """The page asks for summary, scopes, curve and graph of a cold step at once."""
+    cache = store.LRUCache(4)
+    started, release = threading.Event(), threading.Event()
+    calls = []
+
+    def slow():
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        return "step"
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get_or_compute("k", slow))) for _ in range(4)]
+    threads[0].start()
+    assert started.wait(10)
+    for t in threads[1:]:
+        t.start()
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert results == ["step"] * 4 and calls == [1]
+
+    # A failed computation is not cached, and the next caller tries again.
+    def boom():
+        raise RuntimeError("bad blob")
+
+    with pytest.raises(RuntimeError):
+        cache.get_or_compute("bad", boom)
+    assert cache.get_or_compute("bad", lambda: "ok") == "ok"
+
+
+def test_gc_paused_nests_and_restores():
+    import gc
+
+    assert gc.isenabled()
+    with store.gc_paused():
+        assert not gc.isenabled()
+        with store.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with store.gc_paused():
+            pass
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
