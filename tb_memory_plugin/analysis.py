@@ -139,6 +139,7 @@ class ScopeTree:
     exec_count: np.ndarray
     subtree_size: np.ndarray  # tree nodes in each subtree (preorder: node i spans [i, i + size))
     leaf_of_exec: np.ndarray
+    top_name: np.ndarray  # per tree node: the distinct name holding most at peak (then allocated), -1 if none
 
     @cached_property
     def exec_order(self) -> np.ndarray:
@@ -202,6 +203,8 @@ def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_table: np.n
         at_level = np.flatnonzero(depth == level)
         table += scatter_sum(parent[at_level], table[at_level], count)
     figures = np.ascontiguousarray(table[:, :figure_count])
+    subtree_size = table[:, -1]
+    top_name = _top_name(tree_node_of_name, name_table, subtree_size)
     # Children largest first (at peak, then allocated, then name), as every view wants.
     children: list[list[int]] = [[] for _ in range(count)]
     ranked = np.lexsort((np.arange(count), -figures[:, ALLOCATED], -figures[:, AT_PEAK]))
@@ -217,9 +220,38 @@ def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_table: np.n
         figures=figures,
         categories=np.ascontiguousarray(table[:, figure_count:-2]),
         exec_count=np.ascontiguousarray(table[:, -2]),
-        subtree_size=table[:, -1],
+        subtree_size=subtree_size,
         leaf_of_exec=tree_node_of_name[name_of_exec] if name_of_exec.size else name_of_exec,
+        top_name=top_name,
     )
+
+
+def _top_name(tree_node_of_name: np.ndarray, name_table: np.ndarray, subtree_size: np.ndarray) -> np.ndarray:
+    """Per tree node, the distinct name in its subtree that holds most at peak, then allocated.
+
+    Names sorted by their leaf's preorder position make every subtree a
+    contiguous run, so this is one range-minimum of ranks per node.
+    """
+    count = subtree_size.size
+    best = np.full(count, -1, dtype=np.int64)
+    if tree_node_of_name.size == 0:
+        return best
+    ranked = np.lexsort((np.arange(len(name_table)), -name_table[:, ALLOCATED], -name_table[:, AT_PEAK]))
+    rank = np.empty_like(ranked)
+    rank[ranked] = np.arange(ranked.size)
+    order = np.argsort(tree_node_of_name, kind="stable")
+    positions = tree_node_of_name[order]
+    nodes = np.arange(count)
+    low = np.searchsorted(positions, nodes, side="left")
+    high = np.searchsorted(positions, nodes + subtree_size, side="left")
+    filled = np.flatnonzero(high > low)
+    if filled.size:
+        bounds = np.empty(2 * filled.size, dtype=np.int64)
+        bounds[0::2], bounds[1::2] = low[filled], high[filled]
+        # reduceat over [low, high) pairs; the odd slots (between ranges) are discarded.
+        lowest = np.minimum.reduceat(np.append(rank[order], ranked.size), bounds)[0::2]
+        best[filled] = ranked[lowest]
+    return best
 
 
 class SpaceAnalysis:

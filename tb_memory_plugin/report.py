@@ -120,28 +120,22 @@ def _tree_node(space: SpaceAnalysis, group: str, scope: str):
 
 
 def _child_dict(space: SpaceAnalysis, tree, child: int) -> dict:
-    execs = tree.executions(child)
     return {
         "scope": tree.paths[child],
         "name": _leaf_name(tree.paths[child]),
         "kind": tree.kinds[child],
         "has_children": bool(tree.children[child]),
         "node_count": int(tree.exec_count[child]),
-        "top_op_type": _top_op_type(space, execs),
+        "top_op_type": _top_op_type(space, tree, child),
         "figures": figures_dict(tree.figures[child]),
         "categories": {name: int(v) for name, v in zip(CATEGORIES, tree.categories[child])},
     }
 
 
-def _top_op_type(space: SpaceAnalysis, execs: np.ndarray) -> str | None:
-    if execs.size == 0:
-        return None
-    if execs.size == 1:
-        return space.op_type(int(execs[0]))
-    figures = space.exec_figures[execs]
-    # Op type holding the most at peak, else the most allocated.
-    best = int(execs[np.lexsort((-figures[:, ALLOCATED], -figures[:, AT_PEAK]))[0]])
-    return space.op_type(best)
+def _top_op_type(space: SpaceAnalysis, tree, node: int) -> str | None:
+    """Op type of the node (distinct name) holding the most at peak, else the most allocated."""
+    top = int(tree.top_name[node])
+    return space.node_op_types[top] if top >= 0 else None
 
 
 def scope_children(space: SpaceAnalysis, group: str, scope: str) -> dict:
@@ -250,7 +244,7 @@ def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, sourc
         _, node = _tree_node(space, "scope", scope)
         children = {tree.paths[c]: int(tree.exec_count[c]) for c in tree.children[node]}
         scopes = {tree.paths[c] for c in tree.children[node] if tree.kinds[c] == "scope"}
-        child_ops = {tree.paths[c]: _top_op_type(space, tree.executions(c)) for c in tree.children[node]
+        child_ops = {tree.paths[c]: _top_op_type(space, tree, c) for c in tree.children[node]
                      if tree.kinds[c] != "scope"}
         edges = {}
     else:

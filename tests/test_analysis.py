@@ -427,3 +427,23 @@ def test_persistent_bytes_make_parameters():
     space = store.analyse_bytes(payload).space(None)
     assert [CATEGORIES[c] for c in space.category] == ["parameters", "activations"]
     assert int(space.exec_figures[0, analysis.PERSISTENT]) == 64
+
+
+def test_top_op_type_is_the_biggest_name_in_each_subtree(space):
+    """scopes route's top_op_type: the distinct node name holding most at peak (then
+    allocated) anywhere under the scope, checked by brute force over every scope."""
+    from tb_memory_plugin import report
+
+    for group in analysis.GROUPS:
+        tree = space.tree(group)
+        for node in range(len(tree.paths)):
+            begin, size = node, int(tree.subtree_size[node])
+            leaves = set(range(begin, begin + size))
+            members = [i for i in range(len(space.node_infos))
+                       if int(tree.leaf_of_exec[np.flatnonzero(space.node_code == i)[0]]) in leaves]
+            expected = None
+            if members:
+                best = min(members, key=lambda i: (-int(space.name_table[i, AT_PEAK]),
+                                                   -int(space.name_table[i, ALLOCATED]), i))
+                expected = space.node_op_types[best]
+            assert report._top_op_type(space, tree, node) == expected, (group, tree.paths[node])

@@ -120,7 +120,9 @@ def _columns_of(step: step_stats_pb2.StepStats) -> list[wire.NodeColumns]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_steps_decode_like_the_protos(seed):
+@pytest.mark.parametrize("chunk", [wire.CHUNK_NODES, 37])
+def test_random_steps_decode_like_the_protos(seed, chunk, monkeypatch):
+    monkeypatch.setattr(wire, "CHUNK_NODES", chunk)  # 37: many chunks, marker checks per chunk
     step = _random_step(seed)
     (columns,) = _columns_of(step)
     _assert_same(columns, step.dev_stats[0].node_stats)
