@@ -392,6 +392,13 @@ class SpaceAnalysis:
             return None
         return int(self.space.event_exec[curve.event_order[curve.group_end[curve.peak_index]]])
 
+    def largest_at_peak_exec(self) -> int | None:
+        """The execution holding the most bytes at the peak (None when nothing is held)."""
+        at_peak = self.exec_columns[AT_PEAK]
+        if at_peak.size == 0 or int(at_peak.max()) <= 0:
+            return None
+        return int(np.argmax(at_peak))
+
     def totals(self) -> np.ndarray:
         return np.array([int(column.sum()) for column in self.exec_columns], dtype=np.int64)
 

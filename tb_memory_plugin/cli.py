@@ -74,6 +74,10 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
               f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
         if summary["peak_node"]:
             print(f"   op at peak: {summary['peak_node']['name']} ({summary['peak_node']['op_type']})")
+        if summary["largest_at_peak"]:
+            largest = summary["largest_at_peak"]
+            print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
+                  f"{format_bytes(largest['at_peak_bytes'])}")
         tree = space.tree(group)
         print(f"   top scopes at peak (group={group}):")
         for child in tree.children[0][:top]:

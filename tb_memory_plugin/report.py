@@ -77,6 +77,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
         "peak_rise_bytes": rise,
         "peak_time_us": space.curve.peak_time_us,
         "peak_node": node_ref(space, space.peak_exec(), group),
+        "largest_at_peak": _largest_at_peak(space, group),
         "end_bytes": None if start is None else start + end_rise,
         "node_count": trace.exec_count,
         "event_count": int(trace.event_time_us.size),
@@ -93,6 +94,14 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
             for i in range(1, len(tree.paths)) if tree.kinds[i] == "scope"
         ]
     return summary
+
+
+def _largest_at_peak(space: SpaceAnalysis, group: str) -> dict | None:
+    """The execution holding the most bytes at the peak (the op at the peak may hold little)."""
+    execution = space.largest_at_peak_exec()
+    if execution is None:
+        return None
+    return {**node_ref(space, execution, group), "at_peak_bytes": int(space.exec_columns[AT_PEAK][execution])}
 
 
 def step_summary(step: StepAnalysis, group: str) -> dict:

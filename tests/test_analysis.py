@@ -447,3 +447,21 @@ def test_top_op_type_is_the_biggest_name_in_each_subtree(space):
                                                    -int(space.name_table[i, ALLOCATED]), i))
                 expected = space.node_op_types[best]
             assert report._top_op_type(space, tree, node) == expected, (group, tree.paths[node])
+
+
+def test_largest_holder_at_peak(space):
+    """The summary names the execution holding most at the peak, with its bytes,
+    read independently from the records: net bytes each node had allocated by then."""
+    from tb_memory_plugin import report
+
+    summary = report.device_summary(space, "layer")
+    largest = summary["largest_at_peak"]
+    held = collections.Counter()
+    order = np.argsort(space.space.event_time_us, kind="stable")
+    times = space.space.event_time_us[order]
+    for k in order[: int(np.searchsorted(times, space.curve.peak_time_us, side="right"))]:
+        held[int(space.space.event_exec[k])] += int(space.space.event_bytes[k])
+    exec_index, expected_bytes = max(held.items(), key=lambda kv: (kv[1], -kv[0]))
+    assert largest["at_peak_bytes"] == expected_bytes > 0
+    assert largest["name"] == space.space.names[exec_index]
+    assert largest["at_peak_bytes"] <= summary["peak_rise_bytes"]
