@@ -66,6 +66,19 @@ def _int_arg(request, name, default, low, high):
     return value
 
 
+def _window(request):
+    """(start_us, end_us) from start_us and end_us, both or neither, start < end."""
+    start = _int_arg(request, "start_us", None, 0, 2**62)
+    end = _int_arg(request, "end_us", None, 0, 2**62)
+    if start is None and end is None:
+        return None
+    if start is None or end is None:
+        raise BadRequest("parameters 'start_us' and 'end_us' go together")
+    if start >= end:
+        raise BadRequest(f"'start_us' ({start}) must be before 'end_us' ({end})")
+    return start, end
+
+
 def _required(request, name):
     value = request.args.get(name)
     if value is None or value == "":
@@ -145,8 +158,9 @@ class MemoryPlugin(base_plugin.TBPlugin):
     def scope_impl(self, ctx, experiment, run, tag, device=None, group="layer", scope="", top=50):
         return report.scope_details(self._space(ctx, experiment, run, tag, device), group, scope, top)
 
-    def curve_impl(self, ctx, experiment, run, tag, device=None, group="layer", points=800, breakdown="", top=8):
-        return report.curve(self._space(ctx, experiment, run, tag, device), group, points, breakdown, top)
+    def curve_impl(self, ctx, experiment, run, tag, device=None, group="layer", points=800, breakdown="", top=8,
+                   window=None):
+        return report.curve(self._space(ctx, experiment, run, tag, device), group, points, breakdown, top, window)
 
     def graph_impl(self, ctx, experiment, run, tag, device=None, scope="", max_nodes=200):
         space = self._space(ctx, experiment, run, tag, device)
@@ -190,7 +204,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
     def curve_route(self, request):
         return self.curve_impl(*self._space_args(request), _group(request),
                                _int_arg(request, "points", 800, 16, 20000), request.args.get("breakdown", ""),
-                               _int_arg(request, "top", 8, 0, 50))
+                               _int_arg(request, "top", 8, 0, 50), _window(request))
 
     @_route
     def graph_route(self, request):

@@ -205,11 +205,20 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -
     }
 
 
-def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", top: int = 8) -> dict:
+def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", top: int = 8,
+          window: tuple[int, int] | None = None) -> dict:
+    """The downsampled curve; `window` (start_us, end_us) zooms in: only that span
+    is bucketed, so a zoomed view gets `points` buckets of its own."""
     tree, node = _tree_node(space, group, breakdown)
     curve_data = space.curve
     offset = space.start_bytes or 0
-    sampled = downsample(curve_data.time_us, curve_data.rise_bytes, points)
+    first, last = 0, curve_data.time_us.size
+    if window is not None:
+        first = int(np.searchsorted(curve_data.time_us, window[0], side="left"))
+        last = int(np.searchsorted(curve_data.time_us, window[1], side="right"))
+    carried_in = int(curve_data.rise_bytes[first - 1]) if first > 0 else 0
+    sampled = downsample(curve_data.time_us[first:last], curve_data.rise_bytes[first:last], points, carried_in)
+    sampled.position += first
     trace = space.space
     # The node whose event made each bucket's max: the op running there.
     last_event = curve_data.event_order[curve_data.group_end[sampled.position]] if sampled.position.size else sampled.position
@@ -223,8 +232,11 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})
     series.append({"scope": None, "name": "(other)", "bytes": (sampled.max_bytes - explained).tolist()})
     by_time = np.argsort(trace.snapshot_time_us, kind="stable")
+    if window is not None:
+        by_time = by_time[(trace.snapshot_time_us[by_time] >= window[0]) & (trace.snapshot_time_us[by_time] <= window[1])]
     snapshots = downsample(trace.snapshot_time_us[by_time], trace.snapshot_bytes[by_time], points)
     return {
+        "window": None if window is None else {"start_us": window[0], "end_us": window[1]},
         "baseline": space.baseline,
         "start_bytes": space.start_bytes,
         "absolute": space.start_bytes is not None,

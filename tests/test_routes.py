@@ -180,6 +180,41 @@ def test_curve_equals_engine(tb, logdir):
         assert body["absolute"] is True and body["snapshots"]["bytes"]
 
 
+def test_curve_zoom_window(tb, logdir):
+    """A zoomed view asks for a window and gets its own buckets, checked against the
+    step function rebuilt from the engine's events."""
+    engine = engine_step(logdir, "unet", "step_1").space(None)
+    curve = engine.curve
+    start = engine.start_bytes or 0
+    times, rises = curve.time_us, curve.rise_bytes
+    middle = len(times) // 2
+    window = (int(times[middle - 40]), int(times[middle + 40]))
+    body = get_json(tb, "curve", run="unet", tag="step_1", points="16", top="3",
+                    start_us=str(window[0]), end_us=str(window[1]))
+    assert body["window"] == {"start_us": window[0], "end_us": window[1]}
+    assert 0 < len(body["t_us"]) <= 16
+    assert all(window[0] <= t <= window[1] for t in body["t_us"])
+    inside = (times >= window[0]) & (times <= window[1])
+    assert max(body["max_bytes"]) == start + int(rises[inside].max())
+    assert min(body["min_bytes"]) == start + min(int(rises[inside].min()), int(rises[np.flatnonzero(inside)[0] - 1]))
+    assert body["peak"]["rise_bytes"] == engine.peak_rise_bytes  # the step's own, not the window's
+    assert np.sum([s["bytes"] for s in body["series"]], axis=0).tolist() == [m - start for m in body["max_bytes"]]
+    # Enough points: every event group in the window, exactly.
+    every = get_json(tb, "curve", run="unet", tag="step_1", points="20000", start_us=str(window[0]),
+                     end_us=str(window[1]))
+    assert every["t_us"] == times[inside].tolist()
+    assert every["max_bytes"] == (rises[inside] + start).tolist()
+
+
+@pytest.mark.parametrize("params", [
+    {"start_us": "10"}, {"end_us": "10"}, {"start_us": "20", "end_us": "10"}, {"start_us": "5", "end_us": "5"},
+    {"start_us": "-1", "end_us": "10"}, {"start_us": "a", "end_us": "10"},
+])
+def test_curve_window_is_validated(tb, params):
+    body = get_json(tb, "curve", expect=400, run="unet", tag="step_1", **params)
+    assert "start_us" in body["error"] or "end_us" in body["error"]
+
+
 def test_graph_with_run_graph(tb, logdir):
     engine = engine_step(logdir, "unet", "step_1").space(None)
     tree = engine.tree("scope")
