@@ -26,15 +26,21 @@ button:disabled { opacity: 0.5; }
 :focus-visible { outline: 2px solid var(--focus); outline-offset: 2px; }
 code, pre { font-family: "Roboto Mono", ui-monospace, Menlo, monospace; font-size: 12px; }
 pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflow-x: auto; white-space: pre-wrap; }
-.mem-root { display: flex; flex-direction: column; gap: 8px; padding: 8px 12px 16px; min-width: 960px; }
-.mem-header { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; }
+.mem-root { display: flex; flex-direction: column; gap: 6px; padding: 6px 12px 16px; min-width: 960px; }
+.mem-header { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; }
 .mem-header h1 { font-size: 16px; margin: 0 8px 0 0; font-weight: 500; }
 .picker { display: inline-flex; gap: 6px; align-items: center; }
 .picker label { color: var(--muted); }
-.picker select { max-width: 260px; }
-.status { color: var(--muted); margin-left: auto; max-width: 50%; }
+.picker select { max-width: 240px; }
+/* One line whatever it says (the full text is its title): a long message never pushes the page down. */
+.status { color: var(--muted); margin-left: auto; flex: 1 1 120px; min-width: 120px; text-align: right; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .status[data-kind="error"] { color: var(--error-fg); }
-.summary { display: flex; flex-wrap: wrap; gap: 4px 18px; align-items: baseline; padding: 6px 10px; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; }
+/* Two lines at most: each line stays on one row and its longest item is cut with an ellipsis (full text in its title). */
+.summary { display: flex; flex-direction: column; gap: 1px; padding: 3px 10px; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; }
+.summary .summary-line { display: flex; gap: 0 18px; align-items: baseline; white-space: nowrap; overflow: hidden; line-height: 20px; }
+.summary .summary-line > * { flex: 0 0 auto; }
+.summary .summary-line > .shrink { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+.summary .summary-line.secondary { font-size: 12px; line-height: 17px; }
 .summary .figure b { font-size: 15px; font-weight: 600; }
 .summary .note { color: var(--muted); }
 .summary .identity[data-holds="false"] { color: var(--error-fg); }
@@ -43,7 +49,13 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .side-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
 .panel { contain: layout style; position: relative; background: var(--bg); border: 1px solid var(--border); border-radius: 6px; padding: 6px 8px; min-width: 0; }
 .panel h2 { font-size: 13px; font-weight: 600; margin: 0 0 4px; }
-.panel-toolbar { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; margin-bottom: 4px; }
+.panel-toolbar { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; margin-bottom: 4px; min-height: 24px; }
+/* A toolbar that must stay one row: its text items shrink with an ellipsis instead of wrapping. */
+.panel-toolbar.one-row { flex-wrap: nowrap; white-space: nowrap; }
+.panel-toolbar.one-row > * { flex: 0 0 auto; }
+.panel-toolbar.one-row > .shrink { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+.panel-toolbar.bottom { margin: 4px 0 0; font-size: 12px; }
+.panel-toolbar select { padding: 1px 4px; }
 .panel-toolbar .spacer { flex: 1; }
 .panel-toolbar label { color: var(--muted); display: inline-flex; gap: 4px; align-items: center; }
 .panel-error { background: var(--error-bg); color: var(--error-fg); padding: 6px 8px; border-radius: 4px; margin-bottom: 6px; white-space: pre-wrap; }
@@ -51,10 +63,10 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .is-loading > .panel-body { opacity: 0.55; transition: opacity 0.15s; }
 .muted { color: var(--muted); }
 .hidden { display: none !important; }
-.two-up { display: grid; grid-template-columns: minmax(0, 1.15fr) minmax(0, 1fr); gap: 8px; }
+.two-up { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 8px; }
 
 /* curve */
-.curve-svg { display: block; width: 100%; height: 200px; user-select: none; cursor: crosshair; }
+.curve-svg { display: block; width: 100%; user-select: none; cursor: crosshair; }
 .curve-svg .axis text { fill: var(--muted); font-size: 10px; }
 .curve-svg .axis line, .curve-svg .axis path { stroke: var(--border); }
 .curve-svg .grid line { stroke: var(--border); stroke-opacity: 0.5; }
@@ -74,10 +86,15 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .curve-svg .layer.layer-selected { stroke: var(--accent); stroke-width: 2.5; fill-opacity: 1; }
 .curve-tooltip { position: absolute; pointer-events: none; background: var(--panel); border: 1px solid var(--border); border-radius: 4px; padding: 4px 8px; font-size: 12px; max-width: 420px; box-shadow: 0 2px 6px rgba(0,0,0,0.2); z-index: 5; overflow-wrap: anywhere; }
 .legend { display: flex; flex-wrap: wrap; gap: 2px 12px; font-size: 12px; color: var(--muted); }
+.legend:empty { display: none; }
+.legend-selection { display: inline-block; color: var(--fg); }
 .legend .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
 
 /* treemap */
-.breadcrumbs { display: flex; flex-wrap: wrap; gap: 2px; align-items: center; font-size: 12px; }
+/* One row that scrolls sideways when the path is deep (it is scrolled to its end on each render). */
+.breadcrumbs { display: flex; flex-wrap: nowrap; gap: 2px; align-items: center; font-size: 12px; overflow-x: auto; scrollbar-width: thin; }
+.breadcrumbs > * { flex: 0 0 auto; }
+.panel-toolbar.one-row > .breadcrumbs { overflow-x: auto; overflow-y: hidden; text-overflow: clip; }
 .breadcrumbs button { border: none; background: none; color: var(--select); padding: 1px 3px; }
 .breadcrumbs button[aria-current="page"] { color: var(--fg); font-weight: 600; }
 .breadcrumbs .sep { color: var(--muted); }
@@ -100,8 +117,9 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .graph-area svg { display: block; width: 100%; height: 100%; cursor: grab; }
 .graph-area .edge { fill: none; stroke: var(--edge); stroke-width: 1.2; }
 .graph-area .box rect { stroke: var(--border); stroke-width: 1; }
-.graph-area .box text { fill: var(--fg); font-size: 11px; pointer-events: none; }
-.graph-area .box .sub { fill: var(--muted); font-size: 10px; }
+.graph-area .box text { fill: var(--fg); font-size: 12px; pointer-events: none; }
+.graph-area .box .sub { fill: var(--muted); font-size: 11px; }
+.graph-note { font-size: 12px; color: var(--muted); margin-top: 4px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .graph-area .box { cursor: pointer; }
 .graph-area .box.selected rect { stroke: var(--select); stroke-width: 3; }
 .graph-area .box:focus { outline: none; }
@@ -115,10 +133,14 @@ a.link { color: var(--select); }
 .kv td, .kv th { padding: 2px 4px; border-bottom: 1px solid var(--border); vertical-align: top; text-align: left; }
 .kv td.num, .kv th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .kv .explain { color: var(--muted); font-size: 11px; }
-.table-wrap { contain: content; max-height: 300px; overflow: auto; border: 1px solid var(--border); border-radius: 4px; }
+/* Tables never widen their panel: what does not fit scrolls inside this box. */
+.table-wrap { contain: content; max-width: 100%; max-height: 300px; overflow: auto; border: 1px solid var(--border); border-radius: 4px; }
 table.data { width: 100%; border-collapse: collapse; font-size: 12px; }
 table.data th { position: sticky; top: 0; background: var(--panel); text-align: left; padding: 0; border-bottom: 1px solid var(--border); }
-table.data th button { width: 100%; border: none; border-radius: 0; background: none; text-align: inherit; padding: 3px 6px; font-weight: 600; white-space: nowrap; }
+table.data th button { width: 100%; border: none; border-radius: 0; background: none; text-align: inherit; padding: 3px 6px; font-weight: 600; }
+table.data.compact th button { padding: 3px 4px; white-space: nowrap; }
+table.data.compact td { padding: 2px 4px; overflow-wrap: anywhere; }
+.table-note { font-size: 11px; color: var(--muted); margin-top: 2px; }
 table.data th.num, table.data td.num { text-align: right; }
 table.data td { padding: 2px 6px; border-bottom: 1px solid var(--border); vertical-align: top; }
 table.data td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
@@ -129,5 +151,6 @@ table.data td.raw { font-family: "Roboto Mono", ui-monospace, monospace; font-si
 .empty-state { padding: 16px 20px; border: 1px dashed var(--border); border-radius: 6px; background: var(--panel); max-width: 900px; }
 .empty-state h2 { margin-top: 0; font-size: 15px; }
 .empty-state .message { white-space: pre-wrap; overflow-wrap: anywhere; }
+.empty-state .error-text { background: var(--error-bg); color: var(--error-fg); }
 .exports { display: flex; gap: 6px; }
 `;

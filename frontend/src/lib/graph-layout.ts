@@ -3,6 +3,7 @@
 
 import dagre from '@dagrejs/dagre';
 import type { GraphEdge, GraphNode, GraphResponse } from '../api';
+import { formatBytes } from '../format';
 
 export interface PlacedNode {
   node: GraphNode;
@@ -23,7 +24,7 @@ export interface GraphLayout {
   height: number;
 }
 
-export const BOX_HEIGHT = 34;
+export const BOX_HEIGHT = 38;
 const CHAR_PX = 7;
 const MIN_BOX_WIDTH = 70;
 const MAX_BOX_WIDTH = 220;
@@ -33,6 +34,11 @@ export function boxWidth(label: string): number {
   return Math.max(MIN_BOX_WIDTH, Math.min(MAX_BOX_WIDTH, label.length * CHAR_PX + 20));
 }
 
+/** The second line of a box: its bytes at the peak and its op type. */
+export function boxSubLabel(node: GraphNode): string {
+  return `${formatBytes(node.at_peak_bytes)}${node.op_type ? ` · ${node.op_type}` : ''}`;
+}
+
 export function layoutGraph(graph: GraphResponse): GraphLayout {
   const g = new dagre.graphlib.Graph({ multigraph: false });
   g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 36, marginx: 12, marginy: 12 });
@@ -40,7 +46,9 @@ export function layoutGraph(graph: GraphResponse): GraphLayout {
   const ids = new Set<string>();
   for (const node of graph.nodes) {
     ids.add(node.id);
-    g.setNode(node.id, { width: boxWidth(node.name), height: BOX_HEIGHT });
+    // The second line is a size smaller: about 0.9 of a name character per character.
+    const width = Math.max(boxWidth(node.name), Math.min(MAX_BOX_WIDTH, Math.ceil(boxSubLabel(node).length * CHAR_PX * 0.9) + 20));
+    g.setNode(node.id, { width, height: BOX_HEIGHT });
   }
   const edges = graph.edges.filter((e) => ids.has(e.source) && ids.has(e.target) && e.source !== e.target);
   for (const e of edges) g.setEdge(e.source, e.target, { weight: e.count });

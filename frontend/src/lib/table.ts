@@ -5,6 +5,8 @@ export type Cell = string | number | null;
 export interface Column<T> {
   key: string;
   label: string;
+  /** Header shown in a narrow (compact) table; exports always use `label`. */
+  shortLabel?: string;
   /** Raw value: sorted on and exported (bytes stay exact integers). */
   value: (row: T) => Cell;
   /** Text shown in the page; defaults to the raw value. */

@@ -12,8 +12,10 @@ import { colorForRank } from '../lib/colors';
 import { nearestIndex, relativeBytes, stackSeries, zoomRange, type StackedLayer } from '../lib/curve-data';
 import type { Selection } from '../selection';
 
-const HEIGHT = 200;
-const MARGIN = { top: 20, right: 14, bottom: 22, left: 66 };
+/** Plot height: low enough that the treemap and graph start on the first screen at 1280x800. */
+export const CURVE_HEIGHT = 140;
+const HEIGHT = CURVE_HEIGHT;
+const MARGIN = { top: 18, right: 14, bottom: 20, left: 66 };
 const STACK_TOP = 8;
 
 export interface HighlightSeries {
@@ -34,9 +36,11 @@ export class CurveView {
   private readonly tooltip = el('div', { class: 'curve-tooltip hidden', role: 'status' });
   private readonly stackToggle = el('input', { type: 'checkbox', 'data-testid': 'stack-toggle', id: 'mem-stack' });
   private readonly resetButton = el('button', { type: 'button', title: 'Show the whole step (or double click the curve)' }, 'Reset zoom');
-  private readonly caption = el('span', { class: 'muted' });
+  private readonly caption = el('span', { class: 'muted shrink' });
+  /** Stacked layers' names; empty (and not shown) unless the curve is stacked. */
   private readonly legend = el('div', { class: 'legend' });
-  private readonly selectionLegend = el('span', { class: 'legend-selection' });
+  /** The selected scope's swatch, in the toolbar so that a selection never moves the panels below. */
+  private readonly selectionLegend = el('span', { class: 'legend legend-selection shrink' });
   /** Groups redrawn alone when only the selection's highlight or time span changes. */
   private spanLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
   private highlightLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
@@ -55,6 +59,7 @@ export class CurveView {
     this.svgNode.setAttribute('class', 'curve-svg');
     this.svgNode.setAttribute('role', 'img');
     this.svgNode.setAttribute('aria-label', 'Memory in use over the step');
+    this.svgNode.style.height = `${HEIGHT}px`;
     this.svg = select(this.svgNode);
     this.body = el('div', { class: 'panel-body', 'data-testid': 'curve', style: 'position:relative' }, this.svgNode, this.tooltip);
     this.element = el(
@@ -62,9 +67,10 @@ export class CurveView {
       { class: 'panel curve-panel', 'aria-label': 'Memory over time' },
       el(
         'div',
-        { class: 'panel-toolbar' },
+        { class: 'panel-toolbar one-row' },
         el('h2', {}, 'Memory over the step'),
         this.caption,
+        this.selectionLegend,
         el('span', { class: 'spacer' }),
         el('label', { for: 'mem-stack' }, this.stackToggle, `Stack top ${STACK_TOP} scopes`),
         this.resetButton,
@@ -138,6 +144,7 @@ export class CurveView {
     const c = this.curve;
     if (!c) {
       this.caption.textContent = '';
+      this.selectionLegend.replaceChildren();
       return;
     }
     const width = Math.max(200, this.svgNode.clientWidth || 900);
@@ -162,9 +169,14 @@ export class CurveView {
     const x = this.x;
     const y = this.y;
 
-    this.caption.textContent = c.absolute
-      ? 'absolute bytes in use (allocator baseline known)'
-      : 'relative to the start of the step: the allocator gave no baseline';
+    const captionText = [
+      c.absolute ? 'absolute bytes in use (allocator baseline known)' : 'relative to the start of the step: the allocator gave no baseline',
+      c.snapshots.t_us.length > 1 && !stacked ? 'dotted: the allocator’s own bytes-in-use snapshots' : null,
+    ]
+      .filter(Boolean)
+      .join(' · ');
+    this.caption.textContent = captionText;
+    this.caption.title = captionText;
 
     // Axes and grid, drawn by hand (no d3-axis): a few ticks, bytes on the left, time below.
     const grid = svg.append('g').attr('class', 'grid');
@@ -248,7 +260,6 @@ export class CurveView {
         .x((i) => x(s.t_us[i]!))
         .y((i) => y(s.bytes[i]!));
       plot.append('path').attr('class', 'snapshots').attr('d', snapLine(s.t_us.map((_v, i) => i)));
-      this.legend.append(el('span', {}, 'dotted: the allocator’s own bytes-in-use snapshots'));
     }
 
     if (c.peak) {
@@ -274,7 +285,6 @@ export class CurveView {
 
     svg.append('g').attr('class', 'hover');
     svg.append('rect').attr('class', 'drag hidden');
-    this.legend.append(this.selectionLegend);
     this.drawOverlays();
   }
 
@@ -310,6 +320,7 @@ export class CurveView {
       this.classList.toggle('layer-selected', on);
       outlined = outlined || on;
     });
+    this.selectionLegend.title = h ? `selected: ${h.scope}` : '';
     if (outlined && h) {
       this.selectionLegend.append(el('span', { class: 'swatch', style: 'border:2px solid var(--accent)' }), `selected: ${h.scope}`);
     } else if (h && h.bytes.length === h.t_us.length && h.bytes.length > 0) {

@@ -13,6 +13,10 @@ export interface DataTableOptions<T> {
   caption?: string;
   /** Rows shown at most (all rows are exported). */
   maxRows?: number;
+  /** Keys of the columns shown, for a narrow panel (every column is exported); default all. */
+  shownColumns?: string[];
+  /** Tighter cell padding, for a narrow panel. */
+  compact?: boolean;
   onRowClick?: (row: T) => void;
 }
 
@@ -26,6 +30,7 @@ export class DataTable<T> {
   constructor(private readonly options: DataTableOptions<T>) {
     this.sort = options.initialSort;
     this.table.setAttribute('data-testid', options.testId);
+    if (options.compact) this.table.classList.add('compact');
     if (options.caption) this.table.append(el('caption', { class: 'hidden' }, options.caption));
     const ids = options.exportTestIds ?? { csv: `${options.testId}-export-csv`, json: `${options.testId}-export-json` };
     const csv = el('button', { type: 'button', 'data-testid': ids.csv, title: 'Download this table as CSV (exact byte counts)' }, 'CSV');
@@ -50,15 +55,22 @@ export class DataTable<T> {
     return sortRows(this.rows, this.options.columns, this.sort);
   }
 
+  private shown(): Column<T>[] {
+    const keys = this.options.shownColumns;
+    return keys ? this.options.columns.filter((c) => keys.includes(c.key)) : this.options.columns;
+  }
+
   private render(): void {
     const keep = this.table.querySelector('caption');
     clear(this.table);
     if (keep) this.table.append(keep);
+    const columns = this.shown();
     const head = el('tr');
-    for (const column of this.options.columns) {
+    for (const column of columns) {
       const active = this.sort.key === column.key;
       const arrow = active ? (this.sort.direction === 'asc' ? ' ▲' : ' ▼') : '';
-      const button = el('button', { type: 'button', 'data-sort-key': column.key }, column.label + arrow);
+      const label = this.options.compact ? (column.shortLabel ?? column.label) : column.label;
+      const button = el('button', { type: 'button', 'data-sort-key': column.key, title: column.label }, label + arrow);
       button.addEventListener('click', () => {
         this.sort = nextSort(this.sort, column);
         this.render();
@@ -80,7 +92,7 @@ export class DataTable<T> {
     const shown = this.options.maxRows ? rows.slice(0, this.options.maxRows) : rows;
     for (const row of shown) {
       const tr = el('tr');
-      for (const column of this.options.columns) {
+      for (const column of columns) {
         const raw = column.value(row);
         const text = column.text ? column.text(row) : raw === null ? '—' : String(raw);
         tr.append(el('td', { class: column.numeric ? 'num' : column.key === 'raw_name' ? 'raw' : null }, text));
@@ -94,7 +106,7 @@ export class DataTable<T> {
     }
     if (rows.length > shown.length) {
       body.append(
-        el('tr', {}, el('td', { colspan: this.options.columns.length, class: 'muted' }, `${rows.length - shown.length} more rows in the export`)),
+        el('tr', {}, el('td', { colspan: columns.length, class: 'muted' }, `${rows.length - shown.length} more rows in the export`)),
       );
     }
     this.table.append(el('thead', {}, head), body);

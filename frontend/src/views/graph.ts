@@ -2,16 +2,25 @@
 // (once per response), boxes shaded by at-peak bytes, pan and wheel zoom.
 
 import { select } from 'd3-selection';
-import { zoom, zoomIdentity, type ZoomBehavior } from 'd3-zoom';
+import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from 'd3-zoom';
 import type { GraphResponse } from '../api';
 import { el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatCount } from '../format';
 import { byteShade } from '../lib/colors';
-import { layoutGraph, type GraphLayout } from '../lib/graph-layout';
+import { fitTransform, layoutBounds, panIntoView, readableScale, type Bounds } from '../lib/graph-fit';
+import { boxSubLabel, layoutGraph, type GraphLayout } from '../lib/graph-layout';
 import { graphsDashboardHref } from '../lib/links';
 import type { Selection } from '../selection';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
+/** Label sizes (layout pixels) and the smallest size a fit may show them at (screen pixels). */
+const NAME_PX = 12;
+const SUB_PX = 11;
+const MIN_LABEL_PX = 9;
+/** A fit never zooms out further than this: the smaller label stays readable. */
+export const MIN_FIT_SCALE = readableScale(SUB_PX, MIN_LABEL_PX);
+const MAX_FIT_SCALE = 1.25;
+const FIT_PADDING = 8;
 
 function svgEl<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
   const node = document.createElementNS(SVG_NS, tag);
@@ -37,10 +46,22 @@ export class GraphView {
     rel: 'noopener',
     href: '#',
   }, 'Open in Graphs dashboard');
-  private readonly info = el('span', { class: 'muted' });
-  private readonly fitButton = el('button', { type: 'button', title: 'Fit the whole graph in view' }, 'Fit');
+  private readonly info = el('div', { class: 'graph-note' });
+  private readonly fitButton = el(
+    'button',
+    { type: 'button', title: 'Back to the starting view: all of the graph when it fits at a readable size, else its biggest box. Drag to pan, wheel to zoom.' },
+    'Fit',
+  );
   private readonly zoomBehavior: ZoomBehavior<SVGSVGElement, unknown>;
   private layout: GraphLayout | null = null;
+  private bounds: Bounds | null = null;
+  private anchor: { x: number; y: number } | null = null;
+  /** Each box's rectangle in layout coordinates, to pan one into view without reading the DOM. */
+  private rectById = new Map<string, Bounds>();
+  /** The view's size at the last fit (reading it again on a click would force a layout). */
+  private view = { width: 500, height: 330 };
+  /** True from a pointer press in the graph until its click is done: the box under the pointer must not move then (double click). */
+  private pointerActive = false;
   private boxById = new Map<string, SVGGElement>();
 
   constructor(
@@ -52,11 +73,12 @@ export class GraphView {
     this.element = el(
       'section',
       { class: 'panel graph-panel', 'aria-label': 'Graph' },
-      el('div', { class: 'panel-toolbar' }, el('h2', {}, 'Graph'), this.info, el('span', { class: 'spacer' }), this.fitButton, this.link),
+      el('div', { class: 'panel-toolbar one-row' }, el('h2', {}, 'Graph'), el('span', { class: 'spacer' }), this.fitButton, this.link),
       this.area,
+      this.info,
     );
     this.zoomBehavior = zoom<SVGSVGElement, unknown>()
-      .scaleExtent([0.05, 4])
+      .scaleExtent([MIN_FIT_SCALE, 4])
       // The area's own size: d3's default reads SVG baseVal sizes, which 100%-sized SVGs do not give reliably.
       .extent(() => [
         [0, 0],
@@ -64,9 +86,21 @@ export class GraphView {
       ])
       .on('zoom', (ev: { transform: { toString(): string } }) => this.viewport.setAttribute('transform', ev.transform.toString()));
     select(this.svg).call(this.zoomBehavior).on('dblclick.zoom', null);
+    this.svg.addEventListener('pointerdown', () => {
+      this.pointerActive = true;
+    }, true);
+    const release = () => setTimeout(() => {
+      this.pointerActive = false;
+    }, 0);
+    this.svg.addEventListener('pointerup', release, true);
+    this.svg.addEventListener('pointercancel', release, true);
     this.fitButton.addEventListener('click', () => this.fit());
     selection.subscribe((state, changed) => {
-      if (changed.has('selected')) this.updateSelected();
+      if (changed.has('selected')) {
+        this.updateSelected();
+        // Selected elsewhere (treemap, keyboard): show where it sits in the graph.
+        if (state.selected !== null && !this.pointerActive) this.reveal(state.selected);
+      }
       if (changed.has('run')) this.updateLink(state.run);
     });
   }
@@ -82,7 +116,13 @@ export class GraphView {
   setData(graph: GraphResponse | null): void {
     this.viewport.replaceChildren();
     this.boxById.clear();
+    this.rectById.clear();
     this.layout = graph ? layoutGraph(graph) : null;
+    this.bounds = this.layout ? layoutBounds(this.layout) : null;
+    // The box holding the most at the peak: the view starts around it when the graph is too big to show whole.
+    let biggest: GraphLayout['nodes'][number] | null = null;
+    for (const p of this.layout?.nodes ?? []) if (!biggest || p.node.at_peak_bytes > biggest.node.at_peak_bytes) biggest = p;
+    this.anchor = biggest ? { x: biggest.x, y: biggest.y } : null;
     this.updateLink(graph?.graphs_dashboard_run ?? this.selection.get().run);
     if (!graph || !this.layout) {
       this.info.textContent = '';
@@ -139,11 +179,13 @@ export class GraphView {
       );
       // Dark text on strongly shaded boxes keeps labels readable in both themes.
       const ink: Record<string, string> = shade > 0.55 ? { style: 'fill:#111' } : {};
-      const name = svgEl('text', { x: 6, y: 14, ...ink });
-      const maxChars = Math.floor((p.width - 10) / 6.3);
+      const name = svgEl('text', { x: 6, y: 15, ...ink });
+      const maxChars = Math.floor((p.width - 10) / (NAME_PX * 0.58));
       name.textContent = n.name.length > maxChars ? `${n.name.slice(0, Math.max(1, maxChars - 1))}…` : n.name;
-      const sub = svgEl('text', { x: 6, y: 27, class: 'sub', ...ink });
-      sub.textContent = `${formatBytes(n.at_peak_bytes)}${n.op_type ? ` · ${n.op_type}` : ''}`;
+      const sub = svgEl('text', { x: 6, y: 30, class: 'sub', ...ink });
+      const subText = boxSubLabel(n);
+      const maxSub = Math.floor((p.width - 10) / (SUB_PX * 0.58));
+      sub.textContent = subText.length > maxSub ? `${subText.slice(0, Math.max(1, maxSub - 1))}…` : subText;
       const title = svgEl('title');
       title.textContent = [
         n.id,
@@ -160,6 +202,10 @@ export class GraphView {
           ev.stopPropagation();
           if (n.kind === 'scope') this.selection.drill(n.id);
         });
+        // Tabbing to a box out of view pans to it.
+        g.addEventListener('focus', () => {
+          if (!this.pointerActive) this.reveal(n.id);
+        });
         g.addEventListener('keydown', (ev) => {
           if (ev.key === 'Enter' || ev.key === ' ') {
             ev.preventDefault();
@@ -168,6 +214,7 @@ export class GraphView {
           }
         });
         this.boxById.set(n.id, g);
+        this.rectById.set(n.id, { x0: p.x - p.width / 2, y0: p.y - p.height / 2, x1: p.x + p.width / 2, y1: p.y + p.height / 2 });
       }
       boxes.append(g);
     }
@@ -175,17 +222,27 @@ export class GraphView {
   }
 
   private fit(): void {
-    const layout = this.layout;
-    if (!layout || layout.width === 0) return;
+    const bounds = this.bounds;
+    if (!bounds) return;
     const w = this.area.clientWidth || 500;
     const h = this.area.clientHeight || 330;
-    // Fit the whole graph, but never below a readable scale: a long chain then
-    // fills the width and starts at the top, and the rest is a pan away.
-    const fitAll = Math.min(w / layout.width, h / layout.height) * 0.95;
-    const k = Math.min(1.2, Math.max(fitAll, Math.min(0.6, (w / layout.width) * 0.95)));
-    const tx = (w - layout.width * k) / 2;
-    const ty = layout.height * k <= h ? (h - layout.height * k) / 2 : 4;
-    select(this.svg).call(this.zoomBehavior.transform, zoomIdentity.translate(tx, ty).scale(k));
+    this.view = { width: w, height: h };
+    // The whole graph (edges included) when it fits with labels of at least MIN_LABEL_PX;
+    // otherwise that readable zoom around the biggest box, and the rest is a drag away.
+    const t = fitTransform(bounds, w, h, { minScale: MIN_FIT_SCALE, maxScale: MAX_FIT_SCALE, padding: FIT_PADDING, anchor: this.anchor });
+    // Wheel zoom may go out to the whole graph (an overview), never further.
+    const overview = Math.min((w - 2 * FIT_PADDING) / Math.max(1, bounds.x1 - bounds.x0), (h - 2 * FIT_PADDING) / Math.max(1, bounds.y1 - bounds.y0));
+    this.zoomBehavior.scaleExtent([Math.min(MIN_FIT_SCALE, Math.max(0.05, overview)), 4]);
+    select(this.svg).call(this.zoomBehavior.transform, zoomIdentity.translate(t.tx, t.ty).scale(t.k));
+  }
+
+  /** Pans (same zoom) so that the box of `id` is in view; nothing moves when it already is. */
+  private reveal(id: string): void {
+    const rect = this.rectById.get(id);
+    if (!rect) return;
+    const current = zoomTransform(this.svg);
+    const t = panIntoView(rect, { k: current.k, tx: current.x, ty: current.y }, this.view.width, this.view.height, 2);
+    if (t) select(this.svg).call(this.zoomBehavior.transform, zoomIdentity.translate(t.tx, t.ty).scale(t.k));
   }
 
   /** Restyles boxes for a selection change; the layout is untouched. */

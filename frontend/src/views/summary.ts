@@ -20,26 +20,31 @@ export class SummaryView {
     clear(this.element);
     this.element.classList.toggle('hidden', !device);
     if (!summary || !device) return;
+    // Line 1: the peak and what runs there. Line 2: how the figures hold together.
+    // Each line stays one row; the op name and the notes are cut with an ellipsis, full text in their titles.
+    const main = el('div', { class: 'summary-line' });
+    const secondary = el('div', { class: 'summary-line secondary' });
+    this.element.append(main, secondary);
+
     const absolute = device.baseline === 'allocator_bytes_in_use' && device.peak_bytes !== null;
     const peakText = absolute ? formatBytes(device.peak_bytes) : `${formatBytesDelta(device.peak_rise_bytes)} (relative)`;
-    this.element.append(
+    main.append(
       el('span', { class: 'figure' }, 'Peak ', el('b', { 'data-testid': 'summary-peak', title: formatExactBytes(absolute ? device.peak_bytes! : device.peak_rise_bytes) }, peakText), device.peak_time_us !== null ? ` at ${formatTime(device.peak_time_us)}` : ''),
     );
     if (absolute) {
-      this.element.append(
+      main.append(
         el('span', {}, `start ${formatBytes(device.start_bytes)} → rise ${formatBytesDelta(device.peak_rise_bytes)} → end ${formatBytes(device.end_bytes)}`),
       );
     } else {
-      this.element.append(el('span', { class: 'note' }, 'No allocator baseline: bytes are relative to the start of the step.'));
+      main.append(el('span', { class: 'note' }, 'no allocator baseline: relative to the step’s start'));
     }
     if (device.peak_node) {
-      this.element.append(
-        el('span', {}, 'op at peak: ', el('code', { title: device.peak_node.scope }, device.peak_node.name), device.peak_node.op_type ? ` (${device.peak_node.op_type})` : ''),
+      const op = `${device.peak_node.name}${device.peak_node.op_type ? ` (${device.peak_node.op_type})` : ''}`;
+      main.append(
+        el('span', { class: 'shrink', title: `op at peak: ${op}\nscope: ${device.peak_node.scope || '(root)'}` }, 'op at peak: ', el('code', {}, device.peak_node.name), device.peak_node.op_type ? ` (${device.peak_node.op_type})` : ''),
       );
     }
-    this.element.append(
-      el('span', { class: 'note' }, `${formatTime(summary.duration_us)} · ${formatCount(device.node_count)} node executions · ${formatCount(device.event_count)} allocation events`),
-    );
+
     const id = peakIdentity(device);
     const identity = el(
       'span',
@@ -50,29 +55,47 @@ export class SummaryView {
       'title',
       `Bytes held at the peak, split by category and by op type, add up exactly to the peak's rise over the start of the step.\ncategories ${formatExactBytes(id.categoriesBytes)}\nop types ${formatExactBytes(id.opTypesBytes)}\nrise ${formatExactBytes(id.peakRiseBytes)}`,
     );
-    this.element.append(identity);
+    secondary.append(identity);
+    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.node_count)} node executions · ${formatCount(device.event_count)} allocation events`];
     if (device.snapshots.max_abs_diff_bytes !== null && device.snapshots.count > 0) {
-      this.element.append(
-        el('span', { class: 'note' }, `allocator snapshots agree within ${formatBytes(device.snapshots.max_abs_diff_bytes)}`),
-      );
+      notes.push(`allocator snapshots agree within ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);
     }
-    this.element.append(el('span', { class: 'note' }, 'Categories are heuristic (from names, op types and lifetimes).'));
+    notes.push('categories are heuristic (from names, op types and lifetimes)');
+    const noteText = notes.join(' · ');
+    secondary.append(el('span', { class: 'note shrink', title: noteText }, noteText));
   }
+}
+
+export interface EmptyStateOptions {
+  /** Show how to trace a step with memory: only where that is the fix (no traced step, or one traced without memory). */
+  howTo?: boolean;
+  /** The message is an error text (a decode error, an HTTP error): shown as such. */
+  error?: boolean;
+  /** A line under the message saying what the user can do. */
+  hint?: string;
 }
 
 export class EmptyStateView {
   readonly element = el('section', { class: 'empty-state hidden', 'data-testid': 'empty-state', role: 'status' });
 
-  /** Shows why there is nothing to draw and how to trace a step with memory; null hides it. */
-  show(title: string | null, message: string | null = null): void {
+  /** Shows why there is nothing to draw (and, when it applies, how to trace a step with memory); null hides it. */
+  show(title: string | null, message: string | null = null, options: EmptyStateOptions = {}): void {
     clear(this.element);
     this.element.classList.toggle('hidden', title === null);
     if (title === null) return;
     this.element.append(el('h2', {}, title));
-    if (message) this.element.append(el('p', { class: 'message' }, message));
+    if (message) {
+      this.element.append(
+        options.error
+          ? el('pre', { class: 'message error-text', 'data-testid': 'empty-state-error' }, message)
+          : el('p', { class: 'message' }, message),
+      );
+    }
+    if (options.hint) this.element.append(el('p', {}, options.hint));
+    if (!options.howTo) return;
     this.element.append(
       el('p', {}, 'Trace one training step with memory (TF 1.x sessions, or tf.compat.v1 in TF 2.x) and write its run metadata:'),
-      el('pre', {}, TRACE_HOWTO),
+      el('pre', { 'data-testid': 'trace-howto' }, TRACE_HOWTO),
       el(
         'p',
         { class: 'muted' },

@@ -31,7 +31,7 @@ interface Placed {
 export class TreemapView {
   readonly element: HTMLElement;
   private readonly area = el('div', { class: 'treemap-area', role: 'listbox', 'aria-label': 'Scopes' });
-  private readonly crumbs = el('nav', { class: 'breadcrumbs', 'data-testid': 'breadcrumbs', 'aria-label': 'Scope path' });
+  private readonly crumbs = el('nav', { class: 'breadcrumbs shrink', 'data-testid': 'breadcrumbs', 'aria-label': 'Scope path' });
   private readonly sizeSelect = el('select', { 'aria-label': 'Size tiles by', 'data-testid': 'size-picker' });
   private readonly colorSelect = el('select', { 'aria-label': 'Colour tiles by', 'data-testid': 'color-picker' });
   private readonly drillButton = el('button', { type: 'button', 'data-testid': 'drill-in', title: 'Show the selected scope’s children (or double click its tile)' }, 'Drill in');
@@ -42,6 +42,8 @@ export class TreemapView {
   private readonly legend = el('div', { class: 'legend' });
   private data: ScopesResponse | null = null;
   private tileByScope = new Map<string, HTMLElement>();
+  /** Scopes of the tiles big enough to carry their name, largest first: the ones worth prefetching. */
+  private labelled: string[] = [];
 
   constructor(private readonly selection: Selection) {
     for (const s of SIZE_FIGURES) this.sizeSelect.append(el('option', { value: s.figure }, s.label));
@@ -50,17 +52,12 @@ export class TreemapView {
     this.element = el(
       'section',
       { class: 'panel treemap-panel', 'aria-label': 'Scope treemap' },
-      el(
-        'div',
-        { class: 'panel-toolbar' },
-        el('h2', {}, 'Scopes'),
-        el('span', { class: 'spacer' }),
-        el('label', {}, 'size', this.sizeSelect),
-        el('label', {}, 'colour', this.colorSelect),
-      ),
-      el('div', { class: 'panel-toolbar' }, this.crumbs, el('span', { class: 'spacer' }), this.upButton, this.drillButton),
+      // One toolbar row above the tiles (they start high on a 1280x800 screen); the size and
+      // colour pickers sit below them, next to the legend they change.
+      el('div', { class: 'panel-toolbar one-row' }, el('h2', {}, 'Scopes'), this.crumbs, el('span', { class: 'spacer' }), this.upButton, this.drillButton),
       body,
       this.moreList,
+      el('div', { class: 'panel-toolbar bottom' }, el('label', {}, 'size', this.sizeSelect), el('label', {}, 'colour', this.colorSelect)),
       this.note,
       this.legend,
     );
@@ -107,6 +104,11 @@ export class TreemapView {
     this.render();
   }
 
+  /** Scopes of the tiles drawn with a label, largest first. */
+  visibleScopes(): string[] {
+    return [...this.labelled];
+  }
+
   /** The child the Drill in button would open: the selected child if it has children. */
   private drillTarget(): ScopeChild | null {
     const selected = this.selection.get().selected;
@@ -119,6 +121,7 @@ export class TreemapView {
     clear(this.crumbs);
     clear(this.legend);
     this.tileByScope.clear();
+    this.labelled = [];
     this.note.textContent = '';
     const data = this.data;
     this.upButton.disabled = !data || data.path.length < 2;
@@ -227,7 +230,10 @@ export class TreemapView {
           .join('\n'),
       },
     );
-    if (w >= 28 && h >= 14) node.append(el('span', { class: 'name' }, child.name));
+    if (w >= 28 && h >= 14) {
+      node.append(el('span', { class: 'name' }, child.name));
+      this.labelled.push(child.scope);
+    }
     if (w >= 44 && h >= 28) node.append(el('span', { class: 'bytes' }, formatBytes(tile.value)));
     node.addEventListener('click', () => this.selection.select(child.scope));
     node.addEventListener('dblclick', () => {
@@ -287,6 +293,8 @@ export class TreemapView {
       button.addEventListener('click', () => this.selection.drill(crumb.scope));
       this.crumbs.append(button);
     });
+    // A deep path scrolls sideways: show its end, the scope in view.
+    this.crumbs.scrollLeft = this.crumbs.scrollWidth;
   }
 
   private renderNotes(nonPositive: number, data: ScopesResponse): void {
