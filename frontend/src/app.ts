@@ -1,25 +1,26 @@
 // The controller: fetches what the selection needs and hands it to the views.
 // Views draw and write the selection; only this file talks to the API.
 
-import { Api, ApiError, type CurveResponse, type DeviceSummary, type RunInfo, type ScopesResponse, type SummaryResponse } from './api';
+import { Api, ApiError, type CurveResponse, type DeviceSummary, type RunInfo, type SummaryResponse } from './api';
 import { el } from './dom';
 import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
 import { curvePointsFor } from './lib/curve-data';
+import { ScopePreviews } from './lib/scope-preview';
 import { Selection, type SelectionKey, type SelectionState, parentScope } from './selection';
 import { CSS } from './styles';
 import { CurveView, type HighlightSeries } from './views/curve';
 import { DetailsView, StepOpTypesView } from './views/details';
 import { GraphView } from './views/graph';
 import { PickersView } from './views/pickers';
-import { EmptyStateView, SummaryView } from './views/summary';
+import { EmptyStateView, SummaryView, type EmptyStateOptions } from './views/summary';
 import { TreemapView } from './views/treemap';
 
 /** Series asked with the curve: the stack shows the top 8, the rest serve the selection's highlight. */
 const CURVE_SERIES = 20;
 const HIGHLIGHT_SERIES = 20;
 const TOP_NODES = 50;
-/** Details of this many of a level's largest children are fetched ahead, when idle, so clicks on them answer at once. */
-const PREFETCH_DETAILS = 6;
+/** Details of this many of a level's largest tiles are fetched ahead, when idle, so clicks on them answer at once. */
+const PREFETCH_DETAILS = 12;
 
 /** Graph boxes are name scopes; in the layer grouping some (e.g. "gradients") are folded into layers. */
 function scopeHint(e: unknown, group: string): string {
@@ -32,6 +33,24 @@ function scopeHint(e: unknown, group: string): string {
 function message(e: unknown): string {
   if (e instanceof ApiError) return e.status ? `${e.message} (HTTP ${e.status})` : e.message;
   return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Resolves after the browser has painted the current changes (next animation
+ * frame, then a task), or after 100 ms when no frame comes (a hidden tab).
+ */
+function afterPaint(): Promise<void> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = () => {
+      if (!done) {
+        done = true;
+        resolve();
+      }
+    };
+    if (typeof requestAnimationFrame === 'function') requestAnimationFrame(() => setTimeout(finish, 0));
+    setTimeout(finish, 100);
+  });
 }
 
 /** Latest-wins guard: a response for an older request of the same kind is dropped. */
@@ -63,6 +82,10 @@ export class App {
   private inFlight = 0;
   private requestedPoints = 0;
   private globalError: string | null = null;
+  /** What the status line says when nothing loads: short, never the message the page shows below. */
+  private statusNote: { text: string; kind: 'empty' | 'error' | 'idle' } = { text: '', kind: 'idle' };
+  /** Figures of every treemap tile loaded for this step: a click draws its details from them at once. */
+  private readonly previews = new ScopePreviews();
   private readonly latest = {
     summary: new Latest(),
     scopes: new Latest(),
@@ -157,14 +180,21 @@ export class App {
       this.setStatus(this.globalError, 'error');
     } else if (this.inFlight > 0) {
       this.setStatus('Loading…', 'loading');
-    } else if (this.status.dataset.kind === 'loading') {
-      this.setStatus(this.summary?.status === 'ok' ? '' : this.status.textContent ?? '', 'idle');
+    } else {
+      this.setStatus(this.statusNote.text, this.statusNote.kind);
     }
   }
 
   private setStatus(text: string, kind: 'loading' | 'error' | 'empty' | 'idle'): void {
-    this.status.textContent = text;
+    if (this.status.textContent !== text) this.status.textContent = text;
+    this.status.title = text;
     this.status.dataset.kind = kind;
+  }
+
+  /** The status line's text once loads end (it says "Loading…" meanwhile). */
+  private note(text: string, kind: 'empty' | 'error' | 'idle'): void {
+    this.statusNote = { text, kind };
+    this.updateReady();
   }
 
   // ---- loads ----
@@ -174,14 +204,14 @@ export class App {
       const response = await this.api.runs();
       this.runs = response.runs;
     } catch (e) {
-      this.globalError = `Could not list runs: ${message(e)}`;
-      this.emptyState.show('Could not list runs', message(e));
+      this.showEmpty('Could not list runs', message(e), 'Could not list runs', { error: true });
+      this.note('Could not list runs', 'error');
       return;
     }
     this.pickers.setRuns(this.runs);
     const run = chooseRun(this.runs, null);
     if (!run) {
-      this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.');
+      this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.', 'No traced steps', { howTo: true });
       return;
     }
     const step = chooseStep(run, null);
@@ -203,16 +233,18 @@ export class App {
     }
     if (!this.device) return;
     if (changed.has('device') || changed.has('focus')) {
-      this.loadLevel();
+      // Details first: the slowest route on a big step starts first; the level's three follow at once, in parallel.
       this.loadDetails();
+      this.loadLevel();
       return;
     }
     if (changed.has('selected')) this.loadDetails();
   }
 
-  private showEmpty(title: string, text: string): void {
-    this.emptyState.show(title, text);
-    this.setStatus(text, 'empty');
+  /** Nothing to draw: the empty state says why (once), the status line a short label. */
+  private showEmpty(title: string, text: string, status: string, options: EmptyStateOptions = {}): void {
+    this.emptyState.show(title, text, options);
+    this.note(status, options.error ? 'error' : 'empty');
     this.dashboard.classList.add('hidden');
     this.summaryView.setData(null, null);
   }
@@ -222,6 +254,7 @@ export class App {
     const s = this.selection.get();
     if (s.run === null || s.tag === null) return;
     this.globalError = null;
+    this.note('', 'idle');
     this.device = null;
     if (this.summary && (this.summary.run !== s.run || this.summary.tag !== s.tag)) this.pickers.setDevices([]);
     let summary: SummaryResponse;
@@ -231,20 +264,14 @@ export class App {
       if (!isLatest()) return;
       this.summary = null;
       this.pickers.setDevices([]);
-      this.showEmpty(`Could not load step “${s.tag}”`, message(e));
-      this.globalError = `Could not load the summary of ${s.run} / ${s.tag}: ${message(e)}`;
+      this.showEmpty(`Could not load step “${s.tag}”`, message(e), `Step “${s.tag}”: not loaded`, { error: true });
       return;
     }
     if (!isLatest()) return;
     this.summary = summary;
     if (summary.status !== 'ok' || summary.devices.length === 0) {
       this.pickers.setDevices([]);
-      const reason: Record<string, string> = {
-        no_memory: 'This step was traced, but no node carries memory',
-        empty: 'This step has no step stats',
-        corrupt: 'This step’s run metadata cannot be read',
-      };
-      this.showEmpty(reason[summary.status] ?? 'Nothing to show for this step', summary.message ?? `status: ${summary.status}`);
+      this.showBadStep(summary, s.tag);
       return;
     }
     this.emptyState.show(null);
@@ -256,11 +283,42 @@ export class App {
       // The notification for the device change loads the level and details.
       this.selection.set({ device: deviceId });
     } else {
-      this.loadLevel();
       this.loadDetails();
+      this.loadLevel();
     }
     this.summaryView.setData(summary, this.device);
     this.stepOps.setDevice(this.device);
+  }
+
+  /**
+   * A step with nothing to draw. Only a step traced without memory ("empty",
+   * "no_memory") is fixed by tracing with FULL_TRACE, so only it shows how;
+   * a corrupt step shows its decode error, once.
+   */
+  private showBadStep(summary: SummaryResponse, tag: string): void {
+    const text = summary.message ?? `status: ${summary.status}`;
+    switch (summary.status) {
+      case 'no_memory':
+        this.showEmpty('This step was traced, but no node carries memory', text, `Step “${tag}”: traced without memory`, { howTo: true });
+        return;
+      case 'empty':
+        this.showEmpty('This step has no step stats', text, `Step “${tag}”: no step stats`, { howTo: true });
+        return;
+      case 'corrupt':
+        this.showEmpty('This step’s run metadata cannot be read', text, `Step “${tag}”: unreadable`, {
+          error: true,
+          hint: 'The bytes stored for this step do not decode as a RunMetadata (a damaged or truncated event file). Other steps are not affected: pick another step, or trace this one again.',
+        });
+        return;
+      default:
+        this.showEmpty('Nothing to show for this step', text, `Step “${tag}”: nothing to show`);
+    }
+  }
+
+  /** Tile figures belong to one run, step, device and grouping. */
+  private previewKey(): string {
+    const s = this.selection.get();
+    return JSON.stringify([s.run, s.tag, s.device, s.group]);
   }
 
   /** Everything about the focused scope: treemap level, graph and curve. */
@@ -274,6 +332,8 @@ export class App {
       this.stepOps.setDevice(this.device);
     }
     const base = { run: s.run, tag: s.tag, device: s.device, group: s.group };
+    const previewKey = this.previewKey();
+    this.previews.useKey(previewKey);
 
     const scopesLatest = this.latest.scopes.next();
     this.treemap.setLoading(true);
@@ -281,9 +341,11 @@ export class App {
       try {
         const data = await this.api.scopes({ ...base, scope: s.focus });
         if (!scopesLatest()) return;
+        this.previews.useKey(previewKey);
+        this.previews.addLevel(data);
         this.treemap.setError(null);
         this.treemap.setData(data);
-        void this.prefetchDetails(data);
+        void this.prefetchDetails();
       } catch (e) {
         if (!scopesLatest()) return;
         this.treemap.setError(`Could not load scope “${s.focus || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`);
@@ -314,23 +376,23 @@ export class App {
   }
 
   /**
-   * Fetches, one at a time and only while nothing else loads, the details of
-   * the level's largest children: the API cache then answers a click on them
-   * without a round trip. Prefetches never touch data-ready.
+   * Fetches, one at a time and only once nothing else loads (after the first
+   * paint), the details of the largest tiles drawn: the API cache then answers
+   * a click on them without a round trip. Prefetches never touch data-ready.
    */
-  private async prefetchDetails(level: ScopesResponse): Promise<void> {
+  private async prefetchDetails(): Promise<void> {
     const isLatest = this.latest.prefetch.next();
     const s = this.selection.get();
     if (s.run === null || s.tag === null || s.device === null) return;
     const params = { run: s.run, tag: s.tag, device: s.device, group: s.group, top: TOP_NODES };
-    const targets = level.children.filter((c) => c.figures.at_peak_bytes > 0).slice(0, PREFETCH_DETAILS);
-    for (const child of targets) {
+    const targets = this.treemap.visibleScopes().slice(0, PREFETCH_DETAILS);
+    for (const scope of targets) {
       await this.idle();
       if (!isLatest()) return;
       const now = this.selection.get();
       if (now.run !== s.run || now.tag !== s.tag || now.device !== s.device || now.group !== s.group) return;
       try {
-        await this.api.scope({ ...params, scope: child.scope });
+        await this.api.scope({ ...params, scope });
       } catch {
         return; // a failing prefetch says nothing the real request will not say
       }
@@ -369,16 +431,35 @@ export class App {
     });
   }
 
-  /** Details of the selected scope (or of the focus when nothing is selected). */
+  /**
+   * Details of the selected scope (or of the focus when nothing is selected).
+   * Runs inside the click: the figures the treemap already holds are drawn at
+   * once (no request, no re-layout); the full details follow from the API (its
+   * cache when prefetched), and only then the highlight's curve, if the loaded
+   * curve lacks the scope's series, so the two requests do not compete.
+   */
   private loadDetails(): void {
     const s = this.selection.get();
     if (s.run === null || s.tag === null || s.device === null) return;
     const scope = s.selected ?? s.focus;
     const detailsLatest = this.latest.details.next();
-    this.details.setLoading(true);
-    void this.track(async () => {
+    this.previews.useKey(this.previewKey());
+    const preview = this.previews.get(scope);
+    if (preview) {
+      // Valid figures at once; the panel says its tables are loading (not dimmed: nothing shown is stale).
+      this.details.setError(null);
+      this.details.setLoading(false);
+      this.details.setData(preview);
+      this.curve.setTimeSpan(null);
+    } else {
+      this.details.setLoading(true);
+    }
+    const details = this.track(async () => {
       try {
         const data = await this.api.scope({ run: s.run!, tag: s.tag!, device: s.device!, group: s.group, scope, top: TOP_NODES });
+        if (!detailsLatest()) return;
+        // Even from the cache, the tables wait for the preview to be painted: the click's frame stays light.
+        if (preview) await afterPaint();
         if (!detailsLatest()) return;
         this.details.setError(null);
         this.details.setData(data);
@@ -392,7 +473,27 @@ export class App {
         if (detailsLatest()) this.details.setLoading(false);
       }
     });
-    void this.track(() => this.loadHighlight());
+    if (this.highlightFromLoadedCurve()) return;
+    void this.track(async () => {
+      await details;
+      await this.loadHighlight();
+    });
+  }
+
+  /** Highlights the selection from the loaded curve's series when it has them (no request); false when it cannot. */
+  private highlightFromLoadedCurve(): boolean {
+    const selected = this.selection.get().selected;
+    const curve = this.curveData;
+    if (selected === null || selected === '') {
+      this.latest.highlight.next();
+      this.curve.setHighlight(null);
+      return true;
+    }
+    const series = curve?.series.find((x) => x.scope === selected);
+    if (!curve || !series) return false;
+    this.latest.highlight.next();
+    this.curve.setHighlight({ scope: selected, name: series.name, t_us: curve.t_us, bytes: series.bytes });
+    return true;
   }
 
   /** The selected scope's own series, from the loaded curve or one broken down by its parent. */

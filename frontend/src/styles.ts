@@ -145,6 +145,7 @@ table.data th.num, table.data td.num { text-align: right; }
 table.data td { padding: 2px 6px; border-bottom: 1px solid var(--border); vertical-align: top; }
 table.data td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.data td.raw { font-family: "Roboto Mono", ui-monospace, monospace; font-size: 11px; overflow-wrap: anywhere; min-width: 230px; }
+table.data.compact td.raw { min-width: 150px; }
 .bar { height: 8px; border-radius: 2px; background: var(--accent); display: inline-block; vertical-align: middle; }
 .cat-row { display: grid; grid-template-columns: 100px 1fr 80px; gap: 6px; align-items: center; font-size: 12px; }
 .stack-bar { display: flex; height: 12px; border-radius: 3px; overflow: hidden; background: var(--panel); margin: 4px 0; }

@@ -15,6 +15,8 @@ export interface DataTableOptions<T> {
   maxRows?: number;
   /** Keys of the columns shown, for a narrow panel (every column is exported); default all. */
   shownColumns?: string[];
+  /** With shownColumns: a button that shows every column (the table then scrolls sideways in its box). */
+  columnToggle?: boolean;
   /** Tighter cell padding, for a narrow panel. */
   compact?: boolean;
   onRowClick?: (row: T) => void;
@@ -26,6 +28,7 @@ export class DataTable<T> {
   private readonly table = el('table', { class: 'data' });
   private rows: readonly T[] = [];
   private sort: SortState;
+  private allColumns = false;
 
   constructor(private readonly options: DataTableOptions<T>) {
     this.sort = options.initialSort;
@@ -42,6 +45,17 @@ export class DataTable<T> {
       downloadText(toJson(options.columns, this.sorted()), exportFileName(options.fileName(), 'json'), 'application/json'),
     );
     this.exports = el('span', { class: 'exports' }, el('span', { class: 'muted' }, 'Export'), csv, json);
+    if (options.shownColumns && options.columnToggle) {
+      const hidden = options.columns.length - options.shownColumns.length;
+      const toggle = el('button', { type: 'button', 'data-testid': `${options.testId}-columns`, 'aria-pressed': 'false', title: 'Show every column (the table then scrolls sideways)' }, `+${hidden} columns`);
+      toggle.addEventListener('click', () => {
+        this.allColumns = !this.allColumns;
+        toggle.textContent = this.allColumns ? 'Fewer columns' : `+${hidden} columns`;
+        toggle.setAttribute('aria-pressed', String(this.allColumns));
+        this.render();
+      });
+      this.exports.prepend(toggle);
+    }
     this.element = el('div', { class: 'table-wrap' }, this.table);
   }
 
@@ -57,7 +71,7 @@ export class DataTable<T> {
 
   private shown(): Column<T>[] {
     const keys = this.options.shownColumns;
-    return keys ? this.options.columns.filter((c) => keys.includes(c.key)) : this.options.columns;
+    return keys && !this.allColumns ? this.options.columns.filter((c) => keys.includes(c.key)) : this.options.columns;
   }
 
   private render(): void {

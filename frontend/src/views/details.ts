@@ -5,6 +5,7 @@ import { CATEGORY_NAMES, type DeviceSummary, type FigureName, type NodeExecution
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatCount, formatExactBytes, formatPercent, formatTime, shareOf } from '../format';
 import { CATEGORY_COLORS } from '../lib/colors';
+import { isFullDetails, type ScopePreview } from '../lib/scope-preview';
 import type { Column } from '../lib/table';
 import type { Selection } from '../selection';
 import { DataTable } from './data-table';
@@ -51,6 +52,7 @@ function opTypeColumns(peakRise: () => number): Column<OpTypeTotal>[] {
     {
       key: 'share_of_peak',
       label: 'share of peak',
+      shortLabel: 'share',
       value: (o) => shareOf(o.figures.at_peak_bytes, peakRise()),
       text: (o) => formatPercent(shareOf(o.figures.at_peak_bytes, peakRise())),
       numeric: true,
@@ -67,6 +69,12 @@ export class DetailsView {
   private readonly nodeTable: DataTable<NodeExecution>;
   private readonly scopeOpTable: DataTable<OpTypeTotal>;
   private details: ScopeDetails | null = null;
+  /** Scope drawn now, and whether only its preview is (the tables still loading). */
+  private shownScope: string | null = null;
+  private shownIsPreview = false;
+  /** Time span line and the tables below the head: what the full details add to a preview. */
+  private spanLine: HTMLElement = el('div');
+  private rest: HTMLElement = el('div');
 
   constructor(private readonly selection: Selection) {
     const fileBase = (table: string) => () => {
@@ -80,6 +88,10 @@ export class DetailsView {
       initialSort: { key: 'at_peak_bytes', direction: 'desc' },
       fileName: fileBase('nodes'),
       caption: 'Largest node executions of the selected scope',
+      // Fits the side panel (and lays out fast on a click); the button or the export gives every column.
+      shownColumns: ['raw_name', 'op_type', 'at_peak_bytes', 'allocated_bytes'],
+      columnToggle: true,
+      compact: true,
     });
     this.scopeOpTable = new DataTable<OpTypeTotal>({
       columns: opTypeColumns(() => this.details?.peak_rise_bytes ?? 0),
@@ -87,6 +99,9 @@ export class DetailsView {
       initialSort: { key: 'at_peak_bytes', direction: 'desc' },
       fileName: fileBase('op_types'),
       maxRows: 30,
+      // The side panel is narrow: these columns fit without scrolling; output and temp are in the export.
+      shownColumns: ['name', 'count', 'at_peak_bytes', 'share_of_peak', 'allocated_bytes'],
+      compact: true,
     });
     this.element = el('section', { class: 'panel details-panel', 'data-testid': 'details', 'aria-label': 'Details of the selection' }, this.body);
   }
@@ -99,11 +114,34 @@ export class DetailsView {
     showPanelError(this.element, message);
   }
 
-  setData(details: ScopeDetails | null): void {
-    this.details = details;
+  /**
+   * Shows a scope's details. A preview (the figures a treemap level already
+   * holds) is drawn at once, with the tables marked as loading; the full
+   * details of the same scope then only add the time span and the tables.
+   */
+  setData(details: ScopeDetails | ScopePreview | null): void {
+    const previous = this.shownScope;
+    const wasPreview = this.shownIsPreview;
+    this.details = details && isFullDetails(details) ? details : null;
+    this.shownScope = details ? details.scope : null;
+    this.shownIsPreview = details !== null && !isFullDetails(details);
+    if (!details) {
+      clear(this.body);
+      return;
+    }
+    if (isFullDetails(details) && wasPreview && previous === details.scope && this.rest.isConnected) {
+      // Same scope, same figures: keep the head, fill in the rest.
+      this.renderRest(details);
+      return;
+    }
     clear(this.body);
-    if (!details) return;
-    const d = details;
+    this.renderHead(details);
+    this.rest = el('div');
+    this.body.append(this.rest);
+    this.renderRest(details);
+  }
+
+  private renderHead(d: ScopePreview): void {
     const scopeText = d.scope === '' ? '(all)' : d.scope;
     this.body.append(
       el('h2', {}, 'Selection'),
@@ -129,28 +167,34 @@ export class DetailsView {
       );
     }
     this.body.append(figures);
+    this.spanLine = el('div', { style: 'margin-top:6px' });
+    this.body.append(this.spanLine, this.categoriesBlock(d));
+  }
 
-    this.body.append(
-      el(
-        'div',
-        { style: 'margin-top:6px' },
-        el('b', {}, 'Time span: '),
-        d.time_span
-          ? `${formatTime(d.time_span.start_us)} – ${formatTime(d.time_span.end_us)} (${formatTime(d.time_span.end_us - d.time_span.start_us)})${d.scope === '' ? '' : ', shaded on the curve'}`
-          : 'no node execution on this device',
-      ),
+  /** The time span and the tables: from the full details, or "loading" for a preview. */
+  private renderRest(d: ScopeDetails | ScopePreview): void {
+    clear(this.rest);
+    if (!isFullDetails(d)) {
+      this.spanLine.replaceChildren(el('b', {}, 'Time span: '), el('span', { class: 'muted' }, 'loading…'));
+      this.rest.append(el('div', { class: 'muted', style: 'margin-top:8px', 'data-testid': 'details-tables-loading' }, 'Loading its op types and largest nodes…'));
+      return;
+    }
+    this.spanLine.replaceChildren(
+      el('b', {}, 'Time span: '),
+      d.time_span
+        ? `${formatTime(d.time_span.start_us)} – ${formatTime(d.time_span.end_us)} (${formatTime(d.time_span.end_us - d.time_span.start_us)})${d.scope === '' ? '' : ', shaded on the curve'}`
+        : 'no node execution on this device',
     );
 
-    this.body.append(this.categoriesBlock(d));
-
     this.scopeOpTable.setRows(d.op_types);
-    this.body.append(
+    this.rest.append(
       el('div', { class: 'panel-toolbar', style: 'margin-top:8px' }, el('h2', {}, 'Op types inside'), el('span', { class: 'spacer' }), this.scopeOpTable.exports),
       this.scopeOpTable.element,
+      el('div', { class: 'table-note' }, 'Output and temp bytes of each op type are in the export.'),
     );
 
     this.nodeTable.setRows(d.nodes);
-    this.body.append(
+    this.rest.append(
       el(
         'div',
         { class: 'panel-toolbar', style: 'margin-top:8px' },
@@ -159,11 +203,11 @@ export class DetailsView {
         this.nodeTable.exports,
       ),
       this.nodeTable.element,
-      el('div', { class: 'muted', style: 'font-size:11px;margin-top:2px' }, 'Raw names as the runtime logged them; click a column to sort.'),
+      el('div', { class: 'table-note' }, 'Raw names as the runtime logged them; click a column to sort.'),
     );
   }
 
-  private categoriesBlock(d: ScopeDetails): HTMLElement {
+  private categoriesBlock(d: ScopePreview): HTMLElement {
     const byName = new Map(d.categories.map((c) => [c.name, c.at_peak_bytes]));
     const total = d.figures.at_peak_bytes;
     const bar = el('div', { class: 'stack-bar', 'aria-hidden': 'true' });

@@ -1,9 +1,12 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
 import type { Figures, GraphResponse, ScopeDetails, ScopesResponse } from '../api';
+import { el } from '../dom';
 import { Selection } from '../selection';
+import { previewOfChild } from '../lib/scope-preview';
+import { DataTable } from './data-table';
 import { DetailsView } from './details';
-import { GraphView } from './graph';
+import { GraphView, MIN_FIT_SCALE } from './graph';
 import { TreemapView } from './treemap';
 
 const EVIL = '<img src=x onerror=alert(1)>';
@@ -116,6 +119,28 @@ describe('DetailsView', () => {
     expect(document.querySelectorAll('img').length).toBe(0);
   });
 
+  it('draws a preview at once, then fills in the tables without redrawing the head', () => {
+    const view = new DetailsView(new Selection());
+    mount(view.element);
+    const child = level.children[0]!;
+    const preview = previewOfChild(child, level.peak_rise_bytes);
+    view.setData(preview);
+    const head = document.querySelector<HTMLElement>('[data-testid=details-scope]')!;
+    expect(head.dataset.scope).toBe(child.scope);
+    expect(document.querySelector<HTMLElement>('[data-testid=details-at-peak-bytes]')!.dataset.bytes).toBe(String(child.figures.at_peak_bytes));
+    expect(document.querySelector('[data-testid=details-tables-loading]')).not.toBeNull();
+    expect(document.querySelector('[data-testid=node-table]')).toBeNull();
+    view.setData({ ...details, scope: child.scope, figures: child.figures });
+    expect(document.querySelector('[data-testid=details-scope]')).toBe(head);
+    expect(document.querySelector('[data-testid=details-tables-loading]')).toBeNull();
+    expect(document.querySelector('[data-testid=node-table]')).not.toBeNull();
+    expect(document.body.textContent).toContain('10 µs – 20 µs');
+    // Another scope's full details redraw everything.
+    view.setData(details);
+    expect(document.querySelector('[data-testid=details-scope]')).not.toBe(head);
+    expect(document.querySelectorAll('[data-testid=details-scope]').length).toBe(1);
+  });
+
   it('sorts the node table by a clicked column', () => {
     const view = new DetailsView(new Selection());
     mount(view.element);
@@ -170,5 +195,76 @@ describe('GraphView', () => {
     const after = document.querySelector('[data-testid=graph-node][data-id=loss]')!;
     expect(after).toBe(before);
     expect(after.getAttribute('transform')).toBe(transform);
+  });
+});
+
+describe('DataTable', () => {
+  interface Row {
+    name: string;
+    a: number;
+    b: number;
+  }
+  const rows: Row[] = [
+    { name: EVIL, a: 1, b: 2 },
+    { name: 'x', a: 3, b: 4 },
+  ];
+
+  it('shows the chosen columns of a narrow table, all of them on demand, and keeps names as text', () => {
+    const table = new DataTable<Row>({
+      columns: [
+        { key: 'name', label: 'name', value: (r) => r.name },
+        { key: 'a', label: 'a long label', shortLabel: 'a', value: (r) => r.a, numeric: true },
+        { key: 'b', label: 'b', value: (r) => r.b, numeric: true },
+      ],
+      testId: 't',
+      initialSort: { key: 'a', direction: 'desc' },
+      fileName: () => ['t'],
+      shownColumns: ['name', 'a'],
+      columnToggle: true,
+      compact: true,
+    });
+    mount(el('div', {}, table.exports, table.element));
+    table.setRows(rows);
+    const headers = () => [...document.querySelectorAll('[data-testid=t] th button')].map((b) => b.getAttribute('data-sort-key'));
+    expect(headers()).toEqual(['name', 'a']);
+    expect(document.querySelector('[data-testid=t] th button[data-sort-key=a]')!.textContent).toBe('a ▼');
+    document.querySelector<HTMLButtonElement>('[data-testid=t-columns]')!.click();
+    expect(headers()).toEqual(['name', 'a', 'b']);
+    document.querySelector<HTMLButtonElement>('[data-testid=t-columns]')!.click();
+    expect(headers()).toEqual(['name', 'a']);
+    expect(document.querySelectorAll('img').length).toBe(0);
+    expect(document.querySelector('[data-testid=t] tbody')!.textContent).toContain(EVIL);
+  });
+});
+
+describe('GraphView fit', () => {
+  it('starts at a readable zoom on a long chain, with its biggest box in view', () => {
+    const n = 30;
+    const nodes = Array.from({ length: n }, (_v, i) => ({
+      id: `m/n${i}`,
+      name: `n${i}`,
+      kind: 'scope' as const,
+      op_type: null,
+      node_count: 1,
+      at_peak_bytes: i === 20 ? 1000 : 1,
+      allocated_bytes: 1,
+      output_bytes: 1,
+    }));
+    const edges = nodes.slice(1).map((node, i) => ({ source: nodes[i]!.id, target: node.id, count: 1 }));
+    const view = new GraphView(new Selection(), () => '/data/plugin_entry.html');
+    mount(view.element);
+    view.setData({ scope: 'm', source: 'run_graph', nodes, edges, omitted_nodes: 0, graphs_dashboard_run: 'r' });
+    const transform = document.querySelector('[data-testid=graph] svg > g')!.getAttribute('transform')!;
+    const match = /translate\(([-\d.e]+),([-\d.e]+)\) scale\(([-\d.e]+)\)/.exec(transform);
+    expect(match).not.toBeNull();
+    const [tx, ty, k] = [Number(match![1]), Number(match![2]), Number(match![3])];
+    expect(k).toBeGreaterThanOrEqual(MIN_FIT_SCALE - 1e-9);
+    // The biggest box's translate, mapped to the view (jsdom has no layout: the view is 500 x 330).
+    const big = document.querySelector('[data-testid=graph-node][data-id="m/n20"]')!.getAttribute('transform')!;
+    const [bx, by] = /translate\(([-\d.]+),([-\d.]+)\)/.exec(big)!.slice(1).map(Number) as [number, number];
+    expect(bx * k + tx).toBeGreaterThanOrEqual(0);
+    expect(bx * k + tx).toBeLessThan(500);
+    expect(by * k + ty).toBeGreaterThanOrEqual(0);
+    expect(by * k + ty).toBeLessThan(330);
   });
 });
