@@ -9,11 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 
 import pytest
 
 import e2e_logdata as logdata
-from e2e_helpers import format_bytes, format_time, tid
+from e2e_helpers import SCREENSHOTS, Dashboard, format_bytes, format_time, tid
 
 UNET = "unet_b2"
 UNET_01 = "shared_model/unet_01"
@@ -128,6 +129,8 @@ def test_graph_drill_moves_treemap_and_breadcrumbs(dashboard):
     assert {n.get_attribute("data-id") for n in dash.loc(tid("graph-node")).all()} == inner
     dash.screenshot("graph-drilled-shared_model")
 
+    # At a readable zoom this 17-box level does not fit: focusing a box (as Tab does) pans the graph to it.
+    dash.graph_node(UNET_01).focus()
     dash.graph_node(UNET_01).click()
     _assert_details_match(dash, UNET, tag, device, UNET_01)
     dash.graph_node(UNET_01).dblclick()
@@ -282,15 +285,26 @@ def test_bad_steps_explain_themselves_and_never_blank_the_page(dashboard):
     empty = dash.loc(tid("empty-state"))
     empty.wait_for(state="visible")
     assert "FULL_TRACE" in empty.inner_text(), "the empty state should say how to trace with memory"
-    assert dash.loc(tid("status")).inner_text().strip(), "the status line should say what happened"
+    status = dash.loc(tid("status")).inner_text().strip()
+    assert status, "the status line should say what happened"
+    if summary["message"]:
+        assert summary["message"] not in status, "the status line should not repeat the empty state's message"
     assert dash.loc(tid("step-picker")).is_enabled() and dash.loc(tid("run-picker")).is_enabled()
     dash.screenshot("no_memory")
 
     dash.select("step-picker", "corrupt")
-    assert tb.api("summary", run=run, tag="corrupt")["status"] == "corrupt"
+    corrupt = tb.api("summary", run=run, tag="corrupt")
+    assert corrupt["status"] == "corrupt" and corrupt["message"]
     dash.frame.wait_for_function(
         "() => { const e = document.querySelector('[data-testid=\"empty-state\"]');"
         " return !!e && /not a valid RunMetadata|cannot be read/.test(e.textContent); }")
+    text = empty.inner_text()
+    # Tracing with FULL_TRACE does not fix a corrupt record: no how-to, the decode error once.
+    assert "FULL_TRACE" not in text and dash.loc(tid("trace-howto")).count() == 0, text
+    page_text = dash.frame.evaluate("() => document.body.innerText")
+    assert page_text.count(corrupt["message"]) == 1, "the decode error should be shown exactly once"
+    status = dash.loc(tid("status")).inner_text().strip()
+    assert status and corrupt["message"] not in status, f"the status line repeats the message: {status!r}"
     dash.screenshot("corrupt")
 
     dash.select("step-picker", "good")
@@ -301,3 +315,113 @@ def test_bad_steps_explain_themselves_and_never_blank_the_page(dashboard):
     assert dash.loc(tid("treemap-tile")).count() > 0
     dash.loc(tid("curve-peak")).wait_for()
     dash.screenshot("good-after-bad")
+
+
+# ---- the first screen at 1280x800 ----
+
+FIRST_SCREEN_TOP_PX = 400
+# Label sizes in the graph view: a fit never shows them smaller than this (screen pixels).
+MIN_GRAPH_LABEL_PX = 8.9
+
+BOXES_JS = """(sel) => [...document.querySelectorAll(sel)].map(e => {
+  const r = e.getBoundingClientRect();
+  return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height,
+          scrollWidth: e.scrollWidth, clientWidth: e.clientWidth, overflowX: getComputedStyle(e).overflowX,
+          id: e.dataset.testid || e.firstElementChild?.dataset.testid || ''};
+})"""
+
+GRAPH_JS = """() => {
+  const area = document.querySelector('[data-testid="graph"]').getBoundingClientRect();
+  const inside = (r) => r.left >= area.left - 1 && r.right <= area.right + 1 && r.top >= area.top - 1 && r.bottom <= area.bottom + 1;
+  const labels = [...document.querySelectorAll('[data-testid="graph-node"] text')]
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
+  const boxes = [...document.querySelectorAll('[data-testid="graph-node"]')].map(g => ({id: g.dataset.id, inside: inside(g.getBoundingClientRect())}));
+  const edges = [...document.querySelectorAll('[data-testid="graph"] path.edge')].map(p => inside(p.getBoundingClientRect()));
+  return {labels, boxes, edges};
+}"""
+
+
+def _page_box(dash, testid):
+    box = dash.loc(tid(testid)).first.bounding_box()  # main-page coordinates: the iframe's offset included
+    assert box is not None, f"{testid} is not visible"
+    return box
+
+
+def test_first_screen_at_1280x800(dashboard):
+    """Pickers, a summary of at most two lines, the curve and the tops of the treemap and graph without
+    scrolling; no table wider than the page; readable graph labels; the layout does not move on a click."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    dash.graph_node("shared_model").wait_for()
+    assert dash.frame.evaluate("() => window.scrollY") == 0
+
+    summary = _page_box(dash, "summary")
+    line = dash.frame.evaluate(
+        "() => parseFloat(getComputedStyle(document.querySelector('[data-testid=\"summary\"] .summary-line')).lineHeight)")
+    assert summary["height"] <= 2 * line + 12, f"the summary should take at most two lines: {summary}"
+    curve = _page_box(dash, "curve")
+    treemap = _page_box(dash, "treemap")
+    graph = _page_box(dash, "graph")
+    assert summary["y"] < curve["y"] < treemap["y"]
+    for name, box in (("treemap", treemap), ("graph", graph)):
+        assert box["y"] < FIRST_SCREEN_TOP_PX, f"the {name} starts at y={box['y']:.0f}, below the first screen"
+    assert curve["y"] + curve["height"] <= treemap["y"]
+    dash.screenshot("first-screen")
+
+    # Graph: labels readable at the starting zoom; the biggest box in view; all boxes and edges in view
+    # whenever the starting zoom is above the readable minimum (the graph was shrunk to fit).
+    g = dash.frame.evaluate(GRAPH_JS)
+    assert g["labels"] and min(g["labels"]) >= MIN_GRAPH_LABEL_PX, f"graph labels too small: {min(g['labels']):.1f}px"
+    graph_nodes = tb.api("graph", run=UNET, tag=tag, device=device, scope="")["nodes"]
+    biggest = max(graph_nodes, key=lambda n: n["at_peak_bytes"])["id"]
+    assert next(b for b in g["boxes"] if b["id"] == biggest)["inside"], f"the biggest box {biggest} is out of view"
+    if min(g["labels"]) > 9.5:
+        assert all(b["inside"] for b in g["boxes"]) and all(g["edges"]), "a fitted graph should show every box and edge"
+
+    def check_tables():
+        dash.assert_fits_width()
+        for w in dash.frame.evaluate(BOXES_JS, ".table-wrap"):
+            assert w["right"] <= 1280 + 0.5, f"table {w['id']} runs past the page's right edge: {w}"
+            # What does not fit scrolls inside its box; the op-type tables fit whole.
+            assert w["overflowX"] in ("auto", "scroll") or w["scrollWidth"] <= w["clientWidth"], w
+            if w["id"] in ("op-type-table", "scope-op-type-table"):
+                assert w["scrollWidth"] <= w["clientWidth"] + 1, f"{w['id']} is clipped: {w}"
+
+    check_tables()
+    # A click restyles and fills the details: nothing above or beside moves.
+    before = {k: _page_box(dash, k)["y"] for k in ("curve", "treemap", "graph")}
+    dash.tile("shared_model").click()
+    _assert_details_match(dash, UNET, tag, device, "shared_model")
+    after = {k: _page_box(dash, k)["y"] for k in ("curve", "treemap", "graph")}
+    assert after == before, f"the layout moved on a click: {before} -> {after}"
+    check_tables()
+
+    # Keyboard: a focused tile selects with Enter, a focused graph box too.
+    other = next(s for s in dash.tile_scopes() if s != "shared_model")
+    dash.tile(other).focus()
+    dash.page.keyboard.press("Enter")
+    _assert_details_match(dash, UNET, tag, device, other)
+    dash.graph_node("shared_model").focus()
+    dash.page.keyboard.press("Enter")
+    _assert_details_match(dash, UNET, tag, device, "shared_model")
+
+
+@pytest.mark.parametrize("scheme", ["dark"])
+def test_first_screen_dark(browser, tb, scheme, request):
+    """The same first screen in the dark theme: nothing wider than the page, treemap and graph on it."""
+    os.makedirs(SCREENSHOTS, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        dash = Dashboard(page, tb, request.node.name)
+        dash.open()
+        _open_run(dash, UNET)
+        assert dash.frame.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+        for name in ("treemap", "graph"):
+            assert _page_box(dash, name)["y"] < FIRST_SCREEN_TOP_PX
+        dash.assert_fits_width()
+        dash.screenshot("first-screen-dark")
+        assert dash.page_errors == []
+    finally:
+        context.close()
