@@ -88,6 +88,8 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .legend { display: flex; flex-wrap: wrap; gap: 2px 12px; font-size: 12px; color: var(--muted); }
 .legend:empty { display: none; }
 .legend-selection { display: inline-block; color: var(--fg); }
+/* In the curve's toolbar the caption gives way first: the selected scope's name matters more. */
+.panel-toolbar.one-row > .legend-selection { flex-shrink: 0.25; }
 .legend .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
 
 /* treemap */
