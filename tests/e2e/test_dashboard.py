@@ -140,6 +140,13 @@ def test_graph_drill_moves_treemap_and_breadcrumbs(dashboard):
     children = {c["scope"] for c in tb.api("scopes", run=UNET, tag=tag, device=device, group="layer",
                                             scope=UNET_01)["children"]}
     assert set(dash.tile_scopes()) <= children
+    # A small level fits whole: every box and every edge (routed around the side or not) in view, labels readable.
+    dash.frame.wait_for_function(
+        "(n) => document.querySelectorAll('[data-testid=\"graph-node\"]').length === n",
+        arg=len(tb.api("graph", run=UNET, tag=tag, device=device, scope=UNET_01)["nodes"]))
+    g = dash.frame.evaluate(GRAPH_JS)
+    assert all(b["inside"] for b in g["boxes"]) and g["edges"] and all(g["edges"]), g
+    assert min(g["labels"]) >= MIN_GRAPH_LABEL_PX
     dash.screenshot("graph-drilled-unet_01")
 
     # Breadcrumbs lead back up, and the graph follows.
