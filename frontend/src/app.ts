@@ -81,7 +81,6 @@ export class App {
   private curveData: CurveResponse | null = null;
   private inFlight = 0;
   private requestedPoints = 0;
-  private globalError: string | null = null;
   /** What the status line says when nothing loads: short, never the message the page shows below. */
   private statusNote: { text: string; kind: 'empty' | 'error' | 'idle' } = { text: '', kind: 'idle' };
   /** Figures of every treemap tile loaded for this step: a click draws its details from them at once. */
@@ -176,9 +175,7 @@ export class App {
     const ready = this.inFlight === 0 ? '1' : '0';
     document.body.dataset.ready = ready;
     this.root.dataset.ready = ready;
-    if (this.globalError !== null) {
-      this.setStatus(this.globalError, 'error');
-    } else if (this.inFlight > 0) {
+    if (this.inFlight > 0) {
       this.setStatus('Loading…', 'loading');
     } else {
       this.setStatus(this.statusNote.text, this.statusNote.kind);
@@ -253,7 +250,6 @@ export class App {
     const isLatest = this.latest.summary.next();
     const s = this.selection.get();
     if (s.run === null || s.tag === null) return;
-    this.globalError = null;
     this.note('', 'idle');
     this.device = null;
     if (this.summary && (this.summary.run !== s.run || this.summary.tag !== s.tag)) this.pickers.setDevices([]);
