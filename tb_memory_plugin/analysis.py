@@ -6,6 +6,7 @@ the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ _SLOT_RE = re.compile(r"^(?:Adam|Momentum|RMSProp|Adagrad|Adadelta|Ftrl|Adamax|N
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
 
 
+@functools.lru_cache(maxsize=1 << 18)  # the same names recur in every step of a run
 def categorise(path: str, op_type: str, kind: str) -> int:
     """Heuristic category of a node from its name, op type and kind.
 

@@ -136,6 +136,7 @@ def classify(raw_name: str) -> NameInfo:
 _GRADIENTS_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?$")
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def layer_path(graph_name: str) -> str:
     """The graph name with gradient and optimizer-update prefixes folded away.
 
