@@ -80,4 +80,19 @@ describe('Api', () => {
       top: '10',
     });
   });
+
+  it('sends a zoomed window as start_us and end_us, and caches each window apart', async () => {
+    const fetcher = vi.fn(async (_url: string) => jsonResponse({}));
+    const api = new Api(fetcher);
+    const zoomed = { ...base, points: 750, breakdown: '', top: 10, window: { start_us: 1200, end_us: 5400 } };
+    await api.curve(zoomed);
+    await api.curve(zoomed);
+    await api.curve({ ...zoomed, window: { start_us: 1200, end_us: 5401 } });
+    await api.curve({ ...zoomed, window: null });
+    expect(fetcher).toHaveBeenCalledTimes(3);
+    const params = fetcher.mock.calls.map((c) => Object.fromEntries(new URL(c[0], 'http://x/').searchParams));
+    expect([params[0]!.start_us, params[0]!.end_us]).toEqual(['1200', '5400']);
+    expect([params[1]!.start_us, params[1]!.end_us]).toEqual(['1200', '5401']);
+    expect('start_us' in params[2]! || 'end_us' in params[2]!).toBe(false);
+  });
 });

@@ -55,6 +55,12 @@ export interface NodeRef {
   name: string;
   scope: string;
   op_type: string | null;
+  /** The GraphDef node the runtime name maps back to (a layout transpose's producer, say). */
+  graph_name?: string | null;
+}
+/** The node execution holding the most bytes at the peak, with those bytes. */
+export interface LargestAtPeak extends NodeRef {
+  at_peak_bytes: Bytes;
 }
 export interface CategoryTotal {
   name: CategoryName;
@@ -81,7 +87,10 @@ export interface DeviceSummary {
   peak_bytes: Bytes | null;
   peak_rise_bytes: Bytes;
   peak_time_us: Micros | null;
+  /** The op whose allocation made the peak (it may itself hold little). */
   peak_node: NodeRef | null;
+  /** The node execution holding the most at the peak; null when the curve never rises. */
+  largest_at_peak: LargestAtPeak | null;
   end_bytes: Bytes | null;
   node_count: number;
   event_count: number;
@@ -163,12 +172,19 @@ export interface ScopeDetails {
 }
 
 // ---- curve ----
+/** A span of the step, microseconds from its start; start_us < end_us. */
+export interface CurveWindow {
+  start_us: Micros;
+  end_us: Micros;
+}
 export interface CurveSeries {
   scope: string | null;
   name: string;
   bytes: Bytes[];
 }
 export interface CurveResponse {
+  /** The window that was bucketed (echoes start_us/end_us); null for the whole step. */
+  window: CurveWindow | null;
   baseline: Baseline;
   start_bytes: Bytes | null;
   absolute: boolean;
@@ -274,8 +290,9 @@ export class Api {
     return this.get(routeUrl('scope', { ...deviceQuery(p), scope: p.scope, top: p.top }));
   }
 
+  /** The step's curve, or with `window` only that span bucketed (its own `points` buckets; `peak` stays the step's). */
   curve(
-    p: DeviceParams & { points: number; breakdown?: string; top?: number },
+    p: DeviceParams & { points: number; breakdown?: string; top?: number; window?: CurveWindow | null },
   ): Promise<CurveResponse> {
     return this.get(
       routeUrl('curve', {
@@ -283,6 +300,8 @@ export class Api {
         points: p.points,
         breakdown: p.breakdown,
         top: p.top,
+        start_us: p.window?.start_us,
+        end_us: p.window?.end_us,
       }),
     );
   }

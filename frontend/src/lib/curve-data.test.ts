@@ -62,6 +62,19 @@ describe('stackSeries', () => {
     expect(layers[1]!.y1).toEqual([-2, -7]);
   });
 
+  it('ranks by other series when given (a zoomed window keeps the whole step order)', () => {
+    const window = [
+      { scope: 'a', name: 'a', bytes: [9, 9] },
+      { scope: 'b', name: 'b', bytes: [1, 1] },
+      { scope: 'new', name: 'new', bytes: [4, 4] },
+    ];
+    const layers = stackSeries(window, 2, series);
+    // b (30 over the step) before a (10); "new" is not in the step's series: ranked by its own 4.
+    expect(layers.map((l) => l.name)).toEqual(['b', 'a', OTHER_SERIES]);
+    expect(layers[1]!.max).toBe(9);
+    expect(layers[2]!.y1).toEqual([14, 14]);
+  });
+
   it('adds no "(other)" layer when there is nothing left over', () => {
     const layers = stackSeries([{ scope: 'a', name: 'a', bytes: [1] }], 8);
     expect(layers.map((l) => l.name)).toEqual(['a']);

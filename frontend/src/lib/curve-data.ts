@@ -36,12 +36,16 @@ function largestAbs(values: readonly number[]): number {
  * layer drawn last. Positive bytes stack upward from 0, negative bytes (frees
  * of memory held before the step) downward, so layers never overlap and the
  * top edge of the positive stack plus the negative one equals the sum.
+ * A series missing from `rankBy` is ranked by its own bytes.
  */
-export function stackSeries(series: readonly SeriesInput[], top: number): StackedLayer[] {
+export function stackSeries(series: readonly SeriesInput[], top: number, rankBy?: readonly SeriesInput[]): StackedLayer[] {
   const length = series.reduce((n, s) => Math.max(n, s.bytes.length), 0);
+  // Ranked by `rankBy` (the whole step's series) when given, so that a zoomed
+  // window keeps each scope's layer, colour and place in the stack.
+  const rankOf = new Map((rankBy ?? []).filter((s) => s.scope !== null).map((s) => [s.scope, largestAbs(s.bytes)]));
   const named = series
     .filter((s) => s.scope !== null)
-    .map((s) => ({ s, max: largestAbs(s.bytes) }))
+    .map((s) => ({ s, max: rankOf.get(s.scope) ?? largestAbs(s.bytes) }))
     .sort((a, b) => b.max - a.max);
   const kept = named.slice(0, Math.max(0, top));
   const rest = [...named.slice(Math.max(0, top)).map((x) => x.s), ...series.filter((s) => s.scope === null)];
