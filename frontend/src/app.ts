@@ -1,10 +1,11 @@
 // The controller: fetches what the selection needs and hands it to the views.
 // Views draw and write the selection; only this file talks to the API.
 
-import { Api, ApiError, type CurveResponse, type DeviceSummary, type RunInfo, type SummaryResponse } from './api';
+import { Api, ApiError, type CurveResponse, type CurveWindow, type DeviceSummary, type RunInfo, type SummaryResponse } from './api';
 import { el } from './dom';
 import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
 import { curvePointsFor } from './lib/curve-data';
+import { WINDOW_FETCH_DELAY_MS, needsWindowFetch } from './lib/curve-window';
 import { ScopePreviews } from './lib/scope-preview';
 import { Selection, type SelectionKey, type SelectionState, parentScope } from './selection';
 import { CSS } from './styles';
@@ -67,7 +68,7 @@ export class App {
   readonly selection = new Selection();
   private readonly status = el('div', { class: 'status', 'data-testid': 'status', role: 'status', 'aria-live': 'polite' });
   private readonly pickers = new PickersView(this.selection);
-  private readonly summaryView = new SummaryView();
+  private readonly summaryView = new SummaryView(this.selection);
   private readonly emptyState = new EmptyStateView();
   private readonly curve = new CurveView(this.selection);
   private readonly treemap = new TreemapView(this.selection);
@@ -79,6 +80,10 @@ export class App {
   private summary: SummaryResponse | null = null;
   private device: DeviceSummary | null = null;
   private curveData: CurveResponse | null = null;
+  /** The zoomed window's curve and the request it answers (its window aside): dropped when that changes. */
+  private windowCurve: { data: CurveResponse; key: string } | null = null;
+  /** A zoom waiting to settle before its window is fetched; `release` ends its share of data-ready. */
+  private windowWait: { timer: ReturnType<typeof setTimeout>; release: () => void } | null = null;
   private inFlight = 0;
   private requestedPoints = 0;
   /** What the status line says when nothing loads: short, never the message the page shows below. */
@@ -90,6 +95,7 @@ export class App {
     scopes: new Latest(),
     graph: new Latest(),
     curve: new Latest(),
+    windowCurve: new Latest(),
     details: new Latest(),
     highlight: new Latest(),
     prefetch: new Latest(),
@@ -230,12 +236,14 @@ export class App {
     }
     if (!this.device) return;
     if (changed.has('device') || changed.has('focus')) {
+      // loadLevel reloads the curve, and the zoomed window's with it.
       // Details first: the slowest route on a big step starts first; the level's three follow at once, in parallel.
       this.loadDetails();
       this.loadLevel();
       return;
     }
     if (changed.has('selected')) this.loadDetails();
+    if (changed.has('timeRange')) this.scheduleWindowCurve();
   }
 
   /** Nothing to draw: the empty state says why (once), the status line a short label. */
@@ -403,6 +411,8 @@ export class App {
     const curveLatest = this.latest.curve.next();
     this.requestedPoints = curvePointsFor(this.curve.plotWidth());
     this.curve.setLoading(true);
+    // A zoomed view asks for its window at once too, with the same breakdown and points.
+    this.scheduleWindowCurve(0);
     void this.track(async () => {
       try {
         const data = await this.api.curve({
@@ -423,6 +433,78 @@ export class App {
         this.curve.setCurve(null);
       } finally {
         if (curveLatest()) this.curve.setLoading(false);
+      }
+    });
+  }
+
+  /** What a window's curve shares with the step's curve request: a window fetched for another one is not drawn. */
+  private curveKey(): string {
+    const s = this.selection.get();
+    return JSON.stringify([s.run, s.tag, s.device, s.group, s.focus, this.requestedPoints, CURVE_SERIES]);
+  }
+
+  private cancelWindowWait(): void {
+    if (!this.windowWait) return;
+    clearTimeout(this.windowWait.timer);
+    this.windowWait.release();
+    this.windowWait = null;
+  }
+
+  /**
+   * After a zoom (or a reload of the curve while zoomed): once the range has
+   * stayed put for `delay` ms, fetches the visible window's own curve. A newer
+   * zoom cancels a waiting one and makes an answer in flight stale. The wait
+   * counts as loading (data-ready "0"); the curve meanwhile draws the whole
+   * step's data, or a wider window's already loaded.
+   */
+  private scheduleWindowCurve(delay = WINDOW_FETCH_DELAY_MS): void {
+    this.cancelWindowWait();
+    this.latest.windowCurve.next();
+    const key = this.curveKey();
+    if (this.windowCurve && this.windowCurve.key !== key) {
+      this.windowCurve = null;
+      this.curve.setWindowCurve(null);
+    }
+    const s = this.selection.get();
+    const duration = this.curveData?.duration_us ?? this.summary?.duration_us ?? null;
+    const want = needsWindowFetch(s.timeRange, duration, this.windowCurve?.data.window ?? null);
+    if (!want || s.run === null || s.tag === null || s.device === null) return;
+    let release = () => {};
+    const waited = new Promise<void>((resolve) => (release = resolve));
+    const timer = setTimeout(() => {
+      this.windowWait = null;
+      this.loadWindowCurve(want, key);
+      release();
+    }, delay);
+    this.windowWait = { timer, release };
+    void this.track(() => waited);
+  }
+
+  /** The curve of one window of the step, bucketed on its own; drawn when it is still the one wanted. */
+  private loadWindowCurve(window: CurveWindow, key: string): void {
+    const s = this.selection.get();
+    if (s.run === null || s.tag === null || s.device === null || key !== this.curveKey()) return;
+    const isLatest = this.latest.windowCurve.next();
+    void this.track(async () => {
+      try {
+        const data = await this.api.curve({
+          run: s.run!,
+          tag: s.tag!,
+          device: s.device!,
+          group: s.group,
+          points: this.requestedPoints,
+          breakdown: s.focus,
+          top: CURVE_SERIES,
+          window,
+        });
+        if (!isLatest() || key !== this.curveKey()) return;
+        this.windowCurve = { data, key };
+        if (this.curveData) this.curve.setError(null);
+        this.curve.setWindowCurve(data);
+      } catch (e) {
+        if (!isLatest()) return;
+        // The whole step's curve stays drawn (clipped to the zoom): it is right, only coarser.
+        this.curve.setError(`Could not load the zoomed window (the whole step’s curve is shown): ${message(e)}`);
       }
     });
   }

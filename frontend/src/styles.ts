@@ -40,6 +40,17 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .summary .summary-line { display: flex; gap: 0 18px; align-items: baseline; white-space: nowrap; overflow: hidden; line-height: 20px; }
 .summary .summary-line > * { flex: 0 0 auto; }
 .summary .summary-line > .shrink { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+/* The op at the peak gives way first: the biggest holder's name is the more telling of the two. */
+.summary .summary-line > .shrink.yield { flex-shrink: 4; }
+/* A name between a label and a suffix: the path before its last "/" gives way first, then the last part. */
+.summary .summary-line > .summary-name-item { min-width: 9em; }
+.summary .summary-name-item { display: inline-flex; align-items: baseline; white-space: pre; }
+.summary .summary-name-item > .label { flex: 0 0 auto; }
+.summary .summary-name-item > .name { flex: 0 1 auto; min-width: 0; display: inline-flex; overflow: hidden; }
+.summary .summary-name-item .name-head { flex: 0 1000 auto; min-width: 1.5em; overflow: hidden; text-overflow: ellipsis; }
+.summary .summary-name-item .name-tail { flex: 0 0 auto; max-width: 100%; overflow: hidden; text-overflow: ellipsis; }
+.summary .clickable { cursor: pointer; }
+.summary .clickable:hover .name, .summary .clickable:focus-visible .name { text-decoration: underline; }
 .summary .summary-line.secondary { font-size: 12px; line-height: 17px; }
 .summary .figure b { font-size: 15px; font-weight: 600; }
 .summary .note { color: var(--muted); }

@@ -1,6 +1,8 @@
 // Memory over the step: band of min..max per bucket, the max as a step line,
 // the peak marked, hover for time/bytes/op, drag to zoom, double click to reset,
 // optional stack of the top scopes, the selected scope's share and time span.
+// Zoomed in, it draws the window's own curve once the controller has it
+// (lib/curve-window decides which data to draw), the whole step's meanwhile.
 
 import { scaleLinear } from 'd3-scale';
 import { select, type Selection as D3Selection } from 'd3-selection';
@@ -10,6 +12,7 @@ import { el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatTime } from '../format';
 import { colorForRank } from '../lib/colors';
 import { nearestIndex, relativeBytes, stackSeries, zoomRange, type StackedLayer } from '../lib/curve-data';
+import { curveToDraw, highlightOn, type DrawnCurve } from '../lib/curve-window';
 import type { Selection } from '../selection';
 
 /** Plot height: low enough that the treemap and graph start on the first screen at 1280x800. */
@@ -44,7 +47,12 @@ export class CurveView {
   /** Groups redrawn alone when only the selection's highlight or time span changes. */
   private spanLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
   private highlightLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
+  /** The whole step's curve: the extent, the peak, the scale, and what is drawn when no window data fits. */
   private curve: CurveResponse | null = null;
+  /** The curve of a zoomed window (route asked with start_us/end_us), or null. */
+  private windowed: CurveResponse | null = null;
+  /** What the last draw drew (the hover and the highlight read it). */
+  private drawn: DrawnCurve | null = null;
   private layers: StackedLayer[] = [];
   private highlight: HighlightSeries | null = null;
   private span: TimeSpan | null = null;
@@ -113,7 +121,13 @@ export class CurveView {
 
   setCurve(curve: CurveResponse | null): void {
     this.curve = curve;
-    this.layers = curve ? stackSeries(curve.series, STACK_TOP) : [];
+    this.draw();
+  }
+
+  /** The curve of a zoomed window: drawn while the visible range lies inside its window; null drops it. */
+  setWindowCurve(windowed: CurveResponse | null): void {
+    if (windowed === this.windowed) return;
+    this.windowed = windowed;
     this.draw();
   }
 
@@ -141,25 +155,37 @@ export class CurveView {
     this.highlightLayer = null;
     this.legend.replaceChildren();
     this.tooltip.classList.add('hidden');
-    const c = this.curve;
-    if (!c) {
+    const step = this.curve;
+    if (!step) {
+      this.drawn = null;
+      this.layers = [];
       this.caption.textContent = '';
       this.selectionLegend.replaceChildren();
+      delete this.body.dataset.window;
       return;
     }
     const width = Math.max(200, this.svgNode.clientWidth || 900);
     svg.attr('viewBox', `0 0 ${width} ${HEIGHT}`);
     const range = this.selection.get().timeRange;
-    const domain: [number, number] = range ? [range.start_us, range.end_us] : [0, Math.max(1, c.duration_us)];
+    const domain: [number, number] = range ? [range.start_us, range.end_us] : [0, Math.max(1, step.duration_us)];
     this.resetButton.disabled = range === null;
+    // The points drawn: the zoomed window's own when loaded for this view, else the whole step's.
+    const c = curveToDraw(step, this.windowed, range);
+    this.drawn = c;
+    // Test hook and a note for the curious: "start,end" of the window whose data is drawn, "" for the whole step.
+    this.body.dataset.window = c.window ? `${c.window.start_us},${c.window.end_us}` : '';
+    this.layers = stackSeries(c.series, STACK_TOP, c.source === 'window' ? step.series : undefined);
     const stacked = this.stackToggle.checked && this.layers.length > 0;
     const offset = this.offset();
 
+    // The scale spans the whole step's values, so the window's data drawing in does not rescale the plot.
     let yMin = 0;
     let yMax = 1;
-    for (let i = 0; i < c.t_us.length; i++) {
-      yMin = Math.min(yMin, c.min_bytes[i]!);
-      yMax = Math.max(yMax, c.max_bytes[i]!);
+    for (const d of [step, c]) {
+      for (let i = 0; i < d.t_us.length; i++) {
+        yMin = Math.min(yMin, d.min_bytes[i]!);
+        yMax = Math.max(yMax, d.max_bytes[i]!);
+      }
     }
     if (stacked) {
       for (const l of this.layers) for (let i = 0; i < l.y1.length; i++) yMin = Math.min(yMin, offset + l.y1[i]!);
@@ -170,7 +196,7 @@ export class CurveView {
     const y = this.y;
 
     const captionText = [
-      c.absolute ? 'absolute bytes in use (allocator baseline known)' : 'relative to the start of the step: the allocator gave no baseline',
+      step.absolute ? 'absolute bytes in use (allocator baseline known)' : 'relative to the start of the step: the allocator gave no baseline',
       c.snapshots.t_us.length > 1 && !stacked ? 'dotted: the allocator’s own bytes-in-use snapshots' : null,
     ]
       .filter(Boolean)
@@ -188,7 +214,7 @@ export class CurveView {
         .attr('x', MARGIN.left - 6)
         .attr('y', y(t) + 3)
         .attr('text-anchor', 'end')
-        .text(c.absolute ? formatBytes(t) : formatBytesDelta(t));
+        .text(step.absolute ? formatBytes(t) : formatBytesDelta(t));
     }
     const xAxis = svg.append('g').attr('class', 'axis');
     xAxis
@@ -262,17 +288,18 @@ export class CurveView {
       plot.append('path').attr('class', 'snapshots').attr('d', snapLine(s.t_us.map((_v, i) => i)));
     }
 
-    if (c.peak) {
-      const px = x(c.peak.time_us);
-      const py = y(c.peak.bytes);
+    const peakInfo = step.peak;
+    if (peakInfo) {
+      const px = x(peakInfo.time_us);
+      const py = y(peakInfo.bytes);
       const peak = svg.append('g').attr('class', 'peak').attr('data-testid', 'curve-peak');
       const inView = px >= MARGIN.left - 0.5 && px <= width - MARGIN.right + 0.5;
       peak.attr('opacity', inView ? 1 : 0.35);
       peak.append('line').attr('x1', px).attr('x2', px).attr('y1', MARGIN.top - 4).attr('y2', HEIGHT - MARGIN.bottom);
       peak.append('circle').attr('cx', px).attr('cy', py).attr('r', 4);
-      const label = c.absolute
-        ? `peak ${formatBytes(c.peak.bytes)} at ${formatTime(c.peak.time_us)}`
-        : `peak ${formatBytesDelta(c.peak.bytes)} over step start at ${formatTime(c.peak.time_us)}`;
+      const label = step.absolute
+        ? `peak ${formatBytes(peakInfo.bytes)} at ${formatTime(peakInfo.time_us)}`
+        : `peak ${formatBytesDelta(peakInfo.bytes)} over step start at ${formatTime(peakInfo.time_us)}`;
       const rightSide = px < width * 0.6;
       peak
         .append('text')
@@ -280,7 +307,7 @@ export class CurveView {
         .attr('y', MARGIN.top - 6)
         .attr('text-anchor', rightSide ? 'start' : 'end')
         .text(label);
-      peak.append('title').text(`${label}${c.peak.node ? ` — ${c.peak.node.name}` : ''}`);
+      peak.append('title').text(`${label}${peakInfo.node ? ` — ${peakInfo.node.name}` : ''}`);
     }
 
     svg.append('g').attr('class', 'hover');
@@ -312,7 +339,8 @@ export class CurveView {
         spanLayer.append('line').attr('class', 'span-edge').attr('x1', px).attr('x2', px).attr('y1', MARGIN.top).attr('y2', HEIGHT - MARGIN.bottom);
       }
     }
-    const h = this.highlight;
+    // Zoomed into a window whose data has the selected scope's series, the finer series is drawn.
+    const h = highlightOn(this.drawn, this.highlight);
     // Stacked: the selected scope's own layer is outlined in place rather than drawn a second time.
     let outlined = false;
     this.svg.selectAll<SVGPathElement, unknown>('path.layer').each(function () {
@@ -386,10 +414,11 @@ export class CurveView {
   }
 
   private showHover(px: number, ev: PointerEvent): void {
-    const c = this.curve;
+    const c = this.drawn;
+    const step = this.curve;
     const hover = this.svg.select<SVGGElement>('g.hover');
     hover.selectAll('*').remove();
-    if (!c || c.t_us.length === 0) return;
+    if (!c || !step || c.t_us.length === 0) return;
     const [left, right] = this.x.range() as [number, number];
     if (px < left || px > right) {
       this.tooltip.classList.add('hidden');
@@ -404,17 +433,18 @@ export class CurveView {
     hover.append('circle').attr('cx', hx).attr('cy', this.y(max)).attr('r', 3);
 
     const op = c.node_names[c.node_at[i] ?? -1] ?? null;
-    const rel = relativeBytes([max], c.absolute, c.start_bytes)[0]!;
+    const rel = relativeBytes([max], step.absolute, step.start_bytes)[0]!;
     const lines: HTMLElement[] = [
-      el('div', {}, el('b', {}, formatTime(t)), ` · ${c.absolute ? formatBytes(max) : formatBytesDelta(max)}`),
+      el('div', {}, el('b', {}, formatTime(t)), ` · ${step.absolute ? formatBytes(max) : formatBytesDelta(max)}`),
     ];
-    if (c.absolute) lines.push(el('div', { class: 'muted' }, `${formatBytesDelta(rel)} over the step start`));
+    if (step.absolute) lines.push(el('div', { class: 'muted' }, `${formatBytesDelta(rel)} over the step start`));
     if (min !== max) lines.push(el('div', { class: 'muted' }, `bucket range ${formatBytes(min)} – ${formatBytes(max)}`));
     if (op !== null) lines.push(el('div', {}, 'op: ', el('code', {}, op)));
-    if (this.highlight) {
-      const j = nearestIndex(this.highlight.t_us, t);
-      const b = this.highlight.bytes[j];
-      if (b !== undefined) lines.push(el('div', {}, `${this.highlight.scope}: ${formatBytes(b)}`));
+    const highlight = highlightOn(c, this.highlight);
+    if (highlight) {
+      const j = nearestIndex(highlight.t_us, t);
+      const b = highlight.bytes[j];
+      if (b !== undefined) lines.push(el('div', {}, `${highlight.scope}: ${formatBytes(b)}`));
     }
     this.tooltip.replaceChildren(...lines);
     this.tooltip.classList.remove('hidden');

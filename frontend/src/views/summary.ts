@@ -1,10 +1,11 @@
 // The step at a glance for the chosen device: peak, baseline, the identity
 // "at peak by category = by op type = peak rise", and the empty state.
 
-import type { DeviceSummary, SummaryResponse } from '../api';
+import type { DeviceSummary, LargestAtPeak, SummaryResponse } from '../api';
 import { clear, el } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatTime } from '../format';
 import { peakIdentity } from '../lib/identity';
+import type { Selection } from '../selection';
 
 export const TRACE_HOWTO = [
   "run_options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)",
@@ -15,6 +16,9 @@ export const TRACE_HOWTO = [
 
 export class SummaryView {
   readonly element = el('section', { class: 'summary', 'data-testid': 'summary', 'aria-label': 'Step summary' });
+
+  /** With a selection, the biggest holder at the peak selects its scope when clicked. */
+  constructor(private readonly selection: Selection | null = null) {}
 
   setData(summary: SummaryResponse | null, device: DeviceSummary | null): void {
     clear(this.element);
@@ -39,11 +43,13 @@ export class SummaryView {
       main.append(el('span', { class: 'note' }, 'no allocator baseline: relative to the step’s start'));
     }
     if (device.peak_node) {
-      const op = `${device.peak_node.name}${device.peak_node.op_type ? ` (${device.peak_node.op_type})` : ''}`;
+      const node = device.peak_node;
+      const op = node.op_type ? ` (${node.op_type})` : '';
       main.append(
-        el('span', { class: 'shrink', title: `op at peak: ${op}\nscope: ${device.peak_node.scope || '(root)'}` }, 'op at peak: ', el('code', {}, device.peak_node.name), device.peak_node.op_type ? ` (${device.peak_node.op_type})` : ''),
+        nameItem('op at peak: ', node.name, opSuffix(node.name, node.op_type), { class: 'shrink yield', title: `op at peak: ${node.name}${op}\nscope: ${node.scope || '(root)'}` }),
       );
     }
+    if (device.largest_at_peak) main.append(this.largestItem(device.largest_at_peak));
 
     const id = peakIdentity(device);
     const identity = el(
@@ -64,6 +70,71 @@ export class SummaryView {
     const noteText = notes.join(' · ');
     secondary.append(el('span', { class: 'note shrink', title: noteText }, noteText));
   }
+
+  /**
+   * "biggest at peak: <name> (op) 3.0 MiB": the node execution holding the most
+   * at the peak (the op at the peak may hold little). Only the name gives way
+   * to an ellipsis; the scope is in the title; a click selects the scope.
+   */
+  private largestItem(largest: LargestAtPeak): HTMLElement {
+    const op = largest.op_type ? ` (${largest.op_type})` : '';
+    const scope = largest.scope || '(root)';
+    const title = [
+      `biggest at peak: ${largest.name}${op} holds ${formatBytes(largest.at_peak_bytes)} (${formatExactBytes(largest.at_peak_bytes)})`,
+      `scope: ${scope}`,
+      largest.graph_name && largest.graph_name !== largest.name ? `graph node: ${largest.graph_name}` : null,
+      this.selection ? 'click to select its scope' : null,
+    ]
+      .filter(Boolean)
+      .join('\n');
+    const item = nameItem('biggest at peak: ', largest.name, `${opSuffix(largest.name, largest.op_type)} ${formatBytes(largest.at_peak_bytes)}`, {
+      class: 'shrink',
+      'data-testid': 'summary-largest',
+      'data-scope': largest.scope,
+      'data-bytes': String(largest.at_peak_bytes),
+      title,
+    });
+    const selection = this.selection;
+    if (!selection) return item;
+    item.classList.add('clickable');
+    item.setAttribute('role', 'button');
+    item.setAttribute('tabindex', '0');
+    const choose = () => selection.select(largest.scope === '' ? null : largest.scope);
+    item.addEventListener('click', choose);
+    item.addEventListener('keydown', (ev) => {
+      if (ev.key !== 'Enter' && ev.key !== ' ') return;
+      ev.preventDefault();
+      choose();
+    });
+    return item;
+  }
+}
+
+/** " (OpType)", or nothing when the name's last part already says it ("…/Conv2D_grad/Conv2DBackpropInput"); titles keep it. */
+export function opSuffix(name: string, opType: string | null): string {
+  if (!opType || name.slice(name.lastIndexOf('/') + 1) === opType) return '';
+  return ` (${opType})`;
+}
+
+/**
+ * "label <code>a/b/</code><code>leaf</code> suffix" on one row: when space runs
+ * short the name's path gives way first (an ellipsis in its middle), then its
+ * last component; the label and the suffix (op type, bytes) stay whole.
+ */
+function nameItem(label: string, name: string, suffix: string, attrs: Record<string, string>): HTMLElement {
+  const cut = name.lastIndexOf('/') + 1;
+  return el(
+    'span',
+    { ...attrs, class: `${attrs.class ?? ''} summary-name-item`.trim() },
+    el('span', { class: 'label' }, label),
+    el(
+      'code',
+      { class: 'name' },
+      cut > 0 ? el('span', { class: 'name-head' }, name.slice(0, cut)) : null,
+      el('span', { class: 'name-tail' }, name.slice(cut)),
+    ),
+    suffix ? el('span', { class: 'label' }, suffix) : null,
+  );
 }
 
 export interface EmptyStateOptions {

@@ -1,12 +1,14 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import type { Figures, GraphResponse, ScopeDetails, ScopesResponse } from '../api';
+import type { CurveResponse, DeviceSummary, Figures, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse } from '../api';
 import { el } from '../dom';
 import { Selection } from '../selection';
 import { previewOfChild } from '../lib/scope-preview';
 import { DataTable } from './data-table';
 import { DetailsView } from './details';
 import { GraphView, MIN_FIT_SCALE } from './graph';
+import { SummaryView } from './summary';
+import { CurveView } from './curve';
 import { TreemapView } from './treemap';
 
 const EVIL = '<img src=x onerror=alert(1)>';
@@ -195,6 +197,100 @@ describe('GraphView', () => {
     const after = document.querySelector('[data-testid=graph-node][data-id=loss]')!;
     expect(after).toBe(before);
     expect(after.getAttribute('transform')).toBe(transform);
+  });
+});
+
+describe('SummaryView', () => {
+  const device: DeviceSummary = {
+    id: 'CPU:0/mklcpu',
+    device: '/device:CPU:0',
+    device_type: 'CPU',
+    allocator: 'mklcpu',
+    baseline: 'allocator_bytes_in_use',
+    start_bytes: 1024,
+    peak_bytes: 4 * 1048576,
+    peak_rise_bytes: 4 * 1048576 - 1024,
+    peak_time_us: 1500,
+    peak_node: { name: 'grad/Conv2DBackpropInput', scope: 'grad', op_type: 'Conv2DBackpropInput' },
+    largest_at_peak: { name: `${EVIL}/act`, scope: EVIL, op_type: 'Relu', graph_name: `${EVIL}/act`, at_peak_bytes: 3 * 1048576 },
+    end_bytes: 2048,
+    node_count: 10,
+    event_count: 20,
+    figures: figures(4 * 1048576 - 1024),
+    snapshots: { count: 0, max_abs_diff_bytes: null },
+    categories: [{ name: 'activations', at_peak_bytes: 4 * 1048576 - 1024 }],
+    op_types: [{ name: 'Relu', count: 1, figures: figures(4 * 1048576 - 1024) }],
+    top_scopes: [],
+  };
+  const summary: SummaryResponse = {
+    run: 'r', tag: 't', step: 1, status: 'ok', message: null, duration_us: 3000, default_device: device.id, devices: [device],
+  };
+
+  it('names the biggest holder at the peak as text, its scope in the title, and selects the scope on click', () => {
+    const selection = new Selection();
+    const view = new SummaryView(selection);
+    mount(view.element);
+    view.setData(summary, device);
+    expect(document.querySelectorAll('img').length).toBe(0);
+    const item = document.querySelector<HTMLElement>('[data-testid=summary-largest]')!;
+    expect(item.textContent).toBe(`biggest at peak: ${EVIL}/act (Relu) 3.00 MiB`);
+    expect(item.querySelector('code')!.textContent).toBe(`${EVIL}/act`);
+    expect(item.title).toContain(`scope: ${EVIL}`);
+    expect(item.dataset.bytes).toBe(String(3 * 1048576));
+    // The op at the peak stays beside it.
+    expect(view.element.textContent).toContain('op at peak: grad/Conv2DBackpropInput');
+    item.click();
+    expect(selection.get().selected).toBe(EVIL);
+    selection.select(null);
+    item.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
+    expect(selection.get().selected).toBe(EVIL);
+  });
+
+  it('leaves out an op type the name already ends with, keeping it in the title', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    view.setData(summary, device);
+    const op = [...document.querySelectorAll<HTMLElement>('.summary-name-item')].find((e) => e.textContent!.startsWith('op at peak'))!;
+    expect(op.textContent).toBe('op at peak: grad/Conv2DBackpropInput');
+    expect(op.title).toContain('(Conv2DBackpropInput)');
+  });
+
+  it('shows no holder when there is none (a curve that never rises)', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    view.setData(summary, { ...device, largest_at_peak: null });
+    expect(document.querySelector('[data-testid=summary-largest]')).toBeNull();
+  });
+});
+
+describe('CurveView zoom', () => {
+  const base: CurveResponse = {
+    window: null, baseline: 'none', start_bytes: null, absolute: false,
+    peak: { time_us: 50, bytes: 90, rise_bytes: 90, node: null }, duration_us: 100,
+    t_us: [0, 50, 100], min_bytes: [0, 0, 10], max_bytes: [0, 90, 10], node_at: [0, 0, 0], node_names: ['a'],
+    snapshots: { t_us: [], bytes: [] }, series: [{ scope: null, name: '(other)', bytes: [0, 90, 10] }],
+  };
+  const zoomed: CurveResponse = {
+    ...base, window: { start_us: 40, end_us: 60 },
+    t_us: [45, 50, 55], min_bytes: [0, 30, 60], max_bytes: [30, 90, 60], node_at: [0, 0, 0],
+    series: [{ scope: null, name: '(other)', bytes: [30, 90, 60] }],
+  };
+
+  it('draws the window data only while the zoom lies inside its window', () => {
+    const selection = new Selection();
+    const view = new CurveView(selection);
+    mount(view.element);
+    view.setCurve(base);
+    const body = document.querySelector<HTMLElement>('[data-testid=curve]')!;
+    expect(body.dataset.window).toBe('');
+    view.setWindowCurve(zoomed);
+    expect(body.dataset.window).toBe('');
+    selection.set({ timeRange: { start_us: 40, end_us: 60 } });
+    expect(body.dataset.window).toBe('40,60');
+    selection.set({ timeRange: { start_us: 30, end_us: 60 } });
+    expect(body.dataset.window).toBe('');
+    selection.set({ timeRange: null });
+    expect(body.dataset.window).toBe('');
   });
 });
 
