@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -175,6 +176,106 @@ def test_curve_marks_the_peak(dashboard):
     dash.wait_ready()
     assert dash.loc(tid("curve-peak")).count() == 1
     dash.screenshot("curve-stacked")
+
+
+# The curve's max line as drawn: every vertex of path.line and the plot's clip box, in SVG units.
+CURVE_LINE_JS = """() => {
+  const svg = document.querySelector('[data-testid="curve"] svg');
+  const clip = svg.querySelector('clipPath rect');
+  const d = svg.querySelector('path.line').getAttribute('d') || '';
+  const xs = [...d.matchAll(/[ML]\\s*(-?[\\d.]+(?:e-?\\d+)?)\\s*,/g)].map(m => parseFloat(m[1]));
+  const left = parseFloat(clip.getAttribute('x'));
+  return {xs, left, right: left + parseFloat(clip.getAttribute('width')), viewBoxWidth: svg.viewBox.baseVal.width};
+}"""
+
+
+def test_summary_names_the_biggest_holder_at_peak(dashboard):
+    """Beside the op at the peak (which may hold little), the summary names the node execution holding the
+    most at the peak, as the summary route says; a click selects its scope."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    entry = next(d for d in tb.api("summary", run=UNET, tag=tag)["devices"] if d["id"] == device)
+    largest = entry["largest_at_peak"]
+    assert largest is not None and largest["at_peak_bytes"] > 0, entry
+    item = dash.loc(tid("summary-largest"))
+    assert item.locator("code").text_content() == largest["name"]
+    assert format_bytes(largest["at_peak_bytes"]) in item.text_content()
+    assert int(item.get_attribute("data-bytes")) == largest["at_peak_bytes"]
+    assert f"scope: {largest['scope'] or '(root)'}" in item.get_attribute("title")
+    # The op at the peak stays beside it.
+    assert entry["peak_node"]["name"] in dash.loc(tid("summary")).text_content()
+    box, summary = item.bounding_box(), _page_box(dash, "summary")
+    assert box and box["width"] > 0 and box["y"] + box["height"] <= summary["y"] + summary["height"] + 0.5
+    dash.screenshot("summary-largest")
+
+    item.click()
+    _assert_details_match(dash, UNET, tag, device, largest["scope"])
+
+
+def test_curve_zoom_fetches_the_window(dashboard):
+    """Dragging over the curve zooms in; once the zoom settles the page asks the curve route for that window
+    (start_us/end_us) and draws its points, all inside the window; a double click goes back to the step."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    dash.loc(tid("curve-peak")).wait_for()
+    assert dash.loc(tid("curve")).get_attribute("data-window") == ""
+    curve_urls: list[str] = []
+    dash.page.on("request", lambda r: curve_urls.append(r.url) if "/data/plugin/memory/curve" in r.url else None)
+
+    # Drag over a span around the peak (where memory moves: the window holds events).
+    step_curve = tb.api("curve", run=UNET, tag=tag, device=device)
+    duration, peak_us = step_curve["duration_us"], step_curve["peak"]["time_us"]
+    plot = dash.frame.evaluate(CURVE_LINE_JS)
+    svg = dash.loc(f'{tid("curve")} svg').bounding_box()
+    scale = svg["width"] / plot["viewBoxWidth"]
+
+    def page_x(t_us):
+        return svg["x"] + (plot["left"] + (plot["right"] - plot["left"]) * t_us / duration) * scale
+
+    y = svg["y"] + svg["height"] / 2
+    x0, x1 = page_x(max(0, peak_us - duration * 0.06)), page_x(min(duration, peak_us + duration * 0.06))
+    dash.watch_ready()
+    dash.page.mouse.move(x0, y)
+    dash.page.mouse.down()
+    dash.page.mouse.move((x0 + x1) / 2, y, steps=3)
+    dash.page.mouse.move(x1, y, steps=3)
+    dash.page.mouse.up()
+    dash.wait_reloaded()
+    dash.frame.wait_for_function(
+        "() => !!document.querySelector('[data-testid=\"curve\"]').dataset.window && document.body.dataset.ready === '1'",
+        timeout=10_000)
+
+    start, end = map(int, dash.loc(tid("curve")).get_attribute("data-window").split(","))
+    assert 0 <= start < peak_us < end <= duration and end - start < duration / 4, (start, peak_us, end, duration)
+    asked = [parse_qs(urlparse(u).query) for u in curve_urls]
+    windowed = [q for q in asked if "start_us" in q or "end_us" in q]
+    assert windowed and windowed[-1]["start_us"] == [str(start)] and windowed[-1]["end_us"] == [str(end)], curve_urls
+    body = tb.api("curve", **{k: v[0] for k, v in windowed[-1].items()})
+    assert body["window"] == {"start_us": start, "end_us": end}
+    assert body["t_us"] and all(start <= t <= end for t in body["t_us"])
+    assert body["peak"] == step_curve["peak"], "the peak stays the whole step's"
+
+    # Drawn: the window's points padded to its edges, so the line spans the plot and no vertex lies
+    # outside it (the step's curve, clipped to the zoom, would have vertices on both sides).
+    line = dash.frame.evaluate(CURVE_LINE_JS)
+    assert line["xs"], line
+    assert all(line["left"] - 0.5 <= x <= line["right"] + 0.5 for x in line["xs"]), line
+    assert abs(min(line["xs"]) - line["left"]) < 0.5 and abs(max(line["xs"]) - line["right"]) < 0.5, line
+    assert len(set(line["xs"])) >= min(len(body["t_us"]), 3), (len(set(line["xs"])), len(body["t_us"]))
+    dash.screenshot("curve-zoomed")
+
+    # Stacking keeps working on the window's data.
+    dash.loc(tid("stack-toggle")).check()
+    assert dash.loc(f'{tid("curve")} path.layer').count() > 0
+    assert dash.loc(tid("curve")).get_attribute("data-window") == f"{start},{end}"
+    dash.loc(tid("stack-toggle")).uncheck()
+
+    # A double click shows the whole step again, from the data at hand.
+    count = len(curve_urls)
+    dash.loc(f'{tid("curve")} svg').dblclick()
+    dash.wait_ready()
+    assert dash.loc(tid("curve")).get_attribute("data-window") == ""
+    assert not any("start_us" in u for u in curve_urls[count:]), curve_urls[count:]
 
 
 def test_step_and_device_switch_reload(dashboard):
