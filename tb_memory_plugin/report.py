@@ -10,7 +10,8 @@ import numpy as np
 
 from . import graph as graph_mod
 from .analysis import (
-    AT_PEAK, ALLOCATED, CATEGORIES, FIGURES, OUTPUT, SELF, SpaceAnalysis, StepAnalysis, downsample, series_at,
+    AT_PEAK, ALLOCATED, CATEGORIES, FIGURES, OUTPUT, SELF, SampledCurve, SpaceAnalysis, StepAnalysis, downsample,
+    series_at,
 )
 
 TOP_SCOPES = 10
@@ -219,6 +220,10 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
     carried_in = int(curve_data.rise_bytes[first - 1]) if first > 0 else 0
     sampled = downsample(curve_data.time_us[first:last], curve_data.rise_bytes[first:last], points, carried_in)
     sampled.position += first
+    if window is not None and first > 0 and (sampled.time_us.size == 0 or sampled.time_us[0] > window[0]):
+        # The window opens between events: its first point is the value carried in at start_us.
+        sampled = SampledCurve(np.r_[window[0], sampled.time_us], np.r_[carried_in, sampled.min_bytes],
+                               np.r_[carried_in, sampled.max_bytes], np.r_[first - 1, sampled.position])
     trace = space.space
     # The node whose event made each bucket's max: the op running there.
     last_event = curve_data.event_order[curve_data.group_end[sampled.position]] if sampled.position.size else sampled.position

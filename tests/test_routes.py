@@ -206,6 +206,22 @@ def test_curve_zoom_window(tb, logdir):
     assert every["max_bytes"] == (rises[inside] + start).tolist()
 
 
+def test_curve_window_opening_between_events_starts_with_the_value_carried_in(tb, logdir):
+    engine = engine_step(logdir, "unet", "step_1").space(None)
+    times, rises = engine.curve.time_us, engine.curve.rise_bytes
+    start = engine.start_bytes or 0
+    gaps = np.flatnonzero(np.diff(times) > 1)  # a window can open strictly between these events
+    k = int(gaps[np.searchsorted(gaps, len(times) // 3)])
+    window = (int(times[k]) + 1, int(times[-1]))
+    body = get_json(tb, "curve", run="unet", tag="step_1", points="20000", top="2",
+                    start_us=str(window[0]), end_us=str(window[1]))
+    assert body["t_us"][0] == window[0]
+    assert body["min_bytes"][0] == body["max_bytes"][0] == start + int(rises[k])
+    assert body["t_us"][1:] == times[k + 1:].tolist()
+    # The series carried in add up to the value carried in, like every other point.
+    assert sum(s["bytes"][0] for s in body["series"]) == int(rises[k])
+
+
 @pytest.mark.parametrize("params", [
     {"start_us": "10"}, {"end_us": "10"}, {"start_us": "20", "end_us": "10"}, {"start_us": "5", "end_us": "5"},
     {"start_us": "-1", "end_us": "10"}, {"start_us": "a", "end_us": "10"},
