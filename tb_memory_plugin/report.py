@@ -220,7 +220,9 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
     carried_in = int(curve_data.rise_bytes[first - 1]) if first > 0 else 0
     sampled = downsample(curve_data.time_us[first:last], curve_data.rise_bytes[first:last], points, carried_in)
     sampled.position += first
-    if window is not None and first > 0 and (sampled.time_us.size == 0 or sampled.time_us[0] > window[0]):
+    opens_between_events = window is not None and 0 < first and (
+        first == curve_data.time_us.size or int(curve_data.time_us[first]) > window[0])
+    if opens_between_events:
         # The window opens between events: its first point is the value carried in at start_us.
         sampled = SampledCurve(np.r_[window[0], sampled.time_us], np.r_[carried_in, sampled.min_bytes],
                                np.r_[carried_in, sampled.max_bytes], np.r_[first - 1, sampled.position])

@@ -199,6 +199,17 @@ def test_curve_zoom_window(tb, logdir):
     assert min(body["min_bytes"]) == start + min(int(rises[inside].min()), int(rises[np.flatnonzero(inside)[0] - 1]))
     assert body["peak"]["rise_bytes"] == engine.peak_rise_bytes  # the step's own, not the window's
     assert np.sum([s["bytes"] for s in body["series"]], axis=0).tolist() == [m - start for m in body["max_bytes"]]
+    # Windows that open on an event: at most `points` buckets, all inside (the first
+    # bucket's time is where it peaks, often after the window's first event).
+    span = min(100, len(times) // 3)
+    peaked_later = 0
+    for k in range(1, len(times) - span, max(1, len(times) // 12)):
+        at_event = get_json(tb, "curve", run="unet", tag="step_1", points="16", top="0",
+                            start_us=str(int(times[k])), end_us=str(int(times[k + span])))
+        assert 0 < len(at_event["t_us"]) <= 16
+        assert int(times[k]) <= at_event["t_us"][0] and at_event["t_us"][-1] <= int(times[k + span])
+        peaked_later += at_event["t_us"][0] > int(times[k])
+    assert peaked_later  # the case where a first bucket peaks after the window's first event was seen
     # Enough points: every event group in the window, exactly.
     every = get_json(tb, "curve", run="unet", tag="step_1", points="20000", start_us=str(window[0]),
                      end_us=str(window[1]))
