@@ -259,11 +259,11 @@ def _top_name(tree_node_of_name: np.ndarray, name_table: np.ndarray, subtree_siz
 class SpaceAnalysis:
     """All figures for one memory space (device + allocator) of a step."""
 
-    def __init__(self, space: SpaceTrace, node_code: np.ndarray, node_infos: list[names_mod.NameInfo],
+    def __init__(self, space: SpaceTrace, node_infos: list[names_mod.NameInfo],
                  node_op_types: list[str], node_categories: np.ndarray) -> None:
         self.space = space
-        # Executions point (node_code) into tables of distinct runtime names.
-        self.node_code = node_code
+        # Executions point (node_code) into tables of the space's distinct runtime names.
+        node_code = self.node_code = space.name_code
         self.node_infos = node_infos
         self.node_op_types = node_op_types
         self.op_type_names = sorted(set(node_op_types))
@@ -509,14 +509,14 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     spaces = []
     for space in trace.spaces:
         # Names repeat (loops, several steps): classify each distinct name once.
-        distinct, node_code = space.distinct_names, space.name_code
+        distinct = space.distinct_names
         infos = [names_mod.classify(name) for name in distinct]
         labels = space.label_of
         op_types = [resolve_op_type(name, info, labels.get(name, ""), trace.partition_op_types, graph_ops)
                     for name, info in zip(distinct, infos)]
         categories = np.fromiter((categorise(info.path, op, info.kind) for info, op in zip(infos, op_types)),
                                  dtype=np.int64, count=len(infos))
-        spaces.append(SpaceAnalysis(space, node_code, infos, op_types, categories))
+        spaces.append(SpaceAnalysis(space, infos, op_types, categories))
     has_bytes = any(int(s.space.allocated.sum()) or int(s.space.output.sum()) or s.has_curve for s in spaces)
     if not has_bytes:
         return StepAnalysis(trace, [], "no_memory",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 from tensorboard.compat.proto import graph_pb2
 
@@ -20,8 +21,9 @@ class RunGraph:
     ops: list[str]
     inputs: list[list[int]]  # data and control inputs, as node indices
 
-    @property
+    @cached_property
     def op_types(self) -> dict[str, str]:
+        """Graph node name -> op type (built once per graph, read for every step of its run)."""
         return dict(zip(self.names, self.ops))
 
     @classmethod

@@ -135,10 +135,6 @@ def _trace(devices, partition_op_types: dict[str, str]) -> Trace:
     )
 
 
-def _sum_by_exec(n: int, execs: np.ndarray, values: np.ndarray) -> np.ndarray:
-    return scatter_sum(execs, values, n)
-
-
 def _spaces_of_device(
     device: str, device_type: str, index: int, columns: wire.NodeColumns, step_start: int
 ) -> list[SpaceTrace]:
@@ -166,10 +162,10 @@ def _spaces_of_device(
     for name in [primary] + [a for a in allocators if a != primary]:
         mem, rec, out = memory[name], records[name], outputs[name]
         cols = {
-            "allocated": _sum_by_exec(n, mem[:, 0], mem[:, 1].clip(min=0)),
-            "op_peak": _sum_by_exec(n, mem[:, 0], mem[:, 2]),
-            "live": _sum_by_exec(n, mem[:, 0], mem[:, 3]),
-            "output": _sum_by_exec(n, out[:, 0], out[:, 1]),
+            "allocated": scatter_sum(mem[:, 0], mem[:, 1].clip(min=0), n),
+            "op_peak": scatter_sum(mem[:, 0], mem[:, 2], n),
+            "live": scatter_sum(mem[:, 0], mem[:, 3], n),
+            "output": scatter_sum(out[:, 0], out[:, 1], n),
             "temp": columns.temp if name == primary else zeros,
             "persistent": columns.persistent if name == primary else zeros,
             "start_us": start,

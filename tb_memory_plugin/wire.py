@@ -190,44 +190,43 @@ class _Markers:
         """(values without markers, count per segment) of a marked int list of n segments."""
         flat = np.asarray(values, dtype=np.int64)  # upb containers convert in C (__array__)
         is_mark = flat == self.mark_int
-        marks = np.flatnonzero(is_mark)
-        if marks.size != n:
-            raise _Misaligned(f"expected {n} markers, found {marks.size}")
-        return flat[~is_mark], np.diff(marks, prepend=-1) - 1
+        return flat[~is_mark], _segment_counts(is_mark, n)
 
     def scalar(self, values, n: int) -> np.ndarray:
         """The value each of n segments holds: 0 when absent, the last when repeated (as protobuf merges)."""
-        flat = np.asarray(values, dtype=np.int64)
-        marks = np.flatnonzero(flat == self.mark_int)
-        if marks.size != n:
-            raise _Misaligned(f"expected {n} markers, found {marks.size}")
-        out = np.zeros(n, dtype=np.int64)
-        present = np.diff(marks, prepend=-1) > 1
-        out[present] = flat[marks[present] - 1]
-        return out
+        return _last_per_segment(*self.segments(values, n), np.zeros(n, dtype=np.int64))
 
     def text(self, values, n: int) -> list[str]:
         values = values[:]  # one C-level copy into a list of str
         if len(values) == 2 * n and values[1::2].count(self.mark_text) == n:  # one value per segment: the usual case
             return values[0::2]
-        is_mark = np.fromiter(map(self.mark_text.__eq__, values), dtype=bool, count=len(values))
-        marks = np.flatnonzero(is_mark)
-        if marks.size != n:
-            raise _Misaligned(f"expected {n} markers, found {marks.size}")
-        out = [""] * n
-        present = np.diff(marks, prepend=-1) > 1
-        for segment in np.flatnonzero(present).tolist():
-            out[segment] = values[marks[segment] - 1]
-        return out
+        return _last_per_segment(*self.text_counts(values, n), [""] * n)
 
     def text_counts(self, values, n: int) -> tuple[list[str], np.ndarray]:
         """(strings without markers, count per segment)."""
         values = values[:] if not isinstance(values, list) else values
         is_mark = np.fromiter(map(self.mark_text.__eq__, values), dtype=bool, count=len(values))
-        marks = np.flatnonzero(is_mark)
-        if marks.size != n:
-            raise _Misaligned(f"expected {n} markers, found {marks.size}")
-        return list(itertools.compress(values, (~is_mark).tolist())), np.diff(marks, prepend=-1) - 1
+        return list(itertools.compress(values, (~is_mark).tolist())), _segment_counts(is_mark, n)
+
+
+def _segment_counts(is_mark: np.ndarray, n: int) -> np.ndarray:
+    """Values in each of the n segments that the markers close (one marker after each)."""
+    marks = np.flatnonzero(is_mark)
+    if marks.size != n:
+        raise _Misaligned(f"expected {n} markers, found {marks.size}")
+    return np.diff(marks, prepend=-1) - 1
+
+
+def _last_per_segment(values, counts: np.ndarray, out):
+    """out[k] = the last of segment k's values (as protobuf's last-one-wins); segments without one keep out[k]."""
+    present = np.flatnonzero(counts > 0)
+    last = np.cumsum(counts)[present] - 1
+    if isinstance(out, np.ndarray):
+        out[present] = values[last]
+    else:
+        for segment, index in zip(present.tolist(), last.tolist()):
+            out[segment] = values[index]
+    return out
 
 
 CHUNK_NODES = 8192
@@ -268,10 +267,8 @@ def _items(values, n: int) -> tuple[list[bytes], np.ndarray]:
     """Items between the n item markers, and the segment each belongs to."""
     values = values[:]
     is_mark = np.fromiter(map(len, values), dtype=np.int64, count=len(values)) == 1
-    if int(is_mark.sum()) != n:
-        raise _Misaligned(f"expected {n} markers, found {int(is_mark.sum())}")
-    segment = (np.cumsum(is_mark) - is_mark)[~is_mark]
-    return list(itertools.compress(values, (~is_mark).tolist())), segment.astype(np.int64)
+    counts = _segment_counts(is_mark, n)
+    return list(itertools.compress(values, (~is_mark).tolist())), np.repeat(np.arange(n, dtype=np.int64), counts)
 
 
 # -- public ------------------------------------------------------------------------------

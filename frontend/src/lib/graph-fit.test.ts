@@ -1,18 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { graphNode } from './graph-fixtures';
 import type { GraphNode } from '../api';
 import { fitTransform, layoutBounds, panIntoView, readableScale } from './graph-fit';
 import type { GraphLayout } from './graph-layout';
 
-const node = (id: string): GraphNode => ({
-  id,
-  name: id,
-  kind: 'scope',
-  op_type: null,
-  node_count: 1,
-  at_peak_bytes: 1,
-  allocated_bytes: 1,
-  output_bytes: 1,
-});
+const node = (id: string): GraphNode => graphNode(id);
 
 const layout = (edgePoints: { x: number; y: number }[] = []): GraphLayout => ({
   nodes: [

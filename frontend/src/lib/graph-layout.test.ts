@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { graphNode } from './graph-fixtures';
 import type { GraphNode, GraphResponse } from '../api';
 import { BOX_HEIGHT, boxWidth, layoutGraph } from './graph-layout';
 
-const node = (id: string): GraphNode => ({
-  id,
-  name: id.split('/').pop()!,
-  kind: 'scope',
-  op_type: null,
-  node_count: 1,
-  at_peak_bytes: 1,
-  allocated_bytes: 1,
-  output_bytes: 1,
-});
+const node = (id: string): GraphNode => graphNode(id, id.split('/').pop()!);
 
 function graph(ids: string[], edges: [string, string][]): GraphResponse {
   return {

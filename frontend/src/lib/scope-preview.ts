@@ -3,6 +3,7 @@
 // that drew its tile, so a click answers at once and the tables follow.
 
 import { CATEGORY_NAMES, type CategoryName, type ScopeChild, type ScopeDetails, type ScopesResponse } from '../api';
+import { shareOf } from '../format';
 
 /** The part of ScopeDetails that a treemap level already holds for each child. */
 export type ScopePreview = Pick<
@@ -17,7 +18,7 @@ export function previewOfChild(child: ScopeChild, peakRiseBytes: number): ScopeP
     name: child.name,
     kind: child.kind,
     figures: child.figures,
-    share_of_peak: peakRiseBytes > 0 ? child.figures.at_peak_bytes / peakRiseBytes : null,
+    share_of_peak: shareOf(child.figures.at_peak_bytes, peakRiseBytes),
     peak_rise_bytes: peakRiseBytes,
     categories: CATEGORY_NAMES.map((name: CategoryName) => ({ name, at_peak_bytes: child.categories[name] ?? 0 })),
     node_count: child.node_count,

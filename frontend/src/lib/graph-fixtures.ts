@@ -1,0 +1,14 @@
+// Test fixtures shared by the graph tests (not imported by the page, so not bundled).
+import type { GraphNode } from '../api';
+
+/** A scope box with 1 byte of every figure. */
+export const graphNode = (id: string, name: string = id): GraphNode => ({
+  id,
+  name,
+  kind: 'scope',
+  op_type: null,
+  node_count: 1,
+  at_peak_bytes: 1,
+  allocated_bytes: 1,
+  output_bytes: 1,
+});
