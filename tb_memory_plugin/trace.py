@@ -107,7 +107,7 @@ def decode_run_metadata(data: bytes) -> Trace:
             parsed = parse_device(dev_stats.device)
             if parsed is None or not dev_stats.node_stats:
                 continue
-            devices.append((dev_stats.device, parsed[0], parsed[1], wire.NodeColumns(list(dev_stats.node_stats))))
+            devices.append((dev_stats.device, parsed[0], parsed[1], wire.NodeColumns(dev_stats.node_stats)))
         partition_op_types = {}
         for graph_bytes in run.partition_graphs:
             graph = graph_pb2.GraphDef.FromString(graph_bytes)

@@ -14,6 +14,13 @@ appended after each node: the markers split each flat list back into one
 segment per node. Memory entries, their allocation records and outputs are
 handled the same way one level down.
 
+Strings cost a Python object each. Outputs' allocator names (one per output,
+and nearly always the same one) are therefore read as packed varints: a
+repeated integer field accepts a length-delimited payload as packed values,
+so an ASCII name comes back as one number per byte, and a chunk's names as
+one integer array. When they spell one allocator name over and over, node
+by node, that is all we need; otherwise they are read again as strings.
+
 The schemas below list only the fields the engine reads, with the field
 numbers and wire types of tensorflow/core/framework/step_stats.proto,
 tensor_description.proto and allocation_description.proto.
@@ -21,12 +28,14 @@ tensor_description.proto and allocation_description.proto.
 
 from __future__ import annotations
 
+import collections
 import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import step_stats_pb2
 
 _INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
@@ -46,24 +55,53 @@ def _IGNORED_INTS(*numbers: int) -> list[tuple]:  # noqa: N802 - reads as part o
     return [(f"ignored_{n}", n, _INT64, _OPTIONAL, None) for n in numbers]
 
 
+def _nodes(outputs: str) -> list[tuple]:
+    """NodeExecStats, merged over all nodes of a chunk; `outputs` names the outputs' schema."""
+    return [
+        ("node_name", 1, _STRING, _REPEATED, None),
+        ("all_start_micros", 2, _INT64, _REPEATED, None),
+        ("all_end_rel_micros", 5, _INT64, _REPEATED, None),
+        ("memory", 6, _BYTES, _REPEATED, None),
+        ("output", 7, _MESSAGE, _OPTIONAL, outputs),
+        ("timeline_label", 8, _BYTES, _OPTIONAL, None),  # read per distinct name, see NodeColumns._decode
+        ("memory_stats", 12, _MESSAGE, _OPTIONAL, "MemoryStats"),
+        *_IGNORED_INTS(3, 4, 9, 10, 13, 14, 15, 16, 17),
+        ("referenced_tensor", 11, _BYTES, _OPTIONAL, None),
+    ]
+
+
+def _outputs(suffix: str, allocator_name_type: int) -> dict[str, list[tuple]]:
+    """NodeOutput -> TensorDescription -> AllocationDescription, merged over all outputs of all nodes."""
+    return {
+        f"Outputs{suffix}": [
+            ("tensor_description", 3, _MESSAGE, _OPTIONAL, f"TensorDescription{suffix}"), *_IGNORED_INTS(1)],
+        f"TensorDescription{suffix}": [
+            ("dtype", 1, _INT64, _REPEATED, None),  # counted: every real output has one
+            ("allocation_description", 4, _MESSAGE, _OPTIONAL, f"AllocationDescription{suffix}"),
+            ("shape", 2, _BYTES, _OPTIONAL, None),
+        ],
+        f"AllocationDescription{suffix}": [
+            ("requested_bytes", 1, _INT64, _REPEATED, None),
+            ("allocator_name", 3, allocator_name_type, _REPEATED, None),
+            *_IGNORED_INTS(2, 4, 5, 6),
+        ],
+    }
+
+
 # (message, [(field name, number, type, label, message type name)])
 _SCHEMA = {
     # RunMetadata with node stats kept as raw bytes, one item per node.
     "Run": [("step_stats", 1, _MESSAGE, _OPTIONAL, "Steps"), ("partition_graphs", 3, _BYTES, _REPEATED, None)],
     "Steps": [("dev_stats", 1, _MESSAGE, _REPEATED, "Device")],
     "Device": [("device", 1, _STRING, _OPTIONAL, None), ("node_stats", 2, _BYTES, _REPEATED, None)],
-    # NodeExecStats, merged over all nodes of a device.
-    "Nodes": [
-        ("node_name", 1, _STRING, _REPEATED, None),
-        ("all_start_micros", 2, _INT64, _REPEATED, None),
-        ("all_end_rel_micros", 5, _INT64, _REPEATED, None),
-        ("memory", 6, _BYTES, _REPEATED, None),
-        ("output", 7, _MESSAGE, _OPTIONAL, "Outputs"),
-        ("timeline_label", 8, _BYTES, _OPTIONAL, None),  # read per distinct name, see _first_labels
-        ("memory_stats", 12, _MESSAGE, _OPTIONAL, "MemoryStats"),
-        *_IGNORED_INTS(3, 4, 9, 10, 13, 14, 15, 16, 17),
-        ("referenced_tensor", 11, _BYTES, _OPTIONAL, None),
-    ],
+    # Two readings of the same nodes. "Nodes" reads outputs' allocator names as
+    # packed varints: an ASCII name's bytes come back as one number each, so the
+    # names of a whole chunk are one integer array (no string objects, see
+    # NodeColumns._outputs_on_one_allocator). "NodesNamed" reads them as strings.
+    "Nodes": _nodes("Outputs"),
+    "NodesNamed": _nodes("OutputsNamed"),
+    **_outputs("", _INT64),
+    **_outputs("Named", _STRING),
     "MemoryStats": [
         ("temp_memory_size", 1, _INT64, _REPEATED, None),
         ("persistent_memory_size", 3, _INT64, _REPEATED, None),
@@ -84,18 +122,6 @@ _SCHEMA = {
     ],
     # AllocationRecord, merged over all records.
     "Records": [("alloc_micros", 1, _INT64, _REPEATED, None), ("alloc_bytes", 2, _INT64, _REPEATED, None)],
-    # NodeOutput -> TensorDescription -> AllocationDescription, merged over all outputs of all nodes.
-    "Outputs": [("tensor_description", 3, _MESSAGE, _OPTIONAL, "TensorDescription"), *_IGNORED_INTS(1)],
-    "TensorDescription": [
-        ("dtype", 1, _INT64, _REPEATED, None),  # counted: every real output has one
-        ("allocation_description", 4, _MESSAGE, _OPTIONAL, "AllocationDescription"),
-        ("shape", 2, _BYTES, _OPTIONAL, None),
-    ],
-    "AllocationDescription": [
-        ("requested_bytes", 1, _INT64, _REPEATED, None),
-        ("allocator_name", 3, _STRING, _REPEATED, None),
-        *_IGNORED_INTS(2, 4, 5, 6),
-    ],
 }
 _PACKAGE = "tb_memory.wire"
 
@@ -155,14 +181,30 @@ class _Markers:
     def text_field(self, number: int) -> bytes:
         return _len_field(number, self.mark_text.encode())
 
-    @cached_property
-    def node(self) -> bytes:
-        output = _len_field(3, self.int_field(1) + _len_field(4, self.int_field(1) + self.text_field(3)))
+    def node(self, named_outputs: bool) -> bytes:
+        """The record after each node: a marker for every field read per node.
+
+        The outputs' allocator-name marker is a lone NUL when names are read as
+        packed varints ("Nodes"): one 0, where an empty name would add nothing.
+        """
+        return self._node_named if named_outputs else self._node_packed
+
+    def _node_sentinel(self, allocator_name_mark: bytes) -> bytes:
+        allocation = self.int_field(1) + _len_field(3, allocator_name_mark)
+        output = _len_field(3, self.int_field(1) + _len_field(4, allocation))
         dense = self.text_field(1) + self.int_field(2) if self.mark_dense else b""
         return b"".join([
             dense, self.int_field(5), _len_field(6, _MARK_ITEM),
             _len_field(7, output), self.text_field(8), _len_field(12, self.int_field(1) + self.int_field(3)),
         ])
+
+    @cached_property
+    def _node_named(self) -> bytes:
+        return self._node_sentinel(self.mark_text.encode())
+
+    @cached_property
+    def _node_packed(self) -> bytes:
+        return self._node_sentinel(_NAME_MARK)
 
     def dense_text(self, values, n: int) -> list[str]:
         if self.mark_dense:
@@ -234,6 +276,7 @@ CHUNK_NODES = 8192
 _COMPACT = _Markers(0, "", mark_dense=False)
 _ROBUST = _Markers(-(2**63), "\x00", mark_dense=True)
 _MARK_ITEM = b"\x00"  # a lone 0 byte: field 0 is invalid, so no real entry, output or record is this
+_NAME_MARK = b"\x00"  # read as a packed varint: 0, a byte no allocator name holds
 
 
 def _varint(value: int) -> bytes:
@@ -257,10 +300,13 @@ def _len_field(number: int, payload: bytes) -> bytes:
     return _key(number, 2) + _varint(len(payload)) + payload
 
 
-def _with_sentinels(items: list[bytes], sentinel: bytes) -> bytes:
-    parts: list[bytes] = [sentinel] * (2 * len(items))
-    parts[::2] = items
-    return b"".join(parts)
+def _with_sentinels(items, sentinel: bytes) -> bytes:
+    """Every item followed by the sentinel, in one buffer."""
+    if not items:
+        return b""
+    joined = sentinel.join(items)
+    joined += sentinel
+    return joined
 
 
 def _items(values, n: int) -> tuple[list[bytes], np.ndarray]:
@@ -278,6 +324,8 @@ class NodeColumns:
     """One device's node stats as columns (what trace.py builds spaces from).
 
     names                  per execution
+    distinct_names         the distinct names, in first-seen order
+    name_code              per execution: index into distinct_names
     label_of               timeline_label of the first execution of each distinct name
     start, end             absolute micros per execution
     temp, persistent       memory_stats per execution
@@ -287,44 +335,72 @@ class NodeColumns:
     allocator_codes        allocator name -> code
     """
 
-    def __init__(self, node_blobs: list[bytes]) -> None:
-        self.allocator_codes: dict[str, int] = {}
+    def __init__(self, node_stats) -> None:
+        """node_stats: the serialized NodeExecStats, a list or the parsed run's repeated field."""
         try:
-            self._decode(node_blobs, _COMPACT)
+            self._decode(node_stats, _COMPACT)
         except _Misaligned:  # explicit zeros in the bytes: redo with markers nothing real uses
-            self.allocator_codes = {}
-            self._decode(node_blobs, _ROBUST)
-        n = len(self.names)
-        # Distinct names in first-seen order, and each execution's index into them.
-        self.distinct_names = list(dict.fromkeys(self.names))
-        index = {name: i for i, name in enumerate(self.distinct_names)}
-        self.name_code = np.fromiter(map(index.__getitem__, self.names), dtype=np.int64, count=n)
-        self.label_of = _first_labels(node_blobs, self.distinct_names, self.name_code, self._markers)
+            self._decode(node_stats, _ROBUST)
 
-    def _decode(self, node_blobs: list[bytes], mk: _Markers) -> None:
-        """Decode in chunks: a few MB at a time keeps parser arenas and joined buffers
-        in reused memory, which on a big step halved the time of one 30 MB pass."""
-        parts = [self._decode_chunk(node_blobs[i:i + CHUNK_NODES], i, mk) for i in range(0, len(node_blobs), CHUNK_NODES)]
-        self._markers = mk
+    def _decode(self, node_stats, mk: _Markers) -> None:
+        """Decode in chunks, sliced from node_stats as they are needed: a few MB at a
+        time keeps blobs, joined buffers and parser arenas in reused memory."""
+        self.allocator_codes: dict[str, int] = {}
+        # Outputs' allocator names are read as bytes until a chunk's outputs are not all on
+        # one allocator; from then on (a GPU step, say) they are read as strings.
+        self._named_outputs = False
+        # Distinct names -> code in first-seen order; a missing name gets the next code.
+        index: collections.defaultdict = collections.defaultdict()
+        index.default_factory = index.__len__
+        label_blobs: list[bytes] = []  # the first execution of each distinct name, in code order
+        parts = [self._decode_chunk(node_stats[i:i + CHUNK_NODES], i, mk, index, label_blobs)
+                 for i in range(0, len(node_stats), CHUNK_NODES)]
         self.names = list(itertools.chain.from_iterable(part["names"] for part in parts))
-        for key in ("start", "end", "temp", "persistent"):
+        self.distinct_names = list(index)
+        for key in ("name_code", "start", "end", "temp", "persistent"):
             setattr(self, key, np.concatenate([part[key] for part in parts]) if parts else np.zeros(0, np.int64))
         for key, width in (("memory", 6), ("records", 4), ("outputs", 3)):
             setattr(self, key, np.concatenate([part[key] for part in parts]) if parts else np.zeros((0, width), np.int64))
+        # Labels serve op types and kernels, which are per node: only the first execution
+        # of each name is read again for its label (a few thousand of 100k executions).
+        labels = classes()["Labels"].FromString(_with_sentinels(label_blobs, mk.text_field(8))).timeline_label
+        self.label_of = dict(zip(self.distinct_names, mk.text(labels, len(label_blobs))))
 
-    def _decode_chunk(self, node_blobs: list[bytes], offset: int, mk: _Markers) -> dict:
+    def _decode_chunk(self, node_blobs: list[bytes], offset: int, mk: _Markers,
+                      index: collections.defaultdict, label_blobs: list[bytes]) -> dict:
         """Columns of consecutive nodes; execution indices start at `offset`."""
         cls = classes()
         n = len(node_blobs)
         codes = self.allocator_codes
-        nodes = cls["Nodes"].FromString(_with_sentinels(node_blobs, mk.node))
+        outputs = None
+        if not self._named_outputs:
+            try:
+                nodes = cls["Nodes"].FromString(_with_sentinels(node_blobs, mk.node(False)))
+                outputs = self._outputs_on_one_allocator(nodes.output.tensor_description, n, mk)
+            except DecodeError:  # a non-ASCII allocator name ends in a byte that is no whole varint
+                pass
+            self._named_outputs = outputs is None
+        if outputs is None:
+            nodes = cls["NodesNamed"].FromString(_with_sentinels(node_blobs, mk.node(True)))
+            outputs = self._outputs(nodes.output.tensor_description, node_blobs, mk)
+        outputs[:, 0] += offset
+
+        names = mk.dense_text(nodes.node_name, n)
+        before = len(index)
+        name_code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=n)
+        if len(index) > before:  # names first seen in this chunk: keep their first node for its label
+            fresh = np.flatnonzero(name_code >= before)
+            _, first = np.unique(name_code[fresh], return_index=True)
+            label_blobs.extend(node_blobs[i] for i in fresh[first].tolist())
         start = mk.dense_scalar(nodes.all_start_micros, n)
         columns = {
-            "names": mk.dense_text(nodes.node_name, n),
+            "names": names,
+            "name_code": name_code,
             "start": start,
             "end": start + mk.scalar(nodes.all_end_rel_micros, n),
             "temp": mk.scalar(nodes.memory_stats.temp_memory_size, n),
             "persistent": mk.scalar(nodes.memory_stats.persistent_memory_size, n),
+            "outputs": outputs,
         }
         entries, entry_exec = _items(nodes.memory, n)
         entry_exec += offset
@@ -342,12 +418,45 @@ class NodeColumns:
             entry_exec[record_entry], entry_code[record_entry],
             mk.scalar(merged_records.alloc_micros, r), mk.scalar(merged_records.alloc_bytes, r),
         ]).reshape(-1, 4)
-        outputs = self._outputs(nodes.output.tensor_description, node_blobs, codes, mk)
-        outputs[:, 0] += offset
-        columns["outputs"] = outputs
         return columns
 
-    def _outputs(self, description, node_blobs: list[bytes], codes: dict[str, int], mk: _Markers) -> np.ndarray:
+    def _outputs_on_one_allocator(self, description, n: int, mk: _Markers) -> np.ndarray | None:
+        """(exec, allocator code, requested bytes) per output with bytes, when every
+        output with bytes names the same allocator (a CPU step); else None.
+
+        The names come back as one array of bytes, a 0 after each node's. The
+        first output's name is cut from them by the counts (a node's name bytes
+        over its number of outputs with bytes), and must then repeat exactly
+        once per output with bytes, node by node. The outputs must also pair by
+        counts as in _outputs. (Byte counts stand in for name boundaries: only
+        names cut from copies of each other, "a" + "bab" for "ab" + "ab", could
+        pass for copies, and allocator names are never like that.)
+        """
+        allocation = description.allocation_description
+        _, dtype_count = mk.segments(description.dtype, n)
+        requested, requested_count = mk.segments(allocation.requested_bytes, n)
+        requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
+        tokens = np.asarray(allocation.allocator_name, dtype=np.int64)
+        is_mark = tokens == 0
+        if np.count_nonzero(is_mark) != n:  # a NUL in a name
+            return None
+        name_bytes = _segment_counts(is_mark, n)
+        chars = tokens[~is_mark]
+        if not requested.size:
+            return np.zeros((0, 3), np.int64) if not chars.size else None
+        if not np.array_equal(requested_count, dtype_count):
+            return None
+        first = int(np.argmax(requested_count > 0))
+        size, rest = divmod(int(name_bytes[first]), int(requested_count[first]))
+        if not size or rest or not np.array_equal(name_bytes, requested_count * size):
+            return None
+        name = chars[int(name_bytes[:first].sum()):][:size]
+        if name.max() > 0x7F or not (chars.reshape(-1, size) == name).all():  # ASCII: one byte, one varint
+            return None
+        code = self._codes([name.astype(np.uint8).tobytes().decode("ascii")], self.allocator_codes)[0]
+        return np.column_stack([requested_exec, np.full(requested.size, code), requested]).reshape(-1, 3)
+
+    def _outputs(self, description, node_blobs: list[bytes], mk: _Markers) -> np.ndarray:
         """(exec, allocator code, requested bytes) per output that requested any bytes.
 
         All outputs of all nodes come back merged: per node, its dtypes, requested
@@ -358,20 +467,12 @@ class NodeColumns:
         is read through the full proto.
         """
         n = len(node_blobs)
+        codes = self.allocator_codes
         allocation = description.allocation_description
         _, dtype_count = mk.segments(description.dtype, n)
         requested, requested_count = mk.segments(allocation.requested_bytes, n)
         requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
-        all_names = allocation.allocator_name
-        distinct = set(all_names)
-        distinct.discard(mk.mark_text)
-        if (len(distinct) == 1 and np.array_equal(requested_count, dtype_count)
-                and len(all_names) - n == requested.size):
-            # One allocator for every output (a CPU step, say) and as many names as sizes:
-            # an output never has a name without a dtype, so every size has its name.
-            code = self._codes(list(distinct), codes)[0]
-            return np.column_stack([requested_exec, np.full(requested.size, code), requested]).reshape(-1, 3)
-        names, name_count = mk.text_counts(all_names, n)
+        names, name_count = mk.text_counts(allocation.allocator_name, n)
         paired = (requested_count == dtype_count) & (name_count == dtype_count)
         if paired.all():
             return np.column_stack([requested_exec, self._codes(names, codes), requested]).reshape(-1, 3)
@@ -402,21 +503,6 @@ class NodeColumns:
         code = self.allocator_codes.get(allocator, -1)
         selected = table[table[:, 1] == code]
         return np.delete(selected, 1, axis=1)
-
-
-def _first_labels(node_blobs: list[bytes], distinct: list[str], name_code: np.ndarray,
-                  mk: _Markers) -> dict[str, str]:
-    """timeline_label of the first execution of each distinct node name.
-
-    Labels serve op types and kernels, which are per node, so only the nodes
-    that first run each name are read again for theirs (a few thousand of
-    a hundred thousand executions).
-    """
-    first = np.empty(len(distinct), dtype=np.int64)
-    first[name_code[::-1]] = np.arange(name_code.size - 1, -1, -1)  # the earliest write lands last
-    blobs = [node_blobs[i] for i in first.tolist()]
-    labels = mk.text(classes()["Labels"].FromString(_with_sentinels(blobs, mk.node)).timeline_label, len(blobs))
-    return dict(zip(distinct, labels))
 
 
 def parse_run(data: bytes):

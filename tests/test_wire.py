@@ -167,3 +167,53 @@ def test_explicit_zeros_from_other_writers():
     assert columns.end.tolist() == [10, 13, 20]
     assert columns.memory[:, 2].tolist() == [0]  # the spelled-out zero won, as protobuf says
     assert columns.names == ["a/Conv2D", "a/Conv2D", ""]
+
+
+def _outputs_step(allocator_names: list[list[str]], requested: int = 64) -> step_stats_pb2.StepStats:
+    """One node per list, with one output with bytes on each allocator named in it."""
+    step = step_stats_pb2.StepStats()
+    device = step.dev_stats.add(device="/device:GPU:0")
+    for i, names in enumerate(allocator_names):
+        node = device.node_stats.add(node_name=f"n{i}", all_start_micros=100 + i, timeline_label=f"n{i} = Op()")
+        for slot, name in enumerate(names):
+            description = node.output.add(slot=slot).tensor_description
+            description.dtype = 1
+            description.allocation_description.requested_bytes = requested + i
+            description.allocation_description.allocator_name = name
+    return step
+
+
+@pytest.mark.parametrize("chunk", [wire.CHUNK_NODES, 37])
+def test_outputs_move_to_a_second_allocator_in_a_later_chunk(chunk, monkeypatch):
+    """CPU-like chunks read names as bytes; a chunk with a second allocator reads them as
+    strings, and every chunk after it too."""
+    monkeypatch.setattr(wire, "CHUNK_NODES", chunk)
+    names = [["mklcpu"]] * 60 + [["GPU_0_bfc", "cuda_host_bfc"], ["GPU_0_bfc"]] * 20 + [["mklcpu", "mklcpu"]] * 30
+    step = _outputs_step(names)
+    (columns,) = _columns_of(step)
+    _assert_same(columns, step.dev_stats[0].node_stats)
+    assert set(columns.allocator_codes) == {"mklcpu", "GPU_0_bfc", "cuda_host_bfc"}
+
+
+@pytest.mark.parametrize("odd_name", [
+    "cpu_\u00e9",  # ends in a UTF-8 continuation byte: no whole varint when read as bytes
+    "\u00e9_cpu",  # non-ASCII then ASCII: reads as one big number
+    "cpu\x00pool",  # a NUL, which is the end-of-node mark when read as bytes
+])
+def test_outputs_on_an_allocator_with_an_odd_name(odd_name):
+    step = _outputs_step([[odd_name]] * 5 + [[odd_name, odd_name]] * 5)
+    (columns,) = _columns_of(step)
+    _assert_same(columns, step.dev_stats[0].node_stats)
+    assert list(columns.allocator_codes) == [odd_name]
+
+
+def test_one_allocator_with_names_that_do_not_repeat_evenly():
+    """Names of different lengths on one node, or a name with no bytes beside it, are not
+    taken for copies of the first output's name."""
+    step = _outputs_step([["abab"], ["ab", "ab"], ["ab"]])
+    zero = step.dev_stats[0].node_stats[2].output.add(slot=1).tensor_description
+    zero.dtype = 1
+    zero.allocation_description.allocator_name = "ab"  # an empty tensor: a name, no bytes
+    (columns,) = _columns_of(step)
+    _assert_same(columns, step.dev_stats[0].node_stats)
+    assert set(columns.allocator_codes) == {"abab", "ab"}
