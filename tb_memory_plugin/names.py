@@ -41,7 +41,6 @@ _OPTIMIZER_COMPONENTS = frozenset(
     }
 )
 
-_OPTIMIZER_RE = re.compile(r"(?:^|/)(?:" + "|".join(sorted(_OPTIMIZER_COMPONENTS)) + r")(?:/|$)")
 
 # `<node>-<port>[-<port>...]-TransposeNHWCToNCHW-LayoutOptimizer` and the
 # other layout helpers (DataFormatVecPermute, DimMap, ...) grappler inserts.
@@ -126,7 +125,7 @@ def classify(raw_name: str) -> NameInfo:
         if _OLD_LAYOUT_RE.match(name):
             return NameInfo(name, name, LAYOUT_TRANSPOSE, LAYOUT_OP_TYPE)
     cleaned = _SUFFIX_RE.sub("", name) if ("-" in name or "__cf__" in name) else name
-    if _OPTIMIZER_RE.search(cleaned):
+    if not _OPTIMIZER_COMPONENTS.isdisjoint(cleaned.split("/")):  # a path component names a grappler pass
         cleaned = _drop_optimizer_components(cleaned)
     return NameInfo(cleaned, cleaned, OP, None)
 
@@ -148,7 +147,7 @@ def layer_path(graph_name: str) -> str:
     first, sep, rest = graph_name.partition("/")
     if not sep or "/" not in rest:
         return graph_name
-    if _GRADIENTS_RE.match(first):
+    if first.startswith("gradient") and _GRADIENTS_RE.match(first):
         return rest
     if rest.startswith("update_"):
         return rest[len("update_"):]

@@ -195,7 +195,7 @@ class _Markers:
         dense = self.text_field(1) + self.int_field(2) if self.mark_dense else b""
         return b"".join([
             dense, self.int_field(5), _len_field(6, _MARK_ITEM),
-            _len_field(7, output), self.text_field(8), _len_field(12, self.int_field(1) + self.int_field(3)),
+            _len_field(7, output), _len_field(12, self.int_field(1) + self.int_field(3)),
         ])
 
     @cached_property
@@ -256,7 +256,9 @@ def _segment_counts(is_mark: np.ndarray, n: int) -> np.ndarray:
     marks = np.flatnonzero(is_mark)
     if marks.size != n:
         raise _Misaligned(f"expected {n} markers, found {marks.size}")
-    return np.diff(marks, prepend=-1) - 1
+    counts = marks.copy()
+    counts[1:] -= marks[:-1] + 1
+    return counts
 
 
 def _last_per_segment(values, counts: np.ndarray, out):
@@ -501,8 +503,9 @@ class NodeColumns:
     def rows(self, table: np.ndarray, allocator: str) -> np.ndarray:
         """Rows of a table for one allocator, without the allocator column."""
         code = self.allocator_codes.get(allocator, -1)
-        selected = table[table[:, 1] == code]
-        return np.delete(selected, 1, axis=1)
+        others = [0] + list(range(2, table.shape[1]))
+        on_it = table[:, 1] == code
+        return table[:, others] if on_it.all() else table[on_it][:, others]
 
 
 def parse_run(data: bytes):
