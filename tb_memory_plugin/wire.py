@@ -434,11 +434,8 @@ class NodeColumns:
         names cut from copies of each other, "a" + "bab" for "ab" + "ab", could
         pass for copies, and allocator names are never like that.)
         """
-        allocation = description.allocation_description
-        _, dtype_count = mk.segments(description.dtype, n)
-        requested, requested_count = mk.segments(allocation.requested_bytes, n)
-        requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
-        tokens = np.asarray(allocation.allocator_name, dtype=np.int64)
+        requested, requested_count, requested_exec, dtype_count = _requested(description, n, mk)
+        tokens = np.asarray(description.allocation_description.allocator_name, dtype=np.int64)
         is_mark = tokens == 0
         if np.count_nonzero(is_mark) != n:  # a NUL in a name
             return None
@@ -471,9 +468,7 @@ class NodeColumns:
         n = len(node_blobs)
         codes = self.allocator_codes
         allocation = description.allocation_description
-        _, dtype_count = mk.segments(description.dtype, n)
-        requested, requested_count = mk.segments(allocation.requested_bytes, n)
-        requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
+        requested, requested_count, requested_exec, dtype_count = _requested(description, n, mk)
         names, name_count = mk.text_counts(allocation.allocator_name, n)
         paired = (requested_count == dtype_count) & (name_count == dtype_count)
         if paired.all():
@@ -506,6 +501,14 @@ class NodeColumns:
         others = [0] + list(range(2, table.shape[1]))
         on_it = table[:, 1] == code
         return table[:, others] if on_it.all() else table[on_it][:, others]
+
+
+def _requested(description, n: int, mk: _Markers) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Outputs' requested bytes (non-zero ones), their count per node, the node of each,
+    and each node's count of dtypes (one per real output), from merged outputs."""
+    _, dtype_count = mk.segments(description.dtype, n)
+    requested, requested_count = mk.segments(description.allocation_description.requested_bytes, n)
+    return requested, requested_count, np.repeat(np.arange(n, dtype=np.int64), requested_count), dtype_count
 
 
 def parse_run(data: bytes):
