@@ -14,12 +14,15 @@ appended after each node: the markers split each flat list back into one
 segment per node. Memory entries, their allocation records and outputs are
 handled the same way one level down.
 
-Strings cost a Python object each. Outputs' allocator names (one per output,
-and nearly always the same one) are therefore read as packed varints: a
-repeated integer field accepts a length-delimited payload as packed values,
-so an ASCII name comes back as one number per byte, and a chunk's names as
-one integer array. When they spell one allocator name over and over, node
-by node, that is all we need; otherwise they are read again as strings.
+Strings and byte items cost a Python object each. Outputs' allocator names
+(one per output, and nearly always the same one) are therefore read as packed
+varints: a repeated integer field accepts a length-delimited payload as packed
+values, so an ASCII name comes back as one number per byte, and a chunk's
+names as one integer array. Memory entries are read the same way, whole: an
+entry whose strings are ASCII comes back as its keys, numbers, lengths and
+name bytes, one integer each, which numpy checks and splits into columns.
+When a chunk is all on one allocator with at most one entry per node (a CPU
+step), that is all we need; otherwise it is read again with strings and items.
 
 The schemas below list only the fields the engine reads, with the field
 numbers and wire types of tensorflow/core/framework/step_stats.proto,
@@ -55,13 +58,14 @@ def _IGNORED_INTS(*numbers: int) -> list[tuple]:  # noqa: N802 - reads as part o
     return [(f"ignored_{n}", n, _INT64, _OPTIONAL, None) for n in numbers]
 
 
-def _nodes(outputs: str) -> list[tuple]:
-    """NodeExecStats, merged over all nodes of a chunk; `outputs` names the outputs' schema."""
+def _nodes(outputs: str, memory: tuple) -> list[tuple]:
+    """NodeExecStats, merged over all nodes of a chunk; `outputs` names the outputs'
+    schema, `memory` is how the memory entries are read."""
     return [
         ("node_name", 1, _STRING, _REPEATED, None),
         ("all_start_micros", 2, _INT64, _REPEATED, None),
         ("all_end_rel_micros", 5, _INT64, _REPEATED, None),
-        ("memory", 6, _BYTES, _REPEATED, None),
+        memory,
         ("output", 7, _MESSAGE, _OPTIONAL, outputs),
         ("timeline_label", 8, _BYTES, _OPTIONAL, None),  # read per distinct name, see NodeColumns._decode
         ("memory_stats", 12, _MESSAGE, _OPTIONAL, "MemoryStats"),
@@ -94,12 +98,13 @@ _SCHEMA = {
     "Run": [("step_stats", 1, _MESSAGE, _OPTIONAL, "Steps"), ("partition_graphs", 3, _BYTES, _REPEATED, None)],
     "Steps": [("dev_stats", 1, _MESSAGE, _REPEATED, "Device")],
     "Device": [("device", 1, _STRING, _OPTIONAL, None), ("node_stats", 2, _BYTES, _REPEATED, None)],
-    # Two readings of the same nodes. "Nodes" reads outputs' allocator names as
-    # packed varints: an ASCII name's bytes come back as one number each, so the
-    # names of a whole chunk are one integer array (no string objects, see
-    # NodeColumns._outputs_on_one_allocator). "NodesNamed" reads them as strings.
-    "Nodes": _nodes("Outputs"),
-    "NodesNamed": _nodes("OutputsNamed"),
+    # Two readings of the same nodes. "Nodes" is for a step on one allocator with at
+    # most one memory entry per node (a CPU step): outputs' allocator names, and
+    # whole memory entries, are read as packed varints (see _one_allocator). "NodesNamed"
+    # reads any step: names as strings, and each memory entry as raw bytes, merged
+    # again in a second parse ("Entries").
+    "Nodes": _nodes("Outputs", ("memory", 6, _INT64, _REPEATED, None)),
+    "NodesNamed": _nodes("OutputsNamed", ("memory", 6, _BYTES, _REPEATED, None)),
     **_outputs("", _INT64),
     **_outputs("Named", _STRING),
     "MemoryStats": [
@@ -181,30 +186,32 @@ class _Markers:
     def text_field(self, number: int) -> bytes:
         return _len_field(number, self.mark_text.encode())
 
-    def node(self, named_outputs: bool) -> bytes:
+    def node(self, named: bool) -> bytes:
         """The record after each node: a marker for every field read per node.
 
-        The outputs' allocator-name marker is a lone NUL when names are read as
-        packed varints ("Nodes"): one 0, where an empty name would add nothing.
+        Fields read as packed varints ("Nodes": outputs' allocator names, memory
+        entries) are marked with a lone 0 byte: one 0, where an empty payload
+        would add nothing. Read as an item ("NodesNamed"), the memory entry's
+        marker is an item of its own.
         """
-        return self._node_named if named_outputs else self._node_packed
+        return self._node_named if named else self._node_packed
 
-    def _node_sentinel(self, allocator_name_mark: bytes) -> bytes:
+    def _node_sentinel(self, allocator_name_mark: bytes, memory_mark: bytes) -> bytes:
         allocation = self.int_field(1) + _len_field(3, allocator_name_mark)
         output = _len_field(3, self.int_field(1) + _len_field(4, allocation))
         dense = self.text_field(1) + self.int_field(2) if self.mark_dense else b""
         return b"".join([
-            dense, self.int_field(5), _len_field(6, _MARK_ITEM),
+            dense, self.int_field(5), _len_field(6, memory_mark),
             _len_field(7, output), _len_field(12, self.int_field(1) + self.int_field(3)),
         ])
 
     @cached_property
     def _node_named(self) -> bytes:
-        return self._node_sentinel(self.mark_text.encode())
+        return self._node_sentinel(self.mark_text.encode(), _MARK_ITEM)
 
     @cached_property
     def _node_packed(self) -> bytes:
-        return self._node_sentinel(_NAME_MARK)
+        return self._node_sentinel(_TOKEN_MARK, _TOKEN_MARK)
 
     def dense_text(self, values, n: int) -> list[str]:
         if self.mark_dense:
@@ -278,7 +285,7 @@ CHUNK_NODES = 8192
 _COMPACT = _Markers(0, "", mark_dense=False)
 _ROBUST = _Markers(-(2**63), "\x00", mark_dense=True)
 _MARK_ITEM = b"\x00"  # a lone 0 byte: field 0 is invalid, so no real entry, output or record is this
-_NAME_MARK = b"\x00"  # read as a packed varint: 0, a byte no allocator name holds
+_TOKEN_MARK = b"\x00"  # read as a packed varint: 0, which no name or entry TensorFlow writes holds
 
 
 def _varint(value: int) -> bytes:
@@ -335,6 +342,8 @@ class NodeColumns:
     records  (k, 4)        exec, allocator code, alloc_micros, alloc_bytes
     outputs  (k, 3)        exec, allocator code, requested_bytes
     allocator_codes        allocator name -> code
+    named_from             the first execution read as "NodesNamed" (None: all on one
+                           allocator, read as "Nodes"; see _one_allocator)
     """
 
     def __init__(self, node_stats) -> None:
@@ -348,9 +357,9 @@ class NodeColumns:
         """Decode in chunks, sliced from node_stats as they are needed: a few MB at a
         time keeps blobs, joined buffers and parser arenas in reused memory."""
         self.allocator_codes: dict[str, int] = {}
-        # Outputs' allocator names are read as bytes until a chunk's outputs are not all on
-        # one allocator; from then on (a GPU step, say) they are read as strings.
-        self._named_outputs = False
+        # Chunks are read as "Nodes" until one is not all on one allocator, with at most
+        # one memory entry per node; from then on (a GPU step, say) as "NodesNamed".
+        self.named_from: int | None = None
         # Distinct names -> code in first-seen order; a missing name gets the next code.
         index: collections.defaultdict = collections.defaultdict()
         index.default_factory = index.__len__
@@ -373,19 +382,21 @@ class NodeColumns:
         """Columns of consecutive nodes; execution indices start at `offset`."""
         cls = classes()
         n = len(node_blobs)
-        codes = self.allocator_codes
-        outputs = None
-        if not self._named_outputs:
+        columns = None
+        if self.named_from is None:
             try:
                 nodes = cls["Nodes"].FromString(_with_sentinels(node_blobs, mk.node(False)))
-                outputs = self._outputs_on_one_allocator(nodes.output.tensor_description, n, mk)
+                columns = self._one_allocator(nodes, n, mk)
             except DecodeError:  # a non-ASCII allocator name ends in a byte that is no whole varint
                 pass
-            self._named_outputs = outputs is None
-        if outputs is None:
+            if columns is None:
+                self.named_from = offset
+        if columns is None:
             nodes = cls["NodesNamed"].FromString(_with_sentinels(node_blobs, mk.node(True)))
-            outputs = self._outputs(nodes.output.tensor_description, node_blobs, mk)
-        outputs[:, 0] += offset
+            columns = {"outputs": self._outputs(nodes.output.tensor_description, node_blobs, mk)}
+            columns["memory"], columns["records"] = self._entries(nodes.memory, n, mk)
+        for key in ("outputs", "memory", "records"):
+            columns[key][:, 0] += offset
 
         names = mk.dense_text(nodes.node_name, n)
         before = len(index)
@@ -395,65 +406,87 @@ class NodeColumns:
             _, first = np.unique(name_code[fresh], return_index=True)
             label_blobs.extend(node_blobs[i] for i in fresh[first].tolist())
         start = mk.dense_scalar(nodes.all_start_micros, n)
-        columns = {
+        columns.update({
             "names": names,
             "name_code": name_code,
             "start": start,
             "end": start + mk.scalar(nodes.all_end_rel_micros, n),
             "temp": mk.scalar(nodes.memory_stats.temp_memory_size, n),
             "persistent": mk.scalar(nodes.memory_stats.persistent_memory_size, n),
-            "outputs": outputs,
+        })
+        return columns
+
+    def _one_allocator(self, nodes, n: int, mk: _Markers) -> dict | None:
+        """Outputs, memory entries and records of nodes read as "Nodes", when all of
+        them are on one allocator, with at most one memory entry per node (a CPU
+        step); else None.
+
+        Outputs (exec, allocator code, requested bytes), one per output with bytes:
+        the outputs' allocator names come back as one array of bytes, a 0 after
+        each node's. The first output's name is cut from them by the counts (a
+        node's name bytes over its number of outputs with bytes), and must then
+        repeat exactly once per output with bytes, node by node. So names and
+        sizes pair in order, as TensorFlow fills them together from a buffer
+        (Tensor::FillDescription); an output without a buffer (an empty tensor)
+        has a dtype and neither. (Byte counts stand in for name boundaries: only
+        names cut from copies of each other, "a" + "bab" for "ab" + "ab", could
+        pass for copies, and allocator names are never like that.) Memory
+        entries must name the same allocator: see _entry_tokens.
+        """
+        description = nodes.output.tensor_description
+        requested, requested_count, requested_exec, dtype_count = _requested(description, n, mk)
+        names = _spelt(description.allocation_description.allocator_name, n)
+        if names is None or (requested_count > dtype_count).any():
+            return None  # a 0 inside a name; sizes beside no output
+        chars, name_bytes = names
+        if requested.size:
+            first = int(np.argmax(requested_count > 0))
+            size, rest = divmod(int(name_bytes[first]), int(requested_count[first]))
+            if not size or rest or not np.array_equal(name_bytes, requested_count * size):
+                return None
+            name = chars[int(name_bytes[:first].sum()):][:size]
+        elif chars.size:  # names beside no bytes
+            return None
+        else:  # no output with bytes: the first entry names the allocator, if any
+            tokens = np.asarray(nodes.memory, dtype=np.int64)
+            start = int(np.argmax(tokens != 0))  # a 0 ends each node's entries
+            name = tokens[start + 2:][:max(int(tokens[start + 1]), 0)] if tokens.size > start + 1 else tokens[:0]
+        if name.size and (name.max() > 0x7F or not (chars.reshape(-1, name.size) == name).all()):
+            return None  # ASCII only: one byte, one varint
+        entries = _entry_tokens(nodes.memory, n, name)
+        if entries is None:
+            return None
+        memory_rows, record_rows = entries
+        if not name.size:  # no output with bytes, no entry: nothing to name
+            return {"outputs": np.zeros((0, 3), np.int64), "memory": memory_rows, "records": record_rows}
+        code = self._codes([name.astype(np.uint8).tobytes().decode("ascii")], self.allocator_codes)[0]
+        memory_rows[:, 1] = code
+        record_rows[:, 1] = code
+        return {
+            "outputs": np.column_stack([requested_exec, np.full(requested.size, code), requested]).reshape(-1, 3),
+            "memory": memory_rows,
+            "records": record_rows,
         }
-        entries, entry_exec = _items(nodes.memory, n)
-        entry_exec += offset
+
+    def _entries(self, items, n: int, mk: _Markers) -> tuple[np.ndarray, np.ndarray]:
+        """Memory (exec, code, total, peak, live, allocator_bytes_in_use) and records
+        (exec, code, micros, bytes) from the entries read as items ("NodesNamed")."""
+        cls = classes()
+        entries, entry_exec = _items(items, n)
         k = len(entries)
         merged = cls["Entries"].FromString(_with_sentinels(entries, mk.entry))
-        entry_code = self._codes(mk.text(merged.allocator_name, k), codes)
-        columns["memory"] = np.column_stack([
+        entry_code = self._codes(mk.text(merged.allocator_name, k), self.allocator_codes)
+        memory = np.column_stack([
             entry_exec, entry_code, mk.scalar(merged.total_bytes, k), mk.scalar(merged.peak_bytes, k),
             mk.scalar(merged.live_bytes, k), mk.scalar(merged.allocator_bytes_in_use, k),
         ]).reshape(-1, 6)
         records, record_entry = _items(merged.allocation_records, k)
         r = len(records)
         merged_records = cls["Records"].FromString(_with_sentinels(records, mk.record))
-        columns["records"] = np.column_stack([
+        return memory, np.column_stack([
             entry_exec[record_entry], entry_code[record_entry],
             mk.scalar(merged_records.alloc_micros, r), mk.scalar(merged_records.alloc_bytes, r),
         ]).reshape(-1, 4)
-        return columns
-
-    def _outputs_on_one_allocator(self, description, n: int, mk: _Markers) -> np.ndarray | None:
-        """(exec, allocator code, requested bytes) per output with bytes, when every
-        output with bytes names the same allocator (a CPU step); else None.
-
-        The names come back as one array of bytes, a 0 after each node's. The
-        first output's name is cut from them by the counts (a node's name bytes
-        over its number of outputs with bytes), and must then repeat exactly
-        once per output with bytes, node by node. The outputs must also pair by
-        counts as in _outputs. (Byte counts stand in for name boundaries: only
-        names cut from copies of each other, "a" + "bab" for "ab" + "ab", could
-        pass for copies, and allocator names are never like that.)
-        """
-        requested, requested_count, requested_exec, dtype_count = _requested(description, n, mk)
-        tokens = np.asarray(description.allocation_description.allocator_name, dtype=np.int64)
-        is_mark = tokens == 0
-        if np.count_nonzero(is_mark) != n:  # a NUL in a name
-            return None
-        name_bytes = _segment_counts(is_mark, n)
-        chars = tokens[~is_mark]
-        if not requested.size:
-            return np.zeros((0, 3), np.int64) if not chars.size else None
-        if not np.array_equal(requested_count, dtype_count):
-            return None
-        first = int(np.argmax(requested_count > 0))
-        size, rest = divmod(int(name_bytes[first]), int(requested_count[first]))
-        if not size or rest or not np.array_equal(name_bytes, requested_count * size):
-            return None
-        name = chars[int(name_bytes[:first].sum()):][:size]
-        if name.max() > 0x7F or not (chars.reshape(-1, size) == name).all():  # ASCII: one byte, one varint
-            return None
-        code = self._codes([name.astype(np.uint8).tobytes().decode("ascii")], self.allocator_codes)[0]
-        return np.column_stack([requested_exec, np.full(requested.size, code), requested]).reshape(-1, 3)
 
     def _outputs(self, description, node_blobs: list[bytes], mk: _Markers) -> np.ndarray:
         """(exec, allocator code, requested bytes) per output that requested any bytes.
@@ -501,6 +534,97 @@ class NodeColumns:
         others = [0] + list(range(2, table.shape[1]))
         on_it = table[:, 1] == code
         return table[:, others] if on_it.all() else table[on_it][:, others]
+
+
+def _spelt(tokens, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(name bytes without the markers, count per node) of allocator names read as
+    packed varints, a 0 after each node's; None when a name holds a NUL."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    is_mark = tokens == 0
+    if np.count_nonzero(is_mark) != n:
+        return None
+    return tokens[~is_mark], _segment_counts(is_mark, n)
+
+
+# Memory entries read as packed varints (AllocatorMemoryUsed, as TensorFlow writes it:
+# allocator name first, and always set). A key is (field << 3) | wire type; a pair's
+# key maps to the column its value fills, by where the pair stands: -1 is no column.
+_NAME_KEY = 1 << 3 | 2  # allocator_name
+_RECORD_KEY = 6 << 3 | 2  # allocation_records: a record's key and length
+_COLUMN = np.full((2, 64), -1)  # [in a record?][key]
+_COLUMN[0, [2 << 3, 3 << 3, 4 << 3, 5 << 3]] = [0, 1, 2, 3]  # total, peak, live, allocator_bytes_in_use
+_COLUMN[1, [1 << 3, 2 << 3, _RECORD_KEY]] = [0, 1, 2]  # alloc_micros, alloc_bytes; the record's length
+_COLUMN = _COLUMN.reshape(-1)
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+
+
+def _varint_size(values: np.ndarray) -> np.ndarray:
+    """Bytes of each int64 as a varint (10 for negatives)."""
+    return np.searchsorted(_VARINT_LIMITS, values.astype(np.uint64), side="right") + 1
+
+
+def _entry_tokens(tokens, n: int, name: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Memory (exec, 0, total, peak, live, allocator_bytes_in_use) and records
+    (exec, 0, micros, bytes) from memory entries read as packed varints, a 0
+    after each node's; None unless every node holds at most one entry, on the
+    allocator `name`.
+
+    Read as varints, an entry whose strings are ASCII splits exactly at its
+    fields: key, value (or length), one token per name byte. So a node's tokens
+    must be the name's key, its length and its bytes, then (key, value) pairs:
+    the entry's numbers (each at most once), then for each record its key and
+    length, followed by its own pairs (micros and bytes, each at most once)
+    whose encoded size is that length. A second entry would put a name key
+    where a pair's key stands, which no pair has.
+    """
+    tokens = np.asarray(tokens, dtype=np.int64)
+    ends = np.flatnonzero(tokens == 0)
+    if ends.size != n:  # a 0 inside an entry: not TensorFlow's
+        return None
+    starts = np.r_[0, ends[:-1] + 1]
+    entry_exec = np.flatnonzero(ends > starts)
+    k = entry_exec.size
+    if not k:
+        return np.zeros((0, 6), np.int64), np.zeros((0, 4), np.int64)
+    starts, header = starts[entry_exec], 2 + name.size
+    pair_count, odd = np.divmod(ends[entry_exec] - starts - header, 2)
+    if (pair_count < 0).any() or odd.any():
+        return None
+    if not (tokens[starts[:, None] + np.arange(header)] == np.r_[_NAME_KEY, name.size, name]).all():
+        return None
+    # Pair p of entry e: its key at starts[e] + header + 2 * (p - first pair of e).
+    first_pair = np.cumsum(pair_count) - pair_count
+    entry_of_pair = np.repeat(np.arange(k), pair_count)
+    key_at = 2 * np.arange(entry_of_pair.size) + (starts + header - 2 * first_pair)[entry_of_pair]
+    keys, values = tokens[key_at], tokens[key_at + 1]
+
+    opens_record = keys == _RECORD_KEY
+    records_so_far = np.cumsum(opens_record)  # record keys up to and including each pair
+    r = int(records_so_far[-1]) if records_so_far.size else 0
+    before_entry = np.r_[0, records_so_far][first_pair]
+    record_of_pair = records_so_far - 1
+    in_record = record_of_pair >= before_entry[entry_of_pair]
+    column = _COLUMN[in_record * 64 + np.clip(keys, 0, 63)]  # 0: no key
+    if (column < 0).any():
+        return None
+    # One slot per value: the entries' four numbers, then each record's micros, bytes, length.
+    slot = np.where(in_record, 4 * k + 3 * record_of_pair, 4 * entry_of_pair) + column
+    present = np.bincount(slot, minlength=4 * k + 3 * r)
+    if present.max() > 1:  # a field twice
+        return None
+    numbers = np.zeros(4 * k + 3 * r, np.int64)
+    numbers[slot] = values
+    fields = numbers[4 * k:].reshape(r, 3)
+    encoded = present[4 * k:].reshape(r, 3)[:, :2] * (1 + _varint_size(fields[:, :2]))
+    if not np.array_equal(encoded.sum(axis=1), fields[:, 2]):
+        return None
+    memory = np.zeros((k, 6), np.int64)
+    memory[:, 0] = entry_exec
+    memory[:, 2:] = numbers[:4 * k].reshape(k, 4)
+    records = np.zeros((r, 4), np.int64)
+    records[:, 0] = entry_exec[entry_of_pair[opens_record]]
+    records[:, 2:] = fields[:, :2]
+    return memory, records
 
 
 def _requested(description, n: int, mk: _Markers) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

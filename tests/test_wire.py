@@ -13,6 +13,7 @@ import random
 
 import numpy as np
 import pytest
+from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import config_pb2, step_stats_pb2
 
 from tb_memory_plugin import wire
@@ -134,6 +135,7 @@ def test_real_trace_decodes_like_the_protos(unet_trace):
     assert len(columns) == len(devices) >= 1
     for got, device in zip(columns, devices):
         _assert_same(got, device.node_stats)
+        assert got.named_from is None  # a CPU step: read on one allocator throughout
     # The real trace does leave fields out (zero durations), so the sentinels matter.
     assert any(n.all_end_rel_micros == 0 for d in devices for n in d.node_stats)
 
@@ -217,3 +219,151 @@ def test_one_allocator_with_names_that_do_not_repeat_evenly():
     (columns,) = _columns_of(step)
     _assert_same(columns, step.dev_stats[0].node_stats)
     assert set(columns.allocator_codes) == {"abab", "ab"}
+
+
+# -- the one-allocator reading ("Nodes": outputs' names and memory entries as varints) --------
+
+
+def _cpu_step(seed: int, nodes: int = 300, allocator: str = "mklcpu") -> step_stats_pb2.StepStats:
+    """A CPU step as TensorFlow writes one: every output and memory entry on one allocator,
+    at most one entry per node, numbers left out at random (proto3 zeros)."""
+    rng = random.Random(seed)
+    step = step_stats_pb2.StepStats()
+    device = step.dev_stats.add(device="/job:localhost/replica:0/task:0/device:CPU:0")
+
+    def maybe(value):
+        return value if rng.random() < 0.8 else 0
+
+    for i in range(nodes):
+        node = device.node_stats.add(node_name=f"scope_{i % 5}/op_{i}", all_start_micros=1_700_000_000_000_000 + i,
+                                     all_end_rel_micros=maybe(rng.randrange(1, 40)), timeline_label=f"op_{i} = Relu(x)")
+        if rng.random() < 0.4:
+            entry = node.memory.add(allocator_name=allocator, total_bytes=maybe(rng.randrange(1, 1 << 30)),
+                                    peak_bytes=maybe(rng.randrange(1, 1 << 30)), live_bytes=maybe(rng.randrange(1, 1 << 30)),
+                                    allocator_bytes_in_use=maybe(rng.randrange(1, 1 << 34)))
+            for _ in range(rng.choice([0, 1, 2, 2, 4])):
+                # One number of a record left out now and then, never both.
+                micros, size = rng.randrange(1, 1 << 52), rng.choice([-1, 1]) * rng.randrange(1, 1 << 40)
+                drop = rng.random()
+                entry.allocation_records.add(alloc_micros=micros if drop > 0.1 else 0, alloc_bytes=size if drop < 0.9 else 0)
+        for slot in range(rng.choice([0, 1, 1, 2])):
+            description = node.output.add(slot=slot).tensor_description
+            description.dtype = 1
+            description.shape.dim.add(size=rng.randrange(1, 64))
+            if rng.random() < 0.9:  # else no buffer: a dtype, nothing allocated
+                description.allocation_description.requested_bytes = rng.randrange(1, 1 << 30)
+                description.allocation_description.allocator_name = allocator
+                description.allocation_description.ptr = rng.randrange(1, 1 << 40)
+    return step
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("chunk", [wire.CHUNK_NODES, 37])
+def test_cpu_steps_are_read_on_one_allocator(seed, chunk, monkeypatch):
+    monkeypatch.setattr(wire, "CHUNK_NODES", chunk)
+    step = _cpu_step(seed, allocator="cpu" if seed % 2 else "mklcpu")  # odd and even name lengths
+    (columns,) = _columns_of(step)
+    _assert_same(columns, step.dev_stats[0].node_stats)
+    assert columns.named_from is None
+    assert columns.records.size and columns.memory.size and columns.outputs.size
+
+
+def test_a_chunk_with_allocator_names_and_no_bytes_is_read_in_full(monkeypatch):
+    """Outputs that name an allocator and request nothing (empty buffers): no size to pair with."""
+    monkeypatch.setattr(wire, "CHUNK_NODES", 37)
+    step = _cpu_step(5)
+    for node in step.dev_stats[0].node_stats[37:74]:
+        for output in node.output:
+            output.tensor_description.allocation_description.requested_bytes = 0
+    (columns,) = _columns_of(step)
+    _assert_same(columns, step.dev_stats[0].node_stats)
+    assert columns.named_from == 37
+
+
+def test_a_chunk_with_entries_and_no_output_takes_the_name_from_its_first_entry(monkeypatch):
+    monkeypatch.setattr(wire, "CHUNK_NODES", 37)
+    step = _cpu_step(7)
+    for node in step.dev_stats[0].node_stats[37:74]:
+        del node.output[:]
+    (columns,) = _columns_of(step)
+    _assert_same(columns, step.dev_stats[0].node_stats)
+    assert columns.named_from is None
+
+
+def _len_field(number: int, payload: bytes) -> bytes:
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+_RECORD = _len_field(6, b"\x08\x05\x10\x40")  # alloc_micros 5, alloc_bytes 64
+
+
+def _with_entry(entry: bytes):
+    """A mutation: the node's memory entries replaced by raw entry bytes."""
+    def mutate(node: step_stats_pb2.NodeExecStats) -> bytes:
+        del node.memory[:]
+        return node.SerializeToString() + _len_field(6, entry)
+    return mutate
+
+
+def _adding(fill):
+    def mutate(node: step_stats_pb2.NodeExecStats) -> bytes:
+        fill(node)
+        return node.SerializeToString()
+    return mutate
+
+
+_MKLCPU = _len_field(1, b"mklcpu")
+
+
+def _varint(value: int) -> bytes:
+    value &= 2**64 - 1
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+# Nodes the one-allocator reading must hand over to the full reading.
+_NOT_ON_ONE_ALLOCATOR = {
+    "two entries": _adding(lambda node: [node.memory.add(allocator_name="mklcpu", total_bytes=8) for _ in range(2)]),
+    "an entry on another allocator": _with_entry(_len_field(1, b"cpu") + b"\x10\x08"),
+    "an entry on a same-length allocator": _with_entry(_len_field(1, b"mklgpu") + b"\x10\x08"),
+    "an entry naming no allocator": _with_entry(b"\x10\x08" + _RECORD),
+    "a NUL in an entry's allocator": _with_entry(_len_field(1, b"mkl\x00pu") + b"\x10\x08"),
+    "a non-ASCII allocator at the end": _with_entry(_len_field(1, "mklcp\u00e9".encode())),
+    "a non-ASCII allocator in the middle": _with_entry(_len_field(1, "mkl\u00e9u".encode()) + b"\x10\x08"),
+    "an entry field this reader does not know": _with_entry(_MKLCPU + b"\x38\x01" + _RECORD),
+    "an entry number written twice": _with_entry(_MKLCPU + b"\x10\x08\x10\x09" + _RECORD),
+    "a record number written twice": _with_entry(_MKLCPU + _len_field(6, b"\x08\x05\x08\x06\x10\x40")),
+    "a record with neither number": _with_entry(_MKLCPU + _RECORD + _len_field(6, b"")),
+    "a record with a field it does not have": _with_entry(_MKLCPU + _len_field(6, b"\x08\x05\x18\x40")),
+    # Out of field order, total_bytes after a record without bytes reads as that
+    # record's bytes: only the record's length tells them apart.
+    "total bytes after a record without bytes": _with_entry(_MKLCPU + _len_field(6, b"\x08\x05") + b"\x10\x40"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_NOT_ON_ONE_ALLOCATOR))
+@pytest.mark.parametrize("chunk", [wire.CHUNK_NODES, 37])
+def test_entries_not_on_one_allocator_are_read_in_full(case, chunk, monkeypatch):
+    monkeypatch.setattr(wire, "CHUNK_NODES", chunk)
+    nodes = list(_cpu_step(3).dev_stats[0].node_stats)
+    blobs = [node.SerializeToString() for node in nodes]
+    odd = 150
+    blobs[odd] = _NOT_ON_ONE_ALLOCATOR[case](nodes[odd])
+    columns = wire.NodeColumns(blobs)
+    _assert_same(columns, [step_stats_pb2.NodeExecStats.FromString(b) for b in blobs])
+    assert columns.named_from == odd // chunk * chunk  # from the odd node's chunk on
+
+
+def test_corrupt_entry_bytes_fail_as_the_protos_do():
+    """A negative number where a key stands is no protobuf; it must not index a key table
+    (-56 would wrap to a record's micros) and pass for an entry."""
+    nodes = list(_cpu_step(3).dev_stats[0].node_stats)
+    blobs = [node.SerializeToString() for node in nodes]
+    blobs[150] = _with_entry(_MKLCPU + _varint(-56) + b"\x05")(nodes[150])
+    with pytest.raises(DecodeError):
+        step_stats_pb2.NodeExecStats.FromString(blobs[150])
+    with pytest.raises(DecodeError):
+        wire.NodeColumns(blobs)
