@@ -439,7 +439,7 @@ class SpaceAnalysis:
         return self.node_infos[self.node_code[exec_index]]
 
     def kernel_of(self, exec_index: int) -> str | None:
-        return names_mod.op_type_from_label(self.space.label_of.get(self.space.names[exec_index], ""))
+        return names_mod.op_type_from_label(self.space.label_of.get(self.space.name(exec_index), ""))
 
 
 class StepAnalysis:

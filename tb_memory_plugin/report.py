@@ -37,7 +37,7 @@ def node_ref(space: SpaceAnalysis, exec_index: int | None, group: str = "layer")
     info = space.info(exec_index)
     tree = space.tree(group)
     leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
-    return {"name": space.space.names[exec_index], "scope": _parent(leaf), "op_type": space.op_type(exec_index),
+    return {"name": space.space.name(exec_index), "scope": _parent(leaf), "op_type": space.op_type(exec_index),
             "graph_name": info.graph_name}
 
 
@@ -178,7 +178,7 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -
         i = int(execs[position])
         info = space.info(i)
         nodes.append({
-            "raw_name": trace.names[i],
+            "raw_name": trace.name(i),
             "graph_name": info.graph_name,
             "scope": _parent(tree.paths[int(tree.leaf_of_exec[i])]),
             "op_type": space.op_type(i),
@@ -254,7 +254,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         "min_bytes": (sampled.min_bytes + offset).tolist(),
         "max_bytes": (sampled.max_bytes + offset).tolist(),
         "node_at": node_at.tolist(),
-        "node_names": [trace.names[int(i)] for i in unique_execs],
+        "node_names": [trace.name(int(i)) for i in unique_execs],
         "snapshots": {"t_us": snapshots.time_us.tolist(), "bytes": snapshots.max_bytes.tolist()},
         "series": series,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -48,7 +49,6 @@ class SpaceTrace:
     device: str
     device_type: str
     allocator: str
-    names: list[str]
     label_of: dict[str, str]  # timeline_label by node name (its first execution's)
     distinct_names: list[str]  # the distinct names among `names`
     name_code: np.ndarray  # per execution: index into distinct_names
@@ -68,7 +68,16 @@ class SpaceTrace:
 
     @property
     def exec_count(self) -> int:
-        return len(self.names)
+        return self.name_code.size
+
+    def name(self, exec_index: int) -> str:
+        """The raw runtime name of an execution."""
+        return self.distinct_names[self.name_code[exec_index]]
+
+    @cached_property
+    def names(self) -> list[str]:
+        """The raw name of every execution (built on first use: big steps have 100k)."""
+        return [self.distinct_names[code] for code in self.name_code.tolist()]
 
     @property
     def has_records(self) -> bool:
@@ -118,7 +127,7 @@ def decode_run_metadata(data: bytes) -> Trace:
 
 
 def _trace(devices, partition_op_types: dict[str, str]) -> Trace:
-    node_stat_count = sum(len(columns.names) for *_, columns in devices)
+    node_stat_count = sum(columns.name_code.size for *_, columns in devices)
     step_start = min((int(c.start.min()) for *_, c in devices), default=0)
     step_end = max((int(c.end.max()) for *_, c in devices), default=0)
 
@@ -139,7 +148,7 @@ def _spaces_of_device(
     device: str, device_type: str, index: int, columns: wire.NodeColumns, step_start: int
 ) -> list[SpaceTrace]:
     """One SpaceTrace per allocator seen on the device; the main one keeps every execution."""
-    n = len(columns.names)
+    n = columns.name_code.size
     allocators = sorted(name for name in columns.allocator_codes if name)
     if not allocators:
         return []
@@ -175,7 +184,7 @@ def _spaces_of_device(
         snapshot_rows = mem[mem[:, 4] > 0]
         snapshot_exec = snapshot_rows[:, 0]
         snapshot_bytes = snapshot_rows[:, 4]
-        names, distinct_names, name_code = columns.names, columns.distinct_names, columns.name_code
+        distinct_names, name_code = columns.distinct_names, columns.name_code
         if name != primary:  # only the executions that touched this allocator
             keep = np.unique(np.concatenate([mem[:, 0], out[:, 0]]))
             remap = np.full(n, -1, dtype=np.int64)
@@ -183,7 +192,6 @@ def _spaces_of_device(
             cols = {k: v[keep] for k, v in cols.items()}
             ev_exec = remap[ev_exec]
             snapshot_exec = remap[snapshot_exec]
-            names = [names[i] for i in keep]
             used, name_code = np.unique(name_code[keep], return_inverse=True)
             distinct_names = [distinct_names[i] for i in used.tolist()]
         spaces.append(
@@ -192,7 +200,6 @@ def _spaces_of_device(
                 device=device,
                 device_type=device_type,
                 allocator=name,
-                names=names,
                 label_of=columns.label_of,
                 distinct_names=distinct_names,
                 name_code=name_code.reshape(-1).astype(np.int64),

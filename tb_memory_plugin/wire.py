@@ -332,7 +332,6 @@ def _items(values, n: int) -> tuple[list[bytes], np.ndarray]:
 class NodeColumns:
     """One device's node stats as columns (what trace.py builds spaces from).
 
-    names                  per execution
     distinct_names         the distinct names, in first-seen order
     name_code              per execution: index into distinct_names
     label_of               timeline_label of the first execution of each distinct name
@@ -366,7 +365,6 @@ class NodeColumns:
         label_blobs: list[bytes] = []  # the first execution of each distinct name, in code order
         parts = [self._decode_chunk(node_stats[i:i + CHUNK_NODES], i, mk, index, label_blobs)
                  for i in range(0, len(node_stats), CHUNK_NODES)]
-        self.names = list(itertools.chain.from_iterable(part["names"] for part in parts))
         self.distinct_names = list(index)
         for key in ("name_code", "start", "end", "temp", "persistent"):
             setattr(self, key, np.concatenate([part[key] for part in parts]) if parts else np.zeros(0, np.int64))
@@ -407,7 +405,6 @@ class NodeColumns:
             label_blobs.extend(node_blobs[i] for i in fresh[first].tolist())
         start = mk.dense_scalar(nodes.all_start_micros, n)
         columns.update({
-            "names": names,
             "name_code": name_code,
             "start": start,
             "end": start + mk.scalar(nodes.all_end_rel_micros, n),
@@ -527,6 +524,11 @@ class NodeColumns:
         for name in dict.fromkeys(names):
             codes.setdefault(name, len(codes))
         return np.fromiter(map(codes.__getitem__, names), dtype=np.int64, count=len(names))
+
+    @property
+    def names(self) -> list[str]:
+        """The name of each execution (a list as long as the step: for tests and tools)."""
+        return [self.distinct_names[code] for code in self.name_code.tolist()]
 
     def rows(self, table: np.ndarray, allocator: str) -> np.ndarray:
         """Rows of a table for one allocator, without the allocator column."""
