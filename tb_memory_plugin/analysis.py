@@ -7,6 +7,7 @@ the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import threading
 from dataclasses import dataclass
@@ -162,6 +163,22 @@ class ScopeTree:
         return self.exec_order[begin:end]
 
 
+_SCOPE, _SELF, _NODE = range(3)
+_KIND_NAMES = np.array(["scope", "self", "node"])
+
+
+def _preorder_parents(depth: np.ndarray) -> np.ndarray:
+    """Parent of each node of a tree listed in preorder (root first, parent -1): the
+    last node before it one level up."""
+    parent = np.full(depth.size, -1, dtype=np.int64)
+    above = np.flatnonzero(depth == 0)
+    for level in range(1, int(depth.max(initial=0)) + 1):
+        here = np.flatnonzero(depth == level)
+        parent[here] = above[np.searchsorted(above, here) - 1]
+        above = here
+    return parent
+
+
 def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_table: np.ndarray,
                name_of_exec: np.ndarray, figure_count: int) -> ScopeTree:
     """Aggregate distinct node names into a scope tree; a scope's own nodes go to `(self)`.
@@ -181,21 +198,24 @@ def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_table: np.n
             scopes.add(prefix)
             slash = path.rfind("/", 0, slash)
     self_suffix = "/" + SELF
-    leaf_tree_paths = [f"{p}{self_suffix}" if p in scopes else p for p in leaf_paths]
+    is_self = np.fromiter(map(scopes.__contains__, leaf_paths), dtype=bool, count=len(leaf_paths))
+    leaf_tree_paths = [f"{p}{self_suffix}" if own else p for p, own in zip(leaf_paths, is_self.tolist())]
     # Sorting with "/" as the smallest character gives a preorder: "" first and
     # every subtree contiguous (names never hold NUL).
     keys = sorted([p.replace("/", "\x00") for p in scopes.union(leaf_tree_paths)])
     all_paths = [k.replace("\x00", "/") for k in keys]
-    index = {p: i for i, p in enumerate(all_paths)}
     count = len(all_paths)
-    parent_list = [index[p[: p.rfind("/")]] if p.rfind("/") > 0 else 0 for p in all_paths]
-    parent_list[0] = -1
-    parent = np.asarray(parent_list, dtype=np.int64)
-    depth = np.asarray([p.count("/") + 1 for p in all_paths], dtype=np.int64)
+    index = dict(zip(all_paths, range(count)))
+    depth = np.fromiter(map(str.count, keys, itertools.repeat("\x00")), dtype=np.int64, count=count) + 1
+    depth[index.get(self_suffix, 0)] = 1  # nodes named "" (not TensorFlow's) sit in the root's "/(self)"
     depth[0] = 0
-    kinds = ["scope" if p in scopes else ("self" if p.endswith(self_suffix) else "node") for p in all_paths]
-
-    leaf_index = np.asarray([index[p] for p in leaf_tree_paths], dtype=np.int64)
+    parent = _preorder_parents(depth)
+    parent_list = parent.tolist()
+    leaf_index = np.fromiter(map(index.__getitem__, leaf_tree_paths), dtype=np.int64, count=len(leaf_tree_paths))
+    kind = np.full(count, _NODE)
+    kind[np.fromiter(map(index.__getitem__, scopes), dtype=np.int64, count=len(scopes))] = _SCOPE
+    kind[leaf_index[is_self]] = _SELF
+    kinds = _KIND_NAMES[kind].tolist()
     tree_node_of_name = leaf_index[leaf_of_name] if leaf_of_name.size else np.zeros(0, dtype=np.int64)
     # Names -> their leaves, then leaves -> ancestors one level at a time. Figures,
     # categories, execution counts and subtree sizes travel as one matrix.

@@ -465,3 +465,26 @@ def test_largest_holder_at_peak(space):
     assert largest["at_peak_bytes"] == expected_bytes > 0
     assert largest["name"] == space.space.names[exec_index]
     assert largest["at_peak_bytes"] <= summary["peak_rise_bytes"]
+
+
+def test_tree_of_awkward_paths():
+    """Characters that sort before "/" ("-", ".", "("), a leaf that is also a scope, a
+    root-level leaf, a deep path and a name left empty: every node under its prefix."""
+    leaf_paths = sorted({"a", "a/b", "a/b/c", "a-b/c", "a.b", "a(x)/d", "b/c/d/e", "", "z"})
+    n = len(leaf_paths)
+    width = len(analysis.FIGURES) + len(CATEGORIES) + 1
+    tree = analysis.build_tree(leaf_paths, np.arange(n), np.ones((n, width), dtype=np.int64), np.arange(n),
+                               len(analysis.FIGURES))
+    assert tree.paths[0] == "" and tree.parent[0] == -1
+    for node, path in enumerate(tree.paths[1:], 1):
+        expected = path[:path.rfind("/")] if path.rfind("/") > 0 else ""
+        assert tree.paths[tree.parent[node]] == expected, path
+        # Preorder: a subtree is the run of nodes that follows its root.
+        inside = tree.paths[node:node + tree.subtree_size[node]]
+        assert all(p == path or p.startswith(path + "/") for p in inside), path
+    kinds = dict(zip(tree.paths, tree.kinds))
+    assert kinds["a"] == kinds["a/b"] == kinds["b/c/d"] == "scope"
+    assert kinds["a/(self)"] == kinds["a/b/(self)"] == kinds["/(self)"] == "self"
+    assert kinds["a/b/c"] == kinds["a.b"] == kinds["z"] == "node"
+    assert int(tree.figures[0, AT_PEAK]) == n and int(tree.exec_count[0]) == n
+    assert sorted(tree.paths[c] for c in tree.children[0]) == ["/(self)", "a", "a(x)", "a-b", "a.b", "b", "z"]
