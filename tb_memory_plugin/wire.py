@@ -62,7 +62,7 @@ def _nodes(outputs: str, memory: tuple) -> list[tuple]:
     """NodeExecStats, merged over all nodes of a chunk; `outputs` names the outputs'
     schema, `memory` is how the memory entries are read."""
     return [
-        ("node_name", 1, _STRING, _REPEATED, None),
+        ("node_name", 1, _BYTES, _REPEATED, None),  # bytes: decoded once per distinct name
         ("all_start_micros", 2, _INT64, _REPEATED, None),
         ("all_end_rel_micros", 5, _INT64, _REPEATED, None),
         memory,
@@ -213,9 +213,9 @@ class _Markers:
     def _node_packed(self) -> bytes:
         return self._node_sentinel(_TOKEN_MARK, _TOKEN_MARK)
 
-    def dense_text(self, values, n: int) -> list[str]:
+    def dense_bytes(self, values, n: int) -> list[bytes]:
         if self.mark_dense:
-            return self.text(values, n)
+            return self.text(values, n, self.mark_text.encode())
         if len(values) != n:
             raise _Misaligned(f"expected {n} values, found {len(values)}")
         return values[:]
@@ -245,16 +245,19 @@ class _Markers:
         """The value each of n segments holds: 0 when absent, the last when repeated (as protobuf merges)."""
         return _last_per_segment(*self.segments(values, n), np.zeros(n, dtype=np.int64))
 
-    def text(self, values, n: int) -> list[str]:
-        values = values[:]  # one C-level copy into a list of str
-        if len(values) == 2 * n and values[1::2].count(self.mark_text) == n:  # one value per segment: the usual case
+    def text(self, values, n: int, mark=None) -> list:
+        """The string (or, with a bytes mark, bytes) each of n segments holds: empty when absent."""
+        mark = self.mark_text if mark is None else mark
+        values = values[:]  # one C-level copy into a list
+        if len(values) == 2 * n and values[1::2].count(mark) == n:  # one value per segment: the usual case
             return values[0::2]
-        return _last_per_segment(*self.text_counts(values, n), [""] * n)
+        return _last_per_segment(*self.text_counts(values, n, mark), [mark[:0]] * n)
 
-    def text_counts(self, values, n: int) -> tuple[list[str], np.ndarray]:
+    def text_counts(self, values, n: int, mark=None) -> tuple[list, np.ndarray]:
         """(strings without markers, count per segment)."""
+        mark = self.mark_text if mark is None else mark
         values = values[:] if not isinstance(values, list) else values
-        is_mark = np.fromiter(map(self.mark_text.__eq__, values), dtype=bool, count=len(values))
+        is_mark = np.fromiter(map(mark.__eq__, values), dtype=bool, count=len(values))
         return list(itertools.compress(values, (~is_mark).tolist())), _segment_counts(is_mark, n)
 
 
@@ -365,7 +368,8 @@ class NodeColumns:
         label_blobs: list[bytes] = []  # the first execution of each distinct name, in code order
         parts = [self._decode_chunk(node_stats[i:i + CHUNK_NODES], i, mk, index, label_blobs)
                  for i in range(0, len(node_stats), CHUNK_NODES)]
-        self.distinct_names = list(index)
+        # Names from other writers may not be UTF-8: shown with U+FFFD rather than refused.
+        self.distinct_names = [name.decode("utf-8", "replace") for name in index]
         for key in ("name_code", "start", "end", "temp", "persistent"):
             setattr(self, key, np.concatenate([part[key] for part in parts]) if parts else np.zeros(0, np.int64))
         for key, width in (("memory", 6), ("records", 4), ("outputs", 3)):
@@ -396,7 +400,7 @@ class NodeColumns:
         for key in ("outputs", "memory", "records"):
             columns[key][:, 0] += offset
 
-        names = mk.dense_text(nodes.node_name, n)
+        names = mk.dense_bytes(nodes.node_name, n)
         before = len(index)
         name_code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=n)
         if len(index) > before:  # names first seen in this chunk: keep their first node for its label

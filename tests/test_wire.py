@@ -16,7 +16,7 @@ import pytest
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import config_pb2, step_stats_pb2
 
-from tb_memory_plugin import wire
+from tb_memory_plugin import analysis, trace, wire
 
 
 def _reference(node_stats):
@@ -367,3 +367,15 @@ def test_corrupt_entry_bytes_fail_as_the_protos_do():
         step_stats_pb2.NodeExecStats.FromString(blobs[150])
     with pytest.raises(DecodeError):
         wire.NodeColumns(blobs)
+
+
+def test_names_that_are_not_utf8_show_replacement_characters():
+    """TensorFlow's names are ASCII; bytes from elsewhere may not even be UTF-8. They are
+    shown with U+FFFD, and analysed like any other name, rather than refused."""
+    step = _cpu_step(1, nodes=40)
+    step.dev_stats[0].node_stats[3].node_name = "bad#/op"
+    data = config_pb2.RunMetadata(step_stats=step).SerializeToString().replace(b"bad#/op", b"bad\xff/op")
+    decoded = trace.decode_run_metadata(data)
+    (space,) = decoded.spaces
+    assert space.names[3] == "bad\ufffd/op" and space.names[4] == "scope_4/op_4"
+    assert "bad\ufffd/op" in analysis.analyse(decoded).space(None).tree("scope").index
