@@ -88,7 +88,7 @@ def categorise(path: str, op_type: str, kind: str) -> int:
         return OPTIMIZER
     if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
-    if _GRADIENT_RE.search(path):
+    if ("_grad" in path or path.startswith("gradient")) and _GRADIENT_RE.search(path):  # a cheap test first
         return GRADIENTS
     if op_type in _VARIABLE_OPS:
         return PARAMETERS

@@ -242,8 +242,19 @@ class _Markers:
         return flat[~is_mark], _segment_counts(is_mark, n)
 
     def scalar(self, values, n: int) -> np.ndarray:
-        """The value each of n segments holds: 0 when absent, the last when repeated (as protobuf merges)."""
-        return _last_per_segment(*self.segments(values, n), np.zeros(n, dtype=np.int64))
+        """The value each of n segments holds: 0 when absent, the last when repeated (as
+        protobuf merges): the value just before each segment's marker, unless that is a marker."""
+        out = np.zeros(n, dtype=np.int64)
+        if len(values) == n:  # markers only: absent everywhere
+            return out
+        flat = np.asarray(values, dtype=np.int64)
+        is_mark = flat == self.mark_int
+        before = np.flatnonzero(is_mark) - 1
+        if before.size != n:
+            raise _Misaligned(f"expected {n} markers, found {before.size}")
+        present = ~is_mark[before]  # at -1 (the first segment empty) is_mark[-1] is the last marker
+        out[present] = flat[before[present]]
+        return out
 
     def text(self, values, n: int, mark=None) -> list:
         """The string (or, with a bytes mark, bytes) each of n segments holds: empty when absent."""
