@@ -6,8 +6,10 @@ the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
+import operator
 import re
 import threading
 from dataclasses import dataclass
@@ -391,13 +393,14 @@ class SpaceAnalysis:
         with self._lock:
             tree = self._trees.get(group)
             if tree is None:
-                paths = [info.path for info in self.node_infos]
+                paths = map(operator.attrgetter("path"), self.node_infos)
                 if group == "layer":
-                    paths = [names_mod.layer_path(p) for p in paths]
-                unique = sorted(set(paths))
-                position = {p: i for i, p in enumerate(unique)}
-                leaf_of_node = np.fromiter(map(position.__getitem__, paths), dtype=np.int64, count=len(paths))
-                tree = self._trees[group] = build_tree(unique, leaf_of_node, self.name_table, self.node_code,
+                    paths = map(names_mod.layer_path, paths)
+                # Distinct leaf paths in first-seen order; a new one gets the next number.
+                position: collections.defaultdict = collections.defaultdict()
+                position.default_factory = position.__len__
+                leaf_of_node = np.fromiter(map(position.__getitem__, paths), dtype=np.int64, count=len(self.node_infos))
+                tree = self._trees[group] = build_tree(list(position), leaf_of_node, self.name_table, self.node_code,
                                                        len(FIGURES))
             return tree
 
@@ -530,11 +533,12 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     for space in trace.spaces:
         # Names repeat (loops, several steps): classify each distinct name once.
         distinct = space.distinct_names
-        infos = [names_mod.classify(name) for name in distinct]
+        infos = list(map(names_mod.classify, distinct))
         labels = space.label_of
         op_types = [resolve_op_type(name, info, labels.get(name, ""), trace.partition_op_types, graph_ops)
                     for name, info in zip(distinct, infos)]
-        categories = np.fromiter((categorise(info.path, op, info.kind) for info, op in zip(infos, op_types)),
+        get = operator.attrgetter
+        categories = np.fromiter(map(categorise, map(get("path"), infos), op_types, map(get("kind"), infos)),
                                  dtype=np.int64, count=len(infos))
         spaces.append(SpaceAnalysis(space, infos, op_types, categories))
     has_bytes = any(int(s.space.allocated.sum()) or int(s.space.output.sum()) or s.has_curve for s in spaces)
