@@ -18,7 +18,10 @@ def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     shape = (size,) + values.shape[1:]
     if index.size == 0:
         return np.zeros(shape, dtype=np.int64)
-    if int(np.abs(values).sum(axis=0).max()) >= _EXACT:
+    # Exact when every partial sum stays below 2**53: checked by the largest magnitude
+    # times the count first (two reductions), by the sums of magnitudes if that fails.
+    bound = max(int(values.max(initial=0)), -int(values.min(initial=0))) * len(values)
+    if bound >= _EXACT and int(np.abs(values).sum(axis=0).max()) >= _EXACT:
         out = np.zeros(shape, dtype=np.int64)
         np.add.at(out, index, values)
         return out

@@ -598,7 +598,7 @@ def _entry_tokens(tokens, n: int, name: np.ndarray) -> tuple[np.ndarray, np.ndar
     ends = np.flatnonzero(tokens == 0)
     if ends.size != n:  # a 0 inside an entry: not TensorFlow's
         return None
-    starts = np.r_[0, ends[:-1] + 1]
+    starts = np.concatenate(([0], ends[:-1] + 1))
     entry_exec = np.flatnonzero(ends > starts)
     k = entry_exec.size
     if not k:
@@ -607,7 +607,7 @@ def _entry_tokens(tokens, n: int, name: np.ndarray) -> tuple[np.ndarray, np.ndar
     pair_count, odd = np.divmod(ends[entry_exec] - starts - header, 2)
     if (pair_count < 0).any() or odd.any():
         return None
-    if not (tokens[starts[:, None] + np.arange(header)] == np.r_[_NAME_KEY, name.size, name]).all():
+    if not (tokens[starts[:, None] + np.arange(header)] == np.concatenate(([_NAME_KEY, name.size], name))).all():
         return None
     # Pair p of entry e: its key at starts[e] + header + 2 * (p - first pair of e).
     first_pair = np.cumsum(pair_count) - pair_count
@@ -618,7 +618,7 @@ def _entry_tokens(tokens, n: int, name: np.ndarray) -> tuple[np.ndarray, np.ndar
     opens_record = keys == _RECORD_KEY
     records_so_far = np.cumsum(opens_record)  # record keys up to and including each pair
     r = int(records_so_far[-1]) if records_so_far.size else 0
-    before_entry = np.r_[0, records_so_far][first_pair]
+    before_entry = np.concatenate(([0], records_so_far))[first_pair]
     record_of_pair = records_so_far - 1
     in_record = record_of_pair >= before_entry[entry_of_pair]
     column = _COLUMN[in_record * 64 + np.clip(keys, 0, 63)]  # 0: no key
