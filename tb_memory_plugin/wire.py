@@ -26,7 +26,21 @@ step), that is all we need; otherwise it is read again with strings and items.
 
 The schemas below list only the fields the engine reads, with the field
 numbers and wire types of tensorflow/core/framework/step_stats.proto,
-tensor_description.proto and allocation_description.proto.
+tensor_description.proto and allocation_description.proto. Text fields are
+read as bytes and decoded once per distinct value; text that is not UTF-8
+(which the protos refuse) is shown with U+FFFD.
+
+Taken on trust, as every protobuf writer and TensorFlow behave; bytes that
+break these are read differently from the protos, never with a crash:
+  * each field in the wire type its .proto gives it, and a singular field
+    written once per message (merging cannot tell two writes from two values);
+  * varints in their shortest form (a record's length is checked against
+    its numbers' shortest encodings);
+  * allocator names without NUL bytes (a NUL can end a run of non-ASCII bytes
+    that then reads as one printable number), and an allocation description
+    filled with both its size and its allocator, or neither.
+Bytes that break the segmenting itself (a field cut short, a value equal to
+a robust marker) raise DecodeError, as a corrupt step.
 """
 
 from __future__ import annotations
@@ -106,7 +120,7 @@ _SCHEMA = {
     "Nodes": _nodes("Outputs", ("memory", 6, _INT64, _REPEATED, None)),
     "NodesNamed": _nodes("OutputsNamed", ("memory", 6, _BYTES, _REPEATED, None)),
     **_outputs("", _INT64),
-    **_outputs("Named", _STRING),
+    **_outputs("Named", _BYTES),
     "MemoryStats": [
         ("temp_memory_size", 1, _INT64, _REPEATED, None),
         ("persistent_memory_size", 3, _INT64, _REPEATED, None),
@@ -115,10 +129,10 @@ _SCHEMA = {
         ("device_persistent_tensor_alloc_ids", 6, _BYTES, _OPTIONAL, None),
     ],
     # Just the labels of some nodes, merged.
-    "Labels": [("timeline_label", 8, _STRING, _REPEATED, None)],
+    "Labels": [("timeline_label", 8, _BYTES, _REPEATED, None)],
     # AllocatorMemoryUsed, merged over all memory entries.
     "Entries": [
-        ("allocator_name", 1, _STRING, _REPEATED, None),
+        ("allocator_name", 1, _BYTES, _REPEATED, None),
         ("total_bytes", 2, _INT64, _REPEATED, None),
         ("peak_bytes", 3, _INT64, _REPEATED, None),
         ("live_bytes", 4, _INT64, _REPEATED, None),
@@ -175,7 +189,7 @@ class _Markers:
     """
 
     mark_int: int
-    mark_text: str
+    mark_text: bytes  # text fields are all read as bytes, and decoded once per distinct value
     # Node name and start time are always written by TensorFlow: "compact" leaves their
     # markers out and checks that there are exactly as many as nodes.
     mark_dense: bool
@@ -184,7 +198,7 @@ class _Markers:
         return _key(number, 0) + _varint(self.mark_int)
 
     def text_field(self, number: int) -> bytes:
-        return _len_field(number, self.mark_text.encode())
+        return _len_field(number, self.mark_text)
 
     def node(self, named: bool) -> bytes:
         """The record after each node: a marker for every field read per node.
@@ -207,7 +221,7 @@ class _Markers:
 
     @cached_property
     def _node_named(self) -> bytes:
-        return self._node_sentinel(self.mark_text.encode(), _MARK_ITEM)
+        return self._node_sentinel(self.mark_text, _MARK_ITEM)
 
     @cached_property
     def _node_packed(self) -> bytes:
@@ -215,7 +229,7 @@ class _Markers:
 
     def dense_bytes(self, values, n: int) -> list[bytes]:
         if self.mark_dense:
-            return self.text(values, n, self.mark_text.encode())
+            return self.text(values, n)
         if len(values) != n:
             raise _Misaligned(f"expected {n} values, found {len(values)}")
         return values[:]
@@ -256,19 +270,18 @@ class _Markers:
         out[present] = flat[before[present]]
         return out
 
-    def text(self, values, n: int, mark=None) -> list:
-        """The string (or, with a bytes mark, bytes) each of n segments holds: empty when absent."""
-        mark = self.mark_text if mark is None else mark
+    def text(self, values, n: int) -> list[bytes]:
+        """The text each of n segments holds: empty when absent, the last when repeated."""
         values = values[:]  # one C-level copy into a list
-        if len(values) == 2 * n and values[1::2].count(mark) == n:  # one value per segment: the usual case
-            return values[0::2]
-        return _last_per_segment(*self.text_counts(values, n, mark), [mark[:0]] * n)
+        mark = self.mark_text
+        if len(values) == 2 * n and values[1::2].count(mark) == n and mark not in values[0::2]:
+            return values[0::2]  # one value per segment: the usual case
+        return _last_per_segment(*self.text_counts(values, n), [b""] * n)
 
-    def text_counts(self, values, n: int, mark=None) -> tuple[list, np.ndarray]:
-        """(strings without markers, count per segment)."""
-        mark = self.mark_text if mark is None else mark
+    def text_counts(self, values, n: int) -> tuple[list[bytes], np.ndarray]:
+        """(texts without markers, count per segment)."""
         values = values[:] if not isinstance(values, list) else values
-        is_mark = np.fromiter(map(mark.__eq__, values), dtype=bool, count=len(values))
+        is_mark = np.fromiter(map(self.mark_text.__eq__, values), dtype=bool, count=len(values))
         return list(itertools.compress(values, (~is_mark).tolist())), _segment_counts(is_mark, n)
 
 
@@ -296,8 +309,8 @@ def _last_per_segment(values, counts: np.ndarray, out):
 
 CHUNK_NODES = 8192
 
-_COMPACT = _Markers(0, "", mark_dense=False)
-_ROBUST = _Markers(-(2**63), "\x00", mark_dense=True)
+_COMPACT = _Markers(0, b"", mark_dense=False)
+_ROBUST = _Markers(-(2**63), b"\x00", mark_dense=True)
 _MARK_ITEM = b"\x00"  # a lone 0 byte: field 0 is invalid, so no real entry, output or record is this
 _TOKEN_MARK = b"\x00"  # read as a packed varint: 0, which no name or entry TensorFlow writes holds
 
@@ -364,12 +377,16 @@ class NodeColumns:
         try:
             self._decode(node_stats, _COMPACT)
         except _Misaligned:  # explicit zeros in the bytes: redo with markers nothing real uses
-            self._decode(node_stats, _ROBUST)
+            try:
+                self._decode(node_stats, _ROBUST)
+            except _Misaligned as exc:  # a node that reads past its end, or that uses the markers
+                raise DecodeError(f"node stats do not split into nodes: {exc}") from None
 
     def _decode(self, node_stats, mk: _Markers) -> None:
         """Decode in chunks, sliced from node_stats as they are needed: a few MB at a
         time keeps blobs, joined buffers and parser arenas in reused memory."""
         self.allocator_codes: dict[str, int] = {}
+        self._allocator_bytes: dict[bytes, int] = {}  # the same codes, by the names' bytes
         # Chunks are read as "Nodes" until one is not all on one allocator, with at most
         # one memory entry per node; from then on (a GPU step, say) as "NodesNamed".
         self.named_from: int | None = None
@@ -388,7 +405,8 @@ class NodeColumns:
         # Labels serve op types and kernels, which are per node: only the first execution
         # of each name is read again for its label (a few thousand of 100k executions).
         labels = classes()["Labels"].FromString(_with_sentinels(label_blobs, mk.text_field(8))).timeline_label
-        self.label_of = dict(zip(self.distinct_names, mk.text(labels, len(label_blobs))))
+        self.label_of = {name: label.decode("utf-8", "replace")
+                         for name, label in zip(self.distinct_names, mk.text(labels, len(label_blobs)))}
 
     def _decode_chunk(self, node_blobs: list[bytes], offset: int, mk: _Markers,
                       index: collections.defaultdict, label_blobs: list[bytes]) -> dict:
@@ -463,15 +481,15 @@ class NodeColumns:
             tokens = np.asarray(nodes.memory, dtype=np.int64)
             start = int(np.argmax(tokens != 0))  # a 0 ends each node's entries
             name = tokens[start + 2:][:max(int(tokens[start + 1]), 0)] if tokens.size > start + 1 else tokens[:0]
-        if name.size and (name.max() > 0x7F or not (chars.reshape(-1, name.size) == name).all()):
-            return None  # ASCII only: one byte, one varint
+        if name.size and (name.min() < 0x20 or name.max() > 0x7E or not (chars.reshape(-1, name.size) == name).all()):
+            return None  # printable ASCII only: one byte, one varint (see the module's notes)
         entries = _entry_tokens(nodes.memory, n, name)
         if entries is None:
             return None
         memory_rows, record_rows = entries
         if not name.size:  # no output with bytes, no entry: nothing to name
             return {"outputs": np.zeros((0, 3), np.int64), "memory": memory_rows, "records": record_rows}
-        code = self._codes([name.astype(np.uint8).tobytes().decode("ascii")], self.allocator_codes)[0]
+        code = self._codes([name.astype(np.uint8).tobytes()])[0]
         memory_rows[:, 1] = code
         record_rows[:, 1] = code
         return {
@@ -487,7 +505,7 @@ class NodeColumns:
         entries, entry_exec = _items(items, n)
         k = len(entries)
         merged = cls["Entries"].FromString(_with_sentinels(entries, mk.entry))
-        entry_code = self._codes(mk.text(merged.allocator_name, k), self.allocator_codes)
+        entry_code = self._codes(mk.text(merged.allocator_name, k))
         memory = np.column_stack([
             entry_exec, entry_code, mk.scalar(merged.total_bytes, k), mk.scalar(merged.peak_bytes, k),
             mk.scalar(merged.live_bytes, k), mk.scalar(merged.allocator_bytes_in_use, k),
@@ -511,34 +529,36 @@ class NodeColumns:
         is read through the full proto.
         """
         n = len(node_blobs)
-        codes = self.allocator_codes
         allocation = description.allocation_description
         requested, requested_count, requested_exec, dtype_count = _requested(description, n, mk)
         names, name_count = mk.text_counts(allocation.allocator_name, n)
         paired = (requested_count == dtype_count) & (name_count == dtype_count)
         if paired.all():
-            return np.column_stack([requested_exec, self._codes(names, codes), requested]).reshape(-1, 3)
+            return np.column_stack([requested_exec, self._codes(names), requested]).reshape(-1, 3)
         irregular = np.flatnonzero(~paired & (requested_count > 0))
         name_exec = np.repeat(np.arange(n, dtype=np.int64), name_count)
         keep_requested, keep_names = paired[requested_exec], paired[name_exec]
         rows = [np.column_stack([requested_exec[keep_requested],
-                                 self._codes(list(itertools.compress(names, keep_names.tolist())), codes),
+                                 self._codes(list(itertools.compress(names, keep_names.tolist()))),
                                  requested[keep_requested]]).reshape(-1, 3)]
         extra = []
         for i in irregular.tolist():
             for output in step_stats_pb2.NodeExecStats.FromString(node_blobs[i]).output:
                 allocation = output.tensor_description.allocation_description
                 if allocation.requested_bytes:
-                    extra.append((i, self._codes([allocation.allocator_name], codes)[0], allocation.requested_bytes))
+                    extra.append((i, self._codes([allocation.allocator_name.encode()])[0], allocation.requested_bytes))
         rows.append(np.asarray(extra, dtype=np.int64).reshape(-1, 3))
         table = np.concatenate(rows)
         return table[np.argsort(table[:, 0], kind="stable")]
 
-    @staticmethod
-    def _codes(names: list[str], codes: dict[str, int]) -> np.ndarray:
+    def _codes(self, names: list[bytes]) -> np.ndarray:
+        """Allocator codes of names read as bytes; each is decoded once (U+FFFD for non-UTF-8)."""
+        by_bytes = self._allocator_bytes
         for name in dict.fromkeys(names):
-            codes.setdefault(name, len(codes))
-        return np.fromiter(map(codes.__getitem__, names), dtype=np.int64, count=len(names))
+            if name not in by_bytes:
+                text = name.decode("utf-8", "replace")
+                by_bytes[name] = self.allocator_codes.setdefault(text, len(self.allocator_codes))
+        return np.fromiter(map(by_bytes.__getitem__, names), dtype=np.int64, count=len(names))
 
     @property
     def names(self) -> list[str]:
@@ -649,7 +669,12 @@ def _requested(description, n: int, mk: _Markers) -> tuple[np.ndarray, np.ndarra
     and each node's count of dtypes (one per real output), from merged outputs."""
     _, dtype_count = mk.segments(description.dtype, n)
     requested, requested_count = mk.segments(description.allocation_description.requested_bytes, n)
-    return requested, requested_count, np.repeat(np.arange(n, dtype=np.int64), requested_count), dtype_count
+    requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
+    if not requested.all():  # a spelt-out 0 (robust markers only): no bytes, as the protos say
+        keep = requested != 0
+        requested, requested_exec = requested[keep], requested_exec[keep]
+        requested_count = np.bincount(requested_exec, minlength=n)
+    return requested, requested_count, requested_exec, dtype_count
 
 
 def parse_run(data: bytes):

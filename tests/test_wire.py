@@ -201,6 +201,8 @@ def test_outputs_move_to_a_second_allocator_in_a_later_chunk(chunk, monkeypatch)
     "cpu_\u00e9",  # ends in a UTF-8 continuation byte: no whole varint when read as bytes
     "\u00e9_cpu",  # non-ASCII then ASCII: reads as one big number
     "cpu\x00pool",  # a NUL, which is the end-of-node mark when read as bytes
+    "\u0841\u0841\u0841a",  # ten bytes that read as one negative number
+    "cpu\x07",  # ASCII, not printable
 ])
 def test_outputs_on_an_allocator_with_an_odd_name(odd_name):
     step = _outputs_step([[odd_name]] * 5 + [[odd_name, odd_name]] * 5)
@@ -379,3 +381,77 @@ def test_names_that_are_not_utf8_show_replacement_characters():
     (space,) = decoded.spaces
     assert space.names[3] == "bad\ufffd/op" and space.names[4] == "scope_4/op_4"
     assert "bad\ufffd/op" in analysis.analyse(decoded).space(None).tree("scope").index
+
+
+
+# -- bytes no TensorFlow writes, read as the protos read them (or refused as they are) -----
+
+
+def _check(blobs: list[bytes]) -> wire.NodeColumns | None:
+    """NodeColumns gives the protos' columns, or raises DecodeError where they do."""
+    try:
+        reference = [step_stats_pb2.NodeExecStats.FromString(b) for b in blobs]
+    except DecodeError:
+        with pytest.raises(DecodeError):
+            wire.NodeColumns(blobs)
+        return None
+    columns = wire.NodeColumns(blobs)
+    _assert_same(columns, reference)
+    return columns
+
+
+def _plain(i: int) -> bytes:
+    return step_stats_pb2.NodeExecStats(node_name=f"n{i}", all_start_micros=100 + i,
+                                        timeline_label=f"n{i} = Op()").SerializeToString()
+
+
+def test_an_entry_whose_name_bytes_merge_into_fewer_numbers():
+    """C2 80 00 (U+0080, NUL) reads as one varint, 0x42: cut by its byte length, the name
+    would take the entry's next numbers too. Not printable: read in full."""
+    blob = _plain(0) + _len_field(6, _len_field(1, "\u0080\x00".encode()) + b"\x10\x40")
+    columns = _check([blob])
+    assert columns.named_from == 0
+
+
+def test_spelt_out_zero_bytes_make_no_output():
+    """A spelt-out 0 is read with the robust markers, where it is a value, not a marker."""
+    zero = step_stats_pb2.NodeExecStats(node_name="z", all_start_micros=5).SerializeToString()
+    zero += _len_field(7, _len_field(3, b"\x08\x01" + _len_field(4, b"\x08\x00" + _len_field(3, b"cpu"))))
+    columns = _check([_plain(0), zero, _plain(2)])
+    assert columns.outputs.shape == (0, 3)
+
+
+def test_a_label_spelt_out_empty_after_a_label():
+    """Written twice, the empty label wins; the next node has none."""
+    relabelled = _plain(0) + _len_field(8, b"")
+    unlabelled = step_stats_pb2.NodeExecStats(node_name="b", all_start_micros=101).SerializeToString()
+    columns = _check([relabelled, unlabelled])
+    assert columns.label_of == {"n0": "", "b": ""}
+
+
+@pytest.mark.parametrize("odd", [
+    _len_field(6, b"\x10"),  # a memory entry of one byte: a key without its value
+    _len_field(6, _MKLCPU + _len_field(6, b"\x08")),  # a record of one byte
+    b"\x42\x1eab",  # a label promising 30 bytes, with 2
+], ids=["an entry of one byte", "a record of one byte", "a label cut short"])
+def test_cut_off_fields_are_refused(odd):
+    assert _check([_plain(0), _plain(1) + odd, _plain(2)]) is None
+
+
+@pytest.mark.parametrize("where", ["label", "output", "entry"])
+def test_text_that_is_not_utf8_shows_replacement_characters(where):
+    """The protos refuse it; shown with U+FFFD instead, like node names."""
+    node = _plain(0)
+    if where == "label":
+        node += _len_field(8, b"bad\xff")
+    elif where == "output":
+        node += _len_field(7, _len_field(3, b"\x08\x01" + _len_field(4, b"\x08\x40" + _len_field(3, b"bad\xff"))))
+    else:
+        node += _len_field(6, _len_field(1, b"bad\xff") + b"\x10\x40")
+    columns = wire.NodeColumns([node, _plain(1)])
+    if where == "label":
+        assert columns.label_of["n0"] == "bad\ufffd"
+    else:
+        assert list(columns.allocator_codes) == ["bad\ufffd"]
+        table = columns.outputs if where == "output" else columns.memory
+        assert table.tolist()[0][:3] == [0, 0, 64]
