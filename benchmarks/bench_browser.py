@@ -323,7 +323,6 @@ def main():
 
     in_page_ms = [c * 1e3 for c, _, _ in clicks if c is not None]
     through_ms = [c * 1e3 for _, c, _ in clicks if c is not None]
-    click_ms = in_page_ms + through_ms
     click_median = statistics.median(in_page_ms) / 1e3 if in_page_ms else float("nan")
     print(f"step {run}/{tag}, logdir {args.logdir}, Chromium {executable}, {VIEWPORT['width']}x{VIEWPORT['height']}")
     print(f"{'Memory tab (ours)':40s} {'':>10s}")

@@ -150,7 +150,6 @@ def test_json_device_filter(capsys, logdir):
         code, out, err = _run(capsys, logdir, "--run", "gpu", "--json", "--device", wanted)
         assert code == 0, err
         assert [d["id"] for d in json.loads(out)["steps"][0]["devices"]] == expected
-        gpu = json.loads(out)["steps"][0]["devices"][0]
     code, out, _ = _run(capsys, logdir, "--run", "gpu", "--device", "GPU:0/GPU_0_bfc")
     assert code == 0 and "-- GPU:0/GPU_0_bfc" in out and "cuda_host_bfc" not in out
     # A prefix that names a device picks all its memory spaces, in text as in JSON.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import config_pb2, step_stats_pb2

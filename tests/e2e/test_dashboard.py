@@ -323,7 +323,7 @@ def test_step_and_device_switch_reload(dashboard):
 
 
 def test_html_in_names_is_text_and_runs_no_script(dashboard):
-    dash, tb = dashboard, dashboard.tb
+    dash = dashboard
     run = logdata.XSS_RUN
     option_texts = dash.loc(f'{tid("run-picker")} option').all_inner_texts()
     assert any(logdata.XSS_RUN in t for t in option_texts), option_texts
