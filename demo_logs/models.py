@@ -122,14 +122,15 @@ def _finish(name, graph, loss, train_step, feeds):
     return Model(name, graph, init_op, train_op, loss, feeds)
 
 
-def _random_feeds(placeholders_and_shapes, seed):
-    """feeds(step) -> feed_dict of float32 arrays, deterministic in (seed, step)."""
+def _random_feeds(ranges, seed):
+    """feeds(step) -> feed_dict of float32 arrays in each placeholder's shape and
+    (low, high) range, deterministic in (seed, step)."""
 
     def feeds(step=0):
         rng = np.random.RandomState(seed * 1000 + step)
         return {
-            ph: rng.uniform(lo, hi, size=shape).astype(np.float32)
-            for ph, shape, lo, hi in placeholders_and_shapes
+            ph: rng.uniform(lo, hi, size=ph.shape.as_list()).astype(np.float32)
+            for ph, lo, hi in ranges
         }
 
     return feeds
@@ -190,10 +191,7 @@ def build_unet(batch, size, seed=0):
             )
             loss = tf.add(l1, l2, name="total")
         train_step = _adam(loss)
-    feeds = _random_feeds(
-        [(frames, frames.shape.as_list(), 0.0, 1.0), (target, target.shape.as_list(), -1.0, 1.0)],
-        seed,
-    )
+    feeds = _random_feeds([(frames, 0.0, 1.0), (target, -1.0, 1.0)], seed)
     return _finish("unet", g, loss, train_step, feeds)
 
 
@@ -246,10 +244,7 @@ def build_resnet9(batch, size, seed=0, base=16):
         with tf1.name_scope("loss"):
             loss = tf.reduce_mean(tf.abs(out - target), name="l1")
         train_step = _adam(loss)
-    feeds = _random_feeds(
-        [(images, images.shape.as_list(), -1.0, 1.0), (target, target.shape.as_list(), -1.0, 1.0)],
-        seed,
-    )
+    feeds = _random_feeds([(images, -1.0, 1.0), (target, -1.0, 1.0)], seed)
     return _finish("resnet9", g, loss, train_step, feeds)
 
 
@@ -270,10 +265,7 @@ def build_bigconv(batch, size, seed=0, kernel=None, in_ch=3, out_ch=8):
         with tf1.name_scope("loss"):
             loss = tf.reduce_mean(tf.square(y - target), name="l2")
         train_step = _adam(loss)
-    feeds = _random_feeds(
-        [(images, images.shape.as_list(), -1.0, 1.0), (target, target.shape.as_list(), -1.0, 1.0)],
-        seed,
-    )
+    feeds = _random_feeds([(images, -1.0, 1.0), (target, -1.0, 1.0)], seed)
     return _finish("bigconv", g, loss, train_step, feeds)
 
 

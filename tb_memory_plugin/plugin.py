@@ -164,11 +164,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
 
     def graph_impl(self, ctx, experiment, run, tag, device=None, scope="", max_nodes=200):
         space = self._space(ctx, experiment, run, tag, device)
-        run_graph = self._store.run_graph(ctx, experiment, run)
-        source = "run_graph"
-        if run_graph is None:
-            source = "trace"
-        body = report.graph_view(space, run_graph, source, scope, max_nodes)
+        body = report.graph_view(space, self._store.run_graph(ctx, experiment, run), scope, max_nodes)
         body["graphs_dashboard_run"] = run
         return body
 

@@ -265,7 +265,7 @@ def space_duration(space: SpaceAnalysis) -> int:
     return int(trace.end_us.max()) if trace.exec_count else 0
 
 
-def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, source: str, scope: str,
+def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope: str,
                max_nodes: int = 200) -> dict:
     tree = space.tree("scope")
     if run_graph is None:  # no GraphDef: the trace's own scope tree, no edges
@@ -311,7 +311,7 @@ def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, sourc
             folded[(source_id, target_id)] = folded.get((source_id, target_id), 0) + count
     return {
         "scope": scope,
-        "source": source,
+        "source": "trace" if run_graph is None else "run_graph",
         "nodes": kept,
         "edges": [{"source": s, "target": t, "count": c} for (s, t), c in sorted(folded.items())],
         "omitted_nodes": len(rest),

@@ -276,7 +276,12 @@ class _Markers:
         mark = self.mark_text
         if len(values) == 2 * n and values[1::2].count(mark) == n and mark not in values[0::2]:
             return values[0::2]  # one value per segment: the usual case
-        return _last_per_segment(*self.text_counts(values, n), [b""] * n)
+        texts, counts = self.text_counts(values, n)
+        out = [b""] * n
+        present = np.flatnonzero(counts > 0)
+        for segment, last in zip(present.tolist(), (np.cumsum(counts)[present] - 1).tolist()):
+            out[segment] = texts[last]  # the last one wins, as protobuf merges
+        return out
 
     def text_counts(self, values, n: int) -> tuple[list[bytes], np.ndarray]:
         """(texts without markers, count per segment)."""
@@ -293,18 +298,6 @@ def _segment_counts(is_mark: np.ndarray, n: int) -> np.ndarray:
     counts = marks.copy()
     counts[1:] -= marks[:-1] + 1
     return counts
-
-
-def _last_per_segment(values, counts: np.ndarray, out):
-    """out[k] = the last of segment k's values (as protobuf's last-one-wins); segments without one keep out[k]."""
-    present = np.flatnonzero(counts > 0)
-    last = np.cumsum(counts)[present] - 1
-    if isinstance(out, np.ndarray):
-        out[present] = values[last]
-    else:
-        for segment, index in zip(present.tolist(), last.tolist()):
-            out[segment] = values[index]
-    return out
 
 
 CHUNK_NODES = 8192
