@@ -20,7 +20,7 @@ import numpy as np
 
 from . import names as names_mod
 from ._numeric import scatter_sum
-from .trace import SpaceTrace, Trace
+from .trace import SpaceTrace, Trace, empty_trace
 
 # Column order of the figure matrix (one row per execution / tree node).
 FIGURES = (
@@ -281,17 +281,17 @@ def _top_name(tree_node_of_name: np.ndarray, name_table: np.ndarray, subtree_siz
 class SpaceAnalysis:
     """All figures for one memory space (device + allocator) of a step."""
 
-    def __init__(self, space: SpaceTrace, node_infos: list[names_mod.NameInfo],
-                 node_op_types: list[str], node_categories: np.ndarray) -> None:
-        self.space = space
-        # Executions point (node_code) into tables of the space's distinct runtime names.
-        node_code = self.node_code = space.name_code
-        self.node_infos = node_infos
-        self.node_op_types = node_op_types
-        self.op_type_names = sorted(set(node_op_types))
+    def __init__(self, space: SpaceTrace, name_infos: list[names_mod.NameInfo],
+                 name_op_types: list[str], node_categories: np.ndarray) -> None:
+        self.trace = space
+        # Executions point (name_code) into tables of the space's distinct runtime names.
+        name_code = self.name_code = space.name_code
+        self.name_infos = name_infos
+        self.name_op_types = name_op_types
+        self.op_type_names = sorted(set(name_op_types))
         op_code = {name: i for i, name in enumerate(self.op_type_names)}
-        self.name_op_code = np.asarray([op_code[t] for t in node_op_types], dtype=np.int64)
-        self.exec_op_code = self.name_op_code[node_code] if node_code.size else node_code
+        self.name_op_code = np.asarray([op_code[t] for t in name_op_types], dtype=np.int64)
+        self.exec_op_code = self.name_op_code[name_code] if name_code.size else name_code
         self.curve = build_curve(space)
         self.has_curve = space.has_records
         self._trees: dict[str, ScopeTree] = {}
@@ -302,18 +302,18 @@ class SpaceAnalysis:
         # Per-execution figures, one array per FIGURES entry (no copies of the trace's columns).
         self.exec_columns = (at_peak, space.allocated, space.op_peak, space.live, space.output, space.temp,
                              space.persistent)
-        category = node_categories[node_code] if n else np.zeros(0, dtype=np.int64)
+        category = node_categories[name_code] if n else np.zeros(0, dtype=np.int64)
         kept_across_steps = (space.persistent > 0) & np.isin(category, (ACTIVATIONS, OTHER))
         self.category = np.where(kept_across_steps, PARAMETERS, category)
         # At-peak bytes split: an execution's category, except what it had freed before it ended.
         self.temporaries = self._temporaries_at_peak(at_peak)
-        self.name_table = self._name_table(len(node_infos))
+        self.name_table = self._name_table(len(name_infos))
         self.baseline, self.start_bytes, self.snapshot_gap = self._baseline()
 
     @cached_property
     def exec_figures(self) -> np.ndarray:
         """(executions, FIGURES), built on first use (node tables, scope details)."""
-        if self.space.exec_count == 0:
+        if self.trace.exec_count == 0:
             return np.zeros((0, len(FIGURES)), dtype=np.int64)
         return np.stack(self.exec_columns, axis=1)
 
@@ -324,7 +324,7 @@ class SpaceAnalysis:
         instead of every execution); built column by column to keep big
         temporaries out of the way.
         """
-        code = self.node_code
+        code = self.name_code
         width = len(CATEGORIES)
         by_category = scatter_sum(code * width + self.category, self.exec_columns[AT_PEAK] - self.temporaries,
                                   names * width).reshape(names, width)
@@ -351,12 +351,12 @@ class SpaceAnalysis:
     def _at_peak_by_exec(self) -> np.ndarray:
         """Net bytes each execution holds at the peak; sums to the peak rise exactly."""
         events = self._events_up_to_peak()
-        space = self.space
+        space = self.trace
         return scatter_sum(space.event_exec[events], space.event_bytes[events], space.exec_count)
 
     def _temporaries_at_peak(self, at_peak: np.ndarray) -> np.ndarray:
         """Bytes held at the peak by a running op and freed before it ended."""
-        space, curve = self.space, self.curve
+        space, curve = self.trace, self.curve
         n = space.exec_count
         if curve.peak_index < 0 or n == 0:
             return np.zeros(n, dtype=np.int64)
@@ -371,7 +371,7 @@ class SpaceAnalysis:
 
     def _baseline(self) -> tuple[str, int | None, int | None]:
         """Bytes in use before the step, from the allocator's own snapshots."""
-        space, curve = self.space, self.curve
+        space, curve = self.trace, self.curve
         if space.snapshot_bytes.size == 0:
             return "none", None, None
         if curve.time_us.size == 0:
@@ -393,14 +393,14 @@ class SpaceAnalysis:
         with self._lock:
             tree = self._trees.get(group)
             if tree is None:
-                paths = map(operator.attrgetter("path"), self.node_infos)
+                paths = map(operator.attrgetter("path"), self.name_infos)
                 if group == "layer":
                     paths = map(names_mod.layer_path, paths)
                 # Distinct leaf paths in first-seen order; a new one gets the next number.
                 position: collections.defaultdict = collections.defaultdict()
                 position.default_factory = position.__len__
-                leaf_of_node = np.fromiter(map(position.__getitem__, paths), dtype=np.int64, count=len(self.node_infos))
-                tree = self._trees[group] = build_tree(list(position), leaf_of_node, self.name_table, self.node_code,
+                leaf_of_node = np.fromiter(map(position.__getitem__, paths), dtype=np.int64, count=len(self.name_infos))
+                tree = self._trees[group] = build_tree(list(position), leaf_of_node, self.name_table, self.name_code,
                                                        len(FIGURES))
             return tree
 
@@ -415,7 +415,7 @@ class SpaceAnalysis:
         curve = self.curve
         if curve.peak_index < 0:
             return None
-        return int(self.space.event_exec[curve.event_order[curve.group_end[curve.peak_index]]])
+        return int(self.trace.event_exec[curve.event_order[curve.group_end[curve.peak_index]]])
 
     def largest_at_peak_exec(self) -> int | None:
         """The execution holding the most bytes at the peak (None when nothing is held)."""
@@ -456,13 +456,13 @@ class SpaceAnalysis:
         return [(CATEGORIES[i], int(at_peak[i]), int(allocated[i])) for i in range(len(CATEGORIES))]
 
     def op_type(self, exec_index: int) -> str:
-        return self.node_op_types[self.node_code[exec_index]]
+        return self.name_op_types[self.name_code[exec_index]]
 
     def info(self, exec_index: int) -> names_mod.NameInfo:
-        return self.node_infos[self.node_code[exec_index]]
+        return self.name_infos[self.name_code[exec_index]]
 
     def kernel_of(self, exec_index: int) -> str | None:
-        return names_mod.op_type_from_label(self.space.label_of.get(self.space.name(exec_index), ""))
+        return names_mod.op_type_from_label(self.trace.label_of.get(self.trace.name(exec_index), ""))
 
 
 class StepAnalysis:
@@ -473,7 +473,7 @@ class StepAnalysis:
         self.spaces = spaces
         self.status = status
         self.message = message
-        self._by_id = {s.space.id: s for s in spaces}
+        self._by_id = {s.trace.id: s for s in spaces}
         self._memo: dict = {}
         self._memo_lock = threading.Lock()
 
@@ -494,10 +494,10 @@ class StepAnalysis:
         """An accelerator's main allocator if any, else the space with the highest peak."""
         if not self.spaces:
             return None
-        accelerators = [s for s in self.spaces if s.space.device_type not in ("CPU",)]
+        accelerators = [s for s in self.spaces if s.trace.device_type not in ("CPU",)]
         pool = accelerators or self.spaces
-        best = max(pool, key=lambda s: (s.peak_rise_bytes, int(s.space.allocated.sum())))
-        return best.space.id
+        best = max(pool, key=lambda s: (s.peak_rise_bytes, int(s.trace.allocated.sum())))
+        return best.trace.id
 
 
 NO_MEMORY_HELP = (
@@ -508,12 +508,12 @@ NO_MEMORY_HELP = (
 
 
 def resolve_op_type(raw_name: str, info: names_mod.NameInfo, label: str,
-                    partition_ops: Mapping[str, str], graph_ops: Mapping[str, str] | None) -> str:
-    """Op type: fixed by the name, else the partition graph, the run graph, the trace label."""
+                    source_ops: Mapping[str, str], graph_ops: Mapping[str, str] | None) -> str:
+    """Op type: fixed by the name, else the source's own (partition graphs), the run graph, the label."""
     if info.fixed_op_type:
         return info.fixed_op_type
     runtime = names_mod.strip_stream_suffix(raw_name)
-    op = partition_ops.get(runtime)
+    op = source_ops.get(runtime)
     if op:
         return op
     if graph_ops is not None:
@@ -535,13 +535,13 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
         distinct = space.distinct_names
         infos = list(map(names_mod.classify, distinct))
         labels = space.label_of
-        op_types = [resolve_op_type(name, info, labels.get(name, ""), trace.partition_op_types, graph_ops)
+        op_types = [resolve_op_type(name, info, labels.get(name, ""), trace.op_types, graph_ops)
                     for name, info in zip(distinct, infos)]
         get = operator.attrgetter
         categories = np.fromiter(map(categorise, map(get("path"), infos), op_types, map(get("kind"), infos)),
                                  dtype=np.int64, count=len(infos))
         spaces.append(SpaceAnalysis(space, infos, op_types, categories))
-    has_bytes = any(int(s.space.allocated.sum()) or int(s.space.output.sum()) or s.has_curve for s in spaces)
+    has_bytes = any(int(s.trace.allocated.sum()) or int(s.trace.output.sum()) or s.has_curve for s in spaces)
     if not has_bytes:
         return StepAnalysis(trace, [], "no_memory",
                             f"This step was traced ({trace.node_stat_count} node stats) but carries no memory "
@@ -594,7 +594,7 @@ def downsample(time_us: np.ndarray, values: np.ndarray, points: int, start_value
 
 def series_at(analysis: "SpaceAnalysis", execs: np.ndarray, group_positions: np.ndarray) -> np.ndarray:
     """What a set of executions holds (relative bytes) after each given event group."""
-    space, curve = analysis.space, analysis.curve
+    space, curve = analysis.trace, analysis.curve
     member = np.zeros(space.exec_count, dtype=bool)
     member[execs] = True
     ordered = curve.event_order
@@ -607,4 +607,4 @@ def series_at(analysis: "SpaceAnalysis", execs: np.ndarray, group_positions: np.
 
 def failed_step(status: str, message: str) -> StepAnalysis:
     """A step that could not be analysed (corrupt bytes, no blob)."""
-    return StepAnalysis(Trace([], [], 0, 0, 0), [], status, message)
+    return StepAnalysis(empty_trace(), [], status, message)

@@ -69,7 +69,7 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
         baseline = (f"start {format_bytes(start)} (allocator_bytes_in_use)" if start is not None
                     else "relative to the step's start (this allocator reports no bytes in use)")
         peak = summary["peak_bytes"] if start is not None else summary["peak_rise_bytes"]
-        print(f"-- {space.space.id} ({space.space.device})")
+        print(f"-- {space.trace.id} ({space.trace.device})")
         print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
               f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
         if summary["peak_node"]:
@@ -130,8 +130,8 @@ def summary_command(args: argparse.Namespace) -> int:
             failures.append(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
         spaces = step.spaces
         if args.device:
-            spaces = [s for s in spaces if args.device in (s.space.id, s.space.device, s.space.allocator)
-                      or s.space.id.startswith(args.device)]
+            spaces = [s for s in spaces if args.device in (s.trace.id, s.trace.device, s.trace.allocator)
+                      or s.trace.id.startswith(args.device)]
         results.append((ref, step, spaces))
     if args.device and not any(spaces for _, _, spaces in results):
         print(f"tb-memory: no device matches --device {args.device!r}", file=sys.stderr)

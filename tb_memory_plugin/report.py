@@ -37,7 +37,7 @@ def node_ref(space: SpaceAnalysis, exec_index: int | None, group: str = "layer")
     info = space.info(exec_index)
     tree = space.tree(group)
     leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
-    return {"name": space.space.name(exec_index), "scope": _parent(leaf), "op_type": space.op_type(exec_index),
+    return {"name": space.trace.name(exec_index), "scope": _parent(leaf), "op_type": space.op_type(exec_index),
             "graph_name": info.graph_name}
 
 
@@ -60,7 +60,7 @@ def category_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
 
 
 def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -> dict:
-    trace = space.space
+    trace = space.trace
     tree = space.tree(group)
     start = space.start_bytes
     rise = space.peak_rise_bytes
@@ -145,7 +145,7 @@ def _child_dict(space: SpaceAnalysis, tree, child: int) -> dict:
 def _top_op_type(space: SpaceAnalysis, tree, node: int) -> str | None:
     """Op type of the node (distinct name) holding the most at peak, else the most allocated."""
     top = int(tree.top_name[node])
-    return space.node_op_types[top] if top >= 0 else None
+    return space.name_op_types[top] if top >= 0 else None
 
 
 def scope_children(space: SpaceAnalysis, group: str, scope: str) -> dict:
@@ -171,7 +171,7 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -
     execs = tree.executions(node)
     figures = space.exec_figures[execs]
     order = np.lexsort((-figures[:, ALLOCATED], -figures[:, AT_PEAK]))[:top] if execs.size else execs
-    trace = space.space
+    trace = space.trace
     rise = space.peak_rise_bytes
     nodes = []
     for position in order:
@@ -226,7 +226,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         # The window opens between events: its first point is the value carried in at start_us.
         sampled = SampledCurve(np.r_[window[0], sampled.time_us], np.r_[carried_in, sampled.min_bytes],
                                np.r_[carried_in, sampled.max_bytes], np.r_[first - 1, sampled.position])
-    trace = space.space
+    trace = space.trace
     # The node whose event made each bucket's max: the op running there.
     last_event = curve_data.event_order[curve_data.group_end[sampled.position]] if sampled.position.size else sampled.position
     execs_at = trace.event_exec[last_event]
@@ -261,7 +261,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
 
 
 def space_duration(space: SpaceAnalysis) -> int:
-    trace = space.space
+    trace = space.trace
     return int(trace.end_us.max()) if trace.exec_count else 0
 
 

@@ -17,6 +17,7 @@ from typing import Callable, Hashable
 from tensorboard.data import provider as provider_mod
 
 from . import analysis, graph as graph_mod, trace as trace_mod
+from .sources import run_metadata
 
 TAGGED_RUN_METADATA = "graph_tagged_run_metadata"
 RUN_METADATA = "graph_run_metadata"  # TF2 trace_export / Keras; plugin content b"1"
@@ -146,7 +147,7 @@ class StepStore:
         if key is None:
             return []
         return self._devices.get_or_compute(
-            key, lambda: trace_mod.scan_devices(self._provider.read_blob(ctx, blob_key=key)))
+            key, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=key)))
 
     def analysis(self, ctx, experiment_id: str, ref: StepRef) -> analysis.StepAnalysis:
         """The analysed step (cached by blob); corrupt bytes give a `corrupt` status."""
@@ -167,7 +168,7 @@ def analyse_bytes(data: bytes, graph: graph_mod.RunGraph | None = None) -> analy
     """Decode and analyse one serialized RunMetadata (the CLI, routes and tests share this)."""
     with gc_paused():
         try:
-            decoded = trace_mod.decode_run_metadata(data)
+            decoded = run_metadata.decode(data)
         except trace_mod.TraceDecodeError as exc:
             return analysis.failed_step("corrupt", str(exc))
         return analysis.analyse(decoded, graph.op_types if graph is not None else None)

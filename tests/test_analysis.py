@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import protos
-from tracedata import UNET_STEPS, read_blob_bytes
+from tracedata import UNET_STEPS, exec_names, read_blob_bytes
 from tb_memory_plugin import analysis, report, store
 from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
 
@@ -82,8 +82,8 @@ def space(unet_step):
 
 
 def test_peak_recomputed_from_allocation_records(unet_trace, space):
-    rows = _records(unet_trace.proto, space.space.allocator)
-    assert len(rows) == space.space.event_time_us.size > 0
+    rows = _records(unet_trace.proto, space.trace.allocator)
+    assert len(rows) == space.trace.event_time_us.size > 0
     peak, peak_time = _independent_peak(rows)
     assert peak > 0
     assert space.peak_rise_bytes == peak
@@ -94,7 +94,7 @@ def test_peak_recomputed_from_allocation_records(unet_trace, space):
 
 def test_at_peak_by_node_recomputed(unet_trace, space):
     """Each node's at-peak bytes = net of its own records up to the peak's microsecond."""
-    rows = _records(unet_trace.proto, space.space.allocator)
+    rows = _records(unet_trace.proto, space.trace.allocator)
     _, peak_time = _independent_peak(rows)
     expected = collections.Counter()
     for time, nbytes, index, _ in rows:
@@ -141,8 +141,8 @@ def test_tree_children_add_up_for_every_figure_and_category(unet_step):
 
 def test_scope_sums_equal_sums_over_their_nodes(unet_trace, space):
     """Scope figures against sums over raw node stats, grouped by an independent name mapping."""
-    dev = next(d for d in unet_trace.proto.step_stats.dev_stats if d.device == space.space.device)
-    allocator = space.space.allocator
+    dev = next(d for d in unet_trace.proto.step_stats.dev_stats if d.device == space.trace.device)
+    allocator = space.trace.allocator
     rows = []
     for node in dev.node_stats:
         allocated = sum(m.total_bytes for m in node.memory if m.allocator_name == allocator and m.total_bytes > 0)
@@ -175,7 +175,7 @@ def test_allocator_snapshots_beside_the_records_curve(unet_trace, space, capsys)
     snapshots = [(n.all_start_micros + n.all_end_rel_micros - start, m.allocator_bytes_in_use)
                  for d in proto.step_stats.dev_stats if REAL(d.device) for n in d.node_stats
                  for m in n.memory if m.allocator_name == "mklcpu" and m.allocator_bytes_in_use > 0]
-    assert len(snapshots) == space.space.snapshot_bytes.size > 0
+    assert len(snapshots) == space.trace.snapshot_bytes.size > 0
     assert space.baseline == "allocator_bytes_in_use"
 
     # The records curve (relative) at each snapshot's time (op end), all events up to then included.
@@ -222,7 +222,7 @@ def test_unet_01_holds_bytes_at_peak_by_layer(space):
 
 
 def test_categories_of_forward_gradient_and_optimizer_nodes(space):
-    names = space.space.names
+    names = exec_names(space.trace)
     category = {names[i]: CATEGORIES[space.category[i]] for i in range(len(names))}
     forward = [n for n in names if n.startswith("shared_model/unet_01/") and n.count("/") == 2
                and space.op_type(names.index(n)) in ("Conv2D", "BiasAdd", "LeakyRelu", "_FusedConv2D")]
@@ -244,7 +244,7 @@ def test_layer_group_folds_backward_and_optimizer_into_the_layer(space):
     layer = space.tree("layer")
     node = layer.index["shared_model/unet_01"]
     execs = layer.executions(node)
-    names = [space.space.names[i] for i in execs]
+    names = [exec_names(space.trace)[i] for i in execs]
     assert any(n.startswith("gradients/shared_model/unet_01/") for n in names)
     assert any(n.startswith("Adam/update_shared_model/unet_01/") for n in names)
     assert any(n.startswith("shared_model/unet_01/") for n in names)
@@ -261,7 +261,7 @@ def test_layer_group_folds_backward_and_optimizer_into_the_layer(space):
     scope = space.tree("scope")
     assert "gradients/shared_model/unet_01" in scope.index
     assert "gradients/shared_model/unet_01" not in layer.index
-    scoped = {space.space.names[i] for i in scope.executions(scope.index["shared_model/unet_01"])}
+    scoped = {exec_names(space.trace)[i] for i in scope.executions(scope.index["shared_model/unet_01"])}
     assert not any(n.startswith(("gradients/", "Adam/")) for n in scoped)
     grad = scope.index["gradients/shared_model/unet_01"]
     assert scope.paths[scope.parent[scope.parent[grad]]] == "gradients"
@@ -280,7 +280,7 @@ def test_several_traced_steps_in_one_run(logdir):
         step = store.analyse_bytes(data)
         assert step.status == "ok"
         space = step.space(None)
-        rows = _records(_parse(data), space.space.allocator)
+        rows = _records(_parse(data), space.trace.allocator)
         assert space.peak_rise_bytes == _independent_peak(rows)[0]
         # The executor runs independent ops in parallel, so each step's peak depends on
         # scheduling; what always holds: no less than the biggest single allocation,
@@ -366,13 +366,13 @@ def test_three_node_trace_exact_numbers():
     step = store.analyse_bytes(protos.three_node_trace())
     assert step.status == "ok" and step.message is None
     (space,) = step.spaces
-    assert space.space.id == "CPU:0/cpu"
+    assert space.trace.id == "CPU:0/cpu"
     assert space.baseline == "none" and space.start_bytes is None and space.snapshot_gap is None
     # Grouped per microsecond: the +1000/-1000 at t=45 never makes a peak of 1300.
     assert space.curve.rise_bytes.tolist() == [100, 300, 350, 300, 330, 300, 300, 200, 0]
     assert space.peak_rise_bytes == 350
     assert space.curve.peak_time_us == 21 - 10
-    assert space.space.names[space.peak_exec()] == "layer_b/MatMul"
+    assert exec_names(space.trace)[space.peak_exec()] == "layer_b/MatMul"
     assert space.exec_figures[:, AT_PEAK].tolist() == [100, 250, 0]
     assert space.exec_figures[:, ALLOCATED].tolist() == [100, 250, 1030]
     assert space.exec_figures[:, OUTPUT].tolist() == [100, 200, 30]
@@ -439,13 +439,13 @@ def test_top_op_type_is_the_biggest_name_in_each_subtree(space):
         for node in range(len(tree.paths)):
             begin, size = node, int(tree.subtree_size[node])
             leaves = set(range(begin, begin + size))
-            members = [i for i in range(len(space.node_infos))
-                       if int(tree.leaf_of_exec[np.flatnonzero(space.node_code == i)[0]]) in leaves]
+            members = [i for i in range(len(space.name_infos))
+                       if int(tree.leaf_of_exec[np.flatnonzero(space.name_code == i)[0]]) in leaves]
             expected = None
             if members:
                 best = min(members, key=lambda i: (-int(space.name_table[i, AT_PEAK]),
                                                    -int(space.name_table[i, ALLOCATED]), i))
-                expected = space.node_op_types[best]
+                expected = space.name_op_types[best]
             assert report._top_op_type(space, tree, node) == expected, (group, tree.paths[node])
 
 
@@ -457,13 +457,13 @@ def test_largest_holder_at_peak(space):
     summary = report.device_summary(space, "layer")
     largest = summary["largest_at_peak"]
     held = collections.Counter()
-    order = np.argsort(space.space.event_time_us, kind="stable")
-    times = space.space.event_time_us[order]
+    order = np.argsort(space.trace.event_time_us, kind="stable")
+    times = space.trace.event_time_us[order]
     for k in order[: int(np.searchsorted(times, space.curve.peak_time_us, side="right"))]:
-        held[int(space.space.event_exec[k])] += int(space.space.event_bytes[k])
+        held[int(space.trace.event_exec[k])] += int(space.trace.event_bytes[k])
     exec_index, expected_bytes = max(held.items(), key=lambda kv: (kv[1], -kv[0]))
     assert largest["at_peak_bytes"] == expected_bytes > 0
-    assert largest["name"] == space.space.names[exec_index]
+    assert largest["name"] == exec_names(space.trace)[exec_index]
     assert largest["at_peak_bytes"] <= summary["peak_rise_bytes"]
 
 

@@ -106,7 +106,7 @@ def test_summary_equals_engine(tb, logdir, group):
     assert body["status"] == "ok" and body["message"] is None
     (device,) = body["devices"]
     space = engine.space(None)
-    assert body["default_device"] == device["id"] == space.space.id
+    assert body["default_device"] == device["id"] == space.trace.id
     assert device["peak_rise_bytes"] == space.peak_rise_bytes > 0
     assert device["figures"]["at_peak_bytes"] == device["peak_rise_bytes"]
     assert sum(c["at_peak_bytes"] for c in device["categories"]) == device["peak_rise_bytes"]

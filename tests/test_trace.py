@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 import protos
+from tracedata import exec_names
 from tb_memory_plugin import analysis, report, store
-from tb_memory_plugin.trace import decode_run_metadata, parse_device, scan_devices
+from tb_memory_plugin.sources.run_metadata import decode as decode_run_metadata, scan_devices
+from tb_memory_plugin.trace import parse_device
 
 
 def _by_id(step):
-    return {s.space.id: s for s in step.spaces}
+    return {s.trace.id: s for s in step.spaces}
 
 
 # -- real trace ------------------------------------------------------------------
@@ -42,12 +44,12 @@ def test_real_allocated_equals_sum_of_positive_total_bytes(unet_trace):
                 if any(m.allocator_name == space.allocator for m in node.memory):
                     expected.setdefault(node.node_name, []).append(total)
             got = {}
-            for name, value in zip(space.names, space.allocated.tolist()):
+            for name, value in zip(exec_names(space), space.allocated.tolist()):
                 if name in expected:
                     got.setdefault(name, []).append(value)
             assert got == expected
             if space is spaces[0]:  # the main allocator keeps every execution, in trace order
-                assert space.names == [n.node_name for n in dev.node_stats]
+                assert exec_names(space) == [n.node_name for n in dev.node_stats]
                 assert space.allocated.tolist() == [
                     sum(m.total_bytes for m in n.memory if m.allocator_name == space.allocator and m.total_bytes > 0)
                     for n in dev.node_stats]
@@ -84,9 +86,9 @@ def test_gpu_two_spaces_default_is_gpu_and_pseudo_devices_ignored():
 
     gpu = spaces["GPU:0/GPU_0_bfc"]
     # stream:all / stream:14 / memcpy entries (1 GiB each) are not counted.
-    assert gpu.space.exec_count == 9
-    assert int(gpu.space.allocated.sum()) == 4096 + 8192 + 65536 + 8192 + 8192 + 256 + 4096 + 1024
-    assert int(gpu.space.event_bytes[gpu.space.event_bytes > 0].sum()) == int(gpu.space.allocated.sum())
+    assert gpu.trace.exec_count == 9
+    assert int(gpu.trace.allocated.sum()) == 4096 + 8192 + 65536 + 8192 + 8192 + 256 + 4096 + 1024
+    assert int(gpu.trace.event_bytes[gpu.trace.event_bytes > 0].sum()) == int(gpu.trace.allocated.sum())
     # Curve by hand: 4096, +8192, +65536 (t=3) -> 77824, -65536 at t=9, +8192 +8192 +256 +4096
     # -> 28 672 at t=20, +1024 at t=31 -> 29 696 (the peak is the conv's scratch at t=3..8).
     assert gpu.peak_rise_bytes == 4096 + 8192 + 65536
@@ -96,18 +98,18 @@ def test_gpu_two_spaces_default_is_gpu_and_pseudo_devices_ignored():
     assert gpu.snapshot_gap == 0
 
     host = spaces["GPU:0/cuda_host_bfc"]
-    assert host.space.device == protos.GPU0
-    assert host.space.names == ["gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput"]
+    assert host.trace.device == protos.GPU0
+    assert exec_names(host.trace) == ["gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput"]
     assert host.peak_rise_bytes == 512
     assert host.baseline == "none" and host.start_bytes is None
     # Temp/persistent belong to the device's main allocator only.
-    assert int(host.space.temp.sum()) == 0
-    assert int(gpu.space.temp.sum()) == 65536
+    assert int(host.trace.temp.sum()) == 0
+    assert int(gpu.trace.temp.sum()) == 65536
 
 
 def test_gpu_node_names_are_mapped():
     gpu = _by_id(store.analyse_bytes(protos.gpu_trace()))["GPU:0/GPU_0_bfc"]
-    names = gpu.space.names
+    names = exec_names(gpu.trace)
     layout = names.index(protos.LAYOUT_NAME)
     assert gpu.op_type(layout) == "Transpose (layout)"
     assert gpu.info(layout).kind == "layout_transpose"
@@ -141,7 +143,7 @@ def test_gpu_node_names_are_mapped():
 
 def test_gpu_at_peak_split_and_temporaries():
     gpu = _by_id(store.analyse_bytes(protos.gpu_trace()))["GPU:0/GPU_0_bfc"]
-    names = gpu.space.names
+    names = exec_names(gpu.trace)
     at_peak = dict(zip(names, gpu.exec_figures[:, analysis.AT_PEAK].tolist()))
     assert at_peak["_arg_frames_0_0"] == 4096
     assert at_peak["shared_model/unet_01/Conv2D"] == 8192 + 65536
@@ -155,7 +157,7 @@ def test_stream_suffix_on_real_device_names():
     step = store.analyse_bytes(protos.stream_name_trace())
     space = step.space(None)
     tree = space.tree("scope")
-    leaves = {tree.paths[tree.leaf_of_exec[i]] for i in range(space.space.exec_count)}
+    leaves = {tree.paths[tree.leaf_of_exec[i]] for i in range(space.trace.exec_count)}
     assert leaves == {"shared_model/unet_03/Conv2D", "shared_model/unet_03/BiasAdd"}
     assert space.peak_rise_bytes == 4096
     # The graph's op types are found under the cut name.
@@ -175,19 +177,19 @@ def test_old_tf1_gpu_names_without_records():
     assert set(spaces) == {"GPU:0/gpu_bfc", "GPU:0/cuda_host_bfc"}
     assert step.default_space_id == "GPU:0/gpu_bfc"
     gpu = spaces["GPU:0/gpu_bfc"]
-    assert gpu.space.device == protos.OLD_GPU0
+    assert gpu.trace.device == protos.OLD_GPU0
     assert not gpu.has_curve
     assert gpu.peak_rise_bytes == 0
     assert gpu.baseline == "none"
     # Stream and memcpy duplicates (1 GiB each) ignored; the bytes in output[] shown.
-    assert int(gpu.space.allocated.sum()) == 4096 + 2048
-    assert int(gpu.space.output.sum()) == 4096 + 4096 + 2048
+    assert int(gpu.trace.allocated.sum()) == 4096 + 2048
+    assert int(gpu.trace.output.sum()) == 4096 + 4096 + 2048
     summary = report.device_summary(gpu, "scope")
     assert summary["has_curve"] is False
     assert summary["figures"]["allocated_bytes"] == 6144
     assert summary["figures"]["output_bytes"] == 10240
     assert summary["figures"]["at_peak_bytes"] == 0
-    assert spaces["GPU:0/cuda_host_bfc"].space.output.tolist() == [512]
+    assert spaces["GPU:0/cuda_host_bfc"].trace.output.tolist() == [512]
 
 
 # -- statuses ---------------------------------------------------------------------------
@@ -238,7 +240,7 @@ def test_only_pseudo_devices_is_empty():
 def test_node_stats_sizes_are_columns():
     decoded = decode_run_metadata(protos.three_node_trace())
     (space,) = decoded.spaces
-    assert space.names == ["layer_a/Conv2D", "layer_b/MatMul", "layer_c/Relu"]
+    assert exec_names(space) == ["layer_a/Conv2D", "layer_b/MatMul", "layer_c/Relu"]
     # Times are relative to the step's first start (BASE_US + 10).
     assert space.start_us.tolist() == [0, 10, 20]
     assert space.end_us.tolist() == [2, 16, 36]
@@ -260,7 +262,7 @@ def test_repeated_node_and_unnamed_outputs():
                     outputs=[("cpu", 32)]),
     ]})
     space = store.analyse_bytes(payload).space(None)
-    assert space.space.output.tolist() == [64, 32]
+    assert space.trace.output.tolist() == [64, 32]
     assert space.peak_rise_bytes == 96
     tree = space.tree("scope")
     leaf = tree.index["loop/body/MatMul"]

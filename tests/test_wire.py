@@ -15,7 +15,10 @@ import pytest
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import config_pb2, step_stats_pb2
 
-from tb_memory_plugin import analysis, trace, wire
+from tb_memory_plugin import analysis
+from tracedata import exec_names
+from tb_memory_plugin.sources import run_metadata
+from tb_memory_plugin.sources.run_metadata import wire
 
 
 def _reference(node_stats):
@@ -376,9 +379,9 @@ def test_names_that_are_not_utf8_show_replacement_characters():
     step = _cpu_step(1, nodes=40)
     step.dev_stats[0].node_stats[3].node_name = "bad#/op"
     data = config_pb2.RunMetadata(step_stats=step).SerializeToString().replace(b"bad#/op", b"bad\xff/op")
-    decoded = trace.decode_run_metadata(data)
+    decoded = run_metadata.decode(data)
     (space,) = decoded.spaces
-    assert space.names[3] == "bad\ufffd/op" and space.names[4] == "scope_4/op_4"
+    assert exec_names(space)[3] == "bad\ufffd/op" and exec_names(space)[4] == "scope_4/op_4"
     assert "bad\ufffd/op" in analysis.analyse(decoded).space(None).tree("scope").index
 
 

@@ -67,3 +67,8 @@ def engine_step(logdir: Path, run: str, tag: str):
     except KeyError:
         graph_def = None
     return store.analyse_bytes(read_blob_bytes(logdir, run, tag), graph_def)
+
+
+def exec_names(space) -> list[str]:
+    """The raw runtime name of every execution of a SpaceTrace, in order."""
+    return [space.distinct_names[code] for code in space.name_code.tolist()]

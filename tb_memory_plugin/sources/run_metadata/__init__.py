@@ -1,0 +1,144 @@
+"""RunMetadata step stats -> `Trace` (the columns every source produces).
+
+Node stats are read column by column straight from the wire (`wire.py`);
+this module groups them into memory spaces: one per real device and
+allocator, the device's main allocator keeping every execution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from google.protobuf.message import DecodeError
+from tensorboard.compat.proto import graph_pb2
+
+from ..._numeric import scatter_sum
+from ...trace import SpaceTrace, Trace, TraceDecodeError, parse_device
+from . import wire
+
+
+def _check_bytes(data) -> None:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TraceDecodeError(f"expected bytes, got {type(data).__name__}")
+
+
+def _corrupt(data, exc) -> TraceDecodeError:
+    return TraceDecodeError(f"the traced step's bytes ({len(data)} B) are not a valid RunMetadata: {exc}")
+
+
+def decode(data: bytes) -> Trace:
+    """Decode serialized RunMetadata bytes into a Trace (columnar, see wire.py)."""
+    _check_bytes(data)
+    data = bytes(data)
+    try:
+        run = wire.parse_run(data)
+        devices: list[tuple[str, str, int, wire.NodeColumns]] = []
+        for dev_stats in run.step_stats.dev_stats:
+            parsed = parse_device(dev_stats.device)
+            if parsed is None or not dev_stats.node_stats:
+                continue
+            devices.append((dev_stats.device, parsed[0], parsed[1], wire.NodeColumns(dev_stats.node_stats)))
+        op_types = {}
+        for graph_bytes in run.partition_graphs:
+            graph = graph_pb2.GraphDef.FromString(graph_bytes)
+            op_types.update((node.name, node.op) for node in graph.node)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise _corrupt(data, exc) from None
+    return _trace(devices, op_types)
+
+
+def _trace(devices, op_types: dict[str, str]) -> Trace:
+    node_stat_count = sum(columns.name_code.size for *_, columns in devices)
+    step_start = min((int(c.start.min()) for *_, c in devices), default=0)
+    step_end = max((int(c.end.max()) for *_, c in devices), default=0)
+
+    spaces: list[SpaceTrace] = []
+    for device, device_type, index, columns in devices:
+        spaces.extend(_spaces_of_device(device, device_type, index, columns, step_start))
+    return Trace(
+        spaces=spaces,
+        devices=[d for d, *_ in devices],
+        step_start_us=step_start,
+        duration_us=step_end - step_start,
+        node_stat_count=node_stat_count,
+        op_types=op_types,  # the partition graphs'
+    )
+
+
+def _spaces_of_device(
+    device: str, device_type: str, index: int, columns: wire.NodeColumns, step_start: int
+) -> list[SpaceTrace]:
+    """One SpaceTrace per allocator seen on the device; the main one keeps every execution."""
+    n = columns.name_code.size
+    allocators = sorted(name for name in columns.allocator_codes if name)
+    if not allocators:
+        return []
+    memory = {name: columns.rows(columns.memory, name) for name in allocators}
+    records = {name: columns.rows(columns.records, name) for name in allocators}
+    outputs = {name: columns.rows(columns.outputs, name) for name in allocators}
+
+    def weight(name: str) -> int:
+        return int(memory[name][:, 1].clip(min=0).sum() + outputs[name][:, 1].sum())
+
+    primary = max(allocators, key=weight)
+    unnamed = columns.rows(columns.outputs, "")
+    if unnamed.size:  # outputs with no allocator name belong to the main one
+        outputs[primary] = np.concatenate([outputs[primary], unnamed])
+
+    start = columns.start - step_start
+    end = columns.end - step_start
+    zeros = np.zeros(n, dtype=np.int64)
+    spaces = []
+    for name in [primary] + [a for a in allocators if a != primary]:
+        mem, rec, out = memory[name], records[name], outputs[name]
+        cols = {
+            "allocated": scatter_sum(mem[:, 0], mem[:, 1].clip(min=0), n),
+            "op_peak": scatter_sum(mem[:, 0], mem[:, 2], n),
+            "live": scatter_sum(mem[:, 0], mem[:, 3], n),
+            "output": scatter_sum(out[:, 0], out[:, 1], n),
+            "temp": columns.temp if name == primary else zeros,
+            "persistent": columns.persistent if name == primary else zeros,
+            "start_us": start,
+            "end_us": end,
+        }
+        ev_exec = rec[:, 0]
+        snapshot_rows = mem[mem[:, 4] > 0]
+        snapshot_exec = snapshot_rows[:, 0]
+        snapshot_bytes = snapshot_rows[:, 4]
+        distinct_names, name_code = columns.distinct_names, columns.name_code
+        if name != primary:  # only the executions that touched this allocator
+            keep = np.unique(np.concatenate([mem[:, 0], out[:, 0]]))
+            remap = np.full(n, -1, dtype=np.int64)
+            remap[keep] = np.arange(keep.size)
+            cols = {k: v[keep] for k, v in cols.items()}
+            ev_exec = remap[ev_exec]
+            snapshot_exec = remap[snapshot_exec]
+            used, name_code = np.unique(name_code[keep], return_inverse=True)
+            distinct_names = [distinct_names[i] for i in used.tolist()]
+        spaces.append(
+            SpaceTrace(
+                id=f"{device_type}:{index}/{name}",
+                device=device,
+                device_type=device_type,
+                allocator=name,
+                label_of=columns.label_of,
+                distinct_names=distinct_names,
+                name_code=name_code.reshape(-1).astype(np.int64),
+                event_time_us=rec[:, 1] - step_start,
+                event_bytes=rec[:, 2],
+                event_exec=ev_exec,
+                # The allocator is read when the op finishes.
+                snapshot_time_us=cols["end_us"][snapshot_exec],
+                snapshot_bytes=snapshot_bytes,
+                **cols,
+            )
+        )
+    return spaces
+
+
+def scan_devices(data: bytes) -> list[str]:
+    """Real devices with node stats, without decoding the node stats."""
+    try:
+        run = wire.parse_run(bytes(data))
+    except Exception:  # noqa: BLE001 - corrupt steps list no devices; summary says why
+        return []
+    return [d.device for d in run.step_stats.dev_stats if d.node_stats and parse_device(d.device)]
