@@ -218,7 +218,7 @@ export interface GraphEdge {
 }
 export interface GraphResponse {
   scope: string;
-  source: 'run_graph' | 'partition_graphs' | 'trace';
+  source: 'run_graph' | 'trace';
   nodes: GraphNode[];
   edges: GraphEdge[];
   omitted_nodes: number;

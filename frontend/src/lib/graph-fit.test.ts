@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { graphNode } from './graph-fixtures';
+import { graphNode } from '../test-fixtures/graph';
 import type { GraphNode } from '../api';
 import { fitTransform, layoutBounds, panIntoView, readableScale } from './graph-fit';
 import type { GraphLayout } from './graph-layout';

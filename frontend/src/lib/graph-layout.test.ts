@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { graphNode } from './graph-fixtures';
+import { graphNode } from '../test-fixtures/graph';
 import type { GraphNode, GraphResponse } from '../api';
 import { BOX_HEIGHT, boxWidth, layoutGraph } from './graph-layout';
 

@@ -30,7 +30,6 @@ function svgEl<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<strin
 
 const SOURCE_TEXT: Record<GraphResponse['source'], string> = {
   run_graph: 'edges from the run’s GraphDef',
-  partition_graphs: 'edges from the step’s partition graphs',
   trace: 'no GraphDef: boxes from the trace, no edges',
 };
 

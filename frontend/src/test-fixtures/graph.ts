@@ -1,4 +1,4 @@
-// Test fixtures shared by the graph tests (not imported by the page, so not bundled).
+// Graph test fixtures, shared by lib/graph-*.test.ts: tests only, never imported by the page.
 import type { GraphNode } from '../api';
 
 /** A scope box with 1 byte of every figure. */
