@@ -17,6 +17,8 @@ PLUGIN_NAME = "memory"
 _STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 # Only these built files are served; nothing else from disk.
 _STATIC_FILES = {"index.js": "text/javascript"}
+# `default_step` analyses one step per run, for this many runs at most (the most recently written).
+DEFAULT_STEP_MAX_RUNS = 32
 
 
 class BadRequest(ValueError):
@@ -93,15 +95,22 @@ def _group(request):
     return group
 
 
+def _latest_step(refs):
+    """A run's latest step as the page picks it: highest step, then latest wall time, then last tag."""
+    return max(enumerate(refs), key=lambda pair: (pair[1].step, pair[1].wall_time, pair[0]))[1]
+
+
 class MemoryPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context):
         self._store = store.StepStore(context.data_provider)
+        self._default_step = None  # (the steps compared, the answer): steps are immutable once written
 
     def get_plugin_apps(self):
         return {
             "/runs": self.runs_route,
+            "/default_step": self.default_step_route,
             "/summary": self.summary_route,
             "/scopes": self.scopes_route,
             "/scope": self.scope_route,
@@ -129,6 +138,41 @@ class MemoryPlugin(base_plugin.TBPlugin):
                       "devices": self._store.step_devices(ctx, experiment, ref)} for ref in refs]
             runs.append({"run": run, "has_graph": run in with_graph, "steps": steps})
         return {"runs": runs}
+
+    def default_step_impl(self, ctx, experiment, max_runs=DEFAULT_STEP_MAX_RUNS):
+        """The step to open first: the largest peak among the latest steps of the most recent runs.
+
+        `runs` stays cheap (it analyses nothing); this analyses one step per run, for at most
+        `max_runs` runs, and compares each step's default memory space.
+        """
+        steps = self._store.list_steps(ctx, experiment)
+        latest = [_latest_step(refs) for refs in steps.values() if refs]
+        compared = sorted(latest, key=lambda ref: ref.wall_time, reverse=True)[:max_runs]
+        key = (experiment, tuple(compared))
+        if self._default_step is not None and self._default_step[0] == key:
+            return self._default_step[1]
+        best = None
+        for ref in compared:
+            step = self._store.analysis(ctx, experiment, ref)
+            if step.status != "ok":
+                continue
+            summary = report.step_summary(step, "layer")
+            device = next((d for d in summary["devices"] if d["id"] == summary["default_device"]), None)
+            if device is None:
+                continue
+            absolute = device["peak_bytes"] is not None
+            peak = device["peak_bytes"] if absolute else device["peak_rise_bytes"]
+            rank = (device.get("has_curve", True), peak)
+            if best is None or rank > best[0]:
+                best = (rank, ref, device["id"], peak, absolute)
+        body = {"run": None, "tag": None, "device": None, "reason": None, "peak_bytes": None, "absolute": None,
+                "compared_steps": len(compared), "run_count": len(latest)}
+        if best is not None:
+            _, ref, device_id, peak, absolute = best
+            body.update(run=ref.run, tag=ref.tag, device=device_id, reason="largest_peak", peak_bytes=peak,
+                        absolute=absolute)
+        self._default_step = (key, body)
+        return body
 
     def _step(self, ctx, experiment, run, tag):
         steps = self._store.list_steps(ctx, experiment)
@@ -177,6 +221,10 @@ class MemoryPlugin(base_plugin.TBPlugin):
     @_route
     def runs_route(self, request):
         return self.runs_impl(*self._context(request))
+
+    @_route
+    def default_step_route(self, request):
+        return self.default_step_impl(*self._context(request))
 
     @_route
     def summary_route(self, request):

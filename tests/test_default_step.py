@@ -1,0 +1,124 @@
+"""The `default_step` route: where the page opens when the user chose nothing before
+(docs/http_api.md), through TensorBoard's WSGI app over the session logdir."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from werkzeug.test import Client
+
+PREFIX = "/data/plugin/memory/"
+
+
+def _provider(logdir):
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    return data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+
+
+def _app(logdir):
+    """(werkzeug client, plugin) over `logdir`."""
+    from tensorboard.backend import application
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    provider = _provider(logdir)
+    plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(logdir)))
+    assert plugin is not None
+    return Client(application.TensorBoardWSGI([plugin], data_provider=provider)), plugin
+
+
+@pytest.fixture(scope="module")
+def app(logdir):
+    return _app(logdir)
+
+
+def get_json(client, route, **params):
+    response = client.get(PREFIX + route, query_string=params)
+    assert response.status_code == 200, (route, params, response.get_data(as_text=True)[:500])
+    assert response.mimetype == "application/json"
+    return json.loads(response.get_data(as_text=True))
+
+
+def _latest_tag(run):
+    """The page's pick of a run's step: highest step, then latest wall time, then last in tag order."""
+    return max(enumerate(run["steps"]), key=lambda p: (p[1]["step"], p[1]["wall_time"], p[0]))[1]["tag"]
+
+
+def _peaks(client):
+    """{run: (tag, default device, peak)} for each run's latest step that analyses ok, from `summary`."""
+    peaks = {}
+    for run in get_json(client, "runs")["runs"]:
+        if not run["steps"]:
+            continue
+        tag = _latest_tag(run)
+        summary = get_json(client, "summary", run=run["run"], tag=tag)
+        if summary["status"] != "ok":
+            continue
+        device = next(d for d in summary["devices"] if d["id"] == summary["default_device"])
+        peak = device["peak_bytes"] if device["peak_bytes"] is not None else device["peak_rise_bytes"]
+        peaks[run["run"]] = (tag, device["id"], peak)
+    return peaks
+
+
+def test_default_step_is_the_largest_peak(app):
+    client, _ = app
+    body = get_json(client, "default_step")
+    peaks = _peaks(client)
+    assert len(peaks) >= 2, peaks  # the choice means something only between several steps
+    run = max(peaks, key=lambda r: peaks[r][2])
+    tag, device, peak = peaks[run]
+    assert (body["run"], body["tag"], body["device"]) == (run, tag, device)
+    assert body["reason"] == "largest_peak"
+    assert body["peak_bytes"] == peak and body["peak_bytes"] > 0
+    traced = [r for r in get_json(client, "runs")["runs"] if r["steps"]]
+    assert body["run_count"] == body["compared_steps"] == len(traced)
+
+
+def test_steps_that_do_not_analyse_are_never_chosen(app):
+    client, _ = app
+    body = get_json(client, "default_step")
+    assert body["run"] not in ("corrupt", "notrace", "nomem")
+    assert get_json(client, "summary", run=body["run"], tag=body["tag"])["status"] == "ok"
+
+
+def test_compares_only_the_most_recent_runs(app):
+    client, plugin = app
+    from tensorboard import context
+
+    runs = [r for r in get_json(client, "runs")["runs"] if r["steps"]]
+    newest = max(runs, key=lambda r: max(s["wall_time"] for s in r["steps"]))
+    body = plugin.default_step_impl(context.RequestContext(), "", max_runs=1)
+    assert body["compared_steps"] == 1 and body["run_count"] == len(runs)
+    if newest["run"] in _peaks(client):
+        assert body["run"] == newest["run"]
+    else:
+        assert body["run"] is None
+
+
+def test_answer_is_kept_until_the_steps_change(app, monkeypatch):
+    client, plugin = app
+    first = get_json(client, "default_step")
+    calls = []
+    analysis = plugin._store.analysis
+    monkeypatch.setattr(plugin._store, "analysis", lambda *a: calls.append(a) or analysis(*a))
+    assert get_json(client, "default_step") == first
+    assert calls == [], "a second call with the same steps analyses nothing again"
+
+
+def test_no_traced_steps_answers_nulls(tmp_path):
+    client, _ = _app(tmp_path)
+    body = get_json(client, "default_step")
+    assert {k: body[k] for k in ("run", "tag", "device", "reason", "peak_bytes")} == dict.fromkeys(
+        ("run", "tag", "device", "reason", "peak_bytes"))
+    assert body["compared_steps"] == body["run_count"] == 0
+
+
+def test_only_get(app):
+    client, _ = app
+    assert client.post(PREFIX + "default_step").status_code == 405
