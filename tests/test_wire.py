@@ -18,52 +18,28 @@ from tensorboard.compat.proto import config_pb2, step_stats_pb2
 from tb_memory_plugin import analysis
 from tracedata import exec_names
 from tb_memory_plugin.sources import run_metadata
-from tb_memory_plugin.sources.run_metadata import wire
+from tb_memory_plugin.sources.run_metadata import reference, wire
 
 
-def _reference(node_stats):
-    """The columns, read field by field through the compat protos."""
-    codes: dict[str, int] = {}
-
-    def code(name):
-        return codes.setdefault(name, len(codes))
-
-    memory, records, outputs = [], [], []
-    for i, node in enumerate(node_stats):
-        for entry in node.memory:
-            c = code(entry.allocator_name)
-            memory.append((i, c, entry.total_bytes, entry.peak_bytes, entry.live_bytes, entry.allocator_bytes_in_use))
-            records.extend((i, c, r.alloc_micros, r.alloc_bytes) for r in entry.allocation_records)
-        for output in node.output:
-            description = output.tensor_description.allocation_description
-            if description.requested_bytes:  # a zero-byte output adds nothing anywhere
-                outputs.append((i, code(description.allocator_name), description.requested_bytes))
-    return {
-        "names": [n.node_name for n in node_stats],
-        "labels": [n.timeline_label for n in node_stats],
-        "start": [n.all_start_micros for n in node_stats],
-        "end": [n.all_start_micros + n.all_end_rel_micros for n in node_stats],
-        "temp": [n.memory_stats.temp_memory_size for n in node_stats],
-        "persistent": [n.memory_stats.persistent_memory_size for n in node_stats],
-        "memory": memory, "records": records, "outputs": outputs, "codes": codes,
-    }
+def _blobs(nodes) -> list[bytes]:
+    return [node.SerializeToString() for node in nodes]
 
 
-def _assert_same(columns: wire.NodeColumns, node_stats):
-    expected = _reference(node_stats)
-    assert columns.names == expected["names"]
-    first_label = {}
-    for name, label in zip(expected["names"], expected["labels"]):
-        first_label.setdefault(name, label)
-    assert columns.label_of == first_label
+def _assert_same(columns: wire.NodeColumns, blobs: list[bytes], read_by: str = "wire"):
+    """The columns the reference reads from the same bytes, allocator codes compared by name."""
+    assert columns.read_by == read_by  # else the reference would be checked against itself
+    expected = wire.NodeColumns(blobs, reader=reference.read)
+    assert columns.distinct_names == expected.distinct_names
+    assert columns.name_code.tolist() == expected.name_code.tolist()
+    assert columns.label_of == expected.label_of
     for key in ("start", "end", "temp", "persistent"):
-        assert getattr(columns, key).tolist() == expected[key], key
+        assert getattr(columns, key).tolist() == getattr(expected, key).tolist(), key
     # Allocator codes may be numbered differently: compare by name.
     names = {c: n for n, c in columns.allocator_codes.items()}
-    ref_names = {c: n for n, c in expected["codes"].items()}
+    ref_names = {c: n for n, c in expected.allocator_codes.items()}
     for key in ("memory", "records", "outputs"):
         got = [(row[0], names[row[1]], *row[2:]) for row in getattr(columns, key).tolist()]
-        want = [(row[0], ref_names[row[1]], *row[2:]) for row in expected[key]]
+        want = [(row[0], ref_names[row[1]], *row[2:]) for row in getattr(expected, key).tolist()]
         assert got == want, key
 
 
@@ -128,7 +104,7 @@ def test_random_steps_decode_like_the_protos(seed, chunk, monkeypatch):
     monkeypatch.setattr(wire, "CHUNK_NODES", chunk)  # 37: many chunks, marker checks per chunk
     step = _random_step(seed)
     (columns,) = _columns_of(step)
-    _assert_same(columns, step.dev_stats[0].node_stats)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
 
 
 def test_real_trace_decodes_like_the_protos(unet_trace):
@@ -136,7 +112,7 @@ def test_real_trace_decodes_like_the_protos(unet_trace):
     columns = _columns_of(unet_trace.proto.step_stats)
     assert len(columns) == len(devices) >= 1
     for got, device in zip(columns, devices):
-        _assert_same(got, device.node_stats)
+        _assert_same(got, _blobs(device.node_stats))
         assert got.named_from is None  # a CPU step: read on one allocator throughout
     # The real trace does leave fields out (zero durations), so the sentinels matter.
     assert any(n.all_end_rel_micros == 0 for d in devices for n in d.node_stats)
@@ -148,7 +124,7 @@ def test_nodes_with_nothing_set():
     for _ in range(3):
         device.node_stats.add()
     (columns,) = _columns_of(step)
-    assert columns.names == ["", "", ""] and columns.label_of == {"": ""}
+    assert exec_names(columns) == ["", "", ""] and columns.label_of == {"": ""}
     assert columns.start.tolist() == [0, 0, 0]
     assert columns.memory.shape == (0, 6) and columns.records.shape == (0, 4) and columns.outputs.shape == (0, 3)
 
@@ -167,10 +143,10 @@ def test_explicit_zeros_from_other_writers():
         step_stats_pb2.NodeExecStats(node_name="b/Relu", all_start_micros=20).SerializeToString() + b"\x0a\x00",
     ]
     columns = wire.NodeColumns(blobs)
-    _assert_same(columns, [step_stats_pb2.NodeExecStats.FromString(b) for b in blobs])
+    _assert_same(columns, blobs)
     assert columns.end.tolist() == [10, 13, 20]
     assert columns.memory[:, 2].tolist() == [0]  # the spelled-out zero won, as protobuf says
-    assert columns.names == ["a/Conv2D", "a/Conv2D", ""]
+    assert exec_names(columns) == ["a/Conv2D", "a/Conv2D", ""]
 
 
 def _outputs_step(allocator_names: list[list[str]], requested: int = 64) -> step_stats_pb2.StepStats:
@@ -195,7 +171,7 @@ def test_outputs_move_to_a_second_allocator_in_a_later_chunk(chunk, monkeypatch)
     names = [["mklcpu"]] * 60 + [["GPU_0_bfc", "cuda_host_bfc"], ["GPU_0_bfc"]] * 20 + [["mklcpu", "mklcpu"]] * 30
     step = _outputs_step(names)
     (columns,) = _columns_of(step)
-    _assert_same(columns, step.dev_stats[0].node_stats)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
     assert set(columns.allocator_codes) == {"mklcpu", "GPU_0_bfc", "cuda_host_bfc"}
 
 
@@ -209,7 +185,7 @@ def test_outputs_move_to_a_second_allocator_in_a_later_chunk(chunk, monkeypatch)
 def test_outputs_on_an_allocator_with_an_odd_name(odd_name):
     step = _outputs_step([[odd_name]] * 5 + [[odd_name, odd_name]] * 5)
     (columns,) = _columns_of(step)
-    _assert_same(columns, step.dev_stats[0].node_stats)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
     assert list(columns.allocator_codes) == [odd_name]
 
 
@@ -221,7 +197,7 @@ def test_one_allocator_with_names_that_do_not_repeat_evenly():
     zero.dtype = 1
     zero.allocation_description.allocator_name = "ab"  # an empty tensor: a name, no bytes
     (columns,) = _columns_of(step)
-    _assert_same(columns, step.dev_stats[0].node_stats)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
     assert set(columns.allocator_codes) == {"abab", "ab"}
 
 
@@ -267,7 +243,7 @@ def test_cpu_steps_are_read_on_one_allocator(seed, chunk, monkeypatch):
     monkeypatch.setattr(wire, "CHUNK_NODES", chunk)
     step = _cpu_step(seed, allocator="cpu" if seed % 2 else "mklcpu")  # odd and even name lengths
     (columns,) = _columns_of(step)
-    _assert_same(columns, step.dev_stats[0].node_stats)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
     assert columns.named_from is None
     assert columns.records.size and columns.memory.size and columns.outputs.size
 
@@ -280,7 +256,7 @@ def test_a_chunk_with_allocator_names_and_no_bytes_is_read_in_full(monkeypatch):
         for output in node.output:
             output.tensor_description.allocation_description.requested_bytes = 0
     (columns,) = _columns_of(step)
-    _assert_same(columns, step.dev_stats[0].node_stats)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
     assert columns.named_from == 37
 
 
@@ -290,7 +266,7 @@ def test_a_chunk_with_entries_and_no_output_takes_the_name_from_its_first_entry(
     for node in step.dev_stats[0].node_stats[37:74]:
         del node.output[:]
     (columns,) = _columns_of(step)
-    _assert_same(columns, step.dev_stats[0].node_stats)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
     assert columns.named_from is None
 
 
@@ -357,7 +333,7 @@ def test_entries_not_on_one_allocator_are_read_in_full(case, chunk, monkeypatch)
     odd = 150
     blobs[odd] = _NOT_ON_ONE_ALLOCATOR[case](nodes[odd])
     columns = wire.NodeColumns(blobs)
-    _assert_same(columns, [step_stats_pb2.NodeExecStats.FromString(b) for b in blobs])
+    _assert_same(columns, blobs)
     assert columns.named_from == odd // chunk * chunk  # from the odd node's chunk on
 
 
@@ -392,13 +368,14 @@ def test_names_that_are_not_utf8_show_replacement_characters():
 def _check(blobs: list[bytes]) -> wire.NodeColumns | None:
     """NodeColumns gives the protos' columns, or raises DecodeError where they do."""
     try:
-        reference = [step_stats_pb2.NodeExecStats.FromString(b) for b in blobs]
+        for blob in blobs:
+            step_stats_pb2.NodeExecStats.FromString(blob)
     except DecodeError:
         with pytest.raises(DecodeError):
             wire.NodeColumns(blobs)
         return None
     columns = wire.NodeColumns(blobs)
-    _assert_same(columns, reference)
+    _assert_same(columns, blobs)
     return columns
 
 
@@ -438,6 +415,29 @@ def test_a_label_spelt_out_empty_after_a_label():
 ], ids=["an entry of one byte", "a record of one byte", "a label cut short"])
 def test_cut_off_fields_are_refused(odd):
     assert _check([_plain(0), _plain(1) + odd, _plain(2)]) is None
+
+
+_INT64_MIN = -(2**63)
+
+
+@pytest.mark.parametrize("odd", [
+    b"\x28" + _varint(_INT64_MIN),  # all_end_rel_micros
+    _len_field(1, b"\x00"),  # the node's name, written again
+    _len_field(12, b"\x08" + _varint(_INT64_MIN)),  # temp_memory_size
+], ids=["a duration", "a name", "a temp size"])
+def test_values_equal_to_a_robust_marker_are_read_by_the_reference(odd):
+    """A spelt-out zero sends the reading to the robust markers, where a value equal to
+    one of them (INT64_MIN, a lone NUL) leaves the merged lists unsplittable. The protos
+    read such bytes, so the reference reads them, rather than the step being corrupt."""
+    blobs = [_plain(0) + b"\x28\x00", _plain(1) + odd, _plain(2)]
+    _assert_same(wire.NodeColumns(blobs), blobs, read_by="reference")
+    device = _long_field(1, b"/device:CPU:0") + b"".join(_long_field(2, blob) for blob in blobs)
+    data = _long_field(1, _long_field(1, device))  # RunMetadata.step_stats.dev_stats, as raw bytes
+    assert run_metadata.decode(data).node_stat_count == 3
+
+
+def _long_field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
 @pytest.mark.parametrize("where", ["label", "output", "entry"])
