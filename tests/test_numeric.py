@@ -34,12 +34,22 @@ def test_sums_past_float64_precision_stay_exact():
         [2**53 + 2, -(2**53) - 2], [-(2**62) + 3, 2**62 - 3]]
 
 
-def test_a_big_value_among_many_small_ones_takes_the_fast_path_exactly():
-    """Largest magnitude times count passes 2**53 while the sum does not: still exact."""
+def test_a_big_value_among_many_small_ones_is_summed_by_bincount_exactly(monkeypatch):
+    """Largest magnitude times count passes 2**53 while the sum does not: bincount is
+    still exact there, so it sums (not np.add.at), and to the byte."""
+    bincount_calls = []
+
+    def counted_bincount(*args, **kwargs):
+        bincount_calls.append(args)
+        return bincount(*args, **kwargs)
+
+    bincount = np.bincount
+    monkeypatch.setattr(np, "bincount", counted_bincount)
     values = np.zeros(1 << 14, dtype=np.int64)
     values[[0, 5]] = [2**40 + 1, 7]
     index = np.arange(values.size) % 3
     assert scatter_sum(index, values, 3).tolist() == [2**40 + 1, 0, 7]
+    assert len(bincount_calls) == 1
 
 
 def test_nothing_to_sum():
