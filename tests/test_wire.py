@@ -1,4 +1,4 @@
-"""wire.NodeColumns (sentinel-merged parsing) against a plain walk over the real protos.
+"""wire.NodeColumns (sentinel-merged parsing) against reference.read, a plain walk over the real protos.
 
 Real traces leave many proto3 fields at zero, so absent on the wire (about 3%
 of the nodes of a big step have all_end_rel_micros == 0). Randomised steps
