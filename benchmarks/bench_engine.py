@@ -49,7 +49,7 @@ def main():
 
     def cold():
         # Nothing learnt from an earlier round: the per-name caches start empty.
-        for cached in (names.classify, names.layer_path, analysis.categorise):
+        for cached in (names.classify, names.layer_path, names.categorise):
             cached.cache_clear()
         # What the summary route runs, with the collector paused as the routes pause it.
         with store.gc_paused():

@@ -1,6 +1,13 @@
 """Generate one big traced training step with real TensorFlow, for benchmarks.
 
     python benchmarks/make_big_trace.py [--out /tmp/tb_memory_big] [--iterations 3000]
+    python benchmarks/make_big_trace.py --shape deep [--out /tmp/tb_memory_deep] [--blocks 5400]
+
+Two shapes, because per-name work and per-execution work scale differently:
+  loop  (default) a deep MLP plus a while loop: most executions repeat a name;
+  deep  a residual network of --blocks blocks in nested scopes
+        (model/stage_NN/block_NNNN/...), trained with Adam: nearly every
+        execution has a name of its own, as in a big ResNet or transformer.
 
 Writes into --out:
   events.out.tfevents.*  a TensorBoard run: the graph (add_graph) and the traced
@@ -8,7 +15,7 @@ Writes into --out:
   run_metadata.pb        the same RunMetadata, serialized
   graph.pb               the same GraphDef, serialized
 
-The step has well over 75,000 node stats on /device:CPU:0:
+The loop step has well over 75,000 node stats on /device:CPU:0:
   * a deep, wide MLP in nested scopes (model/block_NN/layer_NN/...) trained
     with Adam: thousands of distinct named ops, gradients/..., Adam/...;
   * a tf.while_loop ("recurrence") whose body runs ~15 ops for --iterations
@@ -90,6 +97,35 @@ def build(batch, width, blocks, layers, iterations, seed=0):
     return g, init, train_op, x, y
 
 
+def build_deep(batch, width, blocks, stage_size=100, seed=0):
+    """A residual network of `blocks` gated blocks, `stage_size` blocks per stage.
+
+    Each stage shares one kernel (variables are slow to build in TensorFlow),
+    so nearly every op, and every gradient op, has a distinct name.
+    """
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(seed)
+        x = tf1.placeholder(tf.float32, [batch, width], name="inputs")
+        y = tf1.placeholder(tf.float32, [batch, width], name="targets")
+        h = x
+        with tf1.variable_scope("model"):
+            for stage in range((blocks + stage_size - 1) // stage_size):
+                with tf1.variable_scope("stage_%02d" % stage):
+                    w = tf1.get_variable("kernel", [width, width],
+                                         initializer=tf1.random_normal_initializer(stddev=0.01))
+                    for b in range(stage * stage_size, min(blocks, (stage + 1) * stage_size)):
+                        with tf1.name_scope("block_%04d" % b):
+                            z = tf.matmul(h, w, name="MatMul")
+                            h = h + tf.nn.relu(z, name="Relu") * tf.sigmoid(z, name="Gate")
+        with tf1.name_scope("loss"):
+            loss = tf.reduce_mean(tf.square(h - y))
+        train = tf1.train.AdamOptimizer(1e-4).minimize(loss)
+        init = tf1.global_variables_initializer()
+        train_op = tf.group(train, loss, name="train_step")
+    return g, init, train_op, x, y
+
+
 def count_node_stats(rm):
     return sum(
         len(d.node_stats)
@@ -100,16 +136,22 @@ def count_node_stats(rm):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default="/tmp/tb_memory_big")
+    p.add_argument("--shape", choices=("loop", "deep"), default="loop")
+    p.add_argument("--out", help="default /tmp/tb_memory_big (loop) or /tmp/tb_memory_deep (deep)")
     p.add_argument("--iterations", type=int, default=3000, help="while-loop iterations")
-    p.add_argument("--blocks", type=int, default=24)
+    p.add_argument("--blocks", type=int, help="default 24 (loop) or 5400 (deep)")
     p.add_argument("--layers", type=int, default=6)
     p.add_argument("--width", type=int, default=64)
     p.add_argument("--batch", type=int, default=16)
     a = p.parse_args(argv)
+    deep = a.shape == "deep"
+    a.out = a.out or ("/tmp/tb_memory_deep" if deep else "/tmp/tb_memory_big")
 
     t0 = time.time()
-    g, init, train_op, x, y = build(a.batch, a.width, a.blocks, a.layers, a.iterations)
+    if deep:
+        g, init, train_op, x, y = build_deep(a.batch, a.width, a.blocks or 5400)
+    else:
+        g, init, train_op, x, y = build(a.batch, a.width, a.blocks or 24, a.layers, a.iterations)
     t_build = time.time() - t0
     rng = np.random.RandomState(0)
     feeds = {
@@ -146,7 +188,9 @@ def main(argv=None):
 
     print("out            %s" % a.out)
     print("graph nodes    %d  (GraphDef %.1f MiB)" % (len(g.as_graph_def().node), len(gd_bytes) / 2**20))
+    names = [s.node_name for d in rm.step_stats.dev_stats for s in d.node_stats]
     print("node stats     %d  (real devices: %s)" % (n, ", ".join(d.device for d in rm.step_stats.dev_stats)))
+    print("distinct names %d  (%.0f%% of node stats)" % (len(set(names)), 100.0 * len(set(names)) / max(len(names), 1)))
     print("RunMetadata    %.1f MiB" % (len(rm_bytes) / 2**20))
     print("time           build %.1fs, untraced step %.2fs, traced step %.2fs, total %.1fs"
           % (t_build, t_plain, t_traced, time.time() - t0))

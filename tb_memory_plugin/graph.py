@@ -98,3 +98,27 @@ def collapse(graph: RunGraph, scope: str) -> CollapsedGraph:
             if source_key is not None and source_key != target_key:
                 edges[(source_key, target_key)] += 1
     return CollapsedGraph(dict(children), child_ops, scopes, edges)
+
+
+OTHER_ID = "(other)"
+_SUMMED = ("node_count", "at_peak_bytes", "allocated_bytes", "output_bytes")
+
+
+def fold(rows: list[dict], edges: Counter, max_nodes: int) -> tuple[list[dict], int, dict[tuple[str, str], int]]:
+    """Keep the first `max_nodes` rows; the rest become one "(other)" box, and edges
+    that touched them are rerouted to it (edges inside it disappear).
+
+    Returns (kept rows, how many were folded, edge counts by (source, target)).
+    """
+    kept, rest = rows[:max_nodes], rows[max_nodes:]
+    kept_ids = {row["id"] for row in kept}
+    if rest:
+        kept.append({"id": OTHER_ID, "name": f"({len(rest)} more)", "kind": "other", "op_type": None,
+                     **{key: sum(row[key] for row in rest) for key in _SUMMED}})
+    folded: dict[tuple[str, str], int] = {}
+    for (source_id, target_id), count in edges.items():
+        source_id = source_id if source_id in kept_ids else OTHER_ID
+        target_id = target_id if target_id in kept_ids else OTHER_ID
+        if source_id != target_id:
+            folded[(source_id, target_id)] = folded.get((source_id, target_id), 0) + count
+    return kept, len(rest), folded

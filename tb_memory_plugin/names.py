@@ -1,24 +1,36 @@
-"""Runtime node names -> graph name, scope, op type and kind.
+"""Runtime names -> graph name, scope path, layer path, op type, kind and category.
 
 TensorFlow's runtime renames nodes (grappler rewrites, layout transposes,
-feeds, stream suffixes). These functions map a raw name from the trace back
-to the name scope the user wrote, keeping the raw name for display.
-See DESIGN.md, "Runtime names are not graph names".
+feeds, stream suffixes). These rules map a raw name from the trace back to
+the name scope the user wrote, keeping the raw name for display
+(docs/figures.md, "Runtime names"). Each rule is written once for one name
+(`classify`, `layer_path`, `categorise`: the reference); `NameTable` applies
+them to every distinct name of a step at once, with numpy over the joined
+names, and calls the one-name rule only for the names that need it.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Mapping, NamedTuple
 
-# Kinds of node execution.
+import numpy as np
+
+from .figures import ACTIVATIONS, GRADIENTS, INPUTS, OPTIMIZER, OTHER, PARAMETERS
+
+# Kinds of runtime name.
 OP = "op"
 LAYOUT_TRANSPOSE = "layout_transpose"
 FEED = "feed"
 PLUMBING = "plumbing"
+KINDS = (OP, LAYOUT_TRANSPOSE, FEED, PLUMBING)
+_KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
 
 LAYOUT_OP_TYPE = "Transpose (layout)"
+UNKNOWN_OP = "(unknown)"
 FEEDS_SCOPE = "(feeds)"
 PLUMBING_SCOPE = "(plumbing)"
 
@@ -156,3 +168,274 @@ def layer_path(graph_name: str) -> str:
     if sep2 and rest2.startswith("update_") and "/" in rest2:
         return rest2[len("update_"):]
     return graph_name
+
+
+# --- categories --------------------------------------------------------------
+
+_VARIABLE_OPS = frozenset(
+    {"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "_ReadVariablesOp",
+     "VarIsInitializedOp", "Assign", "AssignVariableOp", "ResourceGather"}
+)
+_INPUT_OPS = frozenset(
+    {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorV2",
+     "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv"}
+)
+_OTHER_OPS = frozenset(
+    {"Const", "HostConst", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Retval",
+     "BroadcastGradientArgs", "_SOURCE", "_SINK"}
+)
+_APPLY_PREFIXES = ("Apply", "ResourceApply", "ResourceSparseApply", "SparseApply")
+_OPTIMIZER_NAMES = frozenset(
+    {"Adam", "AdamW", "SGD", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Adamax",
+     "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer",
+     "beta1_power", "beta2_power"}
+)
+_SLOT_RE = re.compile(r"^(?:Adam|Momentum|RMSProp|Adagrad|Adadelta|Ftrl|Adamax|Nadam)(?:_\d+)?$")
+_GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def categorise(path: str, op_type: str, kind: str) -> int:
+    """Heuristic category of a runtime name from its path, op type and kind.
+
+    Documented in docs/figures.md ("Categories"). Executions with persistent
+    memory become parameters, and bytes freed inside a running op become
+    temporaries (see `SpaceAnalysis`): both need per-execution figures.
+    """
+    if kind == FEED or op_type in _INPUT_OPS:
+        return INPUTS
+    if kind == PLUMBING:
+        return OTHER
+    if op_type.startswith(_APPLY_PREFIXES):
+        return OPTIMIZER
+    first, _, rest = path.partition("/")
+    if first in _OPTIMIZER_NAMES:
+        return OPTIMIZER
+    if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
+        return OPTIMIZER
+    if _GRADIENT_RE.search(path):
+        return GRADIENTS
+    if op_type in _VARIABLE_OPS:
+        return PARAMETERS
+    if op_type in _OTHER_OPS:
+        return OTHER
+    return ACTIVATIONS
+
+
+# --- every distinct name of a step at once -------------------------------------
+
+
+class _Lines:
+    """Names joined into one ASCII buffer, so a question is asked of all of them in numpy.
+
+    `ok` is False when the names are not plain ASCII without newlines; callers
+    then apply the one-name rules instead.
+    """
+
+    def __init__(self, texts: list[str]) -> None:
+        self.count = len(texts)
+        joined = "\n".join(texts)
+        self.ok = joined.isascii() and joined.count("\n") == max(self.count - 1, 0)
+        if not self.ok:
+            return
+        self.data = joined.encode("ascii")
+        self.buf = np.frombuffer(self.data, dtype=np.uint8)
+        self.lengths = np.fromiter(map(len, texts), dtype=np.int64, count=self.count)
+        self.starts = np.zeros(self.count, dtype=np.int64)
+        np.cumsum(self.lengths[:-1] + 1, out=self.starts[1:])
+
+    def line_of(self, positions: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.starts, positions, side="right") - 1
+
+    def _mask(self, positions: np.ndarray) -> np.ndarray:
+        mask = np.zeros(self.count, dtype=bool)
+        mask[self.line_of(positions)] = True
+        return mask
+
+    def containing(self, literal: bytes) -> np.ndarray:
+        """Which names contain `literal` (no newline in it)."""
+        if literal not in self.data:
+            return np.zeros(self.count, dtype=bool)
+        k = len(literal)
+        found = np.flatnonzero(self.buf[: self.buf.size - k + 1] == literal[0])
+        for offset in range(1, k):
+            found = found[self.buf[found + offset] == literal[offset]]
+        return self._mask(found)
+
+    def with_any_char(self, chars: bytes) -> np.ndarray:
+        hits = np.isin(self.buf, np.frombuffer(chars, dtype=np.uint8))
+        return self._mask(np.flatnonzero(hits))
+
+    def starting_with(self, prefix: bytes, among: np.ndarray | None = None) -> np.ndarray:
+        """Which names start with `prefix` (only `among` those, if given)."""
+        k = len(prefix)
+        long_enough = self.lengths >= k if among is None else among & (self.lengths >= k)
+        rows = np.flatnonzero(long_enough)
+        window = self.buf[self.starts[rows, None] + np.arange(k)]
+        mask = np.zeros(self.count, dtype=bool)
+        mask[rows[(window == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)]] = True
+        return mask
+
+    def ending_with(self, suffix: bytes) -> np.ndarray:
+        k = len(suffix)
+        rows = np.flatnonzero(self.lengths >= k)
+        window = self.buf[(self.starts[rows] + self.lengths[rows] - k)[:, None] + np.arange(k)]
+        mask = np.zeros(self.count, dtype=bool)
+        mask[rows[(window == np.frombuffer(suffix, dtype=np.uint8)).all(axis=1)]] = True
+        return mask
+
+    def char_positions(self, char: int) -> tuple[np.ndarray, np.ndarray]:
+        """(line, offset within the line) of every occurrence of a byte, in order."""
+        positions = np.flatnonzero(self.buf == char)
+        lines = self.line_of(positions)
+        return lines, positions - self.starts[lines]
+
+    def first_index(self, char: int) -> np.ndarray:
+        """Offset of the first occurrence of a byte in each name (its length if none)."""
+        lines, offsets = self.char_positions(char)
+        first = self.lengths.copy()
+        is_first = np.r_[True, lines[1:] != lines[:-1]] if lines.size else lines.astype(bool)
+        first[lines[is_first]] = offsets[is_first]
+        return first
+
+
+def _special_literals() -> tuple[bytes, ...]:
+    """Substrings that may make `classify` change a name (a superset is fine: checked exactly)."""
+    parts = {b"__cf__"}
+    for component in _OPTIMIZER_COMPONENTS:
+        parts.add(b"Optimizer" if component.endswith("Optimizer") else component.encode())
+    return tuple(sorted(parts))
+
+
+_SPECIAL_LITERALS = _special_literals()
+
+
+@dataclass
+class NameTable:
+    """What each distinct runtime name of a memory space stands for: one row per name."""
+
+    raw: list[str]  # as the trace has them
+    graph_names: list[str]  # the GraphDef node each belongs to (best effort)
+    paths: list[str]  # leaf path in the scope tree, grouped by name scope
+    kind_code: np.ndarray  # into KINDS
+    op_types: list[str]
+    category: np.ndarray  # into figures.CATEGORIES
+
+    @cached_property
+    def layer_paths(self) -> list[str]:
+        """Leaf paths grouped by layer: gradients and optimizer updates folded in (built on first use)."""
+        return layer_paths(self.paths)
+
+    def kind(self, index: int) -> str:
+        return KINDS[self.kind_code[index]]
+
+    @classmethod
+    def build(cls, raw: list[str], label_of: Mapping[str, str], source_ops: Mapping[str, str],
+              graph_ops: Mapping[str, str] | None) -> "NameTable":
+        graph_names, paths, kind_code, fixed, runtime = _classify_all(raw)
+        op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops)
+        return cls(raw, graph_names, paths, kind_code, op_types, categorise_all(paths, kind_code, op_types))
+
+
+def _classify_all(raw: list[str]):
+    """`classify` over many names: (graph names, paths, kind codes, fixed op types, runtime names).
+
+    Names with nothing for classify to change are their own graph name and path.
+    """
+    lines = _Lines(raw)
+    if lines.ok:
+        special = lines.with_any_char(b"-:")  # layout helpers, grappler suffixes, stream suffixes
+        special |= lines.starting_with(b"_")  # feeds and plumbing
+        for literal in _SPECIAL_LITERALS:
+            special |= lines.containing(literal)
+        rows = np.flatnonzero(special).tolist()
+    else:
+        rows = range(len(raw))
+    graph_names, paths, runtime = list(raw), list(raw), list(raw)
+    fixed: list[str | None] = [None] * len(raw)
+    kind_code = np.zeros(len(raw), dtype=np.int64)
+    for i in rows:
+        info = classify(raw[i])
+        graph_names[i], paths[i], fixed[i] = info.graph_name, info.path, info.fixed_op_type
+        kind_code[i] = _KIND_CODE[info.kind]
+        runtime[i] = strip_stream_suffix(raw[i])
+    return graph_names, paths, kind_code, fixed, runtime
+
+
+def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: list[str | None],
+                      label_of: Mapping[str, str], source_ops: Mapping[str, str],
+                      graph_ops: Mapping[str, str] | None) -> list[str]:
+    """Op type: fixed by the name, else the source's own, the run graph's, the label's."""
+    ops = fixed
+    if source_ops:
+        ops = [known or found for known, found in zip(ops, map(source_ops.get, runtime))]
+    if graph_ops:
+        ops = [known or found for known, found in zip(ops, map(graph_ops.get, graph_names))]
+    else:
+        ops = list(ops)
+    for i in [i for i, op in enumerate(ops) if not op]:
+        ops[i] = op_type_from_label(label_of.get(runtime[i], "")) or UNKNOWN_OP
+    return ops
+
+
+def layer_paths(paths: list[str]) -> list[str]:
+    """`layer_path` over many paths."""
+    lines = _Lines(paths)
+    if not lines.ok:
+        return list(map(layer_path, paths))
+    candidates = lines.starting_with(b"gradient") | lines.containing(b"update_")
+    out = list(paths)
+    rows = np.flatnonzero(candidates)
+    if rows.size:
+        # `gradients/<scope>/...`, the common case: drop the first component.
+        slash_lines, _ = lines.char_positions(ord("/"))
+        slashes = np.bincount(slash_lines, minlength=lines.count)
+        plain = lines.starting_with(b"gradients/", among=candidates) & (slashes >= 2)
+        cut = len("gradients/")
+        for i in np.flatnonzero(plain).tolist():
+            out[i] = paths[i][cut:]
+        for i in np.flatnonzero(candidates & ~plain).tolist():
+            out[i] = layer_path(paths[i])
+    return out
+
+
+def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str]) -> np.ndarray:
+    """`categorise` over many names, with numpy over the joined paths."""
+    n = len(paths)
+    lines = _Lines(paths)
+    if not lines.ok:
+        return np.fromiter(map(categorise, paths, op_types, (KINDS[k] for k in kind_code.tolist())),
+                           dtype=np.int64, count=n)
+    distinct_ops = list(dict.fromkeys(op_types))
+    code = {op: i for i, op in enumerate(distinct_ops)}
+    op_code = np.fromiter(map(code.__getitem__, op_types), dtype=np.int64, count=n)
+
+    def op_flag(test) -> np.ndarray:
+        return np.array([bool(test(op)) for op in distinct_ops], dtype=bool)[op_code] if n else np.zeros(0, bool)
+
+    is_input = op_flag(_INPUT_OPS.__contains__) | (kind_code == _KIND_CODE[FEED])
+    is_plumbing = kind_code == _KIND_CODE[PLUMBING]
+    is_apply = op_flag(lambda op: op.startswith(_APPLY_PREFIXES))
+    is_variable = op_flag(_VARIABLE_OPS.__contains__)
+    is_other = op_flag(_OTHER_OPS.__contains__)
+
+    first_len = lines.first_index(ord("/"))
+    has_rest = first_len < lines.lengths - 1  # something after the first "/"
+    optimizer_first = np.zeros(n, dtype=bool)
+    for name in _OPTIMIZER_NAMES:
+        optimizer_first |= lines.starting_with(name.encode(), among=first_len == len(name))
+    slot = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(is_variable & has_rest).tolist():
+        slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
+    # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
+    gradient = lines.containing(b"_grad/") | lines.ending_with(b"_grad")
+    gradients_first = lines.starting_with(b"gradients", among=first_len == len("gradients"))
+    gradient |= gradients_first
+    for i in np.flatnonzero(lines.starting_with(b"gradient") & ~gradients_first & ~gradient).tolist():
+        gradient[i] = bool(_GRADIENT_RE.match(paths[i]))
+    return np.select(
+        [is_input, is_plumbing, is_apply, optimizer_first, slot, gradient, is_variable, is_other],
+        [INPUTS, OTHER, OPTIMIZER, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
+        default=ACTIVATIONS,
+    ).astype(np.int64)
+

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import graph as graph_mod
-from .analysis import (
-    AT_PEAK, ALLOCATED, CATEGORIES, FIGURES, OUTPUT, SELF, SampledCurve, SpaceAnalysis, StepAnalysis, downsample,
-    series_at,
-)
+from . import curve as curve_mod
+from .analysis import SpaceAnalysis, StepAnalysis
+from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
+from .scope_tree import SELF
 
 TOP_SCOPES = 10
 
@@ -34,11 +34,10 @@ def _leaf_name(path: str) -> str:
 def node_ref(space: SpaceAnalysis, exec_index: int | None, group: str = "layer") -> dict | None:
     if exec_index is None:
         return None
-    info = space.info(exec_index)
     tree = space.tree(group)
     leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
     return {"name": space.trace.name(exec_index), "scope": _parent(leaf), "op_type": space.op_type(exec_index),
-            "graph_name": info.graph_name}
+            "graph_name": space.graph_name(exec_index)}
 
 
 def _parent(path: str) -> str:
@@ -64,7 +63,6 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
     tree = space.tree(group)
     start = space.start_bytes
     rise = space.peak_rise_bytes
-    end_rise = int(space.curve.rise_bytes[-1]) if space.curve.rise_bytes.size else 0
     top = tree.children[0][:TOP_SCOPES]
     summary = {
         "id": trace.id,
@@ -79,7 +77,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
         "peak_time_us": space.curve.peak_time_us,
         "peak_node": node_ref(space, space.peak_exec(), group),
         "largest_at_peak": _largest_at_peak(space, group),
-        "end_bytes": None if start is None else start + end_rise,
+        "end_bytes": None if start is None else start + space.curve.end_rise_bytes,
         "node_count": trace.exec_count,
         "event_count": int(trace.event_time_us.size),
         "figures": figures_dict(space.totals()),
@@ -90,9 +88,12 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
                         "figures": figures_dict(tree.figures[c])} for c in top],
     }
     if all_scopes:
+        # Every entry of the tree (scopes, nodes, `(self)`), in preorder; those whose parent is ""
+        # add up to the step's totals.
         summary["scopes"] = [
-            {"name": tree.paths[i], "kind": tree.kinds[i], **figures_dict(tree.figures[i])}
-            for i in range(1, len(tree.paths)) if tree.kinds[i] == "scope"
+            {"name": tree.paths[i], "kind": tree.kinds[i], "parent": tree.paths[int(tree.parent[i])],
+             **figures_dict(tree.figures[i])}
+            for i in range(1, len(tree.paths))
         ]
     return summary
 
@@ -145,7 +146,7 @@ def _child_dict(space: SpaceAnalysis, tree, child: int) -> dict:
 def _top_op_type(space: SpaceAnalysis, tree, node: int) -> str | None:
     """Op type of the node (distinct name) holding the most at peak, else the most allocated."""
     top = int(tree.top_name[node])
-    return space.name_op_types[top] if top >= 0 else None
+    return space.names.op_types[top] if top >= 0 else None
 
 
 def scope_children(space: SpaceAnalysis, group: str, scope: str) -> dict:
@@ -176,14 +177,13 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -
     nodes = []
     for position in order:
         i = int(execs[position])
-        info = space.info(i)
         nodes.append({
             "raw_name": trace.name(i),
-            "graph_name": info.graph_name,
+            "graph_name": space.graph_name(i),
             "scope": _parent(tree.paths[int(tree.leaf_of_exec[i])]),
             "op_type": space.op_type(i),
             "kernel": space.kernel_of(i),
-            "kind": info.kind,
+            "kind": space.kind(i),
             "category": CATEGORIES[int(space.category[i])],
             "start_us": int(trace.start_us[i]),
             "end_us": int(trace.end_us[i]),
@@ -208,40 +208,22 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -
 
 def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", top: int = 8,
           window: tuple[int, int] | None = None) -> dict:
-    """The downsampled curve; `window` (start_us, end_us) zooms in: only that span
-    is bucketed, so a zoomed view gets `points` buckets of its own."""
+    """The downsampled curve, split by the largest children of `breakdown`; `window`
+    (start_us, end_us) zooms in (curve.sample_window)."""
     tree, node = _tree_node(space, group, breakdown)
-    curve_data = space.curve
+    trace, curve_data = space.trace, space.curve
     offset = space.start_bytes or 0
-    first, last = 0, curve_data.time_us.size
-    if window is not None:
-        first = int(np.searchsorted(curve_data.time_us, window[0], side="left"))
-        last = int(np.searchsorted(curve_data.time_us, window[1], side="right"))
-    carried_in = int(curve_data.rise_bytes[first - 1]) if first > 0 else 0
-    sampled = downsample(curve_data.time_us[first:last], curve_data.rise_bytes[first:last], points, carried_in)
-    sampled.position += first
-    opens_between_events = window is not None and 0 < first and (
-        first == curve_data.time_us.size or int(curve_data.time_us[first]) > window[0])
-    if opens_between_events:
-        # The window opens between events: its first point is the value carried in at start_us.
-        sampled = SampledCurve(np.r_[window[0], sampled.time_us], np.r_[carried_in, sampled.min_bytes],
-                               np.r_[carried_in, sampled.max_bytes], np.r_[first - 1, sampled.position])
-    trace = space.trace
-    # The node whose event made each bucket's max: the op running there.
-    last_event = curve_data.event_order[curve_data.group_end[sampled.position]] if sampled.position.size else sampled.position
-    execs_at = trace.event_exec[last_event]
-    unique_execs, node_at = np.unique(execs_at, return_inverse=True)
+    sampled = curve_mod.sample_window(curve_data, points, window)
+    # The execution whose event made each bucket's max: the op running there.
+    unique_execs, node_at = np.unique(trace.event_exec[curve_data.last_event(sampled.position)], return_inverse=True)
     series = []
     explained = np.zeros(sampled.position.size, dtype=np.int64)
     for child in tree.children[node][:top]:
-        values = series_at(space, tree.executions(child), sampled.position)
+        values = curve_mod.held_by(trace, curve_data, tree.executions(child), sampled.position)
         explained += values
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})
     series.append({"scope": None, "name": "(other)", "bytes": (sampled.max_bytes - explained).tolist()})
-    by_time = np.argsort(trace.snapshot_time_us, kind="stable")
-    if window is not None:
-        by_time = by_time[(trace.snapshot_time_us[by_time] >= window[0]) & (trace.snapshot_time_us[by_time] <= window[1])]
-    snapshots = downsample(trace.snapshot_time_us[by_time], trace.snapshot_bytes[by_time], points)
+    snapshots = curve_mod.sample_snapshots(trace, points, window)
     return {
         "window": None if window is None else {"start_us": window[0], "end_us": window[1]},
         "baseline": space.baseline,
@@ -249,20 +231,15 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         "absolute": space.start_bytes is not None,
         "peak": {"time_us": curve_data.peak_time_us, "bytes": offset + space.peak_rise_bytes,
                  "rise_bytes": space.peak_rise_bytes, "node": node_ref(space, space.peak_exec(), group)},
-        "duration_us": space_duration(space),
+        "duration_us": space.duration_us,
         "t_us": sampled.time_us.tolist(),
         "min_bytes": (sampled.min_bytes + offset).tolist(),
         "max_bytes": (sampled.max_bytes + offset).tolist(),
-        "node_at": node_at.tolist(),
+        "node_at": node_at.reshape(-1).tolist(),
         "node_names": [trace.name(int(i)) for i in unique_execs],
         "snapshots": {"t_us": snapshots.time_us.tolist(), "bytes": snapshots.max_bytes.tolist()},
         "series": series,
     }
-
-
-def space_duration(space: SpaceAnalysis) -> int:
-    trace = space.trace
-    return int(trace.end_us.max()) if trace.exec_count else 0
 
 
 def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope: str,
@@ -295,24 +272,11 @@ def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope
                      "op_type": None if child in scopes else child_ops.get(child), "node_count": count,
                      "at_peak_bytes": at_peak, "allocated_bytes": allocated, "output_bytes": output})
     rows.sort(key=lambda r: (-r["at_peak_bytes"], -r["allocated_bytes"], r["id"]))
-    kept, rest = rows[:max_nodes], rows[max_nodes:]
-    kept_ids = {r["id"] for r in kept}
-    if rest:
-        kept.append({"id": "(other)", "name": f"({len(rest)} more)", "kind": "other", "op_type": None,
-                     "node_count": sum(r["node_count"] for r in rest),
-                     "at_peak_bytes": sum(r["at_peak_bytes"] for r in rest),
-                     "allocated_bytes": sum(r["allocated_bytes"] for r in rest),
-                     "output_bytes": sum(r["output_bytes"] for r in rest)})
-    folded: dict[tuple[str, str], int] = {}
-    for (source_id, target_id), count in edges.items():
-        source_id = source_id if source_id in kept_ids else "(other)"
-        target_id = target_id if target_id in kept_ids else "(other)"
-        if source_id != target_id:
-            folded[(source_id, target_id)] = folded.get((source_id, target_id), 0) + count
+    kept, omitted, folded = graph_mod.fold(rows, edges, max_nodes)
     return {
         "scope": scope,
         "source": "trace" if run_graph is None else "run_graph",
         "nodes": kept,
         "edges": [{"source": s, "target": t, "count": c} for (s, t), c in sorted(folded.items())],
-        "omitted_nodes": len(rest),
+        "omitted_nodes": omitted,
     }

@@ -13,7 +13,7 @@ import pytest
 
 import protos
 from tracedata import UNET_STEPS, exec_names, read_blob_bytes
-from tb_memory_plugin import analysis, report, store
+from tb_memory_plugin import analysis, curve as curve_mod, report, scope_tree, store
 from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
 
 REAL = lambda device: "stream:" not in device and "memcpy" not in device  # noqa: E731
@@ -305,7 +305,7 @@ def _parse(data):
 @pytest.mark.parametrize("points", [16, 37, 100, 800, 100000])
 def test_downsample_never_loses_the_peak(space, points):
     curve = space.curve
-    sampled = analysis.downsample(curve.time_us, curve.rise_bytes, points)
+    sampled = curve_mod.downsample(curve.time_us, curve.rise_bytes, points)
     assert len(sampled.max_bytes) <= points
     assert int(sampled.max_bytes.max()) == space.peak_rise_bytes
     assert space.curve.peak_time_us in sampled.time_us.tolist()
@@ -323,15 +323,15 @@ def test_downsample_never_loses_the_peak(space, points):
 def test_downsample_small_hand_curve():
     times = np.arange(10, dtype=np.int64)
     values = np.array([1, 5, 2, 2, 9, 0, 3, 3, 1, 4], dtype=np.int64)
-    sampled = analysis.downsample(times, values, 3)
+    sampled = curve_mod.downsample(times, values, 3)
     assert sampled.max_bytes.tolist() == [5, 9, 4]
     assert sampled.time_us.tolist() == [1, 4, 9]
     # Buckets t0-3, t4-6, t7-9; the value carried in counts: start 0 into the first,
     # 2 into the second, 3 into the third.
     assert sampled.min_bytes.tolist() == [0, 0, 1]
     assert sampled.position.tolist() == [1, 4, 9]
-    assert analysis.downsample(times, values, 3, start_value=-7).min_bytes.tolist() == [-7, 0, 1]
-    same = analysis.downsample(times, values, 10)
+    assert curve_mod.downsample(times, values, 3, start_value=-7).min_bytes.tolist() == [-7, 0, 1]
+    same = curve_mod.downsample(times, values, 10)
     assert same.max_bytes.tolist() == same.min_bytes.tolist() == values.tolist()
     assert int(sampled.max_bytes.max()) == 9
 
@@ -439,13 +439,13 @@ def test_top_op_type_is_the_biggest_name_in_each_subtree(space):
         for node in range(len(tree.paths)):
             begin, size = node, int(tree.subtree_size[node])
             leaves = set(range(begin, begin + size))
-            members = [i for i in range(len(space.name_infos))
+            members = [i for i in range(len(space.names.raw))
                        if int(tree.leaf_of_exec[np.flatnonzero(space.name_code == i)[0]]) in leaves]
             expected = None
             if members:
-                best = min(members, key=lambda i: (-int(space.name_table[i, AT_PEAK]),
-                                                   -int(space.name_table[i, ALLOCATED]), i))
-                expected = space.name_op_types[best]
+                best = min(members, key=lambda i: (-int(space.name_figures[i, AT_PEAK]),
+                                                   -int(space.name_figures[i, ALLOCATED]), i))
+                expected = space.names.op_types[best]
             assert report._top_op_type(space, tree, node) == expected, (group, tree.paths[node])
 
 
@@ -473,7 +473,7 @@ def test_tree_of_awkward_paths():
     leaf_paths = sorted({"a", "a/b", "a/b/c", "a-b/c", "a.b", "a(x)/d", "b/c/d/e", "", "z"})
     n = len(leaf_paths)
     width = len(analysis.FIGURES) + len(CATEGORIES) + 1
-    tree = analysis.build_tree(leaf_paths, np.arange(n), np.ones((n, width), dtype=np.int64), np.arange(n),
+    tree = scope_tree.build_tree(leaf_paths, np.arange(n), np.ones((n, width), dtype=np.int64), np.arange(n),
                                len(analysis.FIGURES))
     assert tree.paths[0] == "" and tree.parent[0] == -1
     for node, path in enumerate(tree.paths[1:], 1):

@@ -112,7 +112,7 @@ def test_gpu_node_names_are_mapped():
     names = exec_names(gpu.trace)
     layout = names.index(protos.LAYOUT_NAME)
     assert gpu.op_type(layout) == "Transpose (layout)"
-    assert gpu.info(layout).kind == "layout_transpose"
+    assert gpu.kind(layout) == "layout_transpose"
     assert gpu.kernel_of(layout) == "Transpose"
 
     scope_tree = gpu.tree("scope")

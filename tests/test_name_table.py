@@ -1,0 +1,85 @@
+"""NameTable (the rules applied to every distinct name at once, with numpy) against
+the one-name rules it must agree with: classify, layer_path, categorise, op types."""
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from tb_memory_plugin import names
+from tb_memory_plugin.figures import CATEGORIES
+
+# Components that make the rules take every branch, and plain ones.
+COMPONENTS = [
+    "model", "block_0001", "MatMul", "Relu", "kernel", "dense", "loss", "x",
+    "gradients", "gradients_1", "gradient_tape", "gradientsX", "Conv2D_grad", "foo_grad", "_grad",
+    "Adam", "Adam_1", "Momentum", "training", "optimizer", "beta1_power", "update_dense", "update_",
+    "ConstantFolding", "ArithmeticOptimizer", "AddOpsRewrite_loss", "LayoutOptimizer", "Remapper",
+    "BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer", "PermConstNHWCToNCHW-LayoutOptimizer",
+    "Conv2D-folded-1", "ShapeN-matshapes-1", "_1__cf__3", "Conv2D:Conv2D",
+    "_arg_frames_0_0", "_retval_loss_0_0", "_SOURCE", "_Recv_x", "(self)", "a.b", "ünï", "",
+]
+OP_TYPES = ["MatMul", "Relu", "VariableV2", "ReadVariableOp", "Const", "Placeholder", "ApplyAdam",
+            "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", None]
+
+name_strategy = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=6).map("/".join)
+
+
+def reference_op_type(raw, info, label, source_ops, graph_ops):
+    if info.fixed_op_type:
+        return info.fixed_op_type
+    op = source_ops.get(names.strip_stream_suffix(raw))
+    if op:
+        return op
+    if graph_ops is not None:
+        op = graph_ops.get(info.graph_name)
+        if op:
+            return op
+    return names.op_type_from_label(label) or names.UNKNOWN_OP
+
+
+def assert_agrees(raw, label_of, source_ops, graph_ops):
+    table = names.NameTable.build(raw, label_of, source_ops, graph_ops)
+    for i, name in enumerate(raw):
+        info = names.classify(name)
+        assert table.graph_names[i] == info.graph_name, name
+        assert table.paths[i] == info.path, name
+        assert table.kind(i) == info.kind, name
+        op = reference_op_type(name, info, label_of.get(names.strip_stream_suffix(name), ""), source_ops, graph_ops)
+        assert table.op_types[i] == op, name
+        expected = names.categorise(info.path, op, info.kind)
+        assert CATEGORIES[table.category[i]] == CATEGORIES[expected], (name, op)
+        assert table.layer_paths[i] == names.layer_path(info.path), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    raw=st.lists(name_strategy, min_size=0, max_size=40, unique=True),
+    ops=st.lists(st.sampled_from(OP_TYPES), min_size=40, max_size=40),
+    with_graph=st.booleans(),
+)
+def test_name_table_agrees_with_the_one_name_rules(raw, ops, with_graph):
+    # Op types come from the graph for some names, from the source or the label for others.
+    graph_ops = {names.classify(n).graph_name: op for n, op in zip(raw, ops) if op and len(n) % 2} if with_graph else None
+    source_ops = {names.strip_stream_suffix(n): op for n, op in zip(raw, ops) if op and len(n) % 3 == 0}
+    label_of = {names.strip_stream_suffix(n): f"{n} = {op}(a)" for n, op in zip(raw, reversed(ops)) if op}
+    assert_agrees(raw, label_of, source_ops, graph_ops)
+
+
+def test_names_with_newlines_take_the_one_name_path():
+    raw = ["a/b\nc", "gradients/x/MatMul_grad/MatMul", "_arg_x_0_0"]
+    assert_agrees(raw, {}, {}, {"a/b\nc": "MatMul"})
+
+
+def test_a_deep_model_names_are_read_in_bulk():
+    """Thousands of distinct plain names (a deep model): every rule still agrees."""
+    raw = []
+    for b in range(2000):
+        scope = f"model/stage_{b // 100:02d}/block_{b:04d}"
+        raw += [f"{scope}/MatMul", f"gradients/{scope}/MatMul_grad/MatMul_1", f"Adam/update_{scope}/kernel/ApplyAdam",
+                f"{scope}/kernel/Adam_1", f"gradients_1/{scope}/Relu_grad/ReluGrad"]
+    ops = ["MatMul", "MatMul", "ApplyAdam", "VariableV2", "ReluGrad"] * 2000
+    graph_ops = dict(zip(raw, ops))
+    assert_agrees(raw, {}, {}, graph_ops)
+    table = names.NameTable.build(raw, {}, {}, graph_ops)
+    counts = np.bincount(table.category, minlength=len(CATEGORIES))
+    assert counts[CATEGORIES.index("gradients")] == 4000
+    assert counts[CATEGORIES.index("optimizer")] == 4000
