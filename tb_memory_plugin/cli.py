@@ -12,8 +12,11 @@ import logging
 import os
 import sys
 
-from . import report
-from .analysis import GROUPS, StepAnalysis
+import numpy as np
+
+from . import logdir as logdir_mod, report, trace as trace_mod
+from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
+from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT
 
 
 class _Warnings(logging.Handler):
@@ -39,23 +42,26 @@ def format_bytes(value: int | None) -> str:
     return f"{sign}{value} B"
 
 
-def _data_provider(logdir: str):
-    """TensorBoard's own event loading and data provider over a logdir."""
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-
-    from . import store
-
-    multiplexer = plugin_event_multiplexer.EventMultiplexer(
-        tensor_size_guidance={store.TAGGED_RUN_METADATA: 0, store.RUN_METADATA: 0, store.GRAPHS: 1})
-    multiplexer.AddRunsFromDirectory(logdir)
-    multiplexer.Reload()
-    return data_provider.MultiplexerDataProvider(multiplexer, logdir)
+AT_PEAK_KEY = FIGURES[AT_PEAK]
 
 
 def _device_json(device: dict) -> dict:
     flat = dict(device)
     flat["op_types"] = [{"name": row["name"], "count": row["count"], **row["figures"]} for row in device["op_types"]]
+    if not device["has_curve"]:  # no allocation records: no peak and no at-peak figure, rather than zeros
+        flat.update(peak_rise_bytes=None, peak_time_us=None, figures={**device["figures"], AT_PEAK_KEY: None})
+        for listing in ("scopes", "op_types", "categories", "top_scopes"):
+            flat[listing] = [_without_at_peak(row) for row in flat.get(listing, ())]
     return flat
+
+
+def _without_at_peak(row: dict) -> dict:
+    row = dict(row)
+    if "figures" in row:
+        row["figures"] = {**row["figures"], AT_PEAK_KEY: None}
+    else:
+        row[AT_PEAK_KEY] = None
+    return row
 
 
 def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces: list, group: str,
@@ -63,61 +69,127 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
     print(f"== {run} / {tag} (step {step_number})")
     if step.message:
         print(f"   note: {step.message}")
+    curve_elsewhere = any(s.has_curve for s in step.spaces)  # else the note above already says "no curve"
     for space in spaces:  # the spaces --device selected (all of them without it)
-        summary = report.device_summary(space, group)
-        start = summary["start_bytes"]
-        baseline = (f"start {format_bytes(start)} (allocator_bytes_in_use)" if start is not None
-                    else "relative to the step's start (this allocator reports no bytes in use)")
-        peak = summary["peak_bytes"] if start is not None else summary["peak_rise_bytes"]
-        print(f"-- {space.trace.id} ({space.trace.device})")
-        print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
-              f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
-        if summary["peak_node"]:
-            print(f"   op at peak: {summary['peak_node']['name']} ({summary['peak_node']['op_type']})")
-        if summary["largest_at_peak"]:
-            largest = summary["largest_at_peak"]
-            print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
-                  f"{format_bytes(largest['at_peak_bytes'])}")
-        tree = space.tree(group)
-        print(f"   top scopes at peak (group={group}):")
-        for child in tree.children[0][:top]:
-            row = report.figures_dict(tree.figures[child])
-            print(f"     {format_bytes(row['at_peak_bytes']):>12}  {tree.paths[child]}"
-                  f"  (allocated {format_bytes(row['allocated_bytes'])})")
-        print("   top op types at peak:")
-        for row in summary["op_types"][:top]:
-            print(f"     {format_bytes(row['figures']['at_peak_bytes']):>12}  {row['name']} x{row['count']}"
-                  f"  (allocated {format_bytes(row['figures']['allocated_bytes'])})")
-        print("   categories at peak (heuristic):")
-        for row in summary["categories"]:
-            print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}")
+        pinned = space.trace.device_type != "CPU" and space.trace.memory_kind == trace_mod.HOST_MEMORY
+        print(f"-- {space.trace.id} ({'host memory pinned for ' if pinned else ''}{space.trace.device})")
+        if space.has_curve:
+            _print_space_at_peak(space, group, top)
+        else:
+            _print_space_without_curve(space, group, top, say_no_curve=curve_elsewhere)
+
+
+def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int) -> None:
+    summary = report.device_summary(space, group)
+    start = summary["start_bytes"]
+    baseline = (f"start {format_bytes(start)} (allocator_bytes_in_use)" if start is not None
+                else "relative to the step's start (this allocator reports no bytes in use)")
+    peak = summary["peak_bytes"] if start is not None else summary["peak_rise_bytes"]
+    print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
+          f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
+    if summary["peak_node"]:
+        print(f"   op at peak: {summary['peak_node']['name']} ({summary['peak_node']['op_type']})")
+    if summary["largest_at_peak"]:
+        largest = summary["largest_at_peak"]
+        print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
+              f"{format_bytes(largest['at_peak_bytes'])}")
+    tree = space.tree(group)
+    print(f"   top scopes at peak (group={group}):")
+    for child in tree.children[0][:top]:
+        row = report.figures_dict(tree.figures[child])
+        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {tree.paths[child]}"
+              f"  (allocated {format_bytes(row['allocated_bytes'])})")
+    print("   top op types at peak:")
+    for row in summary["op_types"][:top]:
+        print(f"     {format_bytes(row['figures']['at_peak_bytes']):>12}  {row['name']} x{row['count']}"
+              f"  (allocated {format_bytes(row['figures']['allocated_bytes'])})")
+    print("   categories at peak (heuristic):")
+    for row in summary["categories"]:
+        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}")
+
+
+def _ranked_by_allocated(rows: list, figures_of, name_of) -> list:
+    """Rows that allocated or produced bytes, most allocated first, then most output."""
+    kept = [row for row in rows if figures_of(row)["allocated_bytes"] or figures_of(row)["output_bytes"]]
+    return sorted(kept, key=lambda row: (-figures_of(row)["allocated_bytes"], -figures_of(row)["output_bytes"],
+                                         name_of(row)))
+
+
+def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_no_curve: bool) -> None:
+    """A space without allocation records: no peak, so rank by what was allocated and produced."""
+    totals = report.figures_dict(space.totals())
+    count = space.trace.exec_count
+    print(f"   allocated {format_bytes(totals['allocated_bytes'])}, output {format_bytes(totals['output_bytes'])}"
+          f" over {count} op execution{'' if count == 1 else 's'}"
+          + ("; no allocation records, so no curve and no peak" if say_no_curve else ""))
+    largest = _largest_allocation(space, group)
+    if largest:
+        print(f"   largest node: {largest['name']} ({largest['op_type']}), allocated "
+              f"{format_bytes(largest['allocated_bytes'])}, output {format_bytes(largest['output_bytes'])}")
+    tree = space.tree(group)
+    print(f"   top scopes by allocated bytes (group={group}):")
+    figures_of_node = lambda node: report.figures_dict(tree.figures[node])  # noqa: E731
+    for child in _ranked_by_allocated(tree.children[0], figures_of_node, tree.paths.__getitem__)[:top]:
+        print(f"     {_allocated_and_output(figures_of_node(child))}  {tree.paths[child]}")
+    print("   top op types by allocated bytes:")
+    for row in _ranked_by_allocated(report.op_type_rows(space), lambda r: r["figures"], lambda r: r["name"])[:top]:
+        print(f"     {_allocated_and_output(row['figures'])}  {row['name']} x{row['count']}")
+    rows = [row for row in report.category_rows(space) if row["allocated_bytes"]]
+    if rows:
+        print("   categories by allocated bytes (heuristic):")
+        for row in rows:
+            print(f"     {format_bytes(row['allocated_bytes']):>12}  {row['name']}")
+
+
+def _allocated_and_output(figures: dict) -> str:
+    return (f"{format_bytes(figures['allocated_bytes']):>12} allocated"
+            f"  {format_bytes(figures['output_bytes']):>12} output")
+
+
+def _largest_allocation(space: SpaceAnalysis, group: str) -> dict | None:
+    """The execution that allocated the most (then produced the most), where there is no peak."""
+    allocated, output = space.exec_columns[ALLOCATED], space.exec_columns[OUTPUT]
+    if allocated.size == 0 or max(int(allocated.max()), int(output.max())) <= 0:
+        return None
+    execution = int(np.lexsort((-output, -allocated))[0])
+    return {**report.node_ref(space, execution, group), "allocated_bytes": int(allocated[execution]),
+            "output_bytes": int(output[execution])}
+
+
+def _matches_device(space: SpaceAnalysis, wanted: str) -> bool:
+    """--device as users write it: the space id (`GPU:0/GPU_0_bfc`), its allocator, or the device
+    in any spelling (`/gpu:0`, `/device:GPU:0`, `GPU:0`, `/job:localhost/replica:0/task:0/gpu:0`)."""
+    trace = space.trace
+    if wanted.lower() in (trace.id.lower(), trace.device.lower(), trace.allocator.lower()):
+        return True
+    device = trace_mod.parse_device(wanted)
+    return device is not None and device == trace_mod.parse_device(trace.device)
 
 
 def summary_command(args: argparse.Namespace) -> int:
-    if "://" not in args.logdir and not os.path.isdir(args.logdir):
+    if not logdir_mod.is_remote(args.logdir) and not os.path.isdir(args.logdir):
         print(f"tb-memory: {args.logdir} is not a directory", file=sys.stderr)
         return 1
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorBoard may import TensorFlow
-    from tensorboard import context as tb_context
-
-    from . import store
-
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # remote logdirs may import TensorFlow
     catcher = _Warnings()
     tb_logger = logging.getLogger("tensorboard")
     tb_logger.addHandler(catcher)
     tb_logger.propagate = False
     try:
-        provider = _data_provider(args.logdir)
+        provider, _ = logdir_mod.data_provider(args.logdir, args.run)
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         print(f"tb-memory: cannot read {args.logdir}: {exc}", file=sys.stderr)
         return 1
+    from tensorboard import context as tb_context
+
+    from . import store
+
     ctx = tb_context.RequestContext()
     steps_store = store.StepStore(provider)
     runs = steps_store.list_steps(ctx, "")
-    refs = [ref for run, run_refs in runs.items() if args.run in (None, run) for ref in run_refs
-            if args.tag in (None, ref.tag)]
+    refs = [ref for run_refs in runs.values() for ref in run_refs if args.tag in (None, ref.tag)]
     if not refs:
-        what = "no traced steps" if not runs else "no traced step matches --run/--tag"
+        what = "no traced steps" if not runs and args.run is None else "no traced step matches --run/--tag"
         hint = "; ".join(catcher.messages[:3])
         print(f"tb-memory: {what} in {args.logdir} (write them with FileWriter.add_run_metadata)"
               + (f"; TensorBoard said: {hint}" if hint else ""), file=sys.stderr)
@@ -130,8 +202,7 @@ def summary_command(args: argparse.Namespace) -> int:
             failures.append(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
         spaces = step.spaces
         if args.device:
-            spaces = [s for s in spaces if args.device in (s.trace.id, s.trace.device, s.trace.allocator)
-                      or s.trace.id.startswith(args.device)]
+            spaces = [s for s in spaces if _matches_device(s, args.device)]
         results.append((ref, step, spaces))
     if args.device and not any(spaces for _, _, spaces in results):
         print(f"tb-memory: no device matches --device {args.device!r}", file=sys.stderr)
@@ -167,7 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.top < 1:
         parser.error("--top must be at least 1")
-    return summary_command(args)
+    try:
+        return summary_command(args)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other commands do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

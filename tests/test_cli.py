@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tracedata import REPO, UNET_STEPS, engine_step
+from tracedata import REPO, UNET_STEPS, engine_step, read_blob_bytes
 from tb_memory_plugin import cli, report
 
 
@@ -110,8 +110,9 @@ def test_json_numbers_equal_the_engine(unet_json, logdir):
         assert device["start_bytes"] == space.start_bytes
         tree = space.tree("layer")
         scopes = {s["name"]: s for s in device["scopes"]}
-        expected = {tree.paths[i] for i in range(1, len(tree.paths)) if tree.kinds[i] == "scope"}
-        assert set(scopes) == expected
+        # Every entry of the tree, with its kind: scopes, nodes and `(self)` alike.
+        assert {name: s["kind"] for name, s in scopes.items()} == dict(zip(tree.paths[1:], tree.kinds[1:]))
+        assert {s["kind"] for s in device["scopes"]} >= {"scope", "node"}
         unet01 = scopes["shared_model/unet_01"]
         row = report.figures_dict(tree.figures[tree.index["shared_model/unet_01"]])
         for key in ("at_peak_bytes", "allocated_bytes", "output_bytes", "temp_bytes"):
@@ -233,9 +234,9 @@ def test_bad_top_is_a_usage_error(capsys, logdir):
 # -- as a module, in its own process -------------------------------------------------------------
 
 
-def _module(*argv):
+def _module(*argv, python_flags=()):
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "tb_memory_plugin.cli", "summary", *map(str, argv)],
+    return subprocess.run([sys.executable, *python_flags, "-m", "tb_memory_plugin.cli", "summary", *map(str, argv)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=str(REPO))
 
 
@@ -246,3 +247,293 @@ def test_python_dash_m(logdir):
     space = engine_step(logdir, "unet", "step_1").space(None)
     assert step["devices"][0]["peak_rise_bytes"] == space.peak_rise_bytes
 
+
+
+_MAIN_THEN_LIST_MODULES = (
+    "import sys\n"
+    "from tb_memory_plugin import cli\n"
+    "code = cli.main(sys.argv[1:])\n"
+    "print('loaded:', ' '.join(sorted(name for name in sys.modules if sys.modules[name] is not None)), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def test_stub_reads_what_tensorflow_reads_and_imports_no_tensorflow(capsys, logdir):
+    """A local logdir is read through TensorBoard's stub in its own process: no TensorFlow (nor
+    boto3) is imported, and the JSON is the one the TensorFlow-backed reader gives in this process."""
+    assert "tensorflow" in sys.modules  # so the in-process run below reads through TensorFlow
+    code, out, _ = _run(capsys, logdir, "--json")
+    assert code == 0
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", _MAIN_THEN_LIST_MODULES, "summary", str(logdir),
+                           "--json"], capture_output=True, text=True, env=env, timeout=300, cwd=str(REPO))
+    assert done.returncode == 0, done.stderr
+    (loaded,) = [line.split()[1:] for line in done.stderr.splitlines() if line.startswith("loaded:")]
+    assert "tb_memory_plugin.logdir" in loaded and "tensorboard.compat.tensorflow_stub.io.gfile" in loaded
+    assert not [name for name in loaded if name.split(".")[0] in ("tensorflow", "boto3", "botocore", "fsspec")]
+    timed = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert "tb_memory_plugin.analysis" in timed
+    assert not [name for name in timed if name.split(".")[0] == "tensorflow"]
+    assert json.loads(done.stdout) == json.loads(out)
+
+
+def test_a_corrupt_record_is_refused_by_both_readers(capsys, tmp_path):
+    import protos
+
+    protos.write_tagged_run_metadata(tmp_path / "run", "step_1", protos.gpu_trace())
+    (event_file,) = (tmp_path / "run").iterdir()
+    data = bytearray(event_file.read_bytes())
+    data[-10] ^= 0x01  # inside the last record's payload, before its CRC
+    event_file.write_bytes(bytes(data))
+    code, _, err = _run(capsys, tmp_path)
+    _one_line_error(code, err)
+    done = _module(tmp_path)
+    _one_line_error(done.returncode, done.stderr)
+    assert "no traced steps" in err and "no traced steps" in done.stderr
+
+
+@pytest.mark.parametrize("size", [0, 1, 4, 9, 2047, 2048, 2049, 4099, 65536, 100_003, 600_001])
+def test_vectorised_crc32c_equals_tensorboards(size):
+    import random
+
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
+
+    from tb_memory_plugin import logdir as logdir_mod
+
+    data = random.Random(size).randbytes(size)
+    assert logdir_mod.crc32c(data) == pywrap_tensorflow.crc32c(data)
+    assert logdir_mod.masked_crc32c(data) == pywrap_tensorflow.masked_crc32c(data)
+
+
+def test_crc32c_check_value():
+    from tb_memory_plugin import logdir as logdir_mod
+
+    assert logdir_mod.crc32c(b"123456789") == 0xE3069283  # the CRC-32C catalogue's check value
+    long = b"123456789" * 1000
+    assert logdir_mod.crc32c(long) != logdir_mod.crc32c(long[:-1] + b"8")
+
+
+# -- which runs are read ------------------------------------------------------------------------
+
+
+def test_only_the_asked_run_is_read(logdir):
+    from tensorboard import context
+
+    from tb_memory_plugin import logdir as logdir_mod
+
+    all_runs = logdir_mod.run_directories(str(logdir))
+    assert set(all_runs) == {"unet", "notrace", "corrupt", "nomem", "gpu", "tf2"}
+    assert logdir_mod.run_directories(str(logdir), "unet") == {"unet": all_runs["unet"]}
+    provider, names = logdir_mod.data_provider(str(logdir), "gpu")
+    assert names == ["gpu"]
+    assert [run.run_name for run in provider.list_runs(context.RequestContext(), experiment_id="")] == ["gpu"]
+
+
+@pytest.mark.parametrize("run_flag", [(), ("--run", "."), ("--run", "gpu")])
+def test_a_run_given_as_the_logdir_is_named_by_its_directory(capsys, logdir, run_flag):
+    code, out, err = _run(capsys, logdir / "gpu", *run_flag, "--json")
+    assert code == 0, err
+    assert [(s["run"], s["tag"]) for s in json.loads(out)["steps"]] == [("gpu", "step_1")]
+    code, out, _ = _run(capsys, logdir / "gpu", *run_flag)
+    assert out.startswith("== gpu / step_1 (step 1)")
+
+
+@pytest.mark.parametrize("spelling", ["/gpu:0", "/device:GPU:0", "GPU:0", "gpu:0",
+                                      "/job:localhost/replica:0/task:0/gpu:0",
+                                      "/job:localhost/replica:0/task:0/device:GPU:0"])
+def test_device_spellings_users_see_in_their_dumps(capsys, logdir, spelling):
+    code, out, err = _run(capsys, logdir, "--run", "gpu", "--json", "--device", spelling)
+    assert code == 0, err
+    assert sorted(d["id"] for d in json.loads(out)["steps"][0]["devices"]) == ["GPU:0/GPU_0_bfc",
+                                                                               "GPU:0/cuda_host_bfc"]
+
+
+@pytest.mark.parametrize("spelling, expected", [("GPU:0/GPU_0_bfc", "GPU:0/GPU_0_bfc"), ("gpu_0_bfc", "GPU:0/GPU_0_bfc"),
+                                                ("cuda_host_bfc", "GPU:0/cuda_host_bfc"), ("/cpu:0", "CPU:0/cpu"),
+                                                ("/device:CPU:0", "CPU:0/cpu")])
+def test_device_by_space_or_allocator(capsys, logdir, spelling, expected):
+    code, out, err = _run(capsys, logdir, "--run", "gpu", "--json", "--device", spelling)
+    assert code == 0, err
+    assert [d["id"] for d in json.loads(out)["steps"][0]["devices"]] == [expected]
+
+
+def test_pinned_host_memory_is_labelled_as_host_memory(capsys, logdir):
+    code, out, _ = _run(capsys, logdir, "--run", "gpu")
+    assert code == 0
+    headers = [line for line in out.splitlines() if line.startswith("-- ")]
+    assert "-- GPU:0/cuda_host_bfc (host memory pinned for /job:localhost/replica:0/task:0/device:GPU:0)" in headers
+    assert "-- GPU:0/GPU_0_bfc (/job:localhost/replica:0/task:0/device:GPU:0)" in headers
+
+
+# -- traces without allocation records (TF 1.x) -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def old_logdir(tmp_path_factory):
+    """`old`: the hand-built TF 1.0-era GPU step (no allocation records); `mixed`: one allocator with
+    records and one without."""
+    import protos
+    from protos import GPU0, Mem, Node
+
+    root = tmp_path_factory.mktemp("old_logs")
+    protos.write_tagged_run_metadata(root / "old", "step_1", protos.old_tf1_trace())
+    mixed = protos.serialized({GPU0: [
+        Node("a/Conv2D", 0, 5, op="Conv2D", memory=[Mem("GPU_0_bfc", [(0, 4096), (3, 1024)]), Mem("cuda_host_bfc", total=512)],
+             outputs=[("GPU_0_bfc", 4096), ("cuda_host_bfc", 512)]),
+    ]})
+    protos.write_tagged_run_metadata(root / "mixed", "step_1", mixed)
+    return root
+
+
+def _proto_bytes_by_node(payload: bytes, allocator: str) -> dict[str, list[int]]:
+    """Node name -> [allocated, output] bytes on one allocator of the step's real devices, from the proto."""
+    from tensorboard.compat.proto import config_pb2
+
+    proto = config_pb2.RunMetadata.FromString(payload)
+    by_node: dict[str, list[int]] = {}
+    for device in proto.step_stats.dev_stats:
+        if "stream:" in device.device or device.device.endswith("/memcpy"):
+            continue
+        for node in device.node_stats:
+            allocated = sum(m.total_bytes for m in node.memory if m.allocator_name == allocator and m.total_bytes > 0)
+            output = sum(o.tensor_description.allocation_description.requested_bytes for o in node.output
+                         if o.tensor_description.allocation_description.allocator_name == allocator)
+            row = by_node.setdefault(node.node_name, [0, 0])
+            row[0] += allocated
+            row[1] += output
+    return by_node
+
+
+def _section(out: str, header: str) -> list[str]:
+    lines = out.splitlines()
+    start = lines.index(header) + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("     ")), len(lines))
+    return lines[start:end]
+
+
+def test_no_curve_text_ranks_by_allocated_then_output(capsys, old_logdir):
+    import protos
+
+    code, out, err = _run(capsys, old_logdir, "--run", "old", "--group", "scope", "--device", "gpu_bfc")
+    assert code == 0, err
+    by_node = _proto_bytes_by_node(protos.old_tf1_trace(), "gpu_bfc")
+    by_scope: dict[str, list[int]] = {}
+    for name, (allocated, output) in by_node.items():
+        row = by_scope.setdefault(name.split("/")[0], [0, 0])
+        row[0] += allocated
+        row[1] += output
+    ranked = sorted(((a, o, name) for name, (a, o) in by_scope.items() if a or o), key=lambda r: (-r[0], -r[1], r[2]))
+    f = cli.format_bytes
+    assert _section(out, "   top scopes by allocated bytes (group=scope):") == [
+        f"     {f(a):>12} allocated  {f(o):>12} output  {name}" for a, o, name in ranked]
+    # A node that allocated nothing itself but produced bytes (conv1/Relu) still counts.
+    assert any(a == 0 and o > 0 for a, o in by_node.values())
+    total_allocated = sum(a for a, _ in by_node.values())
+    total_output = sum(o for _, o in by_node.values())
+    assert f"   allocated {f(total_allocated)}, output {f(total_output)} over " in out
+    name, (allocated, output) = min(by_node.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+    assert f"   largest node: {name} (" in out and f"allocated {f(allocated)}, output {f(output)}" in out
+    # Said once (the step's note), and none of the figures a trace without records cannot have.
+    assert out.count("no curve") == 1 and out.lstrip().startswith("== old / step_1")
+    assert "0.000 ms" not in out and "at peak" not in out
+    assert not [line for line in out.splitlines() if line.strip().startswith(("peak ", "0 B  "))]
+    categories = _section(out, "   categories by allocated bytes (heuristic):")
+    assert categories and all(not line.strip().startswith("0 B") for line in categories)
+
+
+def test_no_curve_is_said_per_allocator_when_another_has_one(capsys, old_logdir):
+    code, out, err = _run(capsys, old_logdir, "--run", "mixed")
+    assert code == 0, err
+    assert "note:" not in out and out.count("no curve") == 1
+    host = out.split("-- GPU:0/cuda_host_bfc")[1]
+    assert "no allocation records, so no curve and no peak" in host and "peak " not in host.replace("no peak", "")
+    device = out.split("-- GPU:0/cuda_host_bfc")[0]
+    assert f"rise {cli.format_bytes(4096 + 1024)}" in device
+
+
+def test_no_curve_json_leaves_at_peak_out(capsys, old_logdir):
+    import protos
+
+    code, out, err = _run(capsys, old_logdir, "--run", "old", "--json")
+    assert code == 0, err
+    (step,) = json.loads(out)["steps"]
+    assert step["message"] and "no curve" in step["message"]
+    for device in step["devices"]:
+        by_node = _proto_bytes_by_node(protos.old_tf1_trace(), device["allocator"])
+        assert device["has_curve"] is False
+        assert device["peak_rise_bytes"] is None and device["peak_time_us"] is None and device["peak_node"] is None
+        assert device["figures"]["allocated_bytes"] == sum(a for a, _ in by_node.values()) > 0
+        assert device["figures"]["output_bytes"] == sum(o for _, o in by_node.values()) > 0
+        assert device["figures"]["at_peak_bytes"] is None
+        for listing in ("scopes", "op_types", "categories"):
+            assert device[listing] and all(row["at_peak_bytes"] is None for row in device[listing])
+        _assert_top_level_adds_up(device)
+
+
+# -- the JSON adds up, on a real TensorFlow step with ops at the root --------------------------------
+
+
+def _build_root_ops(batch, size, seed=0):
+    """A tiny regression whose loss ops (`sub`, `Square`, `Mean`) sit at the graph's root."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [batch, size], name="x")
+        y = tf1.placeholder(tf.float32, [batch, 1], name="y")
+        with tf1.variable_scope("dense"):
+            w = tf1.get_variable("w", [size, 1], initializer=tf1.random_normal_initializer(seed=seed))
+            prediction = tf.matmul(tf.nn.relu(x), w)
+        loss = tf.reduce_mean(tf.square(prediction - y))
+        train_step = tf1.train.GradientDescentOptimizer(0.01).minimize(loss)
+    return models._finish("root_ops", graph, loss, train_step,
+                          models._random_feeds([(x, -1.0, 1.0), (y, -1.0, 1.0)], seed))
+
+
+@pytest.fixture(scope="module")
+def root_ops_run(tmp_path_factory, tf_models):
+    root = tmp_path_factory.mktemp("root_ops")
+    tf_models.write_traced_run(str(root / "root_ops"), _build_root_ops, 32, 512, steps=(1,))
+    return root
+
+
+def _assert_top_level_adds_up(device: dict) -> None:
+    figures = device["figures"]
+    top_level = [row for row in device["scopes"] if row["parent"] == ""]
+    for key, total in figures.items():
+        if total is None:
+            continue
+        assert sum(row[key] for row in top_level) == total, ("scopes", key)
+        assert sum(row[key] for row in device["op_types"]) == total, ("op_types", key)
+    for key in ("at_peak_bytes", "allocated_bytes"):
+        if figures[key] is not None:
+            assert sum(row[key] for row in device["categories"]) == figures[key], ("categories", key)
+    if device["has_curve"]:
+        assert figures["at_peak_bytes"] == device["peak_rise_bytes"]
+
+
+@pytest.mark.parametrize("group", ["layer", "scope"])
+def test_json_top_level_entries_add_up_with_ops_at_the_root(capsys, root_ops_run, group):
+    from tensorboard.compat.proto import config_pb2
+
+    code, out, err = _run(capsys, root_ops_run, "--json", "--group", group)
+    assert code == 0, err
+    (step,) = json.loads(out)["steps"]
+    assert step["run"] == "root_ops" and step["status"] == "ok"
+    payload = read_blob_bytes(root_ops_run, "root_ops", step["tag"])
+    proto = config_pb2.RunMetadata.FromString(payload)
+    for device in step["devices"]:
+        by_node = _proto_bytes_by_node(payload, device["allocator"])
+        assert device["figures"]["allocated_bytes"] == sum(a for a, _ in by_node.values())
+        assert device["figures"]["output_bytes"] == sum(o for _, o in by_node.values())
+        _assert_top_level_adds_up(device)
+    main = max(step["devices"], key=lambda d: d["figures"]["allocated_bytes"])
+    # Ops with no name scope are top-level entries of kind "node", and they hold bytes.
+    root_nodes = {row["name"]: row for row in main["scopes"] if row["parent"] == "" and row["kind"] == "node"}
+    traced_at_root = {node.node_name for device in proto.step_stats.dev_stats for node in device.node_stats
+                      if "/" not in node.node_name and any(m.total_bytes > 0 for m in node.memory)}
+    assert traced_at_root and traced_at_root <= set(root_nodes)
+    assert sum(root_nodes[name]["allocated_bytes"] for name in traced_at_root) > 0
+    assert {"dense", "gradients" if group == "scope" else "dense"} <= {row["name"] for row in main["scopes"]}

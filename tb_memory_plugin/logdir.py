@@ -1,0 +1,186 @@
+"""A logdir read for the CLI: TensorBoard's own loader, only the runs asked for,
+and no TensorFlow for local paths.
+
+TensorBoard resolves `tensorboard.compat.tf` to TensorFlow whenever it is
+installed (seconds to import); for local files its own stub (pure-Python
+gfile and record reader) reads the same event files. Remote logdirs
+(`gs://`, `s3://`, ...) keep TensorFlow's file systems.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import types
+
+import numpy as np
+
+# Optional backends the stub's gfile imports for remote paths only (boto3 alone takes ~0.5 s).
+_REMOTE_BACKENDS = ("boto3", "botocore", "botocore.exceptions", "fsspec")
+# The module whose presence makes `tensorboard.compat.tf` resolve to the stub (TensorBoard's no-TF build).
+_NO_TF_MARKER = "tensorboard.compat.notf"
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def use_tensorflow_stub() -> bool:
+    """Make TensorBoard read files through its stub instead of TensorFlow; True when the stub is in use.
+
+    Leaves things as they are once `tensorboard.compat.tf` is resolved or
+    TensorFlow is already imported (its cost is paid; others in the process
+    may rely on it).
+    """
+    import tensorboard.compat as compat
+
+    lazy_tf = compat.tf
+    if "__version__" in vars(lazy_tf):  # already resolved
+        return lazy_tf.__version__ == "stub"
+    if "tensorflow" in sys.modules:
+        return False
+    saved = {name: sys.modules.get(name) for name in (_NO_TF_MARKER, *_REMOTE_BACKENDS) if name in sys.modules}
+    sys.modules[_NO_TF_MARKER] = types.ModuleType(_NO_TF_MARKER)
+    for name in _REMOTE_BACKENDS:
+        sys.modules.setdefault(name, None)  # None makes `import name` fail: the stub skips S3/fsspec
+    try:
+        stub = lazy_tf.__version__ == "stub"  # resolves the lazy module now, while the marker is there
+    finally:
+        for name in (_NO_TF_MARKER, *_REMOTE_BACKENDS):
+            if name in saved:
+                sys.modules[name] = saved[name]
+            else:
+                sys.modules.pop(name, None)
+    if stub:
+        from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
+
+        # The stub's record reader checks every record with a per-byte Python CRC (~4 MB/s).
+        pywrap_tensorflow.masked_crc32c = masked_crc32c
+    return stub
+
+
+def data_provider(logdir: str, run: str | None = None):
+    """TensorBoard's multiplexer and data provider over the logdir's runs (only `run` when given).
+
+    A run is a directory holding event files, named by its path under the
+    logdir (`.` for the logdir itself); when the logdir itself is the only
+    run, it is named by its directory's name. Returns (provider, run names).
+    """
+    if not is_remote(logdir):
+        use_tensorflow_stub()
+    from tensorboard.backend.event_processing import data_provider as provider_mod
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+    from . import store
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer(
+        tensor_size_guidance={store.TAGGED_RUN_METADATA: 0, store.RUN_METADATA: 0, store.GRAPHS: 1})
+    runs = run_directories(logdir, run)
+    for name, path in runs.items():
+        multiplexer.AddRun(path, name)
+    multiplexer.Reload()
+    return provider_mod.MultiplexerDataProvider(multiplexer, logdir), list(runs)
+
+
+def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
+    """Run name -> directory: the asked run's directory alone, or every run under the logdir."""
+    own_name = os.path.basename(os.path.normpath(logdir.rstrip("/"))) or logdir
+    if run is not None:
+        if run in (".", own_name) and _holds_event_files(logdir):
+            return {own_name: logdir}
+        return {run: logdir.rstrip("/") + "/" + run}
+    from tensorboard.backend.event_processing import io_wrapper
+
+    names = {}
+    for directory in io_wrapper.GetLogdirSubdirectories(logdir):
+        name = os.path.relpath(directory, logdir) if not is_remote(logdir) else directory[len(logdir):].strip("/") or "."
+        names[name] = directory
+    if list(names) == ["."]:
+        return {own_name: logdir}
+    return names
+
+
+def _holds_event_files(directory: str) -> bool:
+    from tensorboard.backend.event_processing import io_wrapper
+    from tensorboard.compat import tf
+
+    try:
+        return any(io_wrapper.IsSummaryEventsFile(name) for name in tf.io.gfile.listdir(directory))
+    except Exception:  # noqa: BLE001 - an unreadable directory holds no run
+        return False
+
+
+# -- CRC-32C (Castagnoli), as TFRecord files checksum each record ------------------------------
+
+_POLY = 0x82F63B78  # reflected
+_MASK32 = 0xFFFFFFFF
+_SMALL = 2048  # below this many bytes the plain per-byte loop is quicker than numpy's set-up
+
+
+def _byte_table() -> np.ndarray:
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(_POLY), table >> 1).astype(np.uint32)
+    return table
+
+
+_TABLE = _byte_table()
+_BITS = np.arange(32, dtype=np.uint32)
+
+
+def _apply(operator: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """A linear map over GF(2)^32 (given by the images of its 32 basis bits) applied to each value."""
+    out = np.zeros_like(values)
+    for bit in range(32):
+        out ^= ((values >> np.uint32(bit)) & np.uint32(1)) * operator[bit]
+    return out
+
+
+def _zero_bytes_operator(count: int) -> np.ndarray:
+    """The register's map through `count` zero bytes."""
+    basis = np.uint32(1) << _BITS
+    one = _TABLE[basis & 0xFF] ^ (basis >> np.uint32(8))
+    result, power = basis, one
+    while count:
+        if count & 1:
+            result = _apply(power, result)
+        power = _apply(power, power)
+        count >>= 1
+    return result
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C of `data`, vectorised: lanes of the buffer at once, then combined pairwise.
+
+    The register is linear: crc(A + B) = zeros(len B)(crc(A)) ^ crc(B) with a
+    zero start, and a 0xFFFFFFFF start equals flipping the first four bytes.
+    """
+    n = len(data)
+    if n < _SMALL:
+        register = _MASK32
+        for byte in data:
+            register = int(_TABLE[(register ^ byte) & 0xFF]) ^ (register >> 8)
+        return register ^ _MASK32
+    lanes = 1 << max(6, min(14, math.ceil(math.log2(math.sqrt(n)))))
+    lane_bytes = -(-n // lanes)
+    buffer = np.zeros(lanes * lane_bytes, dtype=np.uint8)
+    first = buffer.size - n  # zeros in front leave a zero register at zero
+    buffer[first:] = np.frombuffer(data, dtype=np.uint8)
+    buffer[first:first + 4] ^= 0xFF
+    columns = np.ascontiguousarray(buffer.reshape(lanes, lane_bytes).T)
+    register = np.zeros(lanes, dtype=np.uint32)
+    shift = np.uint32(8)
+    for column in columns:
+        register = _TABLE[(register ^ column) & 0xFF] ^ (register >> shift)
+    operator = _zero_bytes_operator(lane_bytes)
+    while register.size > 1:
+        register = _apply(operator, register[0::2]) ^ register[1::2]
+        operator = _apply(operator, operator)
+    return int(register[0]) ^ _MASK32
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TFRecord's masked CRC (what the stub's reader compares with each record)."""
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & _MASK32
