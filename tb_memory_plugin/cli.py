@@ -157,10 +157,11 @@ def _largest_allocation(space: SpaceAnalysis, group: str) -> dict | None:
 
 
 def _matches_device(space: SpaceAnalysis, wanted: str) -> bool:
-    """--device as users write it: the space id (`GPU:0/GPU_0_bfc`), its allocator, or the device
-    in any spelling (`/gpu:0`, `/device:GPU:0`, `GPU:0`, `/job:localhost/replica:0/task:0/gpu:0`)."""
+    """--device as users write it: the space id (`GPU:0/GPU_0_bfc`), its allocator, a device type
+    (`GPU`), or the device in any spelling (`/gpu:0`, `/device:GPU:0`, `GPU:0`,
+    `/job:localhost/replica:0/task:0/gpu:0`)."""
     trace = space.trace
-    if wanted.lower() in (trace.id.lower(), trace.device.lower(), trace.allocator.lower()):
+    if wanted.lower() in (trace.id.lower(), trace.device.lower(), trace.allocator.lower(), trace.device_type.lower()):
         return True
     device = trace_mod.parse_device(wanted)
     return device is not None and device == trace_mod.parse_device(trace.device)
@@ -176,7 +177,7 @@ def summary_command(args: argparse.Namespace) -> int:
     tb_logger.addHandler(catcher)
     tb_logger.propagate = False
     try:
-        provider, _ = logdir_mod.data_provider(args.logdir, args.run)
+        provider = logdir_mod.data_provider(args.logdir, args.run)
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         print(f"tb-memory: cannot read {args.logdir}: {exc}", file=sys.stderr)
         return 1

@@ -65,7 +65,7 @@ def data_provider(logdir: str, run: str | None = None):
 
     A run is a directory holding event files, named by its path under the
     logdir (`.` for the logdir itself); when the logdir itself is the only
-    run, it is named by its directory's name. Returns (provider, run names).
+    run, it is named by its directory's name.
     """
     if not is_remote(logdir):
         use_tensorflow_stub()
@@ -80,7 +80,7 @@ def data_provider(logdir: str, run: str | None = None):
     for name, path in runs.items():
         multiplexer.AddRun(path, name)
     multiplexer.Reload()
-    return provider_mod.MultiplexerDataProvider(multiplexer, logdir), list(runs)
+    return provider_mod.MultiplexerDataProvider(multiplexer, logdir)
 
 
 def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
@@ -92,10 +92,8 @@ def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
         return {run: logdir.rstrip("/") + "/" + run}
     from tensorboard.backend.event_processing import io_wrapper
 
-    names = {}
-    for directory in io_wrapper.GetLogdirSubdirectories(logdir):
-        name = os.path.relpath(directory, logdir) if not is_remote(logdir) else directory[len(logdir):].strip("/") or "."
-        names[name] = directory
+    # Named as TensorBoard's EventMultiplexer.AddRunsFromDirectory names them.
+    names = {os.path.relpath(directory, logdir): directory for directory in io_wrapper.GetLogdirSubdirectories(logdir)}
     if list(names) == ["."]:
         return {own_name: logdir}
     return names
