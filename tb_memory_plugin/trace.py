@@ -73,6 +73,11 @@ class SpaceTrace:
     event_exec: np.ndarray  # the execution that owns the bytes
     snapshot_time_us: np.ndarray  # the allocator's own bytes-in-use readings
     snapshot_bytes: np.ndarray
+    # More allocator readings at the snapshot times, where the source has them (XPlane:
+    # "reserved_bytes", "fragmentation"), and the allocator's limit (allocated + available
+    # + reserved): what a step must fit in. RunMetadata has neither.
+    snapshot_series: Mapping[str, np.ndarray] = field(default_factory=dict)
+    capacity_bytes: int | None = None
 
     @property
     def exec_count(self) -> int:
@@ -101,7 +106,7 @@ class Trace:
     duration_us: int
     node_stat_count: int  # executions over all devices, as the source counted them
     op_types: Mapping[str, str] = field(default_factory=dict)  # runtime name -> op type the source knows for sure
-    source: str = "run_metadata"
+    source: str = "run_metadata"  # or "xplane"
 
 
 def empty_trace() -> Trace:

@@ -1,0 +1,622 @@
+"""Profiler XSpace (`plugins/profile/<session>/<host>.xplane.pb`) -> one `Trace` per profiled step.
+
+TF2 eager code and Keras `model.fit` write no step stats; their memory is in
+the profiler's `MemoryAllocation` / `MemoryDeallocation` events (README, "TF2
+and Keras"). This importer turns them into the same columns as RunMetadata:
+
+* steps: one per executor step id (`id` on the allocations and on
+  `ExecutorState::Process` events); a step's window runs from its first to its
+  last such event, and every memory event of the allocator inside it counts
+  (the allocator's bytes are the truth, whoever asked for them);
+* executions: one per distinct `tf_op` in the window (op events are named
+  `<tf_op>:<OpType>`: their op type, start and end); an allocation without a
+  `tf_op` belongs to the op running on its thread then;
+* events: + `allocation_bytes` on allocation, - on free; a free belongs to the
+  execution whose allocation it frees (paired by `addr`), or to the execution
+  `(before this step)` when that allocation was made before the window (an
+  earlier step, or before the profile);
+* snapshots: `bytes_allocated`, the allocator's absolute bytes in use after
+  each event, so the curve is absolute; `bytes_reserved` and `fragmentation`
+  beside them; capacity = allocated + available + reserved.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..._numeric import scatter_sum
+from ...trace import SpaceTrace, Trace, TraceDecodeError
+from . import names as names_mod
+from . import wire
+
+BEFORE_STEP = "(before this step)"  # owns frees of bytes allocated before the step's window
+UNATTRIBUTED = "(no op)"  # allocations with no tf_op and no op running on their thread
+BEFORE_STEP_OP_TYPE = "(allocated earlier)"
+
+NO_MEMORY_HELP = (
+    "This profile holds no memory events. On CPU, TensorFlow records them only with the BFC allocator: "
+    "set TF_CPU_ALLOCATOR_USE_BFC=true (every allocation), or turn oneDNN on with "
+    "TF_ENABLE_ONEDNN_OPTS=1 (allocator mklcpu: only allocations of 256 KiB and more). "
+    "Set it in the environment before TensorFlow starts (before `import tensorflow`): "
+    "setting it later has no effect."
+)
+
+_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED = range(6)
+# `<tf_op>:<OpType>`: node names hold no ':' or spaces; `ThreadpoolListener::Record` has two colons.
+_OP_EVENT_RE = re.compile(r"^(?P<node>[^:\s]+):(?P<type>[A-Za-z0-9_.]*)$")
+_GPU_ALLOCATOR_RE = re.compile(r"^(?:GPU|gpu)_(?P<index>\d+)_bfc$")
+_EVENTS_PER_CHUNK = 1 << 15  # events read in lockstep at once (bounds the field tables)
+
+# Stats read from memory events, as (name, kind): "int" (int64/uint64), "double", "string" (str or ref).
+_MEMORY_STATS = (
+    ("allocator_name", "string"), ("tf_op", "string"), ("region_type", "string"), ("id", "int"),
+    ("addr", "int"), ("allocation_bytes", "int"), ("requested_bytes", "int"), ("bytes_allocated", "int"),
+    ("bytes_reserved", "int"), ("bytes_available", "int"), ("fragmentation", "double"),
+)
+
+
+def _check_bytes(data) -> None:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TraceDecodeError(f"expected bytes, got {type(data).__name__}")
+
+
+# -- columns of one plane ----------------------------------------------------------------
+
+
+@dataclass
+class _Stats:
+    """The stats of a set of events, one row per stat."""
+
+    event: np.ndarray  # which event (index into the set)
+    metadata_id: np.ndarray
+    kind: np.ndarray  # the XStat value field that is set (wire.DOUBLE, ...)
+    integer: np.ndarray  # int64 of UINT64 / INT64 / REF values
+    real: np.ndarray  # DOUBLE values
+    text_start: np.ndarray  # STR / BYTES payloads
+    text_end: np.ndarray
+
+
+def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
+    event, starts, ends = spans
+    fields = wire.read_fields(buf, starts, ends)
+    stat_count = starts.size
+    metadata_id = np.zeros(stat_count, dtype=np.int64)
+    kind = np.zeros(stat_count, dtype=np.int64)
+    integer = np.zeros(stat_count, dtype=np.int64)
+    real = np.zeros(stat_count, dtype=np.float64)
+    text_start = np.zeros(stat_count, dtype=np.int64)
+    text_end = np.zeros(stat_count, dtype=np.int64)
+    owner, value, _ = fields.of(1, wire.VARINT)
+    metadata_id[owner] = wire.as_int64(value)
+    for number in (wire.UINT64, wire.INT64, wire.REF):
+        owner, value, _ = fields.of(number, wire.VARINT)
+        integer[owner] = wire.as_int64(value)
+        kind[owner] = number
+    owner, value, _ = fields.of(wire.DOUBLE, wire.FIXED64)
+    real[owner] = wire.doubles(buf, value.astype(np.int64))
+    kind[owner] = wire.DOUBLE
+    for number in (wire.STR, wire.BYTES):
+        owner, value, end = fields.of(number, wire.LEN)
+        text_start[owner] = value.astype(np.int64)
+        text_end[owner] = end
+        kind[owner] = number
+    return _Stats(event, metadata_id, kind, integer, real, text_start, text_end)
+
+
+class _Strings:
+    """One code per distinct string of a plane: ref values (stat metadata names) and inline strings."""
+
+    def __init__(self, data, stat_names: dict[int, str]) -> None:
+        self._data = data
+        self.values: list[str] = []
+        self._code: dict[str, int] = {}
+        self._ref_ids = np.array(sorted(stat_names), dtype=np.int64)
+        self._ref_codes = np.array([self.code(stat_names[i]) for i in self._ref_ids.tolist()], dtype=np.int64)
+
+    def code(self, text: str) -> int:
+        code = self._code.get(text)
+        if code is None:
+            code = self._code[text] = len(self.values)
+            self.values.append(text)
+        return code
+
+    def of_stats(self, stats: _Stats, rows: np.ndarray) -> np.ndarray:
+        """String codes of some stats (refs and inline strings); -1 for other kinds."""
+        out = np.full(rows.size, -1, dtype=np.int64)
+        kind = stats.kind[rows]
+        refs = np.flatnonzero(kind == wire.REF)
+        if refs.size and self._ref_ids.size:
+            ids = stats.integer[rows[refs]]
+            at = np.minimum(np.searchsorted(self._ref_ids, ids), self._ref_ids.size - 1)
+            known = self._ref_ids[at] == ids
+            out[refs[known]] = self._ref_codes[at[known]]
+        for i in np.flatnonzero((kind == wire.STR) | (kind == wire.BYTES)).tolist():
+            row = rows[i]
+            raw = bytes(self._data[stats.text_start[row]:stats.text_end[row]])
+            out[i] = self.code(raw.decode("utf-8", "replace"))
+        return out
+
+
+def _stat_columns(stats: _Stats, count: int, wanted, stat_ids: dict[str, list[int]], strings: _Strings) -> dict:
+    """Per event, the value of each wanted stat (0 / 0.0 / -1 where absent)."""
+    columns = {}
+    for name, kind in wanted:
+        if kind == "double":
+            column = np.zeros(count, dtype=np.float64)
+        else:
+            column = np.full(count, -1 if kind == "string" else 0, dtype=np.int64)
+        rows = np.flatnonzero(np.isin(stats.metadata_id, stat_ids.get(name, [])))
+        if rows.size:
+            events = stats.event[rows]
+            if kind == "double":
+                # Doubles written as integers (or the reverse) still read as numbers.
+                column[events] = np.where(stats.kind[rows] == wire.DOUBLE, stats.real[rows], stats.integer[rows])
+            elif kind == "string":
+                column[events] = strings.of_stats(stats, rows)
+            else:
+                column[events] = np.where(stats.kind[rows] == wire.DOUBLE, stats.real[rows].astype(np.int64),
+                                          stats.integer[rows])
+        columns[name] = column
+    return columns
+
+
+@dataclass
+class _PlaneEvents:
+    """The events of one plane that matter, as columns (times in picoseconds)."""
+
+    memory: dict  # time_ps, line, is_allocation and the _MEMORY_STATS columns
+    ops: dict  # start_ps, end_ps, line, node (string code), op_type (string code)
+    processes: dict  # start_ps, end_ps, step_id
+    markers: dict  # start_ps, end_ps, step_num
+    strings: _Strings
+
+
+def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
+    """Sorted metadata ids, their kind, and for op events the (node, op type) codes."""
+    ids = np.array(sorted(event_names), dtype=np.int64)
+    kinds = np.full(ids.size, _OTHER, dtype=np.int64)
+    node = np.full(ids.size, -1, dtype=np.int64)
+    op_type = np.full(ids.size, -1, dtype=np.int64)
+    for i, metadata_id in enumerate(ids.tolist()):
+        name, display_name = event_names[metadata_id]
+        if name == "MemoryAllocation":
+            kinds[i] = _ALLOCATION
+        elif name == "MemoryDeallocation":
+            kinds[i] = _DEALLOCATION
+        elif name == "ExecutorState::Process":
+            kinds[i] = _PROCESS
+        elif name.startswith("ThreadpoolListener::"):
+            kinds[i] = _SKIPPED
+        else:
+            match = _OP_EVENT_RE.match(name)
+            if match:
+                kinds[i] = _OP
+                node[i] = strings.code(match.group("node"))
+                op_type[i] = strings.code(match.group("type") or display_name or "(unknown)")
+    return ids, kinds, node, op_type
+
+
+def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
+    strings = _Strings(data, plane.stat_names)
+    stat_ids: dict[str, list[int]] = {}
+    for metadata_id, name in plane.stat_names.items():
+        stat_ids.setdefault(name, []).append(metadata_id)
+    meta_ids, meta_kinds, meta_node, meta_op_type = _event_kinds(plane.event_names, strings)
+    parts: dict[str, list] = {"memory": [], "ops": [], "processes": [], "markers": []}
+    for line_index, line in enumerate(plane.lines):
+        base_ps = line.timestamp_ns * 1000
+        for first in range(0, line.body_start.size, _EVENTS_PER_CHUNK):
+            starts = line.body_start[first:first + _EVENTS_PER_CHUNK]
+            ends = line.body_end[first:first + _EVENTS_PER_CHUNK]
+            metadata_id = _metadata_ids(buf, starts, ends)
+            at = np.minimum(np.searchsorted(meta_ids, metadata_id), max(meta_ids.size - 1, 0))
+            known = meta_ids[at] == metadata_id if meta_ids.size else np.zeros(starts.size, dtype=bool)
+            kind = np.where(known, meta_kinds[at] if meta_ids.size else _OTHER, _SKIPPED)
+            keep = np.flatnonzero(kind != _SKIPPED)
+            if keep.size == 0:
+                continue
+            kind, at = kind[keep], at[keep]
+            fields = wire.read_fields(buf, starts[keep], ends[keep])
+            offset = np.zeros(keep.size, dtype=np.int64)
+            duration = np.zeros(keep.size, dtype=np.int64)
+            owner, value, _ = fields.of(2, wire.VARINT)
+            offset[owner] = wire.as_int64(value)
+            owner, value, _ = fields.of(3, wire.VARINT)
+            duration[owner] = wire.as_int64(value)
+            start_ps = base_ps + offset
+            end_ps = start_ps + duration
+            line_column = np.full(keep.size, line_index, dtype=np.int64)
+            is_op = kind == _OP
+            if is_op.any():
+                parts["ops"].append({"start_ps": start_ps[is_op], "end_ps": end_ps[is_op], "line": line_column[is_op],
+                                     "node": meta_node[at[is_op]], "op_type": meta_op_type[at[is_op]]})
+            with_stats = np.flatnonzero(~is_op)
+            if with_stats.size == 0:
+                continue
+            stat_owner, stat_start, stat_end = fields.of(4, wire.LEN)
+            wanted = np.isin(stat_owner, with_stats)
+            stats = _read_stats(buf, (stat_owner[wanted], stat_start[wanted].astype(np.int64), stat_end[wanted]))
+            memory = np.flatnonzero((kind == _ALLOCATION) | (kind == _DEALLOCATION))
+            if memory.size:
+                columns = _stat_columns(_restrict(stats, memory, keep.size), memory.size, _MEMORY_STATS, stat_ids,
+                                        strings)
+                parts["memory"].append({"time_ps": start_ps[memory], "line": line_column[memory],
+                                        "is_allocation": kind[memory] == _ALLOCATION, **columns})
+            process = np.flatnonzero(kind == _PROCESS)
+            if process.size:
+                columns = _stat_columns(_restrict(stats, process, keep.size), process.size, (("id", "int"),),
+                                        stat_ids, strings)
+                parts["processes"].append({"start_ps": start_ps[process], "end_ps": end_ps[process],
+                                           "step_id": columns["id"]})
+            other = np.flatnonzero(kind == _OTHER)
+            if other.size and "step_num" in stat_ids:
+                restricted = _restrict(stats, other, keep.size)
+                has_step = np.zeros(other.size, dtype=bool)
+                has_step[restricted.event[np.isin(restricted.metadata_id, stat_ids["step_num"])]] = True
+                if has_step.any():
+                    columns = _stat_columns(restricted, other.size, (("step_num", "int"),), stat_ids, strings)
+                    parts["markers"].append({"start_ps": start_ps[other][has_step], "end_ps": end_ps[other][has_step],
+                                             "step_num": columns["step_num"][has_step]})
+    return _PlaneEvents(**{name: _concatenate(chunks) for name, chunks in parts.items()}, strings=strings)
+
+
+def _metadata_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Each event's metadata_id: its first field nearly always; the rest read field by field."""
+    metadata_id = np.zeros(starts.size, dtype=np.int64)
+    first = (starts < ends) & (wire._gather(buf, starts) == 0x08)
+    rows = np.flatnonzero(first)
+    value, length = wire.varints(buf, starts[rows] + 1)
+    if ((starts[rows] + 1 + length) > ends[rows]).any():
+        raise wire.WireError("an event's metadata_id runs past the event")
+    metadata_id[rows] = wire.as_int64(value)
+    others = np.flatnonzero(~first)
+    if others.size:
+        owner, value, _ = wire.read_fields(buf, starts[others], ends[others]).of(1, wire.VARINT)
+        metadata_id[others[owner]] = wire.as_int64(value)
+    return metadata_id
+
+
+def _restrict(stats: _Stats, events: np.ndarray, event_count: int) -> _Stats:
+    """The stats of some events, renumbered 0..len(events)-1."""
+    renumber = np.full(event_count, -1, dtype=np.int64)
+    renumber[events] = np.arange(events.size)
+    new_event = renumber[stats.event]
+    rows = np.flatnonzero(new_event >= 0)
+    return _Stats(new_event[rows], stats.metadata_id[rows], stats.kind[rows], stats.integer[rows], stats.real[rows],
+                  stats.text_start[rows], stats.text_end[rows])
+
+
+def _concatenate(chunks: list[dict]) -> dict:
+    if not chunks:
+        return {}
+    return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
+
+
+# -- steps --------------------------------------------------------------------------------
+
+
+@dataclass
+class ProfileStep:
+    """One profiled step: an executor step id and the window its events span."""
+
+    step_id: int
+    number: int | None  # the step number the profiler was given (Keras: the batch), if any
+    start_ps: int
+    end_ps: int
+    devices: list[str]
+
+
+def _device_of(allocator: str) -> tuple[str, str, int]:
+    """(device name, type, index) whose memory an allocator hands out."""
+    match = _GPU_ALLOCATOR_RE.match(allocator)
+    if match:
+        index = int(match.group("index"))
+        return f"/device:GPU:{index}", "GPU", index
+    return "/device:CPU:0", "CPU", 0
+
+
+class _PlaneSteps:
+    """The memory events of one plane, sorted by time, paired, and split into steps."""
+
+    def __init__(self, events: _PlaneEvents, profile_start_ns: int) -> None:
+        self.strings = events.strings
+        self.profile_start_ns = profile_start_ns
+        memory = events.memory
+        order = np.argsort(memory["time_ps"], kind="stable")
+        self.memory = {key: column[order] for key, column in memory.items()}
+        self.ops = events.ops
+        self._pair_frees()
+        self._attribute_unnamed()
+        self.steps = self._find_steps(events.processes, events.markers)
+
+    def _pair_frees(self) -> None:
+        """paired[i]: for a free, the allocation it frees (same allocator and addr, latest before); else -1."""
+        memory = self.memory
+        count = memory["time_ps"].size
+        by_address = np.lexsort((np.arange(count), memory["addr"], memory["allocator_name"]))
+        same = np.zeros(count, dtype=bool)
+        if count > 1:
+            same[1:] = ((memory["addr"][by_address[1:]] == memory["addr"][by_address[:-1]])
+                        & (memory["allocator_name"][by_address[1:]] == memory["allocator_name"][by_address[:-1]]))
+        previous = np.full(count, -1, dtype=np.int64)
+        previous[by_address[1:]] = np.where(same[1:], by_address[:-1], -1)
+        is_allocation = memory["is_allocation"]
+        paired = np.where(~is_allocation & (previous >= 0), previous, -1)
+        paired[paired >= 0] = np.where(is_allocation[paired[paired >= 0]], paired[paired >= 0], -1)
+        self.paired = paired
+
+    def _attribute_unnamed(self) -> None:
+        """Allocations without a tf_op: the op running on their thread then (the op event around them)."""
+        memory, ops = self.memory, self.ops
+        node = memory["tf_op"].copy()
+        unnamed = np.flatnonzero(memory["is_allocation"] & (node < 0))
+        if unnamed.size and ops:
+            for line in np.unique(memory["line"][unnamed]).tolist():
+                rows = unnamed[memory["line"][unnamed] == line]
+                line_ops = np.flatnonzero(ops["line"] == line)
+                line_ops = line_ops[np.argsort(ops["start_ps"][line_ops], kind="stable")]
+                time = memory["time_ps"][rows]
+                before = np.searchsorted(ops["start_ps"][line_ops], time, side="right") - 1
+                running = before >= 0
+                before = line_ops[np.maximum(before, 0)] if line_ops.size else before
+                running &= ops["end_ps"][before] >= time if line_ops.size else False
+                node[rows[running]] = ops["node"][before[running]]
+        self.node = node
+
+    def _find_steps(self, processes: dict, markers: dict) -> list[ProfileStep]:
+        memory = self.memory
+        allocation_step = np.where(memory["is_allocation"], memory["id"], 0)
+        ids = np.unique(allocation_step[allocation_step != 0])
+        if processes:
+            ids = ids[np.isin(ids, processes["step_id"])] if np.isin(ids, processes["step_id"]).any() else ids
+        steps = []
+        for step_id in ids.tolist():
+            times = memory["time_ps"][allocation_step == step_id]
+            start, end = int(times.min()), int(times.max())
+            if processes:
+                runs = processes["step_id"] == step_id
+                if runs.any():
+                    start = min(start, int(processes["start_ps"][runs].min()))
+                    end = max(end, int(processes["end_ps"][runs].max()))
+            steps.append(ProfileStep(step_id, _step_number(markers, start), start, end, []))
+        if not steps and memory["time_ps"].size:  # no step ids: the whole profile is one step
+            steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), []))
+        steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
+        # A step run inside another one's window (Keras slicing a batch in a tf.function of its
+        # own) is part of that step: its events are in the window already.
+        outer_end = np.maximum.accumulate([s.end_ps for s in steps]) if steps else []
+        steps = [s for i, s in enumerate(steps) if i == 0 or s.end_ps > outer_end[i - 1]]
+        for step in steps:
+            low, high = self._window(step)
+            allocators = np.unique(memory["allocator_name"][low:high])
+            step.devices = sorted({_device_of(self._text(a))[0] for a in allocators.tolist()})
+        return steps
+
+    def _window(self, step: ProfileStep) -> tuple[int, int]:
+        times = self.memory["time_ps"]
+        return int(np.searchsorted(times, step.start_ps, "left")), int(np.searchsorted(times, step.end_ps, "right"))
+
+    def _text(self, code: int) -> str:
+        return self.strings.values[code] if code >= 0 else "(unknown)"
+
+    # -- one step -> Trace ---------------------------------------------------------------------
+
+    def trace(self, step: ProfileStep) -> Trace:
+        memory, strings = self.memory, self.strings
+        low, high = self._window(step)
+        window = np.arange(low, high)
+        paired = self.paired[window]
+        # Who owns each event: its allocation's op (for a free, the allocation it frees).
+        owner_event = np.where(memory["is_allocation"][window], window, paired)
+        before = owner_event < low  # a free of bytes allocated before the window (or before the profile)
+        unattributed = strings.code(UNATTRIBUTED)
+        before_code = strings.code(BEFORE_STEP)
+        node = np.where(before, before_code, self.node[np.maximum(owner_event, 0)])
+        node = np.where(node < 0, unattributed, node)
+        ops = self.ops
+        in_window = np.zeros(0, dtype=np.int64)
+        if ops:
+            in_window = np.flatnonzero((ops["start_ps"] >= step.start_ps) & (ops["start_ps"] <= step.end_ps))
+        allocators = memory["allocator_name"][window]
+        spaces = []
+        op_types: dict[str, str] = {}
+        devices = []
+        for allocator in np.unique(allocators).tolist():
+            rows = np.flatnonzero(allocators == allocator)
+            space, space_op_types = self._space(step, window[rows], node[rows], in_window, self._text(allocator))
+            spaces.append(space)
+            op_types.update(space_op_types)
+            if space.device not in devices:
+                devices.append(space.device)
+        start_ns = self.profile_start_ns + step.start_ps // 1000
+        return Trace(
+            spaces=spaces,
+            devices=devices,
+            step_start_us=start_ns // 1000,
+            duration_us=(step.end_ps - step.start_ps) // 1_000_000,
+            node_stat_count=sum(space.exec_count for space in spaces),
+            op_types=op_types,
+            source="xplane",
+        )
+
+    def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
+               allocator: str) -> tuple[SpaceTrace, dict[str, str]]:
+        memory, strings, ops = self.memory, self.strings, self.ops
+        # Executions: the distinct ops holding events, then the other ops run in the window.
+        op_rows = ops_in_window
+        if op_rows.size and allocator != self._text(self._main_allocator(events)):
+            op_rows = op_rows[np.isin(ops["node"][op_rows], node)]  # a secondary allocator lists only its own ops
+        op_nodes = ops["node"][op_rows] if op_rows.size else np.zeros(0, dtype=np.int64)
+        nodes, exec_of = np.unique(np.concatenate([node, op_nodes]), return_inverse=True)
+        exec_of = exec_of.reshape(-1)
+        event_exec, op_exec = exec_of[:node.size], exec_of[node.size:]
+        count = nodes.size
+        to_us = 1_000_000
+        time_us = (memory["time_ps"][events] - step.start_ps) // to_us
+        size = memory["allocation_bytes"][events]
+        is_allocation = memory["is_allocation"][events]
+        event_bytes = np.where(is_allocation, size, -size)
+        # Start and end: the op's events (kernel runs) when it has some, else its memory events.
+        big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+        start, end = np.full(count, big, dtype=np.int64), np.full(count, small, dtype=np.int64)
+        np.minimum.at(start, op_exec, (ops["start_ps"][op_rows] - step.start_ps) // to_us if op_rows.size else op_rows)
+        np.maximum.at(end, op_exec, (ops["end_ps"][op_rows] - step.start_ps) // to_us if op_rows.size else op_rows)
+        event_start, event_end = np.full(count, big, dtype=np.int64), np.full(count, small, dtype=np.int64)
+        np.minimum.at(event_start, event_exec, time_us)
+        np.maximum.at(event_end, event_exec, time_us)
+        has_op = start != big
+        start = np.where(has_op, start, event_start)
+        end = np.where(has_op, end, event_end)
+        region = memory["region_type"][events]
+        allocations = np.flatnonzero(is_allocation)
+        is_temp = is_allocation & np.isin(region, self._codes_of("temp"))
+        is_output = is_allocation & np.isin(region, self._codes_of("output"))
+        is_persistent = is_allocation & np.isin(region, self._codes_of("persist", "persistent"))
+        requested = memory["requested_bytes"][events]
+        live_mask = time_us <= end[event_exec]
+        columns = {
+            "allocated": scatter_sum(event_exec[allocations], size[allocations], count),
+            "op_peak": _own_peaks(event_exec, event_bytes, count),
+            "live": scatter_sum(event_exec[live_mask], event_bytes[live_mask], count),
+            "output": scatter_sum(event_exec[is_output], requested[is_output], count),
+            "temp": scatter_sum(event_exec[is_temp], size[is_temp], count),
+            "persistent": scatter_sum(event_exec[is_persistent], size[is_persistent], count),
+        }
+        raw_names = [strings.values[code] for code in nodes.tolist()]
+        cleaned = [names_mod.clean(raw) for raw in raw_names]
+        distinct, name_code = np.unique(np.array(cleaned, dtype=object), return_inverse=True) if cleaned else (
+            np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
+        distinct_names = [str(name) for name in distinct.tolist()]
+        label_of: dict[str, str] = {}
+        for raw, name in zip(raw_names, cleaned):
+            if raw != name:
+                label_of.setdefault(name, raw)
+        op_types = self._op_types(nodes, cleaned, op_rows)
+        device, device_type, index = _device_of(allocator)
+        series = {
+            "reserved_bytes": memory["bytes_reserved"][events],
+            "fragmentation": memory["fragmentation"][events],
+        }
+        capacity = memory["bytes_allocated"][events] + memory["bytes_available"][events] + memory["bytes_reserved"][events]
+        space = SpaceTrace(
+            id=f"{device_type}:{index}/{allocator}",
+            device=device,
+            device_type=device_type,
+            allocator=allocator,
+            label_of=label_of,
+            distinct_names=distinct_names,
+            name_code=name_code.reshape(-1).astype(np.int64),
+            start_us=start,
+            end_us=end,
+            event_time_us=time_us,
+            event_bytes=event_bytes,
+            event_exec=event_exec.astype(np.int64),
+            snapshot_time_us=time_us,
+            snapshot_bytes=memory["bytes_allocated"][events],
+            snapshot_series=series,
+            capacity_bytes=int(capacity.max()) if capacity.size and int(capacity.max()) > 0 else None,
+            **columns,
+        )
+        return space, op_types
+
+    def _main_allocator(self, events: np.ndarray) -> int:
+        allocators = self.memory["allocator_name"][events]
+        values, counts = np.unique(allocators, return_counts=True)
+        return int(values[np.argmax(counts)]) if values.size else -1
+
+    def _codes_of(self, *texts: str) -> list[int]:
+        return [self.strings._code[t] for t in texts if t in self.strings._code]
+
+    def _op_types(self, nodes: np.ndarray, cleaned: list[str], ops_in_window: np.ndarray) -> dict[str, str]:
+        op_types = {BEFORE_STEP: BEFORE_STEP_OP_TYPE}
+        if not self.ops or ops_in_window.size == 0:
+            return op_types
+        type_of = dict(zip(self.ops["node"][ops_in_window].tolist(), self.ops["op_type"][ops_in_window].tolist()))
+        for code, name in zip(nodes.tolist(), cleaned):
+            op_type = type_of.get(code)
+            if op_type is not None:
+                op_types.setdefault(name, self.strings.values[op_type])
+        return op_types
+
+
+def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> np.ndarray:
+    """Per execution, the high-water mark of its own events' running total (time order)."""
+    peaks = np.zeros(count, dtype=np.int64)
+    if event_exec.size == 0:
+        return peaks
+    order = np.argsort(event_exec, kind="stable")  # events are in time order already
+    grouped = event_exec[order]
+    running = np.cumsum(event_bytes[order])
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    before = np.where(starts > 0, running[starts - 1], 0)
+    within = running - np.repeat(before, np.diff(np.r_[starts, grouped.size]))
+    peaks[grouped[starts]] = np.maximum(np.maximum.reduceat(within, starts), 0)
+    return peaks
+
+
+def _step_number(markers: dict, start_ps: int) -> int | None:
+    """The step number of the marker event (Keras `Profiled batch`, `tf.profiler...Trace(step_num=)`)
+    around a step's start."""
+    if not markers:
+        return None
+    around = np.flatnonzero((markers["start_ps"] <= start_ps) & (markers["end_ps"] >= start_ps))
+    if around.size == 0:
+        return None
+    innermost = around[np.argmax(markers["start_ps"][around])]
+    return int(markers["step_num"][innermost])
+
+
+# -- the profile -----------------------------------------------------------------------------
+
+
+@dataclass
+class Profile:
+    """The profiled steps of one `.xplane.pb`; `trace(i)` builds step i's columns."""
+
+    steps: list[ProfileStep]
+    memory_event_count: int
+    start_ns: int  # wall-clock start of the profile (0 when the file does not say)
+    _planes: list[tuple[_PlaneSteps, list[ProfileStep]]]
+
+    @property
+    def message(self) -> str | None:
+        """Why the profile has no steps to show, or None."""
+        return NO_MEMORY_HELP if self.memory_event_count == 0 else None
+
+    def trace(self, index: int) -> Trace:
+        step = self.steps[index]
+        for plane, steps in self._planes:
+            if any(s is step for s in steps):
+                return plane.trace(step)
+        raise IndexError(index)
+
+
+def decode(data) -> Profile:
+    """Decode a serialized XSpace; corrupt bytes raise TraceDecodeError."""
+    _check_bytes(data)
+    try:
+        buf, planes = wire.read_space(data)
+        profile_start_ns = 0
+        for plane in planes:
+            start = plane.stats.get("profile_start_time")
+            if isinstance(start, int):
+                profile_start_ns = start
+        plane_steps = []
+        memory_events = 0
+        for plane in planes:
+            if "MemoryAllocation" not in {name for name, _ in plane.event_names.values()}:
+                continue
+            events = _plane_events(data, buf, plane)
+            if not events.memory:
+                continue
+            memory_events += events.memory["time_ps"].size
+            steps = _PlaneSteps(events, profile_start_ns)
+            plane_steps.append((steps, steps.steps))
+    except (wire.WireError, IndexError, ValueError) as exc:
+        raise TraceDecodeError(f"the profile's bytes ({len(data)} B) are not a valid XSpace: {exc}") from None
+    all_steps = [step for _, steps in plane_steps for step in steps]
+    return Profile(all_steps, memory_events, profile_start_ns, plane_steps)
