@@ -104,7 +104,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context):
-        self._store = store.StepStore(context.data_provider)
+        self._store = store.StepStore(context.data_provider, logdir=context.logdir)
         self._default_step = None  # (the steps compared, the answer): steps are immutable once written
 
     def get_plugin_apps(self):
@@ -120,10 +120,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
         }
 
     def is_active(self):
-        return False  # TensorBoard core activates us from data_plugin_names
+        # Event files activate us through data_plugin_names; profiles (`.xplane.pb`) are not
+        # in the data provider, and `tf.profiler.experimental` writes no event file at all.
+        return self._store.has_profiles()
 
     def data_plugin_names(self):
-        return (store.TAGGED_RUN_METADATA, store.RUN_METADATA)
+        return (store.TAGGED_RUN_METADATA, store.RUN_METADATA, store.RUN_METADATA_GRAPH)
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Memory", disable_reload=True)
@@ -134,7 +136,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         with_graph = self._store.runs_with_graph(ctx, experiment)
         runs = []
         for run, refs in self._store.list_steps(ctx, experiment).items():
-            steps = [{"tag": ref.tag, "step": ref.step, "wall_time": ref.wall_time,
+            steps = [{"tag": ref.tag, "step": ref.step, "wall_time": ref.wall_time, "source": ref.source,
                       "devices": self._store.step_devices(ctx, experiment, ref)} for ref in refs]
             runs.append({"run": run, "has_graph": run in with_graph, "steps": steps})
         return {"runs": runs}
@@ -185,7 +187,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
 
     def summary_impl(self, ctx, experiment, run, tag, group="layer"):
         ref, step = self._step(ctx, experiment, run, tag)
-        return {"run": run, "tag": tag, "step": ref.step, **report.step_summary(step, group)}
+        return {"run": run, "tag": tag, "step": ref.step, "source": ref.source, **report.step_summary(step, group)}
 
     def _space(self, ctx, experiment, run, tag, device):
         _, step = self._step(ctx, experiment, run, tag)

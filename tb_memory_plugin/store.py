@@ -10,19 +10,27 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
+import os
+import posixpath
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Hashable
 
 from tensorboard.data import provider as provider_mod
 
 from . import analysis, graph as graph_mod, trace as trace_mod
-from .sources import run_metadata
+from .sources import run_metadata, xplane
 
 TAGGED_RUN_METADATA = "graph_tagged_run_metadata"
 RUN_METADATA = "graph_run_metadata"  # TF2 trace_export / Keras; plugin content b"1"
+RUN_METADATA_GRAPH = "graph_run_metadata_graph"  # the same, with graph=True (Keras' profile_batch `batch_N`)
 GRAPHS = "graphs"
 RUN_GRAPH_TAG = "__run_graph__"
+PROFILE = "xplane"  # StepRef.plugin of a profiled step: read from a `.xplane.pb`, not the data provider
+PROFILE_DIR = ("plugins", "profile")  # <run>/plugins/profile/<session>/<host>.xplane.pb
+PROFILE_SUFFIX = ".xplane.pb"
+_PROFILE_SCAN_SECONDS = 10.0  # how long one walk of the logdir for profiles is trusted
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,12 @@ class StepRef:
     plugin: str
     step: int
     wall_time: float
+    path: str = ""  # a profiled step's `.xplane.pb`
+    index: int = -1  # its position among the profile's steps; -1: the profile as a whole (no steps)
+
+    @property
+    def source(self) -> str:
+        return "xplane" if self.plugin == PROFILE else "run_metadata"
 
 
 class LRUCache:
@@ -77,13 +91,13 @@ class LRUCache:
 
 
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
-    """Runs -> traced steps (tags), sorted by run then tag."""
+    """Runs -> traced steps (tags) in event files, sorted by run then tag."""
     runs: dict[str, dict[str, StepRef]] = {}
-    for plugin in (TAGGED_RUN_METADATA, RUN_METADATA):
+    for plugin in (TAGGED_RUN_METADATA, RUN_METADATA, RUN_METADATA_GRAPH):
         mapping = data_provider.list_blob_sequences(ctx, experiment_id=experiment_id, plugin_name=plugin)
         for run, tags in mapping.items():
             for tag, series in tags.items():
-                if plugin == RUN_METADATA and series.plugin_content != b"1":
+                if plugin != TAGGED_RUN_METADATA and series.plugin_content != b"1":
                     continue  # an unknown version of summary-written RunMetadata
                 runs.setdefault(run, {}).setdefault(
                     tag, StepRef(run, tag, plugin, int(series.max_step), float(series.max_wall_time)))
@@ -105,17 +119,198 @@ def _latest_blob_key(data_provider, ctx, experiment_id, plugin, run, tag) -> str
     return data[-1].values[0].blob_key
 
 
-class StepStore:
-    """Reads and analyses steps for one data provider, with caches."""
+# -- profiles (.xplane.pb) ----------------------------------------------------------------
 
-    def __init__(self, data_provider, step_capacity: int = 16, graph_capacity: int = 8) -> None:
+
+def _gfile():
+    from tensorboard.compat import tf  # TensorFlow's file systems when installed, else TensorBoard's stub
+
+    return tf.io.gfile
+
+
+def _join(directory: str, name: str) -> str:
+    return posixpath.join(directory, name) if "://" in directory else os.path.join(directory, name)
+
+
+def _relative(path: str, root: str) -> str:
+    if "://" not in root:
+        return os.path.relpath(path, root)
+    return path[len(root):].strip("/") or "."
+
+
+def find_profiles(logdir: str) -> dict[str, list[str]]:
+    """Run -> its `.xplane.pb` files, for every `<run>/plugins/profile/<session>/` under the logdir.
+
+    The run is the directory above `plugins/profile`, named by its path under
+    the logdir as TensorBoard names runs (`.` for the logdir itself), whether
+    or not it holds event files (`tf.profiler.experimental.start` writes none).
+    """
+    gfile = _gfile()
+    found: dict[str, list[str]] = {}
+    if not logdir or not gfile.isdir(logdir):
+        return found
+    for directory, _, files in gfile.walk(logdir):
+        profiles = sorted(f for f in files if f.endswith(PROFILE_SUFFIX))
+        if not profiles:
+            continue
+        parts = directory.rstrip("/").replace("\\", "/").split("/")
+        if len(parts) < 3 or tuple(parts[-3:-1]) != PROFILE_DIR:
+            continue
+        run_dir = directory.rstrip("/")[: -len("/".join(parts[-3:]))].rstrip("/") or "/"
+        run = _relative(run_dir, logdir.rstrip("/") or "/") if len(run_dir) >= len(logdir.rstrip("/")) else "."
+        found.setdefault(run, []).extend(_join(directory, f) for f in profiles)
+    return found
+
+
+@dataclass
+class _ProfileListing:
+    """What the pickers show of one profile file (kept for good: small)."""
+
+    refs: list[StepRef]
+    failure: tuple[str, str] | None  # (status, message) when the file gives no steps
+    devices: list[list[str]]  # per step
+
+
+def _profile_name(path: str, sessions: dict[str, int]) -> str:
+    """`profile/<session>`, with `/<host>` when the session holds several hosts' files."""
+    session_dir, file_name = posixpath.split(path.replace("\\", "/"))
+    session = posixpath.basename(session_dir)
+    host = file_name[: -len(PROFILE_SUFFIX)]
+    return f"profile/{session}/{host}" if sessions.get(session_dir, 0) > 1 else f"profile/{session}"
+
+
+def _step_tags(profile: xplane.Profile) -> list[tuple[str, int]]:
+    """(tag suffix, step number) per profiled step: `step_<n>` with the profiler's step number, else
+    `run_<k>` by order; repeats get `_2`, `_3`."""
+    seen: collections.Counter = collections.Counter()
+    tags = []
+    for k, step in enumerate(profile.steps, start=1):
+        base = f"step_{step.number}" if step.number is not None else f"run_{k}"
+        seen[base] += 1
+        tags.append((base if seen[base] == 1 else f"{base}_{seen[base]}",
+                     step.number if step.number is not None else k))
+    return tags
+
+
+class StepStore:
+    """Reads and analyses steps for one data provider (and the profiles under its logdir), with caches."""
+
+    def __init__(self, data_provider, step_capacity: int = 16, graph_capacity: int = 8,
+                 logdir: str | None = None, profile_capacity: int = 2) -> None:
         self._provider = data_provider
+        # The logdir TensorBoard was given; the CLI's provider keeps it as `_logdir`.
+        self._logdir = logdir if logdir is not None else getattr(data_provider, "_logdir", None)
         self._steps = LRUCache(step_capacity)
         self._graphs = LRUCache(graph_capacity)
         self._devices = LRUCache(1024)
+        self._profiles = LRUCache(profile_capacity)  # decoded profiles (their memory events as columns)
+        self._listings: dict[tuple[str, int], _ProfileListing] = {}
+        self._listing_lock = threading.Lock()
+        self._scan: tuple[float, dict[str, list[str]]] | None = None
 
     def list_steps(self, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
-        return list_steps(self._provider, ctx, experiment_id)
+        runs = list_steps(self._provider, ctx, experiment_id)
+        profiled = self._profile_steps(set(runs))
+        for run, refs in profiled.items():
+            runs[run] = sorted(runs.get(run, []) + refs, key=lambda ref: ref.tag)
+        return dict(sorted(runs.items()))
+
+    def has_profiles(self) -> bool:
+        return bool(self._profile_paths())
+
+    def _profile_paths(self) -> dict[str, list[str]]:
+        """Run -> profile files under the logdir, walked at most every few seconds."""
+        now = time.monotonic()
+        scan = self._scan
+        if scan is None or now - scan[0] > _PROFILE_SCAN_SECONDS:
+            try:
+                found = find_profiles(self._logdir) if self._logdir else {}
+            except Exception:  # noqa: BLE001 - an unreadable logdir has no profiles; event files still list
+                found = {}
+            scan = self._scan = (now, found)
+        return scan[1]
+
+    def _profile_steps(self, event_runs: set[str]) -> dict[str, list[StepRef]]:
+        found = self._profile_paths()
+        own_name = posixpath.basename((self._logdir or "").replace("\\", "/").rstrip("/"))
+        sessions = collections.Counter(posixpath.dirname(p.replace("\\", "/")) for paths in found.values()
+                                       for p in paths)
+        out: dict[str, list[StepRef]] = {}
+        for run, paths in found.items():
+            if run == "." and "." not in event_runs and own_name in event_runs:
+                run = own_name  # the CLI names a logdir that is itself the only run by its directory
+            for path in paths:
+                out.setdefault(run, []).extend(self._listing(run, path, sessions).refs)
+        return out
+
+    def _listing(self, run: str, path: str, sessions) -> _ProfileListing:
+        try:
+            length = int(_gfile().stat(path).length)
+        except Exception:  # noqa: BLE001 - vanished or unreadable: listed, and analysis says why
+            length = -1
+        key = (path, length)
+        with self._listing_lock:
+            listing = self._listings.get(key)
+        if listing is not None and (not listing.refs or listing.refs[0].run == run):
+            return listing
+        name = _profile_name(path, sessions)
+        wall_time = 0.0
+        try:
+            profile = self._profile(path, length)
+        except trace_mod.TraceDecodeError as exc:
+            failure = ("corrupt", f"{name}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one unreadable file must not hide the other runs
+            failure = ("corrupt", f"{name}: cannot read {path}: {exc}")
+        else:
+            failure = None if profile.steps else ("no_memory", f"{name}: {profile.message or xplane.NO_MEMORY_HELP}")
+        if failure is not None:
+            listing = _ProfileListing([StepRef(run, name, PROFILE, 0, wall_time, path, -1)], failure, [[]])
+        else:
+            refs = []
+            for index, (suffix, number) in enumerate(_step_tags(profile)):
+                step = profile.steps[index]
+                wall_time = (profile.start_ns / 1e9 + step.start_ps / 1e12) if profile.start_ns else 0.0
+                refs.append(StepRef(run, f"{name}/{suffix}", PROFILE, number, wall_time, path, index))
+            listing = _ProfileListing(refs, None, [list(step.devices) for step in profile.steps])
+        with self._listing_lock:
+            self._listings[key] = listing
+        return listing
+
+    def _profile(self, path: str, length: int) -> xplane.Profile:
+        def load():
+            with _gfile().GFile(path, "rb") as f:
+                data = f.read()
+            with gc_paused():
+                return xplane.decode(data)
+
+        return self._profiles.get_or_compute(("profile", path, length), load)
+
+    def _profile_analysis(self, ref: StepRef) -> analysis.StepAnalysis:
+        found = self._listing_of(ref)
+        if found is None:
+            return analysis.failed_step("empty", f"{ref.tag}: the profile {ref.path} is no longer listed")
+        (path, length), listing = found
+        if listing.failure is not None:
+            return analysis.failed_step(*listing.failure)
+        try:
+            profile = self._profile(path, length)
+            with gc_paused():
+                return analysis.analyse(profile.trace(ref.index))
+        except Exception as exc:  # noqa: BLE001 - changed or unreadable since it was listed
+            return analysis.failed_step("corrupt", f"{ref.tag}: cannot read {ref.path}: {exc}")
+
+    def _point_to_profile(self, ctx, experiment_id: str, ref: StepRef,
+                          step: analysis.StepAnalysis) -> analysis.StepAnalysis:
+        """An empty RunMetadata record (Keras' `batch_N`) in a run with a profile: say where the memory is."""
+        if step.status != "empty":
+            return step
+        profiled = [r.tag for r in self.list_steps(ctx, experiment_id).get(ref.run, ()) if r.plugin == PROFILE]
+        if not profiled:
+            return step
+        shown = ", ".join(profiled[:4]) + (f" and {len(profiled) - 4} more" if len(profiled) > 4 else "")
+        return analysis.failed_step(
+            "empty", f"This record holds no step stats: TF2 and Keras keep a profiled step's memory in the "
+                     f"run's profile. Open {shown}.")
 
     def runs_with_graph(self, ctx, experiment_id: str) -> set[str]:
         return runs_with_graph(self._provider, ctx, experiment_id)
@@ -143,14 +338,30 @@ class StepStore:
         return self._graphs.get_or_compute(("graph", experiment_id, run, key), load)
 
     def step_devices(self, ctx, experiment_id: str, ref: StepRef) -> list[str]:
+        if ref.plugin == PROFILE:
+            return self._profile_devices(ref)
         key = _latest_blob_key(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
         if key is None:
             return []
         return self._devices.get_or_compute(
             key, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=key)))
 
+    def _profile_devices(self, ref: StepRef) -> list[str]:
+        listing = self._listing_of(ref)
+        return list(listing[1].devices[ref.index]) if listing and listing[1].failure is None else []
+
+    def _listing_of(self, ref: StepRef) -> tuple[tuple[str, int], _ProfileListing] | None:
+        with self._listing_lock:
+            for key, listing in self._listings.items():
+                if key[0] == ref.path and ref in listing.refs:
+                    return key, listing
+        return None
+
     def analysis(self, ctx, experiment_id: str, ref: StepRef) -> analysis.StepAnalysis:
         """The analysed step (cached by blob); corrupt bytes give a `corrupt` status."""
+        if ref.plugin == PROFILE:
+            return self._steps.get_or_compute(("profile", ref.path, ref.index, ref.tag),
+                                              lambda: self._profile_analysis(ref))
         key = _latest_blob_key(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
         cache_key = ("step", experiment_id, ref.run, ref.tag, key)
 
@@ -161,7 +372,8 @@ class StepStore:
             graph = self.run_graph(ctx, experiment_id, ref.run)
             return analyse_bytes(data, graph)
 
-        return self._steps.get_or_compute(cache_key, compute)
+        step = self._steps.get_or_compute(cache_key, compute)
+        return self._point_to_profile(ctx, experiment_id, ref, step)
 
 
 def analyse_bytes(data: bytes, graph: graph_mod.RunGraph | None = None) -> analysis.StepAnalysis:
