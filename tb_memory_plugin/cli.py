@@ -108,11 +108,13 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int) -> None:
         print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}")
 
 
-def _ranked_by_allocated(rows: list, figures_of, name_of) -> list:
-    """Rows that allocated or produced bytes, most allocated first, then most output."""
-    kept = [row for row in rows if figures_of(row)["allocated_bytes"] or figures_of(row)["output_bytes"]]
-    return sorted(kept, key=lambda row: (-figures_of(row)["allocated_bytes"], -figures_of(row)["output_bytes"],
-                                         name_of(row)))
+def _print_ranked_by_allocated(rows: list[tuple[str, dict]], top: int) -> None:
+    """(label, figures) rows that allocated or produced bytes, most allocated first, then most output."""
+    kept = [(label, figures) for label, figures in rows if figures["allocated_bytes"] or figures["output_bytes"]]
+    kept.sort(key=lambda row: (-row[1]["allocated_bytes"], -row[1]["output_bytes"], row[0]))
+    for label, figures in kept[:top]:
+        print(f"     {format_bytes(figures['allocated_bytes']):>12} allocated"
+              f"  {format_bytes(figures['output_bytes']):>12} output  {label}")
 
 
 def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_no_curve: bool) -> None:
@@ -128,22 +130,15 @@ def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_n
               f"{format_bytes(largest['allocated_bytes'])}, output {format_bytes(largest['output_bytes'])}")
     tree = space.tree(group)
     print(f"   top scopes by allocated bytes (group={group}):")
-    figures_of_node = lambda node: report.figures_dict(tree.figures[node])  # noqa: E731
-    for child in _ranked_by_allocated(tree.children[0], figures_of_node, tree.paths.__getitem__)[:top]:
-        print(f"     {_allocated_and_output(figures_of_node(child))}  {tree.paths[child]}")
+    _print_ranked_by_allocated([(tree.paths[c], report.figures_dict(tree.figures[c])) for c in tree.children[0]], top)
     print("   top op types by allocated bytes:")
-    for row in _ranked_by_allocated(report.op_type_rows(space), lambda r: r["figures"], lambda r: r["name"])[:top]:
-        print(f"     {_allocated_and_output(row['figures'])}  {row['name']} x{row['count']}")
+    _print_ranked_by_allocated([(f"{row['name']} x{row['count']}", row["figures"]) for row in report.op_type_rows(space)],
+                               top)
     rows = [row for row in report.category_rows(space) if row["allocated_bytes"]]
     if rows:
         print("   categories by allocated bytes (heuristic):")
         for row in rows:
             print(f"     {format_bytes(row['allocated_bytes']):>12}  {row['name']}")
-
-
-def _allocated_and_output(figures: dict) -> str:
-    return (f"{format_bytes(figures['allocated_bytes']):>12} allocated"
-            f"  {format_bytes(figures['output_bytes']):>12} output")
 
 
 def _largest_allocation(space: SpaceAnalysis, group: str) -> dict | None:

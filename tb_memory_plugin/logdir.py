@@ -85,7 +85,7 @@ def data_provider(logdir: str, run: str | None = None):
 
 def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
     """Run name -> directory: the asked run's directory alone, or every run under the logdir."""
-    own_name = os.path.basename(os.path.normpath(logdir.rstrip("/"))) or logdir
+    own_name = os.path.basename(logdir.rstrip("/") if is_remote(logdir) else os.path.abspath(logdir)) or logdir
     if run is not None:
         if run in (".", own_name) and _holds_event_files(logdir):
             return {own_name: logdir}

@@ -337,6 +337,13 @@ def test_a_run_given_as_the_logdir_is_named_by_its_directory(capsys, logdir, run
     assert out.startswith("== gpu / step_1 (step 1)")
 
 
+def test_the_current_directory_as_the_logdir_is_named_by_its_directory(capsys, logdir, monkeypatch):
+    monkeypatch.chdir(logdir / "gpu")
+    code, out, err = _run(capsys, ".", "--json")
+    assert code == 0, err
+    assert [s["run"] for s in json.loads(out)["steps"]] == ["gpu"]
+
+
 @pytest.mark.parametrize("spelling", ["/gpu:0", "/device:GPU:0", "GPU:0", "gpu:0", "GPU",
                                       "/job:localhost/replica:0/task:0/gpu:0",
                                       "/job:localhost/replica:0/task:0/device:GPU:0"])
