@@ -47,6 +47,22 @@ export interface RunsResponse {
   runs: RunInfo[];
 }
 
+// ---- default_step ----
+/** Where the page opens when the user chose nothing before; nulls when no step analyses. */
+export interface DefaultStepResponse {
+  run: string | null;
+  tag: string | null;
+  device: string | null;
+  /** Why this step: the largest peak of the steps compared. */
+  reason: 'largest_peak' | null;
+  peak_bytes: Bytes | null;
+  absolute: boolean | null;
+  /** The latest step of this many runs (the most recent ones) was compared... */
+  compared_steps: number;
+  /** ...out of this many runs with traced steps. */
+  run_count: number;
+}
+
 // ---- summary ----
 export type SummaryStatus = 'ok' | 'no_memory' | 'empty' | 'corrupt';
 export type Baseline = 'allocator_bytes_in_use' | 'none';
@@ -77,12 +93,19 @@ export interface TopScope {
   name: string;
   figures: Figures;
 }
+/** `host`: host memory pinned for a device (`cuda_host_bfc`); `device`: the device's own. */
+export type MemoryKind = 'device' | 'host';
+
 export interface DeviceSummary {
   id: string;
   device: string;
   device_type: string;
   allocator: string;
+  /** Absent from older servers: then read from the allocator's name (lib/memory-kind). */
+  memory_kind?: MemoryKind;
   baseline: Baseline;
+  /** False when the trace has no allocation records (old TF 1.x dumps): no curve, no at-peak figures. Absent means true. */
+  has_curve?: boolean;
   start_bytes: Bytes | null;
   peak_bytes: Bytes | null;
   peak_rise_bytes: Bytes;
@@ -276,6 +299,11 @@ export class Api {
   runs(): Promise<RunsResponse> {
     // Runs can appear while TensorBoard is open: never cached.
     return this.get<RunsResponse>(routeUrl('runs'), false);
+  }
+
+  /** The step with the largest peak; asked once when the page opens (never cached: runs can appear). */
+  defaultStep(): Promise<DefaultStepResponse> {
+    return this.get<DefaultStepResponse>(routeUrl('default_step'), false);
   }
 
   summary(p: StepParams & { group: Group }): Promise<SummaryResponse> {

@@ -46,7 +46,7 @@ describe('latestStep', () => {
 });
 
 function device(id: string, type: string): DeviceSummary {
-  return { id, device_type: type } as DeviceSummary;
+  return { id, device_type: type, allocator: id.slice(id.indexOf('/') + 1) } as DeviceSummary;
 }
 function summary(devices: DeviceSummary[], defaultDevice: string | null): SummaryResponse {
   return {
@@ -74,6 +74,11 @@ describe('chooseDevice', () => {
   it('keeps the preferred device when the step has it', () => {
     expect(chooseDevice(summary([cpu, gpu], 'CPU:0/mklcpu'), 'CPU:0/mklcpu')).toBe('CPU:0/mklcpu');
     expect(chooseDevice(summary([cpu, gpu], 'CPU:0/mklcpu'), 'TPU:9/x')).toBe('GPU:0/GPU_0_bfc');
+  });
+  it('prefers the GPU’s own memory over host memory pinned for it', () => {
+    const host = device('GPU:0/cuda_host_bfc', 'GPU');
+    expect(chooseDevice(summary([cpu, host, gpu], 'CPU:0/mklcpu'), null)).toBe('GPU:0/GPU_0_bfc');
+    expect(chooseDevice(summary([cpu, host], 'CPU:0/mklcpu'), null)).toBe('CPU:0/mklcpu');
   });
   it('handles a step with no devices', () => {
     expect(chooseDevice(summary([], null), null)).toBeNull();

@@ -1,6 +1,7 @@
 // Default picks: first run with traces, its latest step, its accelerator if any.
 
 import type { DeviceSummary, RunInfo, StepInfo, SummaryResponse } from '../api';
+import { memoryKind } from './memory-kind';
 
 /** The preferred run when it still has traced steps, else the first run that has any. */
 export function chooseRun(runs: readonly RunInfo[], preferred: string | null): RunInfo | null {
@@ -35,12 +36,13 @@ export function chooseStep(run: RunInfo, preferredTag: string | null): StepInfo 
   return run.steps.find((s) => s.tag === preferredTag) ?? latestStep(run.steps);
 }
 
-export function isAccelerator(device: Pick<DeviceSummary, 'device_type'>): boolean {
+/** An accelerator's own memory (pinned host memory on a GPU device is not). */
+export function isAccelerator(device: Pick<DeviceSummary, 'device_type' | 'allocator' | 'memory_kind'>): boolean {
   const t = device.device_type.toUpperCase();
-  return t === 'GPU' || t === 'TPU';
+  return (t === 'GPU' || t === 'TPU') && memoryKind(device) === 'device';
 }
 
-/** The preferred device if the step has it, else an accelerator, else the summary's default. */
+/** The preferred device if the step has it, else an accelerator's memory, else the summary's default. */
 export function chooseDevice(summary: SummaryResponse, preferred: string | null): string | null {
   const devices = summary.devices;
   if (preferred !== null && devices.some((d) => d.id === preferred)) return preferred;

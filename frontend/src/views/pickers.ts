@@ -3,6 +3,7 @@
 import type { DeviceSummary, Group, RunInfo } from '../api';
 import { el, clear } from '../dom';
 import { formatBytes } from '../format';
+import { memoryKind } from '../lib/memory-kind';
 import type { Selection, SelectionState } from '../selection';
 
 function option(value: string, label: string, selected: boolean, disabled = false): HTMLOptionElement {
@@ -78,11 +79,15 @@ export class PickersView {
 
   private renderDevices(state: Readonly<SelectionState>): void {
     clear(this.deviceSelect);
-    for (const d of this.devices) {
-      const peak = d.peak_bytes ?? d.peak_rise_bytes;
-      const label = `${d.id} — peak ${d.peak_bytes === null ? '+' : ''}${formatBytes(peak)}`;
-      this.deviceSelect.append(option(d.id, label, d.id === state.device));
-    }
+    for (const d of this.devices) this.deviceSelect.append(option(d.id, deviceLabel(d), d.id === state.device));
     this.deviceSelect.disabled = this.devices.length === 0;
   }
+}
+
+/** "GPU:0/cuda_host_bfc (host memory) — peak 1.00 MiB"; a trace without a curve shows its allocated bytes instead. */
+export function deviceLabel(d: DeviceSummary): string {
+  const host = memoryKind(d) === 'host' ? ' (host memory)' : '';
+  if (d.has_curve === false) return `${d.id}${host} — no curve, allocated ${formatBytes(d.figures.allocated_bytes)}`;
+  const peak = d.peak_bytes ?? d.peak_rise_bytes;
+  return `${d.id}${host} — peak ${d.peak_bytes === null ? '+' : ''}${formatBytes(peak)}`;
 }

@@ -1,10 +1,11 @@
 // The step at a glance for the chosen device: peak, baseline, the identity
 // "at peak by category = by op type = peak rise", and the empty state.
 
-import type { DeviceSummary, LargestAtPeak, SummaryResponse } from '../api';
+import type { DefaultStepResponse, DeviceSummary, LargestAtPeak, SummaryResponse } from '../api';
 import { clear, el } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatTime } from '../format';
 import { peakIdentity } from '../lib/identity';
+import { memoryKind } from '../lib/memory-kind';
 import type { Selection } from '../selection';
 
 export const TRACE_HOWTO = [
@@ -20,7 +21,8 @@ export class SummaryView {
   /** With a selection, the biggest holder at the peak selects its scope when clicked. */
   constructor(private readonly selection: Selection | null = null) {}
 
-  setData(summary: SummaryResponse | null, device: DeviceSummary | null): void {
+  /** `opening`: why the page opened on this step, while it still shows it (said at the start of line 2). */
+  setData(summary: SummaryResponse | null, device: DeviceSummary | null, opening: DefaultStepResponse | null = null): void {
     clear(this.element);
     this.element.classList.toggle('hidden', !device);
     if (!summary || !device) return;
@@ -29,7 +31,17 @@ export class SummaryView {
     const main = el('div', { class: 'summary-line' });
     const secondary = el('div', { class: 'summary-line secondary' });
     this.element.append(main, secondary);
+    if (memoryKind(device) === 'host') {
+      main.append(
+        el('span', { class: 'figure', 'data-testid': 'summary-memory', title: `${device.id}: host memory pinned for the device (allocator ${device.allocator}), not the device's own memory` }, 'host memory'),
+      );
+    }
+    if (opening) secondary.append(openingItem(opening));
+    if (device.has_curve === false) this.noCurve(summary, device, main, secondary);
+    else this.peak(summary, device, main, secondary);
+  }
 
+  private peak(summary: SummaryResponse, device: DeviceSummary, main: HTMLElement, secondary: HTMLElement): void {
     const absolute = device.baseline === 'allocator_bytes_in_use' && device.peak_bytes !== null;
     const peakText = absolute ? formatBytes(device.peak_bytes) : `${formatBytesDelta(device.peak_rise_bytes)} (relative)`;
     main.append(
@@ -67,8 +79,24 @@ export class SummaryView {
       notes.push(`allocator snapshots agree within ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);
     }
     notes.push('categories are heuristic (from names, op types and lifetimes)');
-    const noteText = notes.join(' · ');
-    secondary.append(el('span', { class: 'note shrink', title: noteText }, noteText));
+    appendNote(secondary, notes.join(' · '));
+  }
+
+  /**
+   * A trace without allocation records (old TF 1.x dumps): there is no curve,
+   * so no peak and no at-peak figure. Says so once and shows what the trace
+   * has: allocated and output bytes.
+   */
+  private noCurve(summary: SummaryResponse, device: DeviceSummary, main: HTMLElement, secondary: HTMLElement): void {
+    main.append(
+      el('span', { class: 'figure', 'data-testid': 'summary-no-curve' }, 'No memory curve'),
+      el('span', { 'data-testid': 'summary-allocated', 'data-bytes': String(device.figures.allocated_bytes), title: formatExactBytes(device.figures.allocated_bytes) }, `allocated ${formatBytes(device.figures.allocated_bytes)}`),
+      el('span', { 'data-testid': 'summary-output', 'data-bytes': String(device.figures.output_bytes), title: formatExactBytes(device.figures.output_bytes) }, `output ${formatBytes(device.figures.output_bytes)}`),
+    );
+    appendNote(main, 'this trace has no allocation records (old TF 1.x dumps): no peak and no at-peak figures; ranked by allocated bytes');
+    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.node_count)} node executions`];
+    notes.push('categories are heuristic (from names, op types and lifetimes)');
+    appendNote(secondary, notes.join(' · '));
   }
 
   /**
@@ -108,6 +136,27 @@ export class SummaryView {
     });
     return item;
   }
+}
+
+function appendNote(line: HTMLElement, text: string): void {
+  line.append(el('span', { class: 'note shrink', title: text }, text));
+}
+
+/** "opened here: largest peak of 5 runs": short, for the summary's second line (the title says more). */
+export function openingText(opening: DefaultStepResponse): string {
+  const { compared_steps: compared, run_count: runs } = opening;
+  if (runs <= 1) return 'opened here: the only traced run';
+  if (compared < runs) return `opened here: largest peak of the ${formatCount(compared)} latest of ${formatCount(runs)} runs`;
+  return `opened here: largest peak of ${formatCount(runs)} runs`;
+}
+
+function openingItem(opening: DefaultStepResponse): HTMLElement {
+  const peak = opening.peak_bytes === null ? '' : ` (${opening.absolute ? '' : '+'}${formatBytes(opening.peak_bytes)} on ${opening.device ?? 'its default device'})`;
+  const title = [
+    `The page opened on this step: it has the largest peak${peak} among the latest traced step of each run compared (the ${formatCount(opening.compared_steps)} most recently written of ${formatCount(opening.run_count)}).`,
+    'Pick another run or step above; the page reopens where you leave it.',
+  ].join('\n');
+  return el('span', { class: 'note opening', 'data-testid': 'summary-reason', title }, openingText(opening));
 }
 
 /** " (OpType)", or nothing when the name's last part already says it ("…/Conv2D_grad/Conv2DBackpropInput"); titles keep it. */

@@ -1,13 +1,14 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import type { CurveResponse, DeviceSummary, Figures, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse } from '../api';
+import type { CurveResponse, DefaultStepResponse, DeviceSummary, Figures, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse } from '../api';
 import { el } from '../dom';
 import { Selection } from '../selection';
 import { previewOfChild } from '../lib/scope-preview';
 import { DataTable } from './data-table';
 import { DetailsView } from './details';
 import { GraphView, MIN_FIT_SCALE } from './graph';
-import { SummaryView } from './summary';
+import { SummaryView, openingText } from './summary';
+import { deviceLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
 
@@ -260,6 +261,55 @@ describe('SummaryView', () => {
     mount(view.element);
     view.setData(summary, { ...device, largest_at_peak: null });
     expect(document.querySelector('[data-testid=summary-largest]')).toBeNull();
+  });
+
+  it('says once that a trace without allocation records has no curve, and shows allocated and output bytes', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const old = {
+      ...device, has_curve: false, baseline: 'none' as const, start_bytes: null, peak_bytes: null, peak_rise_bytes: 0,
+      peak_time_us: 0, peak_node: null, largest_at_peak: null, end_bytes: null, event_count: 0,
+      figures: { ...figures(0), allocated_bytes: 5 * 1048576, output_bytes: 2 * 1048576 },
+    };
+    view.setData(summary, old);
+    const text = view.element.textContent!;
+    expect(text.match(/curve/gi)).toHaveLength(1);
+    expect(text).not.toMatch(/peak 0 B|Peak|0 B|allocation events|At peak/);
+    expect(document.querySelector<HTMLElement>('[data-testid=summary-allocated]')!.textContent).toBe('allocated 5.00 MiB');
+    expect(document.querySelector<HTMLElement>('[data-testid=summary-output]')!.dataset.bytes).toBe(String(2 * 1048576));
+    expect(document.querySelector('[data-testid=identity]')).toBeNull();
+  });
+
+  it('labels pinned host memory as host memory, from memory_kind or the allocator', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const host = { ...device, id: 'GPU:0/cuda_host_bfc', device_type: 'GPU', allocator: 'cuda_host_bfc' };
+    view.setData(summary, host);
+    expect(document.querySelector('[data-testid=summary-memory]')!.textContent).toBe('host memory');
+    expect(deviceLabel(host)).toMatch(/^GPU:0\/cuda_host_bfc \(host memory\) — peak /);
+    view.setData(summary, { ...device, id: 'GPU:0/GPU_0_bfc', device_type: 'GPU', allocator: 'GPU_0_bfc' });
+    expect(document.querySelector('[data-testid=summary-memory]')).toBeNull();
+    view.setData(summary, { ...device, memory_kind: 'host' });
+    expect(document.querySelector('[data-testid=summary-memory]')).not.toBeNull();
+  });
+
+  it('says why the page opened on this step', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const opening: DefaultStepResponse = {
+      run: 'r', tag: 't', device: device.id, reason: 'largest_peak', peak_bytes: device.peak_bytes, absolute: true,
+      compared_steps: 5, run_count: 5,
+    };
+    view.setData(summary, device, opening);
+    const reason = document.querySelector<HTMLElement>('[data-testid=summary-reason]')!;
+    expect(reason.textContent).toBe('opened here: largest peak of 5 runs');
+    expect(reason.title).toContain('largest peak (4.00 MiB on CPU:0/mklcpu)');
+    expect(reason.closest('.summary-line')!.classList.contains('secondary')).toBe(true);
+    expect(openingText({ ...opening, compared_steps: 32, run_count: 200 })).toBe(
+      'opened here: largest peak of the 32 latest of 200 runs',
+    );
+    view.setData(summary, device);
+    expect(document.querySelector('[data-testid=summary-reason]')).toBeNull();
   });
 });
 
