@@ -1,20 +1,18 @@
 // The controller: fetches what the selection needs and hands it to the views.
 // Views draw and write the selection; only this file talks to the API.
+// Loaded data lives in AppState, the layout in PageView, readiness in Readiness.
 
-import { Api, ApiError, type CurveResponse, type CurveWindow, type DeviceSummary, type RunInfo, type SummaryResponse } from './api';
-import { el } from './dom';
-import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
-import { curvePointsFor } from './lib/curve-data';
+import { Api, ApiError, type CurveWindow, type DeviceParams, type RunInfo, type SummaryResponse } from './api';
+import { AppState } from './app-state';
+import { curvePointsFor, highlightOf } from './lib/curve-data';
 import { WINDOW_FETCH_DELAY_MS, needsWindowFetch } from './lib/curve-window';
+import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
+import { restorable, type SavedSelection } from './lib/saved-selection';
 import { ScopePreviews } from './lib/scope-preview';
-import { Selection, type SelectionKey, type SelectionState, parentScope } from './selection';
-import { CSS } from './styles';
-import { CurveView, type HighlightSeries } from './views/curve';
-import { DetailsView, StepOpTypesView } from './views/details';
-import { GraphView } from './views/graph';
-import { PickersView } from './views/pickers';
-import { EmptyStateView, SummaryView, type EmptyStateOptions } from './views/summary';
-import { TreemapView } from './views/treemap';
+import type { Readiness } from './readiness';
+import { type Selection, type SelectionKey, type SelectionState, parentScope } from './selection';
+import type { PageView } from './views/page';
+import type { EmptyStateOptions } from './views/summary';
 
 /** Series asked with the curve: the stack shows the top 8, the rest serve the selection's highlight. */
 const CURVE_SERIES = 20;
@@ -63,31 +61,19 @@ class Latest {
   }
 }
 
+/** A panel that shows one request's answer: dimmed while it loads, an error line when it fails. */
+interface Loadable {
+  setLoading(loading: boolean): void;
+  setError(message: string | null): void;
+}
+
+/** Tile figures and prefetched details belong to one run, step, device and grouping. */
+function stepKey(p: DeviceParams | null): string {
+  return JSON.stringify(p && [p.run, p.tag, p.device, p.group]);
+}
+
 export class App {
-  readonly root: HTMLElement;
-  readonly selection = new Selection();
-  private readonly status = el('div', { class: 'status', 'data-testid': 'status', role: 'status', 'aria-live': 'polite' });
-  private readonly pickers = new PickersView(this.selection);
-  private readonly summaryView = new SummaryView(this.selection);
-  private readonly emptyState = new EmptyStateView();
-  private readonly curve = new CurveView(this.selection);
-  private readonly treemap = new TreemapView(this.selection);
-  private readonly graph = new GraphView(this.selection);
-  private readonly details = new DetailsView(this.selection);
-  private readonly stepOps = new StepOpTypesView(this.selection);
-  private readonly dashboard: HTMLElement;
-  private runs: RunInfo[] = [];
-  private summary: SummaryResponse | null = null;
-  private device: DeviceSummary | null = null;
-  private curveData: CurveResponse | null = null;
-  /** The zoomed window's curve and the request it answers (its window aside): dropped when that changes. */
-  private windowCurve: { data: CurveResponse; key: string } | null = null;
-  /** A zoom waiting to settle before its window is fetched; `release` ends its share of data-ready. */
-  private windowWait: { timer: ReturnType<typeof setTimeout>; release: () => void } | null = null;
-  private inFlight = 0;
-  private requestedPoints = 0;
-  /** What the status line says when nothing loads: short, never the message the page shows below. */
-  private statusNote: { text: string; kind: 'empty' | 'error' | 'idle' } = { text: '', kind: 'idle' };
+  private readonly state = new AppState();
   /** Figures of every treemap tile loaded for this step: a click draws its details from them at once. */
   private readonly previews = new ScopePreviews();
   private readonly latest = {
@@ -100,130 +86,112 @@ export class App {
     highlight: new Latest(),
     prefetch: new Latest(),
   };
-  private idleWaiters: (() => void)[] = [];
+  /** A zoom waiting to settle before its window is fetched; `release` ends its share of data-ready. */
+  private windowWait: { timer: ReturnType<typeof setTimeout>; release: () => void } | null = null;
 
   constructor(
-    private readonly host: HTMLElement,
+    private readonly selection: Selection,
+    private readonly page: PageView,
+    private readonly readiness: Readiness,
     private readonly api = new Api(),
   ) {
-    this.dashboard = el(
-      'div',
-      { class: 'dashboard' },
-      el(
-        'div',
-        { class: 'layout' },
-        el(
-          'div',
-          { class: 'main-column' },
-          this.curve.element,
-          el('div', { class: 'two-up' }, this.treemap.element, this.graph.element),
-          this.stepOps.element,
-        ),
-        el('div', { class: 'side-column' }, this.details.element),
-      ),
-    );
-    this.root = el(
-      'div',
-      { class: 'mem-root' },
-      el('header', { class: 'mem-header' }, el('h1', {}, 'Memory'), this.pickers.element, this.status),
-      this.emptyState.element,
-      this.summaryView.element,
-      this.dashboard,
-    );
-    this.summaryView.setData(null, null);
-    this.dashboard.classList.add('hidden');
-    this.selection.subscribe((state, changed) => this.onSelection(state, changed));
-    this.curve.onWidthChange = (width) => this.onCurveWidth(width);
+    selection.subscribe((state, changed) => this.onSelection(state, changed));
+    page.curve.onWidthChange = (width) => this.onCurveWidth(width);
+  }
+
+  /** Lists the runs, then opens what was chosen before (a link's or the last visit's selection), else the largest peak. */
+  start(chosenBefore: Promise<SavedSelection | null>): Promise<void> {
+    return this.readiness.track(() => this.loadRuns(chosenBefore));
+  }
+
+  /** The selected step and memory space as request parameters; null until both are chosen. */
+  private stepParams(): DeviceParams | null {
+    const s = this.selection.get();
+    if (s.run === null || s.tag === null || s.device === null) return null;
+    return { run: s.run, tag: s.tag, device: s.device, group: s.group };
   }
 
   /** Asks for a curve with about one point per pixel again when the plot grew or shrank by a quarter. */
   private onCurveWidth(width: number): void {
-    const have = this.curveData?.t_us.length ?? 0;
+    const have = this.state.curve?.t_us.length ?? 0;
     const want = curvePointsFor(width);
-    if (!this.device || have === 0 || Math.abs(want - this.requestedPoints) < this.requestedPoints / 4) return;
+    const asked = this.state.requestedPoints;
+    if (!this.state.device || have === 0 || Math.abs(want - asked) < asked / 4) return;
     this.loadCurve();
   }
 
-  mount(): void {
-    if (!document.getElementById('tb-memory-style')) {
-      document.head.append(el('style', { id: 'tb-memory-style' }, CSS));
-    }
-    this.host.replaceChildren(this.root);
-    void this.track(() => this.loadRuns());
+  /**
+   * Loads one request's answer into a panel: dimmed meanwhile (unless `dim` is
+   * false), then `show(data)`, or its error and `show(null)`; an answer is
+   * dropped when a newer load of the same kind started since.
+   */
+  private loadInto<T>(
+    kind: keyof App['latest'],
+    view: Loadable,
+    request: (isLatest: () => boolean) => Promise<T>,
+    show: (data: T | null) => void | Promise<void>,
+    failure: (e: unknown) => string,
+    dim = true,
+  ): Promise<void> {
+    const isLatest = this.latest[kind].next();
+    if (dim) view.setLoading(true);
+    return this.readiness.track(async () => {
+      try {
+        const data = await request(isLatest);
+        if (!isLatest()) return;
+        view.setError(null);
+        await show(data);
+      } catch (e) {
+        if (!isLatest()) return;
+        view.setError(failure(e));
+        await show(null);
+      } finally {
+        if (isLatest()) view.setLoading(false);
+      }
+    });
   }
 
-  // ---- readiness: data-ready is "0" while anything for the current selection loads ----
+  // ---- the first step ----
 
-  private async track(load: () => Promise<void>): Promise<void> {
-    this.inFlight++;
-    this.updateReady();
+  private async loadRuns(chosenBefore: Promise<SavedSelection | null>): Promise<void> {
+    let runs: RunInfo[];
     try {
-      await load();
-    } finally {
-      this.inFlight--;
-      this.updateReady();
-    }
-  }
-
-  /** Resolves once nothing for the current selection is loading. */
-  private idle(): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  private updateReady(): void {
-    if (this.inFlight === 0 && this.idleWaiters.length > 0) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      // After the current task, so that a load started right after this one counts first.
-      setTimeout(() => waiters.forEach((w) => w()), 0);
-    }
-    const ready = this.inFlight === 0 ? '1' : '0';
-    document.body.dataset.ready = ready;
-    this.root.dataset.ready = ready;
-    if (this.inFlight > 0) {
-      this.setStatus('Loading…', 'loading');
-    } else {
-      this.setStatus(this.statusNote.text, this.statusNote.kind);
-    }
-  }
-
-  private setStatus(text: string, kind: 'loading' | 'error' | 'empty' | 'idle'): void {
-    if (this.status.textContent !== text) this.status.textContent = text;
-    this.status.title = text;
-    this.status.dataset.kind = kind;
-  }
-
-  /** The status line's text once loads end (it says "Loading…" meanwhile). */
-  private note(text: string, kind: 'empty' | 'error' | 'idle'): void {
-    this.statusNote = { text, kind };
-    this.updateReady();
-  }
-
-  // ---- loads ----
-
-  private async loadRuns(): Promise<void> {
-    try {
-      const response = await this.api.runs();
-      this.runs = response.runs;
+      runs = (await this.api.runs()).runs;
     } catch (e) {
       this.showEmpty('Could not list runs', message(e), 'Could not list runs', { error: true });
-      this.note('Could not list runs', 'error');
       return;
     }
-    this.pickers.setRuns(this.runs);
-    const run = chooseRun(this.runs, null);
-    if (!run) {
+    this.state.runs = runs;
+    this.page.pickers.setRuns(runs);
+    if (!chooseRun(runs, null)) {
       this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.', 'No traced steps', { howTo: true });
       return;
     }
-    const step = chooseStep(run, null);
-    this.selection.set({ run: run.run, tag: step?.tag ?? null });
+    const restored = restorable(await chosenBefore, runs);
+    this.selection.set(restored ?? (await this.openingSelection(runs)));
   }
+
+  /** Nothing chosen before: the step with the largest peak (`default_step`), else the first run's latest step. */
+  private async openingSelection(runs: readonly RunInfo[]): Promise<Partial<SelectionState>> {
+    try {
+      const opening = await this.api.defaultStep();
+      const run = runs.find((r) => r.run === opening.run);
+      if (run && run.steps.some((s) => s.tag === opening.tag)) {
+        this.state.opening = opening;
+        return { run: run.run, tag: opening.tag, device: opening.device };
+      }
+    } catch {
+      // The first run's latest step still opens the page.
+    }
+    const run = chooseRun(runs, null);
+    return { run: run?.run ?? null, tag: run ? (chooseStep(run, null)?.tag ?? null) : null };
+  }
+
+  // ---- selection changes ----
 
   private onSelection(state: Readonly<SelectionState>, changed: ReadonlySet<SelectionKey>): void {
     if (changed.has('run') && state.run !== null && state.tag === null) {
-      const run = this.runs.find((r) => r.run === state.run);
+      const run = this.state.runs.find((r) => r.run === state.run);
       const step = run ? chooseStep(run, null) : null;
       if (step) {
         this.selection.set({ tag: step.tag });
@@ -231,10 +199,14 @@ export class App {
       }
     }
     if (changed.has('run') || changed.has('tag') || changed.has('group')) {
-      if (state.run !== null && state.tag !== null) void this.track(() => this.loadSummary());
+      if (state.run !== null && state.tag !== null) {
+        if (!this.state.openingFor(state.run, state.tag)) this.state.opening = null;
+        const { run, tag, group } = state;
+        void this.readiness.track(() => this.loadSummary(run, tag, group));
+      }
       return;
     }
-    if (!this.device) return;
+    if (!this.state.device) return;
     if (changed.has('device') || changed.has('focus')) {
       // loadLevel reloads the curve, and the zoomed window's with it.
       // Details first: the slowest route on a big step starts first; the level's three follow at once, in parallel.
@@ -248,50 +220,53 @@ export class App {
 
   /** Nothing to draw: the empty state says why (once), the status line a short label. */
   private showEmpty(title: string, text: string, status: string, options: EmptyStateOptions = {}): void {
-    this.emptyState.show(title, text, options);
-    this.note(status, options.error ? 'error' : 'empty');
-    this.dashboard.classList.add('hidden');
-    this.summaryView.setData(null, null);
+    this.page.showEmpty(title, text, options);
+    this.readiness.note(status, options.error ? 'error' : 'empty');
   }
 
-  private async loadSummary(): Promise<void> {
+  private async loadSummary(run: string, tag: string, group: SelectionState['group']): Promise<void> {
     const isLatest = this.latest.summary.next();
-    const s = this.selection.get();
-    if (s.run === null || s.tag === null) return;
-    this.note('', 'idle');
-    this.device = null;
-    if (this.summary && (this.summary.run !== s.run || this.summary.tag !== s.tag)) this.pickers.setDevices([]);
+    const { page, state } = this;
+    this.readiness.note('', 'idle');
+    state.device = null;
+    if (state.summary && (state.summary.run !== run || state.summary.tag !== tag)) page.pickers.setDevices([]);
+    const wanted = this.selection.get().device;
     let summary: SummaryResponse;
     try {
-      summary = await this.api.summary({ run: s.run, tag: s.tag, group: s.group });
+      summary = await this.api.summary({ run, tag, group });
     } catch (e) {
       if (!isLatest()) return;
-      this.summary = null;
-      this.pickers.setDevices([]);
-      this.showEmpty(`Could not load step “${s.tag}”`, message(e), `Step “${s.tag}”: not loaded`, { error: true });
+      state.summary = null;
+      page.pickers.setDevices([]);
+      this.showEmpty(`Could not load step “${tag}”`, message(e), `Step “${tag}”: not loaded`, { error: true });
       return;
     }
     if (!isLatest()) return;
-    this.summary = summary;
+    state.summary = summary;
     if (summary.status !== 'ok' || summary.devices.length === 0) {
-      this.pickers.setDevices([]);
-      this.showBadStep(summary, s.tag);
+      page.pickers.setDevices([]);
+      this.showBadStep(summary, tag);
       return;
     }
-    this.emptyState.show(null);
-    this.dashboard.classList.remove('hidden');
-    this.pickers.setDevices(summary.devices);
-    const deviceId = chooseDevice(summary, s.device);
-    this.device = summary.devices.find((d) => d.id === deviceId) ?? null;
-    if (deviceId !== s.device) {
+    page.showDashboard();
+    page.pickers.setDevices(summary.devices);
+    const deviceId = chooseDevice(summary, wanted);
+    state.device = state.deviceById(deviceId);
+    if (deviceId !== wanted) {
       // The notification for the device change loads the level and details.
       this.selection.set({ device: deviceId });
     } else {
       this.loadDetails();
       this.loadLevel();
     }
-    this.summaryView.setData(summary, this.device);
-    this.stepOps.setDevice(this.device);
+    this.showSummary();
+  }
+
+  /** The summary line and the step's op types, for the selected device. */
+  private showSummary(): void {
+    const { summary, device } = this.state;
+    this.page.summary.setData(summary, device, this.state.openingFor(summary?.run ?? null, summary?.tag ?? null));
+    this.page.stepOps.setDevice(device);
   }
 
   /**
@@ -319,62 +294,42 @@ export class App {
     }
   }
 
-  /** Tile figures belong to one run, step, device and grouping. */
-  private previewKey(): string {
-    const s = this.selection.get();
-    return JSON.stringify([s.run, s.tag, s.device, s.group]);
-  }
+  // ---- the focused scope: treemap level, graph, curve ----
 
-  /** Everything about the focused scope: treemap level, graph and curve. */
   private loadLevel(): void {
-    const s = this.selection.get();
-    const device = this.device;
-    if (s.run === null || s.tag === null || s.device === null || !device) return;
-    if (device.id !== s.device) {
-      this.device = this.summary?.devices.find((d) => d.id === s.device) ?? null;
-      this.summaryView.setData(this.summary, this.device);
-      this.stepOps.setDevice(this.device);
+    const p = this.stepParams();
+    if (!p || !this.state.device) return;
+    if (this.state.device.id !== p.device) {
+      this.state.device = this.state.deviceById(p.device);
+      this.showSummary();
     }
-    const base = { run: s.run, tag: s.tag, device: s.device, group: s.group };
-    const previewKey = this.previewKey();
-    this.previews.useKey(previewKey);
+    const { focus, group } = this.selection.get();
+    const key = stepKey(p);
+    this.previews.useKey(key);
+    const { treemap, graph } = this.page;
 
-    const scopesLatest = this.latest.scopes.next();
-    this.treemap.setLoading(true);
-    void this.track(async () => {
-      try {
-        const data = await this.api.scopes({ ...base, scope: s.focus });
-        if (!scopesLatest()) return;
-        this.previews.useKey(previewKey);
-        this.previews.addLevel(data);
-        this.treemap.setError(null);
-        this.treemap.setData(data);
-        void this.prefetchDetails();
-      } catch (e) {
-        if (!scopesLatest()) return;
-        this.treemap.setError(`Could not load scope “${s.focus || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`);
-        this.treemap.setData(null);
-      } finally {
-        if (scopesLatest()) this.treemap.setLoading(false);
-      }
-    });
+    void this.loadInto(
+      'scopes',
+      treemap,
+      () => this.api.scopes({ ...p, scope: focus }),
+      (data) => {
+        if (data) {
+          this.previews.useKey(key);
+          this.previews.addLevel(data);
+        }
+        treemap.setData(data);
+        if (data) void this.prefetchDetails();
+      },
+      (e) => `Could not load scope “${focus || '(all)'}”: ${message(e)}${scopeHint(e, group)}`,
+    );
 
-    const graphLatest = this.latest.graph.next();
-    this.graph.setLoading(true);
-    void this.track(async () => {
-      try {
-        const data = await this.api.graph({ run: s.run!, tag: s.tag!, device: s.device!, scope: s.focus });
-        if (!graphLatest()) return;
-        this.graph.setError(null);
-        this.graph.setData(data);
-      } catch (e) {
-        if (!graphLatest()) return;
-        this.graph.setError(`No graph for “${s.focus || '(all)'}”: ${message(e)}`);
-        this.graph.setData(null);
-      } finally {
-        if (graphLatest()) this.graph.setLoading(false);
-      }
-    });
+    void this.loadInto(
+      'graph',
+      graph,
+      () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus }),
+      (data) => graph.setData(data),
+      (e) => `No graph for “${focus || '(all)'}”: ${message(e)}`,
+    );
 
     this.loadCurve();
   }
@@ -386,17 +341,14 @@ export class App {
    */
   private async prefetchDetails(): Promise<void> {
     const isLatest = this.latest.prefetch.next();
-    const s = this.selection.get();
-    if (s.run === null || s.tag === null || s.device === null) return;
-    const params = { run: s.run, tag: s.tag, device: s.device, group: s.group, top: TOP_NODES };
-    const targets = this.treemap.visibleScopes().slice(0, PREFETCH_DETAILS);
+    const p = this.stepParams();
+    if (!p) return;
+    const targets = this.page.treemap.visibleScopes().slice(0, PREFETCH_DETAILS);
     for (const scope of targets) {
-      await this.idle();
-      if (!isLatest()) return;
-      const now = this.selection.get();
-      if (now.run !== s.run || now.tag !== s.tag || now.device !== s.device || now.group !== s.group) return;
+      await this.readiness.idle();
+      if (!isLatest() || stepKey(this.stepParams()) !== stepKey(p)) return;
       try {
-        await this.api.scope({ ...params, scope });
+        await this.api.scope({ ...p, scope, top: TOP_NODES });
       } catch {
         return; // a failing prefetch says nothing the real request will not say
       }
@@ -405,42 +357,30 @@ export class App {
 
   /** The curve of the step, broken down by the focused scope's children for stacking. */
   private loadCurve(): void {
-    const s = this.selection.get();
-    if (s.run === null || s.tag === null || s.device === null) return;
-    const base = { run: s.run, tag: s.tag, device: s.device, group: s.group };
-    const curveLatest = this.latest.curve.next();
-    this.requestedPoints = curvePointsFor(this.curve.plotWidth());
-    this.curve.setLoading(true);
+    const p = this.stepParams();
+    if (!p) return;
+    const { focus } = this.selection.get();
+    const curve = this.page.curve;
+    const points = (this.state.requestedPoints = curvePointsFor(curve.plotWidth()));
+    void this.loadInto(
+      'curve',
+      curve,
+      () => this.api.curve({ ...p, points, breakdown: focus, top: CURVE_SERIES }),
+      (data) => {
+        this.state.curve = data;
+        curve.setCurve(data);
+        if (data) return this.loadHighlight();
+      },
+      (e) => `Could not load the curve: ${message(e)}`,
+    );
     // A zoomed view asks for its window at once too, with the same breakdown and points.
     this.scheduleWindowCurve(0);
-    void this.track(async () => {
-      try {
-        const data = await this.api.curve({
-          ...base,
-          points: this.requestedPoints,
-          breakdown: s.focus,
-          top: CURVE_SERIES,
-        });
-        if (!curveLatest()) return;
-        this.curveData = data;
-        this.curve.setError(null);
-        this.curve.setCurve(data);
-        await this.loadHighlight();
-      } catch (e) {
-        if (!curveLatest()) return;
-        this.curveData = null;
-        this.curve.setError(`Could not load the curve: ${message(e)}`);
-        this.curve.setCurve(null);
-      } finally {
-        if (curveLatest()) this.curve.setLoading(false);
-      }
-    });
   }
 
   /** What a window's curve shares with the step's curve request: a window fetched for another one is not drawn. */
   private curveKey(): string {
     const s = this.selection.get();
-    return JSON.stringify([s.run, s.tag, s.device, s.group, s.focus, this.requestedPoints, CURVE_SERIES]);
+    return JSON.stringify([s.run, s.tag, s.device, s.group, s.focus, this.state.requestedPoints, CURVE_SERIES]);
   }
 
   private cancelWindowWait(): void {
@@ -461,14 +401,14 @@ export class App {
     this.cancelWindowWait();
     this.latest.windowCurve.next();
     const key = this.curveKey();
-    if (this.windowCurve && this.windowCurve.key !== key) {
-      this.windowCurve = null;
-      this.curve.setWindowCurve(null);
+    const { state } = this;
+    if (state.windowCurve && state.windowCurve.key !== key) {
+      state.windowCurve = null;
+      this.page.curve.setWindowCurve(null);
     }
-    const s = this.selection.get();
-    const duration = this.curveData?.duration_us ?? this.summary?.duration_us ?? null;
-    const want = needsWindowFetch(s.timeRange, duration, this.windowCurve?.data.window ?? null);
-    if (!want || s.run === null || s.tag === null || s.device === null) return;
+    const duration = state.curve?.duration_us ?? state.summary?.duration_us ?? null;
+    const want = needsWindowFetch(this.selection.get().timeRange, duration, state.windowCurve?.data.window ?? null);
+    if (!want || !this.stepParams()) return;
     let release = () => {};
     const waited = new Promise<void>((resolve) => (release = resolve));
     const timer = setTimeout(() => {
@@ -477,37 +417,32 @@ export class App {
       release();
     }, delay);
     this.windowWait = { timer, release };
-    void this.track(() => waited);
+    void this.readiness.track(() => waited);
   }
 
   /** The curve of one window of the step, bucketed on its own; drawn when it is still the one wanted. */
   private loadWindowCurve(window: CurveWindow, key: string): void {
-    const s = this.selection.get();
-    if (s.run === null || s.tag === null || s.device === null || key !== this.curveKey()) return;
+    const p = this.stepParams();
+    if (!p || key !== this.curveKey()) return;
+    const { focus } = this.selection.get();
     const isLatest = this.latest.windowCurve.next();
-    void this.track(async () => {
+    const curve = this.page.curve;
+    void this.readiness.track(async () => {
       try {
-        const data = await this.api.curve({
-          run: s.run!,
-          tag: s.tag!,
-          device: s.device!,
-          group: s.group,
-          points: this.requestedPoints,
-          breakdown: s.focus,
-          top: CURVE_SERIES,
-          window,
-        });
+        const data = await this.api.curve({ ...p, points: this.state.requestedPoints, breakdown: focus, top: CURVE_SERIES, window });
         if (!isLatest() || key !== this.curveKey()) return;
-        this.windowCurve = { data, key };
-        if (this.curveData) this.curve.setError(null);
-        this.curve.setWindowCurve(data);
+        this.state.windowCurve = { data, key };
+        if (this.state.curve) curve.setError(null);
+        curve.setWindowCurve(data);
       } catch (e) {
         if (!isLatest()) return;
         // The whole step's curve stays drawn (clipped to the zoom): it is right, only coarser.
-        this.curve.setError(`Could not load the zoomed window (the whole step’s curve is shown): ${message(e)}`);
+        curve.setError(`Could not load the zoomed window (the whole step’s curve is shown): ${message(e)}`);
       }
     });
   }
+
+  // ---- the selected scope: details and the curve's highlight ----
 
   /**
    * Details of the selected scope (or of the focus when nothing is selected).
@@ -517,43 +452,39 @@ export class App {
    * curve lacks the scope's series, so the two requests do not compete.
    */
   private loadDetails(): void {
+    const p = this.stepParams();
+    if (!p) return;
     const s = this.selection.get();
-    if (s.run === null || s.tag === null || s.device === null) return;
     const scope = s.selected ?? s.focus;
-    const detailsLatest = this.latest.details.next();
-    this.previews.useKey(this.previewKey());
+    const { details, curve } = this.page;
+    this.previews.useKey(stepKey(p));
     const preview = this.previews.get(scope);
     if (preview) {
       // Valid figures at once; the panel says its tables are loading (not dimmed: nothing shown is stale).
-      this.details.setError(null);
-      this.details.setLoading(false);
-      this.details.setData(preview);
-      this.curve.setTimeSpan(null);
-    } else {
-      this.details.setLoading(true);
+      details.setError(null);
+      details.setLoading(false);
+      details.setData(preview);
+      curve.setTimeSpan(null);
     }
-    const details = this.track(async () => {
-      try {
-        const data = await this.api.scope({ run: s.run!, tag: s.tag!, device: s.device!, group: s.group, scope, top: TOP_NODES });
-        if (!detailsLatest()) return;
+    const loaded = this.loadInto(
+      'details',
+      details,
+      async (isLatest) => {
+        const data = await this.api.scope({ ...p, scope, top: TOP_NODES });
         // Even from the cache, the tables wait for the preview to be painted: the click's frame stays light.
-        if (preview) await afterPaint();
-        if (!detailsLatest()) return;
-        this.details.setError(null);
-        this.details.setData(data);
-        this.curve.setTimeSpan(scope === '' ? null : data.time_span);
-      } catch (e) {
-        if (!detailsLatest()) return;
-        this.details.setError(`Could not load details of “${scope || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`);
-        this.details.setData(null);
-        this.curve.setTimeSpan(null);
-      } finally {
-        if (detailsLatest()) this.details.setLoading(false);
-      }
-    });
+        if (preview && isLatest()) await afterPaint();
+        return data;
+      },
+      (data) => {
+        details.setData(data);
+        curve.setTimeSpan(data && scope !== '' ? data.time_span : null);
+      },
+      (e) => `Could not load details of “${scope || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`,
+      !preview,
+    );
     if (this.highlightFromLoadedCurve()) return;
-    void this.track(async () => {
-      await details;
+    void this.readiness.track(async () => {
+      await loaded;
       await this.loadHighlight();
     });
   }
@@ -561,52 +492,39 @@ export class App {
   /** Highlights the selection from the loaded curve's series when it has them (no request); false when it cannot. */
   private highlightFromLoadedCurve(): boolean {
     const selected = this.selection.get().selected;
-    const curve = this.curveData;
-    if (selected === null || selected === '') {
-      this.latest.highlight.next();
-      this.curve.setHighlight(null);
-      return true;
-    }
-    const series = curve?.series.find((x) => x.scope === selected);
-    if (!curve || !series) return false;
+    const highlight = selected && this.state.curve ? highlightOf(this.state.curve, selected) : null;
+    if (selected && !highlight) return false;
     this.latest.highlight.next();
-    this.curve.setHighlight({ scope: selected, name: series.name, t_us: curve.t_us, bytes: series.bytes });
+    this.page.curve.setHighlight(highlight);
     return true;
   }
 
   /** The selected scope's own series, from the loaded curve or one broken down by its parent. */
   private async loadHighlight(): Promise<void> {
     const isLatest = this.latest.highlight.next();
-    const s = this.selection.get();
-    const curve = this.curveData;
-    const selected = s.selected;
-    if (!curve || selected === null || selected === '' || s.run === null || s.tag === null || s.device === null) {
-      this.curve.setHighlight(null);
+    const p = this.stepParams();
+    const curve = this.state.curve;
+    const selected = this.selection.get().selected;
+    if (!curve || !selected || !p) {
+      this.page.curve.setHighlight(null);
       return;
     }
-    const toHighlight = (c: CurveResponse): HighlightSeries | null => {
-      const series = c.series.find((x) => x.scope === selected);
-      return series ? { scope: selected, name: series.name, t_us: c.t_us, bytes: series.bytes } : null;
-    };
-    const own = toHighlight(curve);
+    const own = highlightOf(curve, selected);
     if (own) {
-      this.curve.setHighlight(own);
+      this.page.curve.setHighlight(own);
       return;
     }
     try {
-      const c = await this.api.curve({
-        run: s.run,
-        tag: s.tag,
-        device: s.device,
-        group: s.group,
-        points: this.requestedPoints,
+      const parent = await this.api.curve({
+        ...p,
+        points: this.state.requestedPoints,
         breakdown: parentScope(selected),
         top: HIGHLIGHT_SERIES,
       });
-      if (isLatest()) this.curve.setHighlight(toHighlight(c));
+      if (isLatest()) this.page.curve.setHighlight(highlightOf(parent, selected));
     } catch {
       // The highlight is a nicety: a scope without its own series keeps the plain curve.
-      if (isLatest()) this.curve.setHighlight(null);
+      if (isLatest()) this.page.curve.setHighlight(null);
     }
   }
 }

@@ -33,8 +33,10 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .picker label { color: var(--muted); }
 .picker select { max-width: 240px; }
 /* One line whatever it says (the full text is its title): a long message never pushes the page down. */
-.status { color: var(--muted); margin-left: auto; flex: 1 1 120px; min-width: 120px; text-align: right; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.header-end { margin-left: auto; flex: 1 1 120px; min-width: 120px; display: flex; gap: 10px; align-items: baseline; justify-content: flex-end; }
+.status { color: var(--muted); flex: 1 1 auto; min-width: 0; text-align: right; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .status[data-kind="error"] { color: var(--error-fg); }
+.view-link { flex: 0 0 auto; font-size: 12px; }
 /* Two lines at most: each line stays on one row and its longest item is cut with an ellipsis (full text in its title). */
 .summary { display: flex; flex-direction: column; gap: 1px; padding: 3px 10px; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; }
 .summary .summary-line { display: flex; gap: 0 18px; align-items: baseline; white-space: nowrap; overflow: hidden; line-height: 20px; }
@@ -42,6 +44,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .summary .summary-line > .shrink { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 /* The op at the peak gives way first: the biggest holder's name is the more telling of the two. */
 .summary .summary-line > .shrink.yield { flex-shrink: 4; }
+.summary .summary-line > .opening { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; flex-shrink: 0.1; }
 /* A name between a label and a suffix: the path before its last "/" gives way first, then the last part. */
 .summary .summary-line > .summary-name-item { min-width: 9em; }
 .summary .summary-name-item { display: inline-flex; align-items: baseline; white-space: pre; }

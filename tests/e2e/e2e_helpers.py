@@ -91,8 +91,18 @@ class Dashboard:
 
         page.on("dialog", on_dialog)
 
-    def open(self) -> None:
-        self.page.goto(f"{self.tb.url}/#memory")
+    def open(self, url: str | None = None) -> None:
+        """Opens TensorBoard's page at `url` (default: the Memory tab) and waits for the tab to be ready."""
+        self.page.goto(url or f"{self.tb.url}/#memory")
+        self._find_frame()
+
+    def reload(self) -> None:
+        """Reloads TensorBoard's whole page (the plugin's iframe too) and waits for the tab to be ready."""
+        self.page.reload()
+        self._find_frame()
+
+    def _find_frame(self) -> None:
+        self.frame = None
         deadline = time.monotonic() + 30
         while self.frame is None:
             for frame in self.page.frames:

@@ -21,10 +21,6 @@ UNET = "unet_b2"
 UNET_01 = "shared_model/unet_01"
 
 
-def _expected_default_run(runs: list[dict]) -> dict:
-    return next(r for r in runs if r["steps"])
-
-
 def _latest_tag(run: dict) -> str:
     return max(enumerate(run["steps"]), key=lambda p: (p[1]["step"], p[1]["wall_time"], p[0]))[1]["tag"]
 
@@ -58,14 +54,31 @@ def _assert_details_match(dash, run, tag, device, scope, group="layer"):
     return expected
 
 
+def _assert_opens_on_the_largest_peak(dash, runs: list[dict]) -> None:
+    """Nothing chosen before: the page opens on the default_step route's answer, the largest peak among each
+    run's latest step, and says why in the summary."""
+    opening = dash.tb.api("default_step")
+    assert opening["reason"] == "largest_peak", opening
+    picked = (dash.value("run-picker"), dash.value("step-picker"), dash.value("device-picker"))
+    assert picked == (opening["run"], opening["tag"], opening["device"]), (picked, opening)
+    for run in runs:
+        if not run["steps"]:
+            continue
+        summary = dash.tb.api("summary", run=run["run"], tag=_latest_tag(run))
+        if summary["status"] == "ok":
+            device = next(d for d in summary["devices"] if d["id"] == summary["default_device"])
+            assert (device["peak_bytes"] if device["peak_bytes"] is not None else device["peak_rise_bytes"]) <= \
+                opening["peak_bytes"], (run["run"], opening)
+    reason = dash.loc(tid("summary-reason"))
+    assert reason.count() == 1 and "largest peak" in reason.inner_text(), reason.all_inner_texts()
+
+
 @pytest.mark.parametrize("load_fast", ["false", "true"])
 def test_unet_scope_details_equal_backend(dashboard, load_fast):
     """Default picks, then U-Net: click shared_model, drill, click shared_model/unet_01."""
     dash, tb = dashboard, dashboard.tb
     runs = tb.api("runs")["runs"]
-    first = _expected_default_run(runs)
-    assert dash.value("run-picker") == first["run"], "the first run with traced steps should be picked"
-    assert dash.value("step-picker") == _latest_tag(first)
+    _assert_opens_on_the_largest_peak(dash, runs)
     run_options = dash.loc(f'{tid("run-picker")} option').evaluate_all("os => os.map(o => o.value)")
     assert run_options == [r["run"] for r in runs]
     dash.assert_fits_width()
@@ -104,6 +117,43 @@ def test_unet_scope_details_equal_backend(dashboard, load_fast):
     assert nodes and nodes[0]["raw_name"] in table_text
     dash.assert_fits_width()
     dash.screenshot("unet_01-details")
+
+
+def _assert_unet_01_selected(dash, tag: str, device: str) -> None:
+    assert (dash.value("run-picker"), dash.value("step-picker"), dash.value("device-picker")) == (UNET, tag, device)
+    dash.wait_focus("shared_model")
+    assert dash.crumb_scopes() == ["", "shared_model"]
+    _assert_details_match(dash, UNET, tag, device, UNET_01)
+    assert dash.tile(UNET_01).get_attribute("aria-selected") == "true"
+
+
+def test_selection_survives_a_reload_and_travels_in_a_link(dashboard, browser):
+    """Select shared_model/unet_01 on unet_b2, reload TensorBoard's page: still selected (and the page does not
+    claim to have opened on the largest peak). The view's link opens the same selection in a fresh browser."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    dash.tile("shared_model").dblclick()
+    dash.wait_focus("shared_model")
+    dash.tile(UNET_01).click()
+    dash.wait_details(UNET_01)
+
+    dash.reload()
+    _assert_unet_01_selected(dash, tag, device)
+    assert dash.loc(tid("summary-reason")).count() == 0, "a restored selection was chosen by the user"
+    dash.screenshot("reloaded")
+
+    link = dash.loc(tid("view-link")).get_attribute("href")
+    assert link and link.startswith(tb.url + "/") and "p.memory.selected=" in link, link
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        shared = Dashboard(page, tb, "shared-link")
+        shared.open(link)
+        _assert_unet_01_selected(shared, tag, device)
+        assert shared.page_errors == []
+    finally:
+        context.close()
 
 
 def test_graph_drill_moves_treemap_and_breadcrumbs(dashboard):

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   OTHER_SERIES,
+  highlightOf,
   curvePointsFor,
   nearestIndex,
   relativeBytes,
@@ -117,5 +118,22 @@ describe('zoomRange', () => {
   });
   it('treats a tiny drag as a click', () => {
     expect(zoomRange(10, 12, invert)).toBeNull();
+  });
+});
+
+describe('highlightOf', () => {
+  const curve = {
+    t_us: [0, 10, 20],
+    series: [
+      { scope: 'a/b', name: 'b', bytes: [0, 5, 2] },
+      { scope: null, name: OTHER_SERIES, bytes: [0, 1, 1] },
+    ],
+  };
+  it('takes the scope’s own series at the curve’s times', () => {
+    expect(highlightOf(curve, 'a/b')).toEqual({ scope: 'a/b', name: 'b', t_us: [0, 10, 20], bytes: [0, 5, 2] });
+  });
+  it('is null when the curve has no series of that scope', () => {
+    expect(highlightOf(curve, 'a')).toBeNull();
+    expect(highlightOf(curve, OTHER_SERIES)).toBeNull();
   });
 });

@@ -18,6 +18,24 @@ export interface StackedLayer {
 
 export const OTHER_SERIES = '(other)';
 
+/** One scope's series drawn over the curve: the selection's highlight. */
+export interface HighlightSeries {
+  scope: string;
+  name: string;
+  t_us: readonly number[];
+  /** Bytes the scope holds at each time, relative to the step's start. */
+  bytes: readonly number[];
+}
+
+/** The scope's own series in a curve answer as a highlight, or null when the answer has none for it. */
+export function highlightOf(
+  curve: { t_us: readonly number[]; series: readonly SeriesInput[] },
+  scope: string,
+): HighlightSeries | null {
+  const series = curve.series.find((s) => s.scope === scope);
+  return series ? { scope, name: series.name, t_us: curve.t_us, bytes: series.bytes } : null;
+}
+
 /** Bytes relative to the step's start: what the series add up to. */
 export function relativeBytes(maxBytes: readonly number[], absolute: boolean, startBytes: number | null): number[] {
   const offset = absolute && startBytes !== null ? startBytes : 0;

@@ -11,7 +11,7 @@ import type { CurveResponse, TimeSpan } from '../api';
 import { el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatTime } from '../format';
 import { colorForRank } from '../lib/colors';
-import { nearestIndex, relativeBytes, stackSeries, zoomRange, type StackedLayer } from '../lib/curve-data';
+import { nearestIndex, relativeBytes, stackSeries, zoomRange, type HighlightSeries, type StackedLayer } from '../lib/curve-data';
 import { curveToDraw, highlightOn, type DrawnCurve } from '../lib/curve-window';
 import type { Selection } from '../selection';
 
@@ -21,13 +21,7 @@ const HEIGHT = CURVE_HEIGHT;
 const MARGIN = { top: 18, right: 14, bottom: 20, left: 66 };
 const STACK_TOP = 8;
 
-export interface HighlightSeries {
-  scope: string;
-  name: string;
-  t_us: readonly number[];
-  /** Bytes the scope holds at each time, relative to the step's start. */
-  bytes: readonly number[];
-}
+export type { HighlightSeries } from '../lib/curve-data';
 
 type SvgSel = D3Selection<SVGSVGElement, unknown, null, undefined>;
 

@@ -1,0 +1,74 @@
+// The page's layout: header (pickers, status), empty state, summary, then the
+// dashboard (curve, treemap and graph, step op types; details beside them).
+// It builds the views and places them; it holds no data and fetches nothing.
+
+import { el } from '../dom';
+import type { Selection } from '../selection';
+import { CurveView } from './curve';
+import { DetailsView, StepOpTypesView } from './details';
+import { GraphView } from './graph';
+import { PickersView } from './pickers';
+import { EmptyStateView, SummaryView, type EmptyStateOptions } from './summary';
+import { TreemapView } from './treemap';
+
+export class PageView {
+  readonly root: HTMLElement;
+  readonly pickers: PickersView;
+  readonly summary: SummaryView;
+  readonly emptyState = new EmptyStateView();
+  readonly curve: CurveView;
+  readonly treemap: TreemapView;
+  readonly graph: GraphView;
+  readonly details: DetailsView;
+  readonly stepOps: StepOpTypesView;
+  private readonly dashboard: HTMLElement;
+
+  /** `status` and `link` end the header row (the readiness line, the link to this view). */
+  constructor(selection: Selection, status: HTMLElement, link: HTMLElement | null = null) {
+    this.pickers = new PickersView(selection);
+    this.summary = new SummaryView(selection);
+    this.curve = new CurveView(selection);
+    this.treemap = new TreemapView(selection);
+    this.graph = new GraphView(selection);
+    this.details = new DetailsView(selection);
+    this.stepOps = new StepOpTypesView(selection);
+    this.dashboard = el(
+      'div',
+      { class: 'dashboard hidden' },
+      el(
+        'div',
+        { class: 'layout' },
+        el(
+          'div',
+          { class: 'main-column' },
+          this.curve.element,
+          el('div', { class: 'two-up' }, this.treemap.element, this.graph.element),
+          this.stepOps.element,
+        ),
+        el('div', { class: 'side-column' }, this.details.element),
+      ),
+    );
+    this.root = el(
+      'div',
+      { class: 'mem-root' },
+      el('header', { class: 'mem-header' }, el('h1', {}, 'Memory'), this.pickers.element, el('div', { class: 'header-end' }, status, link)),
+      this.emptyState.element,
+      this.summary.element,
+      this.dashboard,
+    );
+    this.summary.setData(null, null);
+  }
+
+  /** A step to draw: the empty state goes, the dashboard shows. */
+  showDashboard(): void {
+    this.emptyState.show(null);
+    this.dashboard.classList.remove('hidden');
+  }
+
+  /** Nothing to draw: the empty state says why (once); the dashboard and summary go. */
+  showEmpty(title: string, text: string, options: EmptyStateOptions = {}): void {
+    this.emptyState.show(title, text, options);
+    this.dashboard.classList.add('hidden');
+    this.summary.setData(null, null);
+  }
+}
