@@ -9,6 +9,9 @@ and writes one TensorBoard run per model (graph + traced steps ``step_1`` ..
     unet_b2, unet_b4        flow-estimation U-Net (shared_model/unet_00..11), batch 2 / 4
     resnet9_b2, resnet9_b4  9-block residual image network, batch 2 / 4
     bigconv                 one conv2d with a 31x31 filter on a 32x32 image (im2col case)
+    keras_unet              a Keras 3 U-Net trained with model.fit and the TensorBoard callback
+                            (profile_batch=(3, 4)): the TF2 way, memory in the profile
+                            (keras_unet/train/plugins/profile/<session>/<host>.xplane.pb)
 
 Each run is traced in its own python process, because oneDNN is fixed when
 TensorFlow loads: the U-Net and ResNet runs use oneDNN (allocator "mklcpu",
@@ -17,7 +20,11 @@ which reports allocator_bytes_in_use); bigconv runs without it (allocator
 scratch (~34 MiB here, against a 92 KiB filter gradient) shows up as the op's
 memory_stats.temp_memory_size. oneDNN's kernels use no im2col.
 
-Old event files in each run directory are deleted first. Seeds are fixed;
+keras_unet runs with TF_CPU_ALLOCATOR_USE_BFC=true (see keras_unet.py): without
+the BFC allocator a CPU profile holds no memory events.
+
+Old event files in each run directory are deleted first (keras_unet: the whole
+directory). Seeds are fixed;
 timings and pointers in the traces still differ from run to run.
 
 Then: tensorboard --logdir demo_logs
@@ -25,6 +32,7 @@ Then: tensorboard --logdir demo_logs
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -40,6 +48,7 @@ RUNS = {
     "bigconv": ("bigconv", 1, 32, False),  # kernel = size - 1 = 31
 }
 STEPS = (1, 2, 3)
+KERAS_RUNS = ("keras_unet",)  # written by keras_unet.py (model.fit + profiler), not models.py
 
 
 def write_one(name, out):
@@ -66,20 +75,38 @@ def write_one(name, out):
     )
 
 
+def write_keras(name, out):
+    """A Keras 3 `model.fit` profiled by the TensorBoard callback (in a fresh process, BFC allocator on)."""
+    sys.path.insert(0, HERE)
+    import keras_unet
+
+    logdir = os.path.join(out, name)
+    shutil.rmtree(logdir, ignore_errors=True)
+    t0 = time.time()
+    paths = keras_unet.profile(logdir)
+    print("%-11s keras 3 fit, profile_batch=(3, 4), BFC allocator  %s  %.1f KiB  %.1fs"
+          % (name, ", ".join(os.path.relpath(p, out) for p in paths),
+             sum(os.path.getsize(p) for p in paths) / 1024.0, time.time() - t0), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=HERE, help="logdir to write runs into (default: next to this file)")
-    parser.add_argument("--runs", default=",".join(RUNS), help="comma-separated subset of: " + ", ".join(RUNS))
+    parser.add_argument("--runs", default=",".join((*RUNS, *KERAS_RUNS)),
+                        help="comma-separated subset of: " + ", ".join((*RUNS, *KERAS_RUNS)))
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: write this run in-process
     args = parser.parse_args(argv)
     names = [r for r in args.runs.split(",") if r]
-    unknown = [r for r in names if r not in RUNS]
+    unknown = [r for r in names if r not in RUNS and r not in KERAS_RUNS]
     if unknown:
         parser.error("unknown run(s): %s" % ", ".join(unknown))
     if args.one:
         write_one(args.one, args.out)
         return
     for name in names:
+        if name in KERAS_RUNS:
+            write_keras(name, args.out)
+            continue
         env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="1" if RUNS[name][3] else "0")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         subprocess.run(

@@ -102,7 +102,7 @@ def test_tf2_graph_run_metadata_steps(tb, unet_trace):
 def test_summary_equals_engine(tb, logdir, group):
     body = get_json(tb, "summary", run="unet", tag="step_2", group=group)
     engine = engine_step(logdir, "unet", "step_2")
-    assert body == _roundtrip({"run": "unet", "tag": "step_2", "step": 2, **report.step_summary(engine, group)})
+    assert body == _roundtrip({"run": "unet", "tag": "step_2", "step": 2, "source": "run_metadata", **report.step_summary(engine, group)})
     assert body["status"] == "ok" and body["message"] is None
     (device,) = body["devices"]
     space = engine.space(None)

@@ -1,0 +1,500 @@
+"""The XPlane source on a real Keras 3 `model.fit` profile (issue 11).
+
+The profile is written once per session by demo_logs/keras_unet.py in a
+subprocess with `TF_CPU_ALLOCATOR_USE_BFC=true` (it must be set before
+TensorFlow starts). Expectations are recomputed from TensorFlow's own
+`xplane_pb2` parse of the same bytes with plain loops, never through the engine.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from werkzeug.test import Client
+
+from tracedata import REPO
+from tb_memory_plugin import analysis, report, store
+from tb_memory_plugin.sources import xplane
+from tb_memory_plugin.sources.xplane import names as xnames
+from tb_memory_plugin.sources.xplane import wire
+from tb_memory_plugin.trace import TraceDecodeError
+
+PREFIX = "/data/plugin/memory/"
+PROFILE_BATCHES = (3, 4)  # Keras numbers them from 1; the profiler's step_num from 0
+# The model of demo_logs/keras_unet.py at depth 2: the user's layer names.
+LAYERS = {"enc_0", "enc_0_b", "pool_0", "enc_1", "enc_1_b", "pool_1", "mid", "up_1", "skip_1", "dec_1", "up_0",
+          "skip_0", "dec_0", "head"}
+MODEL = "small_unet"
+
+
+@pytest.fixture(scope="session")
+def keras_logdir(tmp_path_factory) -> Path:
+    """A logdir with `keras/train/{events, plugins/profile/<session>/<host>.xplane.pb}` from a real fit."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "demo_logs"))
+    import keras_unet
+
+    root = tmp_path_factory.mktemp("keras_logs")
+    paths = keras_unet.profile(str(root / "keras"), size=16, batch=2, steps=5, profile_batch=PROFILE_BATCHES,
+                               depth=2, width=4)
+    assert len(paths) == 1
+    return root
+
+
+@pytest.fixture(scope="session")
+def profile_path(keras_logdir) -> Path:
+    (path,) = keras_logdir.glob("keras/train/plugins/profile/*/*.xplane.pb")
+    return path
+
+
+@pytest.fixture(scope="session")
+def profile(profile_path) -> xplane.Profile:
+    return xplane.decode(profile_path.read_bytes())
+
+
+@pytest.fixture(scope="session")
+def steps(profile):
+    """(ProfileStep, StepAnalysis) per profiled step."""
+    out = []
+    for index, step in enumerate(profile.steps):
+        analysed = analysis.analyse(profile.trace(index))
+        assert analysed.status == "ok", analysed.message
+        out.append((step, analysed))
+    return out
+
+
+# -- a plain reference, from TensorFlow's own protos ------------------------------------------
+
+
+def _space(data: bytes):
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    return xplane_pb2.XSpace.FromString(data)
+
+
+def _stat_values(plane, event) -> dict:
+    values = {}
+    for stat in event.stats:
+        kind = stat.WhichOneof("value")
+        value = getattr(stat, kind)
+        values[plane.stat_metadata[stat.metadata_id].name] = (
+            plane.stat_metadata[value].name if kind == "ref_value" else value)
+    return values
+
+
+@pytest.fixture(scope="session")
+def reference(profile_path) -> dict:
+    """Memory events (sorted by time), op events and executor runs, read one by one."""
+    space = _space(profile_path.read_bytes())
+    memory, ops, runs = [], [], collections.defaultdict(list)
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                time_ps = line.timestamp_ns * 1000 + event.offset_ps
+                if name in ("MemoryAllocation", "MemoryDeallocation"):
+                    memory.append({"time_ps": time_ps, "allocation": name == "MemoryAllocation",
+                                   **_stat_values(plane, event)})
+                elif name == "ExecutorState::Process":
+                    runs[_stat_values(plane, event)["id"]] += [time_ps, time_ps + event.duration_ps]
+                elif name.count(":") == 1 and " " not in name:
+                    ops.append((name.split(":")[0], name.split(":")[1]
+                                or plane.event_metadata[event.metadata_id].display_name))
+    memory.sort(key=lambda e: e["time_ps"])
+    return {"memory": memory, "ops": ops, "runs": runs}
+
+
+def _window(reference: dict, step_id: int) -> tuple[int, int]:
+    times = [e["time_ps"] for e in reference["memory"] if e["allocation"] and e["id"] == step_id]
+    times += reference["runs"].get(step_id, [])
+    return min(times), max(times)
+
+
+def _in_window(reference: dict, step_id: int) -> list[dict]:
+    start, end = _window(reference, step_id)
+    return [e for e in reference["memory"] if start <= e["time_ps"] <= end]
+
+
+def _layer(raw_tf_op: str) -> str | None:
+    """The Keras layer of a raw op name, with plain string work: `.../small_unet_1/enc_1_1/...` -> `enc_1`."""
+    parts = raw_tf_op.split("/")
+    if MODEL + "_1" not in parts:
+        return None
+    scope = parts[parts.index(MODEL + "_1") + 1]
+    return scope[: -len("_1")] if scope.endswith("_1") else scope
+
+
+def _model_children(space, group="layer") -> dict[str, int]:
+    tree = space.tree(group)
+    node = tree.index[MODEL]
+    return {tree.paths[c].rsplit("/", 1)[-1]: int(tree.figures[c, analysis.AT_PEAK]) for c in tree.children[node]}
+
+
+# -- steps -----------------------------------------------------------------------------------
+
+
+def test_profiled_batches_are_the_steps(profile, reference):
+    """One step per profiled batch, numbered as the profiler numbered them, split by executor step id."""
+    assert [s.number for s in profile.steps] == [b - 1 for b in PROFILE_BATCHES]
+    assert profile.memory_event_count == len(reference["memory"])
+    for step in profile.steps:
+        allocations = [e for e in _in_window(reference, step.step_id) if e["allocation"]]
+        ids = collections.Counter(e["id"] for e in allocations)
+        assert ids.most_common(1)[0][0] == step.step_id  # the step's own allocations dominate its window
+        assert (step.start_ps, step.end_ps) == _window(reference, step.step_id)
+        assert step.devices == ["/device:CPU:0"]
+
+
+def test_at_peak_adds_up_exactly(steps):
+    for _, step in steps:
+        for space in step.spaces:
+            rise = space.peak_rise_bytes
+            assert rise > 0
+            summary = report.device_summary(space, "layer")
+            tree = space.tree("layer")
+            assert sum(int(tree.figures[c, analysis.AT_PEAK]) for c in tree.children[0]) == rise
+            assert sum(row["figures"]["at_peak_bytes"] for row in summary["op_types"]) == rise
+            assert sum(row["at_peak_bytes"] for row in summary["categories"]) == rise
+            assert int(space.exec_columns[analysis.AT_PEAK].sum()) == rise
+
+
+def test_curve_is_the_allocators_bytes_in_use(steps, reference):
+    """Absolute: the start is the allocator's bytes in use before the window, the peak one of its readings."""
+    for profile_step, step in steps:
+        events = _in_window(reference, profile_step.step_id)
+        readings = [e["bytes_allocated"] for e in events]
+        first = events[0]
+        before = first["bytes_allocated"] - (first["allocation_bytes"] if first["allocation"] else
+                                             -first["allocation_bytes"])
+        (space,) = step.spaces
+        assert space.start_bytes == before
+        peak = space.start_bytes + space.peak_rise_bytes
+        assert peak in readings and peak <= max(readings)
+        assert space.trace.capacity_bytes == max(e["bytes_allocated"] + e["bytes_available"] + e["bytes_reserved"]
+                                                 for e in events)
+        assert space.trace.allocator == first["allocator_name"] == "bfc_cpu_allocator_for_gpu"
+
+
+def test_largest_layer_at_peak_agrees_with_the_allocation_events(steps, reference):
+    for profile_step, step in steps:
+        (space,) = step.spaces
+        events = _in_window(reference, profile_step.step_id)
+        start = _window(reference, profile_step.step_id)[0]  # times count from the step's first event
+        # The peak: the highest running total after all events of a microsecond.
+        per_us = collections.OrderedDict()
+        total = 0
+        for e in events:
+            total += e["allocation_bytes"] if e["allocation"] else -e["allocation_bytes"]
+            per_us[(e["time_ps"] - start) // 10**6] = total
+        peak_us = max(per_us, key=lambda t: (per_us[t], -t))
+        assert peak_us == space.curve.peak_time_us
+        # Bytes held then, by layer: allocations in the window not yet freed.
+        live: dict[tuple, dict] = {}
+        for e in events:
+            if (e["time_ps"] - start) // 10**6 > peak_us:
+                break
+            key = (e["addr"],)
+            if e["allocation"]:
+                live[key] = e
+            else:
+                live.pop(key, None)
+        by_layer = collections.Counter()
+        unnamed = 0
+        for e in live.values():
+            if "tf_op" in e:
+                layer = _layer(e["tf_op"])
+                if layer is not None:
+                    by_layer[layer] += e["allocation_bytes"]
+            else:
+                unnamed += e["allocation_bytes"]
+        expected_layer, expected_bytes = by_layer.most_common(1)[0]
+        engine = _model_children(space)
+        engine_layer = max(engine, key=engine.get)
+        assert engine_layer == expected_layer
+        # The engine also charges allocations without a tf_op to the op running on their thread.
+        assert expected_bytes <= engine[engine_layer] <= expected_bytes + unnamed
+        assert set(engine) <= LAYERS | {"(self)"}
+
+
+def test_frees_are_paired_by_address(steps, reference):
+    """Each free is owned by the op whose allocation at that address it frees; frees of earlier
+    allocations by `(before this step)`."""
+    windows = {s.step_id: _window(reference, s.step_id) for s, _ in steps}
+    expected = {step_id: collections.Counter() for step_id in windows}
+    allocation_at: dict[int, dict] = {}
+    for e in reference["memory"]:
+        if e["allocation"]:
+            allocation_at[e["addr"]] = e
+            continue
+        allocation = allocation_at.pop(e["addr"], None)
+        for step_id, (start, end) in windows.items():
+            if start <= e["time_ps"] <= end:
+                if allocation is None or allocation["time_ps"] < start:
+                    owner = xplane.BEFORE_STEP
+                else:  # an allocation without tf_op: charged to the op running on its thread
+                    owner = xnames.clean(allocation["tf_op"]) if "tf_op" in allocation else "(any)"
+                expected[step_id][(owner, e["allocation_bytes"])] += 1
+    before_step = 0
+    for profile_step, step in steps:
+        (space,) = step.spaces
+        trace = space.trace
+        frees = np.flatnonzero(trace.event_bytes < 0).tolist()
+        engine = collections.Counter((trace.name(int(trace.event_exec[i])), -int(trace.event_bytes[i])) for i in frees)
+        wanted = expected[profile_step.step_id]
+        assert len(frees) == sum(wanted.values()) > 0
+        named = collections.Counter({key: n for key, n in wanted.items() if key[0] != "(any)"})
+        assert not named - engine
+        before_step += engine[next((k for k in engine if k[0] == xplane.BEFORE_STEP), None)] if engine else 0
+        before_step += sum(n for (owner, _), n in engine.items() if owner == xplane.BEFORE_STEP)
+    assert before_step > 0  # bytes allocated before the profile are freed inside it, and shown as such
+
+
+def test_names_are_cleaned_and_raw_names_kept(steps):
+    (space,) = steps[0][1].spaces
+    trace = space.trace
+    assert not [n for n in trace.distinct_names if "PartitionedCall" in n or f"{MODEL}_1" in n]
+    assert {n.split("/")[1] for n in trace.distinct_names if n.startswith(MODEL + "/")} == LAYERS
+    assert set(_model_children(space)) <= LAYERS | {"(self)"}
+    layer_grads = [n for n in trace.distinct_names if n.startswith(f"gradient_tape/{MODEL}/")]
+    assert layer_grads and {n.split("/")[2] for n in layer_grads} <= LAYERS
+    for name in trace.distinct_names:
+        raw = trace.label_of.get(name)
+        if raw is not None:
+            assert raw.startswith("StatefulPartitionedCall/") and xnames.clean(raw) == name
+    # By layer, the backward pass is folded into the layer; by scope it stays apart.
+    assert "gradient_tape" not in {trace_path.split("/")[0] for trace_path in space.tree("layer").paths[1:]}
+    assert "gradient_tape" in {p.split("/")[0] for p in space.tree("scope").paths[1:]}
+
+
+@pytest.mark.parametrize("raw, cleaned", [
+    ("StatefulPartitionedCall/small_unet_1/enc_1_1/Relu", "small_unet/enc_1/Relu"),
+    ("StatefulPartitionedCall/gradient_tape/small_unet_1/dec_1_1/convolution/Conv2DBackpropFilter",
+     "gradient_tape/small_unet/dec_1/convolution/Conv2DBackpropFilter"),
+    ("StatefulPartitionedCall/adam/Mul_23", "adam/Mul_23"),
+    ("compile_loss/mse/sub", "compile_loss/mse/sub"),
+    ("StatefulPartitionedCall/outer_1/inner_1/conv2d_3_1/Relu", "outer/inner/conv2d_3/Relu"),
+    ("block_2/conv/Relu", "block_2/conv/Relu"),  # a user's own scope: one suffixed scope is not Keras'
+    ("Mul_1", "Mul_1"),
+])
+def test_clean_keras_names(raw, cleaned):
+    assert xnames.clean(raw) == cleaned
+
+
+def test_op_types_come_from_op_events(steps, reference):
+    expected = {}
+    for node, op_type in reference["ops"]:
+        expected.setdefault(xnames.clean(node), op_type)
+    trace = steps[0][1].trace
+    checked = 0
+    for name, op_type in trace.op_types.items():
+        if name in expected:
+            assert op_type == expected[name]
+            checked += 1
+    assert checked > 50
+    assert trace.op_types[f"{MODEL}/enc_0/Relu"] == "_FusedConv2D"  # the fused convolution runs under Relu
+
+
+def test_temp_regions_feed_temporaries(steps, reference):
+    for profile_step, step in steps:
+        (space,) = step.spaces
+        temp = sum(e["allocation_bytes"] for e in _in_window(reference, profile_step.step_id)
+                   if e["allocation"] and e.get("region_type") == "temp")
+        assert temp > 0
+        assert int(space.trace.temp.sum()) == temp
+        categories = dict((name, allocated) for name, _, allocated in space.by_category())
+        assert categories["temporaries"] >= temp  # scratch of every op, whatever its own category
+
+
+# -- the wire reader against TensorFlow's parser --------------------------------------------------
+
+
+def _events_by_wire(data: bytes):
+    buf, planes = wire.read_space(data)
+    out = []
+    for plane in planes:
+        for line in plane.lines:
+            fields = wire.read_fields(buf, line.body_start, line.body_end)
+            columns = {}
+            for number in (1, 2, 3):
+                column = np.zeros(line.body_start.size, dtype=np.int64)
+                owner, value, _ = fields.of(number, wire.VARINT)
+                column[owner] = wire.as_int64(value)
+                columns[number] = column
+            stat_count = np.bincount(fields.of(4, wire.LEN)[0], minlength=line.body_start.size)
+            out.append((plane.name, line.name, line.timestamp_ns,
+                        list(zip(columns[1].tolist(), columns[2].tolist(), columns[3].tolist(), stat_count.tolist()))))
+    return out
+
+
+def _events_by_tensorflow(space):
+    return [(plane.name, line.name, line.timestamp_ns,
+             [(e.metadata_id, e.offset_ps, e.duration_ps, len(e.stats)) for e in line.events])
+            for plane in space.planes for line in plane.lines]
+
+
+def test_wire_reads_every_event_as_tensorflow_does(profile_path):
+    data = profile_path.read_bytes()
+    assert _events_by_wire(data) == _events_by_tensorflow(_space(data))
+
+
+def test_wire_follows_the_chain_past_odd_events(profile_path):
+    """An event at offset 0 (no offset field: not a candidate) and a string stat whose bytes look like
+    an event record (a false candidate inside an event) are read as TensorFlow reads them."""
+    space = _space(profile_path.read_bytes())
+    plane = next(p for p in space.planes if p.lines)
+    line = max(plane.lines, key=lambda l: len(l.events))
+    line.events[0].offset_ps = 0
+    lookalike = bytes([0x22, 6, 0x08, 1, 0x10, 5, 0x18, 7])  # `events` record: metadata 1, offset 5, duration 7
+    stat_id = max(plane.stat_metadata) + 1
+    plane.stat_metadata[stat_id].id = stat_id
+    plane.stat_metadata[stat_id].name = "lookalike"
+    for event in list(line.events)[1:50]:
+        stat = event.stats.add(metadata_id=stat_id)
+        stat.bytes_value = lookalike * 3
+    data = space.SerializeToString()
+    assert _events_by_wire(data) == _events_by_tensorflow(space)
+    decoded = xplane.decode(data)
+    assert [s.number for s in decoded.steps] == [b - 1 for b in PROFILE_BATCHES]
+
+
+# -- failures ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.9, 0.999])
+def test_corrupt_bytes_raise_decode_error(profile_path, cut):
+    data = profile_path.read_bytes()
+    with pytest.raises(TraceDecodeError, match="not a valid XSpace"):
+        xplane.decode(data[: int(len(data) * cut)])
+
+
+def test_garbage_raises_decode_error():
+    with pytest.raises(TraceDecodeError):
+        xplane.decode(b"\xff" * 64)
+    with pytest.raises(TraceDecodeError):
+        xplane.decode("not bytes")
+
+
+def _without_memory_events(data: bytes) -> bytes:
+    space = _space(data)
+    for plane in space.planes:
+        memory_ids = {k for k, m in plane.event_metadata.items() if m.name.startswith("Memory")}
+        for line in plane.lines:
+            kept = [e for e in line.events if e.metadata_id not in memory_ids]
+            del line.events[:]
+            line.events.extend(kept)
+    return space.SerializeToString()
+
+
+def test_profile_without_memory_events_says_what_to_set(profile_path):
+    decoded = xplane.decode(_without_memory_events(profile_path.read_bytes()))
+    assert decoded.steps == [] and decoded.memory_event_count == 0
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in decoded.message
+    assert "256 KiB" in decoded.message and "before TensorFlow starts" in decoded.message
+
+
+# -- through TensorBoard ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tb(keras_logdir, profile_path, tmp_path_factory):
+    """TensorBoard's WSGI app over: keras (fit: events + profile), profile_only (a profile and no event
+    file), corrupt (garbage .xplane.pb), nomem (a profile without memory events)."""
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    root = tmp_path_factory.mktemp("mixed")
+    shutil.copytree(keras_logdir / "keras", root / "keras")
+    session = profile_path.parent.name
+    for run, data in (("profile_only", profile_path.read_bytes()), ("corrupt", b"\x0a\xff\xff\xff garbage"),
+                      ("nomem", _without_memory_events(profile_path.read_bytes()))):
+        target = root / run / "plugins" / "profile" / session / "host.xplane.pb"
+        target.parent.mkdir(parents=True)
+        target.write_bytes(data)
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(root))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(root))
+    context = base_plugin.TBContext(data_provider=provider, logdir=str(root))
+    plugin = MemoryPluginLoader().load(context)
+    app = application.TensorBoardWSGI([plugin], data_provider=provider)
+    return Client(app), session
+
+
+def _get(tb, route, expect=200, **params):
+    response = tb[0].get(PREFIX + route, query_string=params)
+    assert response.status_code == expect, response.get_data(as_text=True)[:500]
+    return json.loads(response.get_data(as_text=True))
+
+
+def test_runs_list_profiled_steps(tb):
+    client, session = tb
+    listing = json.loads(client.get("/data/plugins_listing").get_data(as_text=True))
+    assert listing["memory"]["enabled"] is True
+    runs = {r["run"]: r for r in _get(tb, "runs")["runs"]}
+    assert set(runs) == {"keras/train", "profile_only", "corrupt", "nomem"}
+    keras = runs["keras/train"]["steps"]
+    profiled = [s for s in keras if s["source"] == "xplane"]
+    assert [s["tag"] for s in profiled] == [f"profile/{session}/step_{b - 1}" for b in PROFILE_BATCHES]
+    assert [s["step"] for s in profiled] == [b - 1 for b in PROFILE_BATCHES]
+    assert all(s["devices"] == ["/device:CPU:0"] and s["wall_time"] > 1.5e9 for s in profiled)
+    (record,) = [s for s in keras if s["source"] == "run_metadata"]
+    assert re.fullmatch(r"batch_\d+", record["tag"])  # what the Keras callback writes, with no step stats
+    assert [s["tag"] for s in runs["profile_only"]["steps"]] == [s["tag"] for s in profiled]
+    assert [s["tag"] for s in runs["corrupt"]["steps"]] == [f"profile/{session}"]
+
+
+def test_summary_of_a_profiled_step(tb, steps):
+    _, session = tb
+    body = _get(tb, "summary", run="keras/train", tag=f"profile/{session}/step_{PROFILE_BATCHES[0] - 1}")
+    assert body["source"] == "xplane" and body["status"] == "ok"
+    engine = steps[0][1]
+    assert body["devices"] == json.loads(json.dumps(report.step_summary(engine, "layer")["devices"]))
+    (device,) = body["devices"]
+    assert device["baseline"] == "allocator_bytes_in_use" and device["start_bytes"] > 0
+    assert device["figures"]["at_peak_bytes"] == device["peak_rise_bytes"] > 0
+    scopes = _get(tb, "scopes", run="keras/train", tag=f"profile/{session}/step_{PROFILE_BATCHES[0] - 1}",
+                  scope=MODEL)
+    assert {c["name"] for c in scopes["children"]} <= LAYERS | {"(self)"}
+
+
+def test_keras_record_points_to_the_profile(tb):
+    _, session = tb
+    runs = {r["run"]: r for r in _get(tb, "runs")["runs"]}
+    (record,) = [s for s in runs["keras/train"]["steps"] if s["source"] == "run_metadata"]
+    body = _get(tb, "summary", run="keras/train", tag=record["tag"])
+    assert body["status"] == "empty"
+    assert f"profile/{session}/step_{PROFILE_BATCHES[0] - 1}" in body["message"]
+
+
+def test_corrupt_and_memoryless_profiles_say_why_in_one_line(tb):
+    _, session = tb
+    corrupt = _get(tb, "summary", run="corrupt", tag=f"profile/{session}")
+    assert corrupt["status"] == "corrupt" and "\n" not in corrupt["message"]
+    assert "not a valid XSpace" in corrupt["message"]
+    nomem = _get(tb, "summary", run="nomem", tag=f"profile/{session}")
+    assert nomem["status"] == "no_memory" and "TF_CPU_ALLOCATOR_USE_BFC=true" in nomem["message"]
+    _get(tb, "curve", expect=422, run="corrupt", tag=f"profile/{session}")
+    # The other runs are unaffected.
+    good = _get(tb, "summary", run="profile_only", tag=f"profile/{session}/step_{PROFILE_BATCHES[1] - 1}")
+    assert good["status"] == "ok"
+
+
+def test_cli_lists_profiled_steps(keras_logdir, profile_path, capsys):
+    from tb_memory_plugin import cli
+
+    assert cli.main(["summary", str(keras_logdir), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    tags = [(s["run"], s["tag"], s["status"]) for s in body["steps"]]
+    session = profile_path.parent.name
+    for batch in PROFILE_BATCHES:
+        assert ("keras/train", f"profile/{session}/step_{batch - 1}", "ok") in tags
