@@ -8,7 +8,6 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
-import collections
 import threading
 from functools import cached_property
 from typing import Mapping
@@ -136,11 +135,7 @@ class SpaceAnalysis:
             tree = self._trees.get(group)
             if tree is None:
                 paths = self.names.layer_paths if group == "layer" else self.names.paths
-                # Distinct leaf paths in first-seen order; a new one gets the next number.
-                position: collections.defaultdict = collections.defaultdict()
-                position.default_factory = position.__len__
-                leaf_of_name = np.fromiter(map(position.__getitem__, paths), dtype=np.int64, count=len(paths))
-                tree = self._trees[group] = build_tree(list(position), leaf_of_name, self.name_figures,
+                tree = self._trees[group] = build_tree(paths, np.arange(len(paths)), self.name_figures,
                                                        self.name_code, len(FIGURES))
             return tree
 
@@ -276,6 +271,8 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     return StepAnalysis(trace, spaces, "ok", message)
 
 
-def failed_step(status: str, message: str) -> StepAnalysis:
+def failed_step(status: str, message: str, source: str = "run_metadata") -> StepAnalysis:
     """A step that could not be analysed (corrupt bytes, no blob)."""
-    return StepAnalysis(empty_trace(), [], status, message)
+    trace = empty_trace()
+    trace.source = source
+    return StepAnalysis(trace, [], status, message)

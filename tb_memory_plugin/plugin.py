@@ -187,7 +187,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
 
     def summary_impl(self, ctx, experiment, run, tag, group="layer"):
         ref, step = self._step(ctx, experiment, run, tag)
-        return {"run": run, "tag": tag, "step": ref.step, "source": ref.source, **report.step_summary(step, group)}
+        return {"run": run, "tag": tag, "step": ref.step, **report.step_summary(step, group)}
 
     def _space(self, ctx, experiment, run, tag, device):
         _, step = self._step(ctx, experiment, run, tag)

@@ -115,6 +115,7 @@ def _step_summary(step: StepAnalysis, group: str) -> dict:
     return {
         "status": step.status,
         "message": step.message,
+        "source": step.trace.source,
         "duration_us": step.trace.duration_us,
         "node_stat_count": step.trace.node_stat_count,
         "default_device": step.default_space_id,
@@ -135,7 +136,7 @@ def _child_dict(space: SpaceAnalysis, tree, child: int) -> dict:
         "scope": tree.paths[child],
         "name": _leaf_name(tree.paths[child]),
         "kind": tree.kinds[child],
-        "has_children": bool(tree.children[child]),
+        "has_children": bool(tree.subtree_size[child] > 1),
         "node_count": int(tree.exec_count[child]),
         "top_op_type": _top_op_type(space, tree, child),
         "figures": figures_dict(tree.figures[child]),

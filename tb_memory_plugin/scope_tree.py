@@ -8,6 +8,7 @@ so children always add up to their parent (docs/figures.md).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,19 +22,23 @@ SELF = "(self)"
 
 @dataclass
 class ScopeTree:
-    """Scope tree for one grouping; node 0 is the root ("")."""
+    """Scope tree for one grouping; entry 0 is the root ("")."""
 
     paths: list[str]
-    index: dict[str, int]
     parent: np.ndarray
-    kinds: list[str]  # "scope", "node", "self"
-    children: list[list[int]]
-    figures: np.ndarray  # (tree nodes, FIGURES)
-    categories: np.ndarray  # (tree nodes, CATEGORIES) at-peak bytes
+    kinds: np.ndarray  # "scope", "node", "self" (strings)
+    children: "Children"  # children[entry]: its children, largest first
+    figures: np.ndarray  # (entries, FIGURES)
+    categories: np.ndarray  # (entries, CATEGORIES) at-peak bytes
     exec_count: np.ndarray
-    subtree_size: np.ndarray  # tree nodes in each subtree (preorder: node i spans [i, i + size))
+    subtree_size: np.ndarray  # entries in each subtree (preorder: entry i spans [i, i + size))
     leaf_of_exec: np.ndarray
-    top_name: np.ndarray  # per tree node: the distinct name holding most at peak (then allocated), -1 if none
+    top_name: np.ndarray  # per entry: the distinct name holding most at peak (then allocated), -1 if none
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Entry of each path (built on first use: the summary needs none)."""
+        return dict(zip(self.paths, range(len(self.paths))))
 
     @cached_property
     def exec_order(self) -> np.ndarray:
@@ -42,15 +47,15 @@ class ScopeTree:
 
     @cached_property
     def exec_range(self) -> np.ndarray:
-        """(tree nodes, 2): the slice of exec_order inside each subtree."""
+        """(entries, 2): the slice of exec_order inside each subtree."""
         sorted_leaves = self.leaf_of_exec[self.exec_order]
-        nodes = np.arange(len(self.paths))
-        first = np.searchsorted(sorted_leaves, nodes, side="left")
-        last = np.searchsorted(sorted_leaves, nodes + self.subtree_size, side="left")
+        entries = np.arange(len(self.paths))
+        first = np.searchsorted(sorted_leaves, entries, side="left")
+        last = np.searchsorted(sorted_leaves, entries + self.subtree_size, side="left")
         return np.stack([first, last], axis=1)
 
-    def executions(self, node: int) -> np.ndarray:
-        begin, end = self.exec_range[node]
+    def executions(self, entry: int) -> np.ndarray:
+        begin, end = self.exec_range[entry]
         return self.exec_order[begin:end]
 
 
@@ -70,15 +75,117 @@ def _preorder_parents(depth: np.ndarray) -> np.ndarray:
     return parent
 
 
-def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_figures: np.ndarray,
-               name_of_exec: np.ndarray, figure_count: int) -> ScopeTree:
-    """Aggregate distinct node names into a scope tree; a scope's own nodes go to `(self)`.
+class Children(Sequence):
+    """Each entry's children, largest first (at peak, then allocated, then path order):
+    `children[entry]` is a list of entries, found in the entry's preorder span when asked."""
 
-    `name_figures` holds, per distinct runtime name, its summed figures, then
-    at-peak bytes per category, then its execution count; `leaf_of_name` maps
-    each distinct name to its leaf path. Written with list comprehensions and
-    numpy: big steps have thousands of distinct names.
+    def __init__(self, depth: np.ndarray, subtree_size: np.ndarray, rank: np.ndarray) -> None:
+        self._depth, self._size, self._rank = depth, subtree_size, rank
+
+    def __getitem__(self, entry: int) -> list[int]:  # type: ignore[override]
+        if not 0 <= entry < self._size.size:
+            raise IndexError(entry)
+        span = np.arange(entry + 1, entry + int(self._size[entry]))
+        kids = span[self._depth[span] == self._depth[entry] + 1]
+        return kids[np.argsort(self._rank[kids], kind="stable")].tolist()
+
+    def __len__(self) -> int:
+        return self._size.size
+
+
+@dataclass
+class _Layout:
+    """The entries of a tree in preorder, before any figures."""
+
+    paths: list[str]
+    depth: np.ndarray  # root 0
+    kind: np.ndarray  # _SCOPE, _SELF, _NODE
+    leaf_entry: np.ndarray  # per input path: its entry
+
+
+_SLASH_KEY = b"\x01"  # "/" in sort keys: below every other byte a name can hold
+
+
+def _layout(leaf_paths: list[str]) -> _Layout:
+    """Scopes, `(self)` leaves and preorder of some paths (duplicates allowed).
+
+    Sort keys are the UTF-8 bytes with "/" turned into \x01, sorted by numpy as
+    fixed-width byte strings: byte order is code point order, \x01 sorts "/"
+    before everything else, so the order is a preorder ("" first, every subtree
+    contiguous). Names holding \x00, \x01 or a newline take `_layout_by_strings`.
     """
+    joined = "\n".join(leaf_paths)
+    data = joined.encode("utf-8", "replace")
+    if b"\x00" in data or _SLASH_KEY in data or joined.count("\n") != max(len(leaf_paths) - 1, 0):
+        return _layout_by_strings(leaf_paths)
+    keys = np.array(data.replace(b"/", _SLASH_KEY).split(b"\n"))
+    order = np.argsort(keys, kind="stable")
+    width = keys.dtype.itemsize
+    rows = keys[order].view(np.uint8).reshape(len(keys), width)
+    # Common prefix with the row before; equal rows are one leaf.
+    differs = rows[1:] != rows[:-1]
+    repeated = ~differs.any(axis=1)
+    lcp = np.r_[0, np.where(repeated, width, differs.argmax(axis=1))]
+    first = np.r_[True, ~repeated]
+    leaf_of_row = np.cumsum(first) - 1
+    leaf_entry_of_path = np.empty(len(keys), dtype=np.int64)
+    leaf_entry_of_path[order] = leaf_of_row  # for now: the distinct leaf, made an entry below
+    leaves = rows[first]
+    lcp = lcp[first]
+    lengths = (leaves != 0).sum(axis=1)
+    source = order[first]  # an input path of each distinct leaf
+    # A scope ends at a "/" that the leaf before did not reach (its first leaf in order).
+    leaf_at, slash_at = np.nonzero(leaves == _SLASH_KEY[0])  # row by row, left to right
+    slashes = np.bincount(leaf_at, minlength=leaves.shape[0])
+    slash_rank = np.arange(1, leaf_at.size + 1) - np.searchsorted(leaf_at, leaf_at)  # 1 for a row's first "/"
+    new = (slash_at >= lcp[leaf_at]) & (slash_at > 0)
+    leaf_at, slash_at, scope_depth = leaf_at[new], slash_at[new], slash_rank[new]
+    if joined.isascii():
+        scopes = [leaf_paths[i][:k] for i, k in zip(source[leaf_at].tolist(), slash_at.tolist())]
+    else:
+        scopes = [bytes(leaves[r, :k]).replace(_SLASH_KEY, b"/").decode("utf-8")
+                  for r, k in zip(leaf_at.tolist(), slash_at.tolist())]
+    # A leaf that is also a scope: the next leaf in order goes on below it.
+    distinct = leaves.shape[0]
+    is_self = lengths == 0  # a name left empty (not TensorFlow's) sits in the root's "/(self)"
+    if distinct > 1:
+        follows = np.flatnonzero(lcp[1:] == lengths[:-1])
+        below = leaves[follows + 1, np.minimum(lengths[follows], width - 1)] == _SLASH_KEY[0]
+        is_self[follows[below]] = True
+    leaf_names = [leaf_paths[i] for i in source.tolist()]
+    for i in np.flatnonzero(is_self).tolist():
+        leaf_names[i] += "/" + SELF
+    entry_paths = [""] + scopes + leaf_names
+    kind = np.concatenate([np.full(1 + len(scopes), _SCOPE), np.where(is_self, _SELF, _NODE)])
+    depth = np.concatenate([[0], scope_depth, slashes + 1 + is_self])
+    depth[1 + len(scopes) + np.flatnonzero(lengths == 0)] = 1
+    if not np.isin(leaves, np.arange(2, ord(SELF[0]) + 1)).any():
+        # No name holds a byte that sorts before "(self)": a scope comes just before the
+        # first leaf that needs it (shorter scopes first), a `(self)` leaf just after its
+        # scope, before the rest of that scope's children.
+        leaf_rows = np.arange(distinct)
+        self_rows = np.flatnonzero(is_self)
+        at_row = np.concatenate([[-1], leaf_at, leaf_rows])
+        at_step = np.concatenate([[-1], 2 * slash_at, np.full(distinct, 2 * width + 2)])
+        at_row[1 + len(scopes) + self_rows] = self_rows + 1
+        at_step[1 + len(scopes) + self_rows] = 2 * lengths[self_rows] + 1
+        final = np.lexsort((at_step, at_row))
+    else:
+        entry_keys = np.array("\n".join(entry_paths).encode("utf-8", "replace").replace(b"/", _SLASH_KEY)
+                              .split(b"\n"))
+        final = np.argsort(entry_keys, kind="stable")
+    position = np.empty_like(final)
+    position[final] = np.arange(final.size)
+    return _Layout(
+        paths=[entry_paths[i] for i in final.tolist()],
+        depth=depth[final],
+        kind=kind[final],
+        leaf_entry=position[1 + len(scopes) + leaf_entry_of_path],
+    )
+
+
+def _layout_by_strings(leaf_paths: list[str]) -> _Layout:
+    """`_layout` with Python strings: any name, slower (the reference in tests)."""
     scopes = {""}
     for path in leaf_paths:
         slash = path.rfind("/")
@@ -89,54 +196,69 @@ def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_figures: np
             scopes.add(prefix)
             slash = path.rfind("/", 0, slash)
     self_suffix = "/" + SELF
-    is_self = np.fromiter(map(scopes.__contains__, leaf_paths), dtype=bool, count=len(leaf_paths))
-    leaf_tree_paths = [f"{p}{self_suffix}" if own else p for p, own in zip(leaf_paths, is_self.tolist())]
-    # Sorting with "/" as the smallest character gives a preorder: "" first and
-    # every subtree contiguous (names never hold NUL).
+    leaf_tree_paths = [f"{p}{self_suffix}" if p in scopes else p for p in leaf_paths]
     keys = sorted([p.replace("/", "\x00") for p in scopes.union(leaf_tree_paths)])
-    all_paths = [k.replace("\x00", "/") for k in keys]
-    count = len(all_paths)
-    index = dict(zip(all_paths, range(count)))
-    depth = np.fromiter(map(str.count, keys, itertools.repeat("\x00")), dtype=np.int64, count=count) + 1
-    depth[index.get(self_suffix, 0)] = 1  # nodes named "" (not TensorFlow's) sit in the root's "/(self)"
+    paths = [k.replace("\x00", "/") for k in keys]
+    index = dict(zip(paths, range(len(paths))))
+    depth = np.fromiter(map(str.count, keys, itertools.repeat("\x00")), dtype=np.int64, count=len(keys)) + 1
+    depth[index.get(self_suffix, 0)] = 1  # names left empty (not TensorFlow's) sit in the root's "/(self)"
     depth[0] = 0
+    kind = np.full(len(paths), _NODE)
+    kind[[index[s] for s in scopes]] = _SCOPE
+    leaf_entry = np.array([index[p] for p in leaf_tree_paths], dtype=np.int64)
+    kind[leaf_entry[[p in scopes for p in leaf_paths]]] = _SELF
+    return _Layout(paths, depth, kind, leaf_entry)
+
+
+def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_figures: np.ndarray,
+               name_of_exec: np.ndarray, figure_count: int) -> ScopeTree:
+    """Aggregate distinct runtime names into a scope tree; a scope's own nodes go to `(self)`.
+
+    `name_figures` holds, per distinct runtime name, its summed figures, then
+    at-peak bytes per category, then its execution count; `leaf_of_name` maps
+    each distinct name to its leaf path. Per-path work is C-level maps and
+    numpy: deep models have a distinct path for nearly every execution.
+    """
+    layout = _layout(leaf_paths)
+    count = len(layout.paths)
+    depth = layout.depth
     parent = _preorder_parents(depth)
-    parent_list = parent.tolist()
-    leaf_index = np.fromiter(map(index.__getitem__, leaf_tree_paths), dtype=np.int64, count=len(leaf_tree_paths))
-    kind = np.full(count, _NODE)
-    kind[np.fromiter(map(index.__getitem__, scopes), dtype=np.int64, count=len(scopes))] = _SCOPE
-    kind[leaf_index[is_self]] = _SELF
-    kinds = _KIND_NAMES[kind].tolist()
+    leaf_index = layout.leaf_entry
     tree_node_of_name = leaf_index[leaf_of_name] if leaf_of_name.size else np.zeros(0, dtype=np.int64)
-    # Names -> their leaves, then leaves -> ancestors one level at a time. Figures,
-    # categories, execution counts and subtree sizes travel as one matrix.
-    table = scatter_sum(tree_node_of_name, name_figures, count)
-    table = np.concatenate([table, np.ones((count, 1), dtype=np.int64)], axis=1)
-    for level in range(int(depth.max()), 0, -1):
-        at_level = np.flatnonzero(depth == level)
-        table += scatter_sum(parent[at_level], table[at_level], count)
+    subtree_size = _subtree_sizes(depth, parent)
+    # Preorder makes a subtree the span [i, i + size): its sums are differences of running sums.
+    own = scatter_sum(tree_node_of_name, name_figures, count)
+    running = np.zeros((count + 1, own.shape[1]), dtype=np.int64)
+    np.cumsum(own, axis=0, out=running[1:])
+    entries = np.arange(count)
+    table = running[entries + subtree_size] - running[entries]
     figures = np.ascontiguousarray(table[:, :figure_count])
-    subtree_size = table[:, -1]
     top_name = _top_name(tree_node_of_name, name_figures, subtree_size)
-    # Children largest first (at peak, then allocated, then name), as every view wants.
-    children: list[list[int]] = [[] for _ in range(count)]
-    ranked = np.lexsort((np.arange(count), -figures[:, ALLOCATED], -figures[:, AT_PEAK]))
-    for node in ranked.tolist():
-        if node:
-            children[parent_list[node]].append(node)
+    # Children largest first (at peak, then allocated, then path order), as every view wants.
+    ranked = np.lexsort((entries, -figures[:, ALLOCATED], -figures[:, AT_PEAK]))
+    rank = np.empty_like(ranked)
+    rank[ranked] = entries
     return ScopeTree(
-        paths=all_paths,
-        index=index,
+        paths=layout.paths,
         parent=parent,
-        kinds=kinds,
-        children=children,
+        kinds=_KIND_NAMES[layout.kind],
+        children=Children(depth, subtree_size, rank),
         figures=figures,
-        categories=np.ascontiguousarray(table[:, figure_count:-2]),
-        exec_count=np.ascontiguousarray(table[:, -2]),
+        categories=np.ascontiguousarray(table[:, figure_count:-1]),
+        exec_count=np.ascontiguousarray(table[:, -1]),
         subtree_size=subtree_size,
         leaf_of_exec=tree_node_of_name[name_of_exec] if name_of_exec.size else name_of_exec,
         top_name=top_name,
     )
+
+
+def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Entries in each subtree (itself included), summed up one level at a time."""
+    size = np.ones(depth.size, dtype=np.int64)
+    for level in range(int(depth.max(initial=0)), 0, -1):
+        at_level = np.flatnonzero(depth == level)
+        size += np.bincount(parent[at_level], weights=size[at_level], minlength=depth.size).astype(np.int64)
+    return size
 
 
 def _top_name(tree_node_of_name: np.ndarray, name_figures: np.ndarray, subtree_size: np.ndarray) -> np.ndarray:

@@ -288,16 +288,16 @@ class StepStore:
     def _profile_analysis(self, ref: StepRef) -> analysis.StepAnalysis:
         found = self._listing_of(ref)
         if found is None:
-            return analysis.failed_step("empty", f"{ref.tag}: the profile {ref.path} is no longer listed")
+            return analysis.failed_step("empty", f"{ref.tag}: the profile {ref.path} is no longer listed", "xplane")
         (path, length), listing = found
         if listing.failure is not None:
-            return analysis.failed_step(*listing.failure)
+            return analysis.failed_step(*listing.failure, "xplane")
         try:
             profile = self._profile(path, length)
             with gc_paused():
                 return analysis.analyse(profile.trace(ref.index))
         except Exception as exc:  # noqa: BLE001 - changed or unreadable since it was listed
-            return analysis.failed_step("corrupt", f"{ref.tag}: cannot read {ref.path}: {exc}")
+            return analysis.failed_step("corrupt", f"{ref.tag}: cannot read {ref.path}: {exc}", "xplane")
 
     def _point_to_profile(self, ctx, experiment_id: str, ref: StepRef,
                           step: analysis.StepAnalysis) -> analysis.StepAnalysis:

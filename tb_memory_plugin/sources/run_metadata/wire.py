@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import itertools
 from dataclasses import dataclass, fields
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -34,7 +35,7 @@ class NodeColumns:
 
     distinct_names: list[str]  # each node name once, in first-seen order
     name_code: np.ndarray  # per execution: index into distinct_names
-    label_of: dict[str, str]  # timeline_label of the first execution of each distinct name
+    label_of: Mapping[str, str]  # timeline_label of the first execution of each distinct name
     start: np.ndarray  # absolute micros per execution
     end: np.ndarray
     temp: np.ndarray  # memory_stats per execution
@@ -61,6 +62,44 @@ class NodeColumns:
         others = [0] + list(range(2, table.shape[1]))
         on_it = table[:, 1] == code
         return table[:, others] if on_it.all() else table[on_it][:, others]
+
+
+def _decode_all(texts: list[bytes]) -> list[str]:
+    """Each text decoded as UTF-8 (U+FFFD where it is not), in one C-level decode when no
+    text holds a newline or bytes that are not UTF-8."""
+    joined = b"\n".join(texts)
+    if joined.count(b"\n") == max(len(texts) - 1, 0):
+        try:
+            return joined.decode("utf-8").split("\n") if texts else []
+        except UnicodeDecodeError:
+            pass
+    return [text.decode("utf-8", "replace") for text in texts]
+
+
+class Labels(Mapping):
+    """timeline_label by distinct name, each read from its name's first node only when asked.
+
+    Labels serve op types the graphs do not give, and kernels in scope details: a
+    few names. Reading all of them would cost a second parse of the whole step
+    on deep models, where every node has its own name.
+    """
+
+    def __init__(self, distinct_names: list[str], first_blobs: list[bytes]) -> None:
+        self._names = distinct_names
+        self._blobs = first_blobs  # the first node of each distinct name, in name order
+        self._code: dict[str, int] | None = None
+
+    def __getitem__(self, name: str) -> str:
+        if self._code is None:
+            self._code = dict(zip(self._names, range(len(self._names))))
+        labels = classes()["Labels"].FromString(self._blobs[self._code[name]]).timeline_label
+        return labels[-1].decode("utf-8", "replace") if labels else ""
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def _read(node_stats) -> dict:
@@ -97,17 +136,12 @@ class _ColumnarReading:
             return np.concatenate([part[key] for part in parts]) if parts else np.zeros(empty_shape, np.int64)
 
         # Names from other writers may not be UTF-8: shown with U+FFFD rather than refused.
-        distinct_names = [name.decode("utf-8", "replace") for name in self.name_index]
-        # Labels serve op types and kernels, which are per node: only the first execution
-        # of each name is read again for its label (a few thousand of 100k executions).
-        mk = self.mk
-        labels = classes()["Labels"].FromString(with_sentinels(self.label_blobs, mk.text_field(8))).timeline_label
+        distinct_names = _decode_all(list(self.name_index))
         return {
             "distinct_names": distinct_names,
             **{key: joined(key, (0,)) for key in ("name_code", "start", "end", "temp", "persistent")},
             **{key: joined(key, (0, width)) for key, width in (("memory", 6), ("records", 4), ("outputs", 3))},
-            "label_of": {name: label.decode("utf-8", "replace")
-                         for name, label in zip(distinct_names, mk.text(labels, len(self.label_blobs)))},
+            "label_of": Labels(distinct_names, self.label_blobs),
             "allocator_codes": self.allocator_codes,
             "named_from": self.named_from,
             "read_by": "wire",
