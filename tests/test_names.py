@@ -1,4 +1,4 @@
-"""Runtime names -> graph name, scope, op type and kind (DESIGN.md, "Runtime names")."""
+"""Runtime names -> graph name, scope, op type and kind (docs/figures.md, "Runtime names")."""
 
 import pytest
 

@@ -10,7 +10,7 @@ import type { Column } from '../lib/table';
 import type { Selection } from '../selection';
 import { DataTable } from './data-table';
 
-/** Every figure with its one-line meaning (wording from DESIGN.md, summed over a scope's nodes). */
+/** Every figure with its one-line meaning (docs/figures.md, "Per-execution figures"), summed over a scope's nodes. */
 export const FIGURE_ROWS: { figure: FigureName; label: string; explain: string; testId?: string }[] = [
   { figure: 'at_peak_bytes', label: 'at peak', explain: 'what it holds at the step’s peak (net of its allocation records up to the peak time)', testId: 'details-at-peak-bytes' },
   { figure: 'allocated_bytes', label: 'allocated', explain: 'everything its ops allocated, frees ignored (TensorBoard’s “memory”)', testId: 'details-allocated-bytes' },
