@@ -116,7 +116,7 @@ def _layout(leaf_paths: list[str]) -> _Layout:
     """
     joined = "\n".join(leaf_paths)
     data = joined.encode("utf-8", "replace")
-    if b"\x00" in data or _SLASH_KEY in data or joined.count("\n") != max(len(leaf_paths) - 1, 0):
+    if not leaf_paths or b"\x00" in data or _SLASH_KEY in data or joined.count("\n") != len(leaf_paths) - 1:
         return _layout_by_strings(leaf_paths)
     keys = np.array(data.replace(b"/", _SLASH_KEY).split(b"\n"))
     order = np.argsort(keys, kind="stable")

@@ -1,0 +1,58 @@
+"""The scope tree's layout (numpy over byte keys) against the plain string reference."""
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from tb_memory_plugin import scope_tree
+
+# Components that exercise the ordering: bytes below "(" (so "(self)" is not first), "-" and "."
+# below "/", a leaf that is also a scope, non-ASCII, empty components.
+COMPONENTS = ["a", "b", "ab", "a-b", "a.b", "(x)", "!", "z", "ü", "", "Conv2D", "Conv2D_grad"]
+path_strategy = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=5).map("/".join)
+
+
+def assert_same_layout(paths):
+    fast = scope_tree._layout(paths)
+    reference = scope_tree._layout_by_strings(paths)
+    assert fast.paths == reference.paths
+    assert fast.depth.tolist() == reference.depth.tolist()
+    assert fast.kind.tolist() == reference.kind.tolist()
+    assert fast.leaf_entry.tolist() == reference.leaf_entry.tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(path_strategy, min_size=0, max_size=30))
+def test_layout_matches_the_string_reference(paths):
+    assert_same_layout(paths)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "block_1", "MatMul"]), min_size=1, max_size=5)
+                .map("/".join), min_size=1, max_size=40))
+def test_layout_of_plain_names_takes_the_structural_order(paths):
+    """Names without bytes below "(": the order comes from the first sort alone."""
+    assert_same_layout(paths)
+
+
+def test_duplicate_paths_share_one_leaf():
+    layout = scope_tree._layout(["a/b", "c", "a/b", "a"])
+    assert layout.leaf_entry[0] == layout.leaf_entry[2]
+    assert layout.paths == ["", "a", "a/(self)", "a/b", "c"]
+    assert layout.depth.tolist() == [0, 1, 2, 2, 1]
+
+
+def test_names_with_newlines_take_the_string_layout():
+    assert_same_layout(["a\nb/c", "a", "a\nb"])
+
+
+def test_children_come_largest_first_and_skip_grandchildren():
+    paths = ["a/x", "a/y/z", "b"]
+    n = len(paths)
+    figures = np.zeros((n, 15), dtype=np.int64)
+    figures[:, 0] = [5, 9, 1]  # at peak
+    tree = scope_tree.build_tree(paths, np.arange(n), figures, np.arange(n), 7)
+    root_children = [tree.paths[c] for c in tree.children[0]]
+    assert root_children == ["a", "b"]
+    a = tree.index["a"]
+    assert [tree.paths[c] for c in tree.children[a]] == ["a/y", "a/x"]
+    assert int(tree.figures[a, 0]) == 14
