@@ -167,8 +167,12 @@ export class App {
       this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.', 'No traced steps', { howTo: true });
       return;
     }
-    const restored = restorable(await chosenBefore, runs);
-    this.selection.set(restored ?? (await this.openingSelection(runs)));
+    const first = restorable(await chosenBefore, runs) ?? (await this.openingSelection(runs));
+    if (this.selection.get().run !== null) {
+      this.state.opening = null; // the user picked a run meanwhile: theirs wins
+      return;
+    }
+    this.selection.set(first);
   }
 
   /** Nothing chosen before: the step with the largest peak (`default_step`), else the first run's latest step. */
@@ -262,11 +266,12 @@ export class App {
     this.showSummary();
   }
 
-  /** The summary line and the step's op types, for the selected device. */
+  /** The summary line and the step's op types, for the selected device; a step without a curve sizes tiles by allocated bytes. */
   private showSummary(): void {
     const { summary, device } = this.state;
     this.page.summary.setData(summary, device, this.state.openingFor(summary?.run ?? null, summary?.tag ?? null));
     this.page.stepOps.setDevice(device);
+    if (device) this.page.treemap.setHasCurve(device.has_curve !== false);
   }
 
   /**
@@ -361,6 +366,17 @@ export class App {
     if (!p) return;
     const { focus } = this.selection.get();
     const curve = this.page.curve;
+    const hasCurve = this.state.device?.has_curve !== false;
+    curve.setNote(hasCurve ? null : 'No memory curve: this trace has no allocation records (old TF 1.x dumps). The scopes are sized by allocated bytes.');
+    if (!hasCurve) {
+      this.latest.curve.next(); // an answer still in flight for another step is not drawn
+      this.cancelWindowWait();
+      this.state.curve = null;
+      curve.setError(null);
+      curve.setCurve(null);
+      curve.setLoading(false);
+      return;
+    }
     const points = (this.state.requestedPoints = curvePointsFor(curve.plotWidth()));
     void this.loadInto(
       'curve',

@@ -75,6 +75,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .panel-error { background: var(--error-bg); color: var(--error-fg); padding: 6px 8px; border-radius: 4px; margin-bottom: 6px; white-space: pre-wrap; }
 .is-loading::after { content: "Loading…"; position: absolute; top: 6px; right: 10px; padding: 1px 8px; border-radius: 10px; background: var(--select-soft); color: var(--fg); font-size: 12px; pointer-events: none; }
 .is-loading > .panel-body { opacity: 0.55; transition: opacity 0.15s; }
+.curve-note { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center; padding: 0 24px; text-align: center; }
 .muted { color: var(--muted); }
 .hidden { display: none !important; }
 .two-up { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 8px; }

@@ -9,6 +9,9 @@ the runs are small, exact and fully under the test's control:
   on one device and absolute on the other.
 - ``XSS_RUN``: a run whose directory name and node names hold HTML that
   would run script if any view rendered names as HTML.
+- ``OLD_TF1_RUN``: a TF 1.0-era GPU step without allocation records (no
+  curve), with pinned host memory (``cuda_host_bfc``) beside the GPU's own
+  (tests/protos.py's ``old_tf1_trace``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ HTML_FEED = "_arg_<img src=x onerror=window.__xss=3>_0_0"
 XSS_RUN = "xss_<img src=x onerror=window.__xss=4>"
 TWODEV_RUN = "twodev"
 BROKEN_RUN = "broken"  # one good step, one corrupt, one traced without memory
+OLD_TF1_RUN = "old_tf1"
 CORRUPT_BYTES = b"\xff\xff\xff\xff not a RunMetadata"
 
 
@@ -153,9 +157,12 @@ def no_memory_step() -> bytes:
 
 def write_synthetic_runs(logdir: str) -> dict[str, str]:
     """Writes the hand-built runs under logdir; returns {run name: directory}."""
-    dirs = {name: os.path.join(logdir, name) for name in (TWODEV_RUN, XSS_RUN, BROKEN_RUN)}
+    import protos  # tests/: the hand-built TF 1.x trace the engine tests use too
+
+    dirs = {name: os.path.join(logdir, name) for name in (TWODEV_RUN, XSS_RUN, BROKEN_RUN, OLD_TF1_RUN)}
     write_run(dirs[BROKEN_RUN], [("good", 1, twodev_step(1)), ("corrupt", 2, CORRUPT_BYTES),
                                  ("no_memory", 3, no_memory_step())])
     write_run(dirs[TWODEV_RUN], [("step_1", 1, twodev_step(1)), ("step_2", 2, twodev_step(3))])
     write_run(dirs[XSS_RUN], [("step_<b>1</b>", 1, xss_step())])
+    write_run(dirs[OLD_TF1_RUN], [("step_1", 1, protos.old_tf1_trace())])
     return dirs

@@ -25,6 +25,11 @@ def _latest_tag(run: dict) -> str:
     return max(enumerate(run["steps"]), key=lambda p: (p[1]["step"], p[1]["wall_time"], p[0]))[1]["tag"]
 
 
+def _is_host(device: dict) -> bool:
+    """Pinned host memory: the server's memory_kind when it sends one, else an allocator named *host*."""
+    return device.get("memory_kind", "host" if "host" in device["allocator"].lower() else "device") == "host"
+
+
 def _figures(body: dict) -> dict[str, int]:
     f = body["figures"]
     return {k: f[k] for k in ("at_peak_bytes", "allocated_bytes", "output_bytes")}
@@ -42,7 +47,7 @@ def _open_run(dash, run: str) -> tuple[str, str]:
     ids = [d["id"] for d in summary["devices"]]
     options = dash.loc(f'{tid("device-picker")} option').evaluate_all("os => os.map(o => o.value)")
     assert options == ids
-    accelerators = [d["id"] for d in summary["devices"] if d["device_type"] in ("GPU", "TPU")]
+    accelerators = [d["id"] for d in summary["devices"] if d["device_type"] in ("GPU", "TPU") and not _is_host(d)]
     assert device == (accelerators[0] if accelerators else summary["default_device"])
     return tag, device
 
@@ -370,6 +375,44 @@ def test_step_and_device_switch_reload(dashboard):
     assert format_bytes(curve["peak"]["bytes"]) in dash.loc(tid("curve-peak")).text_content()
     _assert_details_match(dash, UNET, "step_1", "CPU:0/mklcpu", "")
     dash.screenshot("unet-step_1")
+
+
+def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
+    """A TF 1.x GPU dump has no allocation records: the summary says once that there is no curve and shows
+    allocated and output bytes (no "peak 0 B"); pinned host memory is labelled as such, not as GPU memory."""
+    dash, tb = dashboard, dashboard.tb
+    run = logdata.OLD_TF1_RUN
+    tag, device = _open_run(dash, run)
+    summary = tb.api("summary", run=run, tag=tag)
+    entry = next(d for d in summary["devices"] if d["id"] == device)
+    assert entry["has_curve"] is False and not _is_host(entry)
+    text = dash.loc(tid("summary")).inner_text()
+    assert dash.loc(tid("summary-no-curve")).count() == 1 and text.lower().count("curve") == 1, text
+    assert "Peak" not in text and "peak 0 B" not in text and dash.loc(tid("identity")).count() == 0, text
+    for figure in ("allocated", "output"):
+        item = dash.loc(tid(f"summary-{figure}"))
+        assert int(item.get_attribute("data-bytes")) == entry["figures"][f"{figure}_bytes"]
+        assert format_bytes(entry["figures"][f"{figure}_bytes"]) in item.inner_text()
+    # No curve is drawn (nor a peak marked); the tiles are sized by allocated bytes, so they show.
+    assert dash.loc(tid("curve-note")).is_visible() and dash.loc(tid("curve-peak")).count() == 0
+    assert dash.value("size-picker") == "allocated_bytes"
+    assert dash.loc(tid("treemap-tile")).count() > 0
+    dash.screenshot("no-curve")
+
+    options = dict(dash.loc(f'{tid("device-picker")} option').evaluate_all("os => os.map(o => [o.value, o.textContent])"))
+    hosts = [d["id"] for d in summary["devices"] if _is_host(d)]
+    assert hosts, summary["devices"]
+    for d in summary["devices"]:
+        assert ("(host memory)" in options[d["id"]]) == (d["id"] in hosts), options
+    dash.select("device-picker", hosts[0])
+    assert dash.loc(tid("summary-memory")).inner_text().strip() == "host memory"
+    _assert_details_match(dash, run, tag, hosts[0], "")
+    dash.screenshot("host-memory")
+
+    # Back on a step with a curve: at-peak sizes, the curve and its peak.
+    _open_run(dash, UNET)
+    dash.loc(tid("curve-peak")).wait_for()
+    assert dash.value("size-picker") == "at_peak_bytes" and not dash.loc(tid("curve-note")).is_visible()
 
 
 def test_html_in_names_is_text_and_runs_no_script(dashboard):

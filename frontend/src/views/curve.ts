@@ -34,6 +34,7 @@ export class CurveView {
   private readonly stackToggle = el('input', { type: 'checkbox', 'data-testid': 'stack-toggle', id: 'mem-stack' });
   private readonly resetButton = el('button', { type: 'button', title: 'Show the whole step (or double click the curve)' }, 'Reset zoom');
   private readonly caption = el('span', { class: 'muted shrink' });
+  private readonly note = el('div', { class: 'curve-note muted hidden', 'data-testid': 'curve-note' });
   /** Stacked layers' names; empty (and not shown) unless the curve is stacked. */
   private readonly legend = el('div', { class: 'legend' });
   /** The selected scope's swatch, in the toolbar so that a selection never moves the panels below. */
@@ -63,7 +64,7 @@ export class CurveView {
     this.svgNode.setAttribute('aria-label', 'Memory in use over the step');
     this.svgNode.style.height = `${HEIGHT}px`;
     this.svg = select(this.svgNode);
-    this.body = el('div', { class: 'panel-body', 'data-testid': 'curve', style: 'position:relative' }, this.svgNode, this.tooltip);
+    this.body = el('div', { class: 'panel-body', 'data-testid': 'curve', style: 'position:relative' }, this.svgNode, this.tooltip, this.note);
     this.element = el(
       'section',
       { class: 'panel curve-panel', 'aria-label': 'Memory over time' },
@@ -111,6 +112,12 @@ export class CurveView {
 
   setError(message: string | null): void {
     showPanelError(this.element, message);
+  }
+
+  /** A line shown in place of the plot (a step without a curve says why); null removes it. */
+  setNote(text: string | null): void {
+    this.note.textContent = text ?? '';
+    this.note.classList.toggle('hidden', text === null);
   }
 
   setCurve(curve: CurveResponse | null): void {

@@ -93,7 +93,7 @@ export class SummaryView {
       el('span', { 'data-testid': 'summary-allocated', 'data-bytes': String(device.figures.allocated_bytes), title: formatExactBytes(device.figures.allocated_bytes) }, `allocated ${formatBytes(device.figures.allocated_bytes)}`),
       el('span', { 'data-testid': 'summary-output', 'data-bytes': String(device.figures.output_bytes), title: formatExactBytes(device.figures.output_bytes) }, `output ${formatBytes(device.figures.output_bytes)}`),
     );
-    appendNote(main, 'this trace has no allocation records (old TF 1.x dumps): no peak and no at-peak figures; ranked by allocated bytes');
+    appendNote(main, 'this trace has no allocation records (old TF 1.x dumps): no peak and no at-peak figures');
     const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.node_count)} node executions`];
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));

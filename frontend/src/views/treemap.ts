@@ -44,6 +44,8 @@ export class TreemapView {
   private tileByScope = new Map<string, HTMLElement>();
   /** Scopes of the tiles big enough to carry their name, largest first: the ones worth prefetching. */
   private labelled: string[] = [];
+  /** The size was switched to allocated bytes for a step without a curve (not by the user). */
+  private autoSized = false;
 
   constructor(private readonly selection: Selection) {
     for (const s of SIZE_FIGURES) this.sizeSelect.append(el('option', { value: s.figure }, s.label));
@@ -61,7 +63,10 @@ export class TreemapView {
       this.note,
       this.legend,
     );
-    this.sizeSelect.addEventListener('change', () => this.render());
+    this.sizeSelect.addEventListener('change', () => {
+      this.autoSized = false;
+      this.render();
+    });
     this.colorSelect.addEventListener('change', () => this.render());
     this.drillButton.addEventListener('click', () => {
       const target = this.drillTarget();
@@ -84,6 +89,23 @@ export class TreemapView {
           this.render();
         }
       }).observe(this.area);
+    }
+  }
+
+  /**
+   * A step without a curve (no allocation records) holds nothing at the peak:
+   * its tiles are sized by allocated bytes instead, until a step with a curve
+   * comes back. A size the user picked is kept.
+   */
+  setHasCurve(hasCurve: boolean): void {
+    if (!hasCurve && this.sizeSelect.value === 'at_peak_bytes') {
+      this.sizeSelect.value = 'allocated_bytes';
+      this.autoSized = true;
+      this.render();
+    } else if (hasCurve && this.autoSized) {
+      this.sizeSelect.value = 'at_peak_bytes';
+      this.autoSized = false;
+      this.render();
     }
   }
 

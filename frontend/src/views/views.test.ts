@@ -91,6 +91,28 @@ describe('TreemapView', () => {
   });
 });
 
+describe('TreemapView size', () => {
+  it('sizes tiles by allocated bytes for a step without a curve, until one with a curve comes back', () => {
+    const view = new TreemapView(new Selection());
+    mount(view.element);
+    view.setHasCurve(false);
+    expect(view.sizeFigure).toBe('allocated_bytes');
+    view.setHasCurve(true);
+    expect(view.sizeFigure).toBe('at_peak_bytes');
+  });
+  it('keeps a size the user picked', () => {
+    const view = new TreemapView(new Selection());
+    mount(view.element);
+    const picker = document.querySelector<HTMLSelectElement>('[data-testid=size-picker]')!;
+    picker.value = 'output_bytes';
+    picker.dispatchEvent(new Event('change'));
+    view.setHasCurve(false);
+    expect(view.sizeFigure).toBe('output_bytes');
+    view.setHasCurve(true);
+    expect(view.sizeFigure).toBe('output_bytes');
+  });
+});
+
 describe('DetailsView', () => {
   const details: ScopeDetails = {
     scope: `${EVIL}/a`,
