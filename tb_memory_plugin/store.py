@@ -315,12 +315,6 @@ class StepStore:
     def runs_with_graph(self, ctx, experiment_id: str) -> set[str]:
         return runs_with_graph(self._provider, ctx, experiment_id)
 
-    def find_step(self, ctx, experiment_id: str, run: str, tag: str) -> StepRef | None:
-        for ref in self.list_steps(ctx, experiment_id).get(run, ()):
-            if ref.tag == tag:
-                return ref
-        return None
-
     def run_graph(self, ctx, experiment_id: str, run: str) -> graph_mod.RunGraph | None:
         """The run's `add_graph` GraphDef, or None. A corrupt graph counts as none."""
         key = _latest_blob_key(self._provider, ctx, experiment_id, GRAPHS, run, RUN_GRAPH_TAG)
