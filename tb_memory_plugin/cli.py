@@ -35,11 +35,11 @@ def format_bytes(value: int | None) -> str:
         return "n/a"
     sign = "-" if value < 0 else ""
     value = abs(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
             return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
         value /= 1024
-    return f"{sign}{value} B"
+    return f"{sign}{value:.1f} TiB"
 
 
 AT_PEAK_KEY = FIGURES[AT_PEAK]
