@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -18,9 +19,16 @@ PREFIX = "/data/plugin/memory/"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
+class TensorBoardApp(NamedTuple):
+    """TensorBoard's WSGI app with the Memory plugin, over the session logdir."""
+
+    client: Client  # drives the whole app, routes under PREFIX
+    plugin: object  # the MemoryPlugin the app serves
+    provider: object  # the data provider it reads through
+
+
 @pytest.fixture(scope="module")
 def tb(logdir):
-    """(werkzeug client, plugin, provider) over the session logdir."""
     from tensorboard.backend import application
     from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
     from tensorboard.plugins import base_plugin
@@ -35,11 +43,11 @@ def tb(logdir):
     plugin = MemoryPluginLoader().load(context)
     assert plugin is not None
     app = application.TensorBoardWSGI([plugin], data_provider=provider)
-    return Client(app), plugin, provider
+    return TensorBoardApp(Client(app), plugin, provider)
 
 
 def get(tb, route, **params):
-    response = tb[0].get(PREFIX + route, query_string=params)
+    response = tb.client.get(PREFIX + route, query_string=params)
     return response.status_code, response
 
 
@@ -58,7 +66,7 @@ def _roundtrip(body):
 
 
 def test_plugins_listing_shows_memory(tb):
-    response = tb[0].get("/data/plugins_listing")
+    response = tb.client.get("/data/plugins_listing")
     assert response.status_code == 200
     listing = json.loads(response.get_data(as_text=True))
     memory = listing["memory"]
@@ -307,7 +315,7 @@ def test_bad_parameters_are_400(tb, route, params):
 
 @pytest.mark.parametrize("route", ["runs", "summary", "scopes", "curve", "index.js"])
 def test_post_is_refused(tb, route):
-    response = tb[0].post(PREFIX + route, query_string={"run": "unet", "tag": "step_1"})
+    response = tb.client.post(PREFIX + route, query_string={"run": "unet", "tag": "step_1"})
     assert response.status_code == 405
 
 
@@ -366,9 +374,9 @@ def test_path_traversal_never_serves_files(tb, path):
         secrets.append(open("/etc/passwd").read()[:60])
     except OSError:
         pass
-    response = tb[0].get(PREFIX + path)
+    response = tb.client.get(PREFIX + path)
     body = response.get_data(as_text=True)
-    assert response.status_code != 200 or not any(s and s in body for s in secrets), path
+    assert not any(s and s in body for s in secrets), path
     assert response.status_code != 200, path
 
 
@@ -376,7 +384,7 @@ def test_static_route_uses_only_the_allow_list(tb):
     """Even when called directly with a crafted path, only allow-listed names reach the disk."""
     from werkzeug.test import EnvironBuilder
 
-    plugin = tb[1]
+    plugin = tb.plugin
     for path in ("/data/plugin/memory/static/../../../setup.py", "/data/plugin/memory/..\\..\\setup.py",
                  "/data/plugin/memory/index.js/../../plugin.py"):
         environ = EnvironBuilder(path=path).get_environ()
@@ -394,25 +402,24 @@ def test_static_route_uses_only_the_allow_list(tb):
 def test_summary_is_cached_by_blob(tb):
     from tensorboard import context
 
-    client, plugin, _ = tb
+    plugin = tb.plugin
     steps = plugin._store._steps
     get_json(tb, "summary", run="unet", tag="step_2")
     ctx = context.RequestContext()
-    ref = plugin._store.find_step(ctx, "", "unet", "step_2")
-    first = plugin._store.analysis(ctx, "", ref)
+    ref, first = plugin._step(ctx, "", "unet", "step_2")
     size = len(steps)
     get_json(tb, "summary", run="unet", tag="step_2")
     assert plugin._store.analysis(ctx, "", ref) is first
     assert len(steps) == size
     # Cached per tag: another tag is another analysis.
-    other = plugin._store.analysis(ctx, "", plugin._store.find_step(ctx, "", "unet", "step_1"))
+    _, other = plugin._step(ctx, "", "unet", "step_1")
     assert other is not first
 
 
 def test_step_cache_is_bounded(tb):
     from tensorboard import context
 
-    _, _, provider = tb
+    provider = tb.provider
     small = store.StepStore(provider, step_capacity=2)
     ctx = context.RequestContext()
     refs = small.list_steps(ctx, "")["unet"]
@@ -423,7 +430,7 @@ def test_step_cache_is_bounded(tb):
     assert small.analysis(ctx, "", refs[0]) is not analyses[0]  # oldest evicted, recomputed
     assert len(small._steps) == 2
     # The plugin's own cache has a finite capacity too.
-    assert 0 < tb[1]._store._steps._capacity < 1000
+    assert 0 < tb.plugin._store._steps._capacity < 1000
 
 
 def test_lru_cache_order_and_threads():
