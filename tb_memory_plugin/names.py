@@ -12,6 +12,7 @@ names, and calls the one-name rule only for the names that need it.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -320,11 +321,12 @@ class NameTable:
     kind_code: np.ndarray  # into KINDS
     op_types: list[str]
     category: np.ndarray  # into figures.CATEGORIES
+    _path_parts: "_FirstComponents"
 
     @cached_property
     def layer_paths(self) -> list[str]:
         """Leaf paths grouped by layer: gradients and optimizer updates folded in (built on first use)."""
-        return layer_paths(self.paths)
+        return layer_paths(self.paths, self._path_parts)
 
     def kind(self, index: int) -> str:
         return KINDS[self.kind_code[index]]
@@ -332,17 +334,41 @@ class NameTable:
     @classmethod
     def build(cls, raw: list[str], label_of: Mapping[str, str], source_ops: Mapping[str, str],
               graph_ops: Mapping[str, str] | None) -> "NameTable":
-        graph_names, paths, kind_code, fixed, runtime = _classify_all(raw)
+        lines = _Lines(raw)
+        graph_names, paths, kind_code, fixed, runtime = _classify_all(raw, lines)
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops)
-        return cls(raw, graph_names, paths, kind_code, op_types, categorise_all(paths, kind_code, op_types))
+        parts = _FirstComponents(paths, lines if paths == raw else _Lines(paths))
+        return cls(raw, graph_names, paths, kind_code, op_types, categorise_all(paths, kind_code, op_types, parts),
+                   parts)
 
 
-def _classify_all(raw: list[str]):
+class _FirstComponents:
+    """The first path component of many paths, coded (a model has few distinct ones)."""
+
+    def __init__(self, paths: list[str], lines: _Lines) -> None:
+        self.lines = lines
+        if lines.ok:
+            self.length = lines.first_index(ord("/"))
+            firsts = list(map(str.__getitem__, paths, map(slice, itertools.repeat(None), self.length.tolist())))
+        else:
+            firsts = [p.partition("/")[0] for p in paths]
+            self.length = np.fromiter(map(len, firsts), dtype=np.int64, count=len(firsts))
+        code = {first: i for i, first in enumerate(dict.fromkeys(firsts))}
+        self.distinct = list(code)
+        self.code = np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=len(firsts))
+        self.has_rest = self.length < np.fromiter(map(len, paths), dtype=np.int64, count=len(paths)) - 1
+
+    def where(self, test) -> np.ndarray:
+        """Which paths have a first component that passes `test`."""
+        passes = np.fromiter(map(bool, map(test, self.distinct)), dtype=bool, count=len(self.distinct))
+        return passes[self.code] if self.code.size else np.zeros(0, dtype=bool)
+
+
+def _classify_all(raw: list[str], lines: _Lines):
     """`classify` over many names: (graph names, paths, kind codes, fixed op types, runtime names).
 
     Names with nothing for classify to change are their own graph name and path.
     """
-    lines = _Lines(raw)
     if lines.ok:
         special = lines.with_any_char(b"-:")  # layout helpers, grappler suffixes, stream suffixes
         special |= lines.starting_with(b"_")  # feeds and plumbing
@@ -351,58 +377,62 @@ def _classify_all(raw: list[str]):
         rows = np.flatnonzero(special).tolist()
     else:
         rows = range(len(raw))
+    if not rows:
+        return raw, raw, np.zeros(len(raw), dtype=np.int64), {}, raw
     graph_names, paths, runtime = list(raw), list(raw), list(raw)
-    fixed: list[str | None] = [None] * len(raw)
+    fixed: dict[int, str] = {}
     kind_code = np.zeros(len(raw), dtype=np.int64)
     for i in rows:
         info = classify(raw[i])
-        graph_names[i], paths[i], fixed[i] = info.graph_name, info.path, info.fixed_op_type
+        graph_names[i], paths[i] = info.graph_name, info.path
+        if info.fixed_op_type:
+            fixed[i] = info.fixed_op_type
         kind_code[i] = _KIND_CODE[info.kind]
         runtime[i] = strip_stream_suffix(raw[i])
     return graph_names, paths, kind_code, fixed, runtime
 
 
-def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: list[str | None],
+def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
                       label_of: Mapping[str, str], source_ops: Mapping[str, str],
                       graph_ops: Mapping[str, str] | None) -> list[str]:
     """Op type: fixed by the name, else the source's own, the run graph's, the label's."""
-    ops = fixed
+    ops: list[str | None] = list(map(graph_ops.get, graph_names)) if graph_ops else [None] * len(runtime)
     if source_ops:
-        ops = [known or found for known, found in zip(ops, map(source_ops.get, runtime))]
-    if graph_ops:
-        ops = [known or found for known, found in zip(ops, map(graph_ops.get, graph_names))]
-    else:
-        ops = list(ops)
-    for i in [i for i, op in enumerate(ops) if not op]:
-        ops[i] = op_type_from_label(label_of.get(runtime[i], "")) or UNKNOWN_OP
-    return ops
+        ops = [known or found for known, found in zip(map(source_ops.get, runtime), ops)]
+    for i, op in fixed.items():
+        ops[i] = op
+    if None in ops or "" in ops:
+        for i in [i for i, op in enumerate(ops) if not op]:
+            ops[i] = op_type_from_label(label_of.get(runtime[i], "")) or UNKNOWN_OP
+    return ops  # type: ignore[return-value]
 
 
-def layer_paths(paths: list[str]) -> list[str]:
-    """`layer_path` over many paths."""
-    lines = _Lines(paths)
-    if not lines.ok:
+def layer_paths(paths: list[str], parts: _FirstComponents | None = None) -> list[str]:
+    """`layer_path` over many paths: only those starting with a gradients scope or
+    holding `update_` can change."""
+    parts = parts or _FirstComponents(paths, _Lines(paths))
+    if not parts.lines.ok:
         return list(map(layer_path, paths))
-    candidates = lines.starting_with(b"gradient") | lines.containing(b"update_")
+    gradients_first = parts.where(_GRADIENTS_RE.match) & parts.has_rest
+    candidates = gradients_first | parts.lines.containing(b"update_")
     out = list(paths)
-    rows = np.flatnonzero(candidates)
-    if rows.size:
-        # `gradients/<scope>/...`, the common case: drop the first component.
-        slash_lines, _ = lines.char_positions(ord("/"))
-        slashes = np.bincount(slash_lines, minlength=lines.count)
-        plain = lines.starting_with(b"gradients/", among=candidates) & (slashes >= 2)
-        cut = len("gradients/")
-        for i in np.flatnonzero(plain).tolist():
-            out[i] = paths[i][cut:]
-        for i in np.flatnonzero(candidates & ~plain).tolist():
-            out[i] = layer_path(paths[i])
+    # `gradients/<scope>/...`, the common case: drop the first component.
+    slash_lines, _ = parts.lines.char_positions(ord("/"))
+    slashes = np.bincount(slash_lines, minlength=len(paths))
+    plain = gradients_first & (slashes >= 2)
+    for i, cut in zip(np.flatnonzero(plain).tolist(), (parts.length[plain] + 1).tolist()):
+        out[i] = paths[i][cut:]
+    for i in np.flatnonzero(candidates & ~plain).tolist():
+        out[i] = layer_path(paths[i])
     return out
 
 
-def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str]) -> np.ndarray:
+def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
+                   parts: _FirstComponents | None = None) -> np.ndarray:
     """`categorise` over many names, with numpy over the joined paths."""
     n = len(paths)
-    lines = _Lines(paths)
+    parts = parts or _FirstComponents(paths, _Lines(paths))
+    lines = parts.lines
     if not lines.ok:
         return np.fromiter(map(categorise, paths, op_types, (KINDS[k] for k in kind_code.tolist())),
                            dtype=np.int64, count=n)
@@ -418,24 +448,14 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str])
     is_apply = op_flag(lambda op: op.startswith(_APPLY_PREFIXES))
     is_variable = op_flag(_VARIABLE_OPS.__contains__)
     is_other = op_flag(_OTHER_OPS.__contains__)
-
-    first_len = lines.first_index(ord("/"))
-    has_rest = first_len < lines.lengths - 1  # something after the first "/"
-    optimizer_first = np.zeros(n, dtype=bool)
-    for name in _OPTIMIZER_NAMES:
-        optimizer_first |= lines.starting_with(name.encode(), among=first_len == len(name))
+    optimizer_first = parts.where(_OPTIMIZER_NAMES.__contains__)
     slot = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(is_variable & has_rest).tolist():
+    for i in np.flatnonzero(is_variable & parts.has_rest).tolist():
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
     # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
-    gradient = lines.containing(b"_grad/") | lines.ending_with(b"_grad")
-    gradients_first = lines.starting_with(b"gradients", among=first_len == len("gradients"))
-    gradient |= gradients_first
-    for i in np.flatnonzero(lines.starting_with(b"gradient") & ~gradients_first & ~gradient).tolist():
-        gradient[i] = bool(_GRADIENT_RE.match(paths[i]))
+    gradient = parts.where(_GRADIENTS_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
     return np.select(
         [is_input, is_plumbing, is_apply, optimizer_first, slot, gradient, is_variable, is_other],
         [INPUTS, OTHER, OPTIMIZER, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
         default=ACTIVATIONS,
     ).astype(np.int64)
-
