@@ -121,13 +121,16 @@ def sample_window(curve: Curve, points: int, window: tuple[int, int] | None = No
     return sampled
 
 
-def sample_snapshots(space: SpaceTrace, points: int, window: tuple[int, int] | None = None) -> SampledCurve:
-    """The allocator's own bytes-in-use readings, downsampled (within the window, if any)."""
+def sample_snapshots(space: SpaceTrace, points: int, window: tuple[int, int] | None = None
+                     ) -> tuple[SampledCurve, np.ndarray]:
+    """The allocator's own bytes-in-use readings, downsampled (within the window, if any),
+    and the index of each point into the space's snapshots (to read other series there)."""
     by_time = np.argsort(space.snapshot_time_us, kind="stable")
     if window is not None:
         times = space.snapshot_time_us[by_time]
         by_time = by_time[(times >= window[0]) & (times <= window[1])]
-    return downsample(space.snapshot_time_us[by_time], space.snapshot_bytes[by_time], points)
+    sampled = downsample(space.snapshot_time_us[by_time], space.snapshot_bytes[by_time], points)
+    return sampled, by_time[sampled.position]
 
 
 def held_by(space: SpaceTrace, curve: Curve, execs: np.ndarray, positions: np.ndarray) -> np.ndarray:

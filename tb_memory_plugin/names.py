@@ -189,7 +189,9 @@ _APPLY_PREFIXES = ("Apply", "ResourceApply", "ResourceSparseApply", "SparseApply
 _OPTIMIZER_NAMES = frozenset(
     {"Adam", "AdamW", "SGD", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Adamax",
      "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer",
-     "beta1_power", "beta2_power"}
+     "beta1_power", "beta2_power",
+     # Keras 3 scopes an optimizer's update ops under its lowercase name.
+     "adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion", "lamb"}
 )
 _SLOT_RE = re.compile(r"^(?:Adam|Momentum|RMSProp|Adagrad|Adadelta|Ftrl|Adamax|Nadam)(?:_\d+)?$")
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")

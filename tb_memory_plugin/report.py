@@ -69,6 +69,8 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
         "device": trace.device,
         "device_type": trace.device_type,
         "allocator": trace.allocator,
+        "memory_kind": trace.memory_kind,
+        "capacity_bytes": trace.capacity_bytes,
         "baseline": space.baseline,
         "has_curve": space.has_curve,
         "start_bytes": start,
@@ -224,7 +226,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         explained += values
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})
     series.append({"scope": None, "name": "(other)", "bytes": (sampled.max_bytes - explained).tolist()})
-    snapshots = curve_mod.sample_snapshots(trace, points, window)
+    snapshots, snapshot_index = curve_mod.sample_snapshots(trace, points, window)
     return {
         "window": None if window is None else {"start_us": window[0], "end_us": window[1]},
         "baseline": space.baseline,
@@ -238,7 +240,10 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         "max_bytes": (sampled.max_bytes + offset).tolist(),
         "node_at": node_at.reshape(-1).tolist(),
         "node_names": [trace.name(int(i)) for i in unique_execs],
-        "snapshots": {"t_us": snapshots.time_us.tolist(), "bytes": snapshots.max_bytes.tolist()},
+        "snapshots": {"t_us": snapshots.time_us.tolist(), "bytes": snapshots.max_bytes.tolist(),
+                      # Other readings at the same times where the source has them (XPlane: reserved, fragmentation).
+                      "series": {name: values[snapshot_index].tolist() for name, values in trace.snapshot_series.items()}},
+        "capacity_bytes": trace.capacity_bytes,
         "series": series,
     }
 

@@ -20,6 +20,7 @@ from werkzeug.test import Client
 
 from tracedata import REPO
 from tb_memory_plugin import analysis, report, store
+from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.sources import xplane
 from tb_memory_plugin.sources.xplane import names as xnames
 from tb_memory_plugin.sources.xplane import wire
@@ -498,3 +499,37 @@ def test_cli_lists_profiled_steps(keras_logdir, profile_path, capsys):
     session = profile_path.parent.name
     for batch in PROFILE_BATCHES:
         assert ("keras/train", f"profile/{session}/step_{batch - 1}", "ok") in tags
+
+
+def test_curve_route_shows_reserved_bytes_fragmentation_and_capacity(tb, steps, reference):
+    """The allocator's other readings ride along with its bytes in use, at the same times."""
+    _, session = tb
+    profile_step, engine = steps[0]
+    tag = f"profile/{session}/step_{PROFILE_BATCHES[0] - 1}"
+    (device,) = _get(tb, "summary", run="keras/train", tag=tag)["devices"]
+    assert device["capacity_bytes"] == engine.spaces[0].trace.capacity_bytes > device["peak_bytes"]
+    assert device["memory_kind"] == "host"
+    assert len(_in_window(reference, profile_step.step_id)) <= 20000
+    curve = _get(tb, "curve", run="keras/train", tag=tag, points=20000)
+    snapshots = curve["snapshots"]
+    assert curve["capacity_bytes"] == device["capacity_bytes"]
+    # Every reading kept (points above the event count): compare them with the events one by one.
+    by_time = {}
+    start_ps = _window(reference, profile_step.step_id)[0]
+    for event in _in_window(reference, profile_step.step_id):
+        by_time.setdefault((event["time_ps"] - start_ps) // 1_000_000, []).append(event)
+    assert set(snapshots["series"]) == {"reserved_bytes", "fragmentation"}
+    for t, total, reserved in zip(snapshots["t_us"], snapshots["bytes"], snapshots["series"]["reserved_bytes"]):
+        assert (total, reserved) in {(e["bytes_allocated"], e["bytes_reserved"]) for e in by_time[t]}
+
+
+def test_keras_optimizer_updates_are_optimizer_bytes(steps):
+    """Keras 3 names its optimizer's ops `adam/...`: they count as optimizer state and updates."""
+    seen = 0
+    for _, step in steps:
+        (space,) = step.spaces
+        for row, path in enumerate(space.names.paths):
+            if path.startswith("adam/"):
+                seen += 1
+                assert CATEGORIES[space.names.category[row]] == "optimizer", path
+    assert seen > 0
