@@ -46,7 +46,7 @@ setup(
     package_data={"tb_memory_plugin": ["static/index.js"]},
     python_requires=">=3.9",
     install_requires=["tensorboard>=2.12", "protobuf>=3.20", "werkzeug>=1.0", "numpy>=1.22"],
-    extras_require={"test": ["pytest>=7", "playwright>=1.40", "tensorflow-cpu>=2.12"]},
+    extras_require={"test": ["pytest>=7", "hypothesis>=6", "playwright>=1.40", "tensorflow-cpu>=2.12"]},
     entry_points={
         "tensorboard_plugins": ["memory = tb_memory_plugin.loader:MemoryPluginLoader"],
         "console_scripts": ["tb-memory = tb_memory_plugin.cli:main"],

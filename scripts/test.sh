@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh machine, then runs them all:
-# Python deps (TensorFlow CPU, TensorBoard, pytest, Playwright), the plugin
+# Python deps (TensorFlow CPU, TensorBoard, pytest, hypothesis, Playwright), the plugin
 # itself (which builds the frontend with npm), Debian's Chromium for the
 # browser tests and python3-venv for the install smoke test, then the
 # frontend's unit tests and pytest.
@@ -42,7 +42,7 @@ if ! venv_works; then
 fi
 
 python3 -m pip install -q --upgrade pip
-python3 -m pip install -q "tensorflow-cpu==2.21.*" "tensorboard==2.21.*" pytest playwright build
+python3 -m pip install -q "tensorflow-cpu==2.21.*" "tensorboard==2.21.*" pytest hypothesis playwright build
 (cd frontend && npm ci --no-audit --no-fund)
 python3 -m pip install -q .
 
