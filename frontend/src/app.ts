@@ -1,22 +1,22 @@
 // The controller: fetches what the selection needs and hands it to the views.
-// Views draw and write the selection; only this file talks to the API.
-// Loaded data lives in AppState, the layout in PageView, readiness in Readiness.
+// Views draw and write the selection; only the controller (this file and
+// curve-loads.ts) talks to the API.
+// Loaded data lives in AppState, the layout in PageView, readiness in Readiness,
+// the curve's loads in CurveLoads; loading.ts holds the one load-into-a-panel helper.
 
-import { Api, ApiError, type CurveWindow, type DeviceParams, type RunInfo, type SummaryResponse } from './api';
+import { Api, ApiError, type DeviceParams, type RunInfo, type SummaryResponse } from './api';
 import { AppState } from './app-state';
-import { curvePointsFor, highlightOf } from './lib/curve-data';
-import { WINDOW_FETCH_DELAY_MS, needsWindowFetch } from './lib/curve-window';
+import { CurveLoads } from './curve-loads';
 import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
+import { curvePointsFor } from './lib/curve-data';
 import { restorable, type SavedSelection } from './lib/saved-selection';
 import { ScopePreviews } from './lib/scope-preview';
+import { Latest, afterPaint, loadInto, message } from './loading';
 import type { Readiness } from './readiness';
-import { type Selection, type SelectionKey, type SelectionState, parentScope } from './selection';
+import { type Selection, type SelectionKey, type SelectionState, stepParams } from './selection';
 import type { PageView } from './views/page';
 import type { EmptyStateOptions } from './views/summary';
 
-/** Series asked with the curve: the stack shows the top 8, the rest serve the selection's highlight. */
-const CURVE_SERIES = 20;
-const HIGHLIGHT_SERIES = 20;
 const TOP_NODES = 50;
 /** Details of this many of a level's largest tiles are fetched ahead, when idle, so clicks on them answer at once. */
 const PREFETCH_DETAILS = 12;
@@ -27,44 +27,6 @@ function scopeHint(e: unknown, group: string): string {
     return ' — this name scope may be folded into its layers in the "layer" grouping; pick Group "name scope" to see it on its own.';
   }
   return '';
-}
-
-function message(e: unknown): string {
-  if (e instanceof ApiError) return e.status ? `${e.message} (HTTP ${e.status})` : e.message;
-  return e instanceof Error ? e.message : String(e);
-}
-
-/**
- * Resolves after the browser has painted the current changes (next animation
- * frame, then a task), or after 100 ms when no frame comes (a hidden tab).
- */
-function afterPaint(): Promise<void> {
-  return new Promise((resolve) => {
-    let done = false;
-    const finish = () => {
-      if (!done) {
-        done = true;
-        resolve();
-      }
-    };
-    if (typeof requestAnimationFrame === 'function') requestAnimationFrame(() => setTimeout(finish, 0));
-    setTimeout(finish, 100);
-  });
-}
-
-/** Latest-wins guard: a response for an older request of the same kind is dropped. */
-class Latest {
-  private n = 0;
-  next(): () => boolean {
-    const mine = ++this.n;
-    return () => mine === this.n;
-  }
-}
-
-/** A panel that shows one request's answer: dimmed while it loads, an error line when it fails. */
-interface Loadable {
-  setLoading(loading: boolean): void;
-  setError(message: string | null): void;
 }
 
 /** Tile figures and prefetched details belong to one run, step, device and grouping. */
@@ -80,14 +42,10 @@ export class App {
     summary: new Latest(),
     scopes: new Latest(),
     graph: new Latest(),
-    curve: new Latest(),
-    windowCurve: new Latest(),
     details: new Latest(),
-    highlight: new Latest(),
     prefetch: new Latest(),
   };
-  /** A zoom waiting to settle before its window is fetched; `release` ends its share of data-ready. */
-  private windowWait: { timer: ReturnType<typeof setTimeout>; release: () => void } | null = null;
+  private readonly curves: CurveLoads;
 
   constructor(
     private readonly selection: Selection,
@@ -95,6 +53,7 @@ export class App {
     private readonly readiness: Readiness,
     private readonly api = new Api(),
   ) {
+    this.curves = new CurveLoads(api, readiness, selection, this.state, page.curve);
     selection.subscribe((state, changed) => this.onSelection(state, changed));
     page.curve.onWidthChange = (width) => this.onCurveWidth(width);
   }
@@ -104,51 +63,13 @@ export class App {
     return this.readiness.track(() => this.loadRuns(chosenBefore));
   }
 
-  /** The selected step and memory space as request parameters; null until both are chosen. */
-  private stepParams(): DeviceParams | null {
-    const s = this.selection.get();
-    if (s.run === null || s.tag === null || s.device === null) return null;
-    return { run: s.run, tag: s.tag, device: s.device, group: s.group };
-  }
-
   /** Asks for a curve with about one point per pixel again when the plot grew or shrank by a quarter. */
   private onCurveWidth(width: number): void {
     const have = this.state.curve?.t_us.length ?? 0;
     const want = curvePointsFor(width);
     const asked = this.state.requestedPoints;
     if (!this.state.device || have === 0 || Math.abs(want - asked) < asked / 4) return;
-    this.loadCurve();
-  }
-
-  /**
-   * Loads one request's answer into a panel: dimmed meanwhile (unless `dim` is
-   * false), then `show(data)`, or its error and `show(null)`; an answer is
-   * dropped when a newer load of the same kind started since.
-   */
-  private loadInto<T>(
-    kind: keyof App['latest'],
-    view: Loadable,
-    request: (isLatest: () => boolean) => Promise<T>,
-    show: (data: T | null) => void | Promise<void>,
-    failure: (e: unknown) => string,
-    dim = true,
-  ): Promise<void> {
-    const isLatest = this.latest[kind].next();
-    if (dim) view.setLoading(true);
-    return this.readiness.track(async () => {
-      try {
-        const data = await request(isLatest);
-        if (!isLatest()) return;
-        view.setError(null);
-        await show(data);
-      } catch (e) {
-        if (!isLatest()) return;
-        view.setError(failure(e));
-        await show(null);
-      } finally {
-        if (isLatest()) view.setLoading(false);
-      }
-    });
+    this.curves.load();
   }
 
   // ---- the first step ----
@@ -219,7 +140,7 @@ export class App {
       return;
     }
     if (changed.has('selected')) this.loadDetails();
-    if (changed.has('timeRange')) this.scheduleWindowCurve();
+    if (changed.has('timeRange')) this.curves.scheduleWindow();
   }
 
   /** Nothing to draw: the empty state says why (once), the status line a short label. */
@@ -302,19 +223,21 @@ export class App {
   // ---- the focused scope: treemap level, graph, curve ----
 
   private loadLevel(): void {
-    const p = this.stepParams();
+    const s = this.selection.get();
+    const p = stepParams(s);
     if (!p || !this.state.device) return;
     if (this.state.device.id !== p.device) {
       this.state.device = this.state.deviceById(p.device);
       this.showSummary();
     }
-    const { focus, group } = this.selection.get();
+    const { focus, group } = s;
     const key = stepKey(p);
     this.previews.useKey(key);
     const { treemap, graph } = this.page;
 
-    void this.loadInto(
-      'scopes',
+    void loadInto(
+      this.readiness,
+      this.latest.scopes,
       treemap,
       () => this.api.scopes({ ...p, scope: focus }),
       (data) => {
@@ -328,15 +251,16 @@ export class App {
       (e) => `Could not load scope “${focus || '(all)'}”: ${message(e)}${scopeHint(e, group)}`,
     );
 
-    void this.loadInto(
-      'graph',
+    void loadInto(
+      this.readiness,
+      this.latest.graph,
       graph,
       () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus }),
       (data) => graph.setData(data),
       (e) => `No graph for “${focus || '(all)'}”: ${message(e)}`,
     );
 
-    this.loadCurve();
+    this.curves.load();
   }
 
   /**
@@ -346,116 +270,18 @@ export class App {
    */
   private async prefetchDetails(): Promise<void> {
     const isLatest = this.latest.prefetch.next();
-    const p = this.stepParams();
+    const p = stepParams(this.selection.get());
     if (!p) return;
     const targets = this.page.treemap.visibleScopes().slice(0, PREFETCH_DETAILS);
     for (const scope of targets) {
       await this.readiness.idle();
-      if (!isLatest() || stepKey(this.stepParams()) !== stepKey(p)) return;
+      if (!isLatest() || stepKey(stepParams(this.selection.get())) !== stepKey(p)) return;
       try {
         await this.api.scope({ ...p, scope, top: TOP_NODES });
       } catch {
         return; // a failing prefetch says nothing the real request will not say
       }
     }
-  }
-
-  /** The curve of the step, broken down by the focused scope's children for stacking. */
-  private loadCurve(): void {
-    const p = this.stepParams();
-    if (!p) return;
-    const { focus } = this.selection.get();
-    const curve = this.page.curve;
-    const hasCurve = this.state.device?.has_curve !== false;
-    curve.setNote(hasCurve ? null : 'No memory curve: this trace has no allocation records (old TF 1.x dumps). The scopes are sized by allocated bytes.');
-    if (!hasCurve) {
-      this.latest.curve.next(); // an answer still in flight for another step is not drawn
-      this.cancelWindowWait();
-      this.state.curve = null;
-      curve.setError(null);
-      curve.setCurve(null);
-      curve.setLoading(false);
-      return;
-    }
-    const points = (this.state.requestedPoints = curvePointsFor(curve.plotWidth()));
-    void this.loadInto(
-      'curve',
-      curve,
-      () => this.api.curve({ ...p, points, breakdown: focus, top: CURVE_SERIES }),
-      (data) => {
-        this.state.curve = data;
-        curve.setCurve(data);
-        if (data) return this.loadHighlight();
-      },
-      (e) => `Could not load the curve: ${message(e)}`,
-    );
-    // A zoomed view asks for its window at once too, with the same breakdown and points.
-    this.scheduleWindowCurve(0);
-  }
-
-  /** What a window's curve shares with the step's curve request: a window fetched for another one is not drawn. */
-  private curveKey(): string {
-    const s = this.selection.get();
-    return JSON.stringify([s.run, s.tag, s.device, s.group, s.focus, this.state.requestedPoints, CURVE_SERIES]);
-  }
-
-  private cancelWindowWait(): void {
-    if (!this.windowWait) return;
-    clearTimeout(this.windowWait.timer);
-    this.windowWait.release();
-    this.windowWait = null;
-  }
-
-  /**
-   * After a zoom (or a reload of the curve while zoomed): once the range has
-   * stayed put for `delay` ms, fetches the visible window's own curve. A newer
-   * zoom cancels a waiting one and makes an answer in flight stale. The wait
-   * counts as loading (data-ready "0"); the curve meanwhile draws the whole
-   * step's data, or a wider window's already loaded.
-   */
-  private scheduleWindowCurve(delay = WINDOW_FETCH_DELAY_MS): void {
-    this.cancelWindowWait();
-    this.latest.windowCurve.next();
-    const key = this.curveKey();
-    const { state } = this;
-    if (state.windowCurve && state.windowCurve.key !== key) {
-      state.windowCurve = null;
-      this.page.curve.setWindowCurve(null);
-    }
-    const duration = state.curve?.duration_us ?? state.summary?.duration_us ?? null;
-    const want = needsWindowFetch(this.selection.get().timeRange, duration, state.windowCurve?.data.window ?? null);
-    if (!want || !this.stepParams()) return;
-    let release = () => {};
-    const waited = new Promise<void>((resolve) => (release = resolve));
-    const timer = setTimeout(() => {
-      this.windowWait = null;
-      this.loadWindowCurve(want, key);
-      release();
-    }, delay);
-    this.windowWait = { timer, release };
-    void this.readiness.track(() => waited);
-  }
-
-  /** The curve of one window of the step, bucketed on its own; drawn when it is still the one wanted. */
-  private loadWindowCurve(window: CurveWindow, key: string): void {
-    const p = this.stepParams();
-    if (!p || key !== this.curveKey()) return;
-    const { focus } = this.selection.get();
-    const isLatest = this.latest.windowCurve.next();
-    const curve = this.page.curve;
-    void this.readiness.track(async () => {
-      try {
-        const data = await this.api.curve({ ...p, points: this.state.requestedPoints, breakdown: focus, top: CURVE_SERIES, window });
-        if (!isLatest() || key !== this.curveKey()) return;
-        this.state.windowCurve = { data, key };
-        if (this.state.curve) curve.setError(null);
-        curve.setWindowCurve(data);
-      } catch (e) {
-        if (!isLatest()) return;
-        // The whole step's curve stays drawn (clipped to the zoom): it is right, only coarser.
-        curve.setError(`Could not load the zoomed window (the whole step’s curve is shown): ${message(e)}`);
-      }
-    });
   }
 
   // ---- the selected scope: details and the curve's highlight ----
@@ -468,9 +294,9 @@ export class App {
    * curve lacks the scope's series, so the two requests do not compete.
    */
   private loadDetails(): void {
-    const p = this.stepParams();
-    if (!p) return;
     const s = this.selection.get();
+    const p = stepParams(s);
+    if (!p) return;
     const scope = s.selected ?? s.focus;
     const { details, curve } = this.page;
     this.previews.useKey(stepKey(p));
@@ -482,8 +308,9 @@ export class App {
       details.setData(preview);
       curve.setTimeSpan(null);
     }
-    const loaded = this.loadInto(
-      'details',
+    const loaded = loadInto(
+      this.readiness,
+      this.latest.details,
       details,
       async (isLatest) => {
         const data = await this.api.scope({ ...p, scope, top: TOP_NODES });
@@ -498,49 +325,10 @@ export class App {
       (e) => `Could not load details of “${scope || '(all)'}”: ${message(e)}${scopeHint(e, s.group)}`,
       !preview,
     );
-    if (this.highlightFromLoadedCurve()) return;
+    if (this.curves.highlightFromLoaded()) return;
     void this.readiness.track(async () => {
       await loaded;
-      await this.loadHighlight();
+      await this.curves.loadHighlight();
     });
-  }
-
-  /** Highlights the selection from the loaded curve's series when it has them (no request); false when it cannot. */
-  private highlightFromLoadedCurve(): boolean {
-    const selected = this.selection.get().selected;
-    const highlight = selected && this.state.curve ? highlightOf(this.state.curve, selected) : null;
-    if (selected && !highlight) return false;
-    this.latest.highlight.next();
-    this.page.curve.setHighlight(highlight);
-    return true;
-  }
-
-  /** The selected scope's own series, from the loaded curve or one broken down by its parent. */
-  private async loadHighlight(): Promise<void> {
-    const isLatest = this.latest.highlight.next();
-    const p = this.stepParams();
-    const curve = this.state.curve;
-    const selected = this.selection.get().selected;
-    if (!curve || !selected || !p) {
-      this.page.curve.setHighlight(null);
-      return;
-    }
-    const own = highlightOf(curve, selected);
-    if (own) {
-      this.page.curve.setHighlight(own);
-      return;
-    }
-    try {
-      const parent = await this.api.curve({
-        ...p,
-        points: this.state.requestedPoints,
-        breakdown: parentScope(selected),
-        top: HIGHLIGHT_SERIES,
-      });
-      if (isLatest()) this.page.curve.setHighlight(highlightOf(parent, selected));
-    } catch {
-      // The highlight is a nicety: a scope without its own series keeps the plain curve.
-      if (isLatest()) this.page.curve.setHighlight(null);
-    }
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { INITIAL_SELECTION, Selection, isWithin, ownerScope, parentScope } from './selection';
+import { INITIAL_SELECTION, Selection, isWithin, ownerScope, parentScope, stepParams } from './selection';
 
 describe('Selection', () => {
   it('starts from the initial selection plus overrides', () => {
@@ -141,5 +141,17 @@ describe('scope paths', () => {
     expect(isWithin('a', 'a')).toBe(true);
     expect(isWithin('ab', 'a')).toBe(false);
     expect(isWithin('x', '')).toBe(true);
+  });
+});
+
+describe('stepParams', () => {
+  it('is null until run, step and device are chosen', () => {
+    expect(stepParams(INITIAL_SELECTION)).toBeNull();
+    expect(stepParams({ ...INITIAL_SELECTION, run: 'r', tag: 't' })).toBeNull();
+    expect(stepParams({ ...INITIAL_SELECTION, run: 'r', device: 'd' })).toBeNull();
+  });
+  it('carries run, step, device and grouping, nothing else', () => {
+    const s = { ...INITIAL_SELECTION, run: 'r', tag: 't', device: 'd', group: 'scope' as const, focus: 'a', selected: 'a/b' };
+    expect(stepParams(s)).toEqual({ run: 'r', tag: 't', device: 'd', group: 'scope' });
   });
 });

@@ -1,7 +1,7 @@
 // The one shared selection every view reads and writes: run, step, device,
 // grouping, the focused (drilled-into) scope, the selected scope, the time range.
 
-import type { Group } from './api';
+import type { DeviceParams, Group } from './api';
 
 export interface TimeRange {
   start_us: number;
@@ -120,6 +120,12 @@ export class Selection {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
+}
+
+/** The selected step and memory space as request parameters; null until run, step and device are all chosen. */
+export function stepParams(s: Readonly<SelectionState>): DeviceParams | null {
+  if (s.run === null || s.tag === null || s.device === null) return null;
+  return { run: s.run, tag: s.tag, device: s.device, group: s.group };
 }
 
 /** Parent of a scope path: "a/b/c" -> "a/b", "a" -> "", "" -> "". "(self)" tiles belong to their parent. */
