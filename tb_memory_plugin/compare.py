@@ -1,0 +1,260 @@
+"""Two traced steps side by side: what grew, scope by scope (issue 13).
+
+Step A is compared with a baseline step B, from any run and either trace source
+(both are `StepAnalysis`), one memory space each. For every entry of either
+step's scope tree, every op type and every category: A's and B's bytes at their
+own peaks, allocated and output, and A - B. Each step's at-peak bytes add up to
+its own peak rise, so the differences of the top-level entries, of the op types
+and of the categories each add up to the difference of the two peak rises,
+exactly. Plain Python + numpy.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
+from .figures import ALLOCATED, AT_PEAK, OUTPUT
+from .scope_tree import SELF, ScopeTree
+
+# The FIGURES columns compared; categories carry the first two (as everywhere they are shown).
+COMPARED = (AT_PEAK, ALLOCATED, OUTPUT)
+CATEGORY_COMPARED = (AT_PEAK, ALLOCATED)
+
+ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"  # added: in A only; removed: in B only
+SELF_KIND = "self"  # the kind of a `(self)` entry
+
+
+class NotComparable(ValueError):
+    """A step that was not analysed (corrupt, no memory) or that has no such memory space."""
+
+
+@dataclass
+class Table:
+    """Rows found in A, B or both: each side's figures (zeros where a row is absent) and A - B."""
+
+    names: list[str]
+    columns: tuple[int, ...]  # the FIGURES index of each column of `a` and `b`
+    a: np.ndarray  # (rows, columns)
+    b: np.ndarray
+    in_a: np.ndarray  # bool per row
+    in_b: np.ndarray
+    counted: np.ndarray  # bool per column: whether it can differ (at peak needs a curve on both sides)
+    a_count: np.ndarray | None = None  # executions per row (op types)
+    b_count: np.ndarray | None = None
+
+    @cached_property
+    def delta(self) -> np.ndarray:
+        return self.a - self.b
+
+    @cached_property
+    def status(self) -> np.ndarray:
+        changed = (self.delta[:, self.counted] != 0).any(axis=1)
+        both = np.where(changed, CHANGED, SAME)
+        return np.where(self.in_a & self.in_b, both, np.where(self.in_a, ADDED, REMOVED))
+
+    def column(self, figure: int) -> int:
+        return self.columns.index(figure)
+
+    def ranked_by_change(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Rows (all, or those given) by absolute difference: at peak, allocated, output, then name."""
+        rows = np.arange(len(self.names)) if rows is None else np.asarray(rows, dtype=np.int64)
+        size = np.abs(self.delta[rows])
+        return rows[self._order(rows, size)]
+
+    def ranked_by_size(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Rows by the larger of the two sides, at peak then allocated (what a treemap is sized by)."""
+        rows = np.arange(len(self.names)) if rows is None else np.asarray(rows, dtype=np.int64)
+        size = np.maximum(self.a[rows], self.b[rows])
+        return rows[self._order(rows, size)]
+
+    def _order(self, rows: np.ndarray, size: np.ndarray) -> np.ndarray:
+        names = np.array([self.names[i] for i in rows.tolist()], dtype=object)
+        keys = [names] + [-size[:, k] for k in reversed(range(size.shape[1])) if self.counted[k]]
+        return np.lexsort(keys) if rows.size else rows
+
+
+@dataclass
+class ScopeTable(Table):
+    """The union of both scope trees: every entry of A's tree or B's, by path."""
+
+    kinds: np.ndarray | None = None  # "scope", "node", "self"
+    parent: np.ndarray | None = None  # row of each row's parent, -1 for the root (row 0, path "")
+    entry_a: np.ndarray | None = None  # the entry of A's tree each row stands for, -1 where absent
+    entry_b: np.ndarray | None = None
+
+    def most_specific(self, rows: np.ndarray, figure: int) -> np.ndarray:
+        """`rows` less those that only repeat a change: a scope whose child changed by exactly as much
+        (the child's path says where), and a `(self)` that changed as much as its scope."""
+        column = self.column(figure)
+        delta = self.delta[:, column]
+        child = np.arange(1, len(self.names))
+        parent = self.parent[child]
+        repeats = child[(delta[child] == delta[parent]) & (delta[child] != 0)]
+        is_self = self.kinds[repeats] == SELF_KIND
+        hidden = np.zeros(len(self.names), dtype=bool)
+        hidden[repeats[is_self]] = True
+        hidden[self.parent[repeats[~is_self]]] = True
+        return rows[~hidden[rows]]
+
+
+class Comparison:
+    """Step A's memory space against baseline step B's, in one grouping."""
+
+    def __init__(self, a: SpaceAnalysis, b: SpaceAnalysis, group: str = "layer") -> None:
+        if group not in GROUPS:
+            raise ValueError(f"unknown group {group!r}")
+        self.a, self.b, self.group = a, b, group
+        self.has_at_peak = a.has_curve and b.has_curve  # without a curve there is no peak to compare
+
+    @property
+    def peak_rise_delta_bytes(self) -> int | None:
+        return self.a.peak_rise_bytes - self.b.peak_rise_bytes if self.has_at_peak else None
+
+    @cached_property
+    def scopes(self) -> ScopeTable:
+        return _scope_table(self.a.tree(self.group), self.b.tree(self.group), self.has_at_peak)
+
+    @cached_property
+    def _row_of(self) -> dict[str, int]:
+        return dict(zip(self.scopes.names, range(len(self.scopes.names))))
+
+    def row(self, scope: str) -> int | None:
+        """The row of a scope path in either step, or None."""
+        return self._row_of.get(scope)
+
+    def children(self, row: int) -> np.ndarray:
+        return np.flatnonzero(self.scopes.parent == row)
+
+    def subtree(self, row: int) -> np.ndarray:
+        """Every row below `row` (not itself): what either step's tree has under that path."""
+        table = self.scopes
+        inside = np.zeros(len(table.names), dtype=bool)
+        for entries, tree, entry in ((table.entry_a, self.a.tree(self.group), int(table.entry_a[row])),
+                                     (table.entry_b, self.b.tree(self.group), int(table.entry_b[row]))):
+            if entry >= 0:  # a tree is in preorder: a subtree is the span [entry, entry + size)
+                inside |= (entries >= entry) & (entries < entry + int(tree.subtree_size[entry]))
+        inside[row] = False
+        return np.flatnonzero(inside)
+
+    def op_types(self, row: int = 0) -> Table:
+        """Op types under a scope row (the whole step at row 0)."""
+        a = _side_op_types(self.a, self.group, int(self.scopes.entry_a[row]))
+        b = _side_op_types(self.b, self.group, int(self.scopes.entry_b[row]))
+        names, rows_a, rows_b = _union([name for name, _, _ in a], [name for name, _, _ in b])
+        table = _table(names, rows_a, rows_b, COMPARED, _stack([f for _, _, f in a], COMPARED),
+                       _stack([f for _, _, f in b], COMPARED), self.has_at_peak)
+        table.a_count = _place(len(names), rows_a, np.array([c for _, c, _ in a], dtype=np.int64))
+        table.b_count = _place(len(names), rows_b, np.array([c for _, c, _ in b], dtype=np.int64))
+        return table
+
+    def categories(self, row: int = 0) -> Table:
+        """Categories under a scope row, in the fixed category order; present where the scope is."""
+        a = _side_categories(self.a, self.group, int(self.scopes.entry_a[row]))
+        b = _side_categories(self.b, self.group, int(self.scopes.entry_b[row]))
+        names = [name for name, _, _ in a]
+        everything = np.arange(len(names))
+        table = _table(names, everything, everything, CATEGORY_COMPARED,
+                       np.array([r[1:] for r in a], dtype=np.int64).reshape(-1, 2),
+                       np.array([r[1:] for r in b], dtype=np.int64).reshape(-1, 2), self.has_at_peak)
+        table.in_a[:] = self.scopes.entry_a[row] >= 0
+        table.in_b[:] = self.scopes.entry_b[row] >= 0
+        return table
+
+
+def compare_steps(a: StepAnalysis, b: StepAnalysis, group: str = "layer", a_space: str | None = None,
+                  b_space: str | None = None) -> Comparison:
+    """Step A against baseline step B: each step's default memory space, or the one named per side."""
+    spaces = []
+    for side, step, space_id in (("A", a, a_space), ("B", b, b_space)):
+        if step.status != "ok":
+            raise NotComparable(f"step {side} cannot be analysed ({step.status}): {step.message}")
+        space = step.space(space_id)
+        if space is None:
+            raise NotComparable(f"step {side} has no memory space {space_id!r}")
+        spaces.append(space)
+    return Comparison(spaces[0], spaces[1], group)
+
+
+# -- building the tables ---------------------------------------------------------------------
+
+
+def _union(names_a: list[str], names_b: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """A's names (distinct) then those only in B, and the row of each of A's and B's names."""
+    position = dict(zip(names_a, range(len(names_a))))
+    only_b = [name for name in names_b if name not in position]
+    position.update(zip(only_b, range(len(names_a), len(names_a) + len(only_b))))
+    rows_b = np.fromiter(map(position.__getitem__, names_b), dtype=np.int64, count=len(names_b))
+    return names_a + only_b, np.arange(len(names_a)), rows_b
+
+
+def _place(count: int, rows: np.ndarray, values: np.ndarray, fill=0) -> np.ndarray:
+    out = np.full((count,) + values.shape[1:], fill, dtype=values.dtype)
+    out[rows] = values
+    return out
+
+
+def _stack(rows: list[np.ndarray], columns: tuple[int, ...]) -> np.ndarray:
+    if not rows:
+        return np.zeros((0, len(columns)), dtype=np.int64)
+    return np.stack(rows)[:, list(columns)].astype(np.int64)
+
+
+def _table(names, rows_a, rows_b, columns, figures_a, figures_b, has_at_peak, kind=Table, **extra) -> Table:
+    count = len(names)
+    counted = np.array([c != AT_PEAK or has_at_peak for c in columns])
+    return kind(names, columns, _place(count, rows_a, figures_a), _place(count, rows_b, figures_b),
+                _place(count, rows_a, np.ones(rows_a.size, dtype=bool)),
+                _place(count, rows_b, np.ones(rows_b.size, dtype=bool)), counted, **extra)
+
+
+def _with_selves(tree: ScopeTree, other: ScopeTree) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The tree's entries (paths, entry numbers, kinds, parents as positions in these lists), plus
+    `<path>/(self)` for each node that is a scope in the other tree: there a scope's own node sits in
+    its `(self)` child, so the node goes there too and children still add up on both sides."""
+    kinds = np.asarray(tree.kinds).astype(object)
+    other_scopes = set(itertools.compress(other.paths, np.asarray(other.kinds) == "scope"))
+    nodes = np.flatnonzero(kinds == "node").tolist()
+    moved = np.array([entry for entry in nodes if tree.paths[entry] in other_scopes], dtype=np.int64)
+    paths = tree.paths + [f"{tree.paths[entry]}/{SELF}" for entry in moved.tolist()]
+    entries = np.concatenate([np.arange(len(tree.paths)), moved])
+    kinds = np.concatenate([kinds, np.full(moved.size, SELF_KIND, dtype=object)])
+    return paths, entries, kinds, np.concatenate([tree.parent, moved])  # a moved node is its `(self)`'s parent
+
+
+def _scope_table(tree_a: ScopeTree, tree_b: ScopeTree, has_at_peak: bool) -> ScopeTable:
+    paths_a, entries_a, kinds_a, parents_a = _with_selves(tree_a, tree_b)
+    paths_b, entries_b, kinds_b, parents_b = _with_selves(tree_b, tree_a)
+    names, rows_a, rows_b = _union(paths_a, paths_b)
+    count = len(names)
+    # A row takes A's kind and parent where A has it, B's elsewhere; a scope on either side is a scope.
+    kinds = _place(count, rows_b, kinds_b)
+    kinds[rows_a] = kinds_a
+    kinds[rows_b[kinds_b == "scope"]] = "scope"
+    parent = _place(count, rows_b, np.where(parents_b >= 0, rows_b[parents_b], -1))
+    parent[rows_a] = np.where(parents_a >= 0, rows_a[parents_a], -1)
+    return _table(names, rows_a, rows_b, COMPARED, tree_a.figures[entries_a][:, list(COMPARED)],
+                  tree_b.figures[entries_b][:, list(COMPARED)], has_at_peak, kind=ScopeTable, kinds=kinds,
+                  parent=parent, entry_a=_place(count, rows_a, entries_a, fill=-1),
+                  entry_b=_place(count, rows_b, entries_b, fill=-1))
+
+
+def _executions(space: SpaceAnalysis, group: str, entry: int) -> np.ndarray | None:
+    """The executions under a tree entry; None for the whole step (the analysis' faster path)."""
+    if entry == 0:
+        return None
+    if entry < 0:
+        return np.zeros(0, dtype=np.int64)
+    return space.tree(group).executions(entry)
+
+
+def _side_op_types(space: SpaceAnalysis, group: str, entry: int):
+    return space.by_op_type(_executions(space, group, entry))
+
+
+def _side_categories(space: SpaceAnalysis, group: str, entry: int):
+    return space.by_category(_executions(space, group, entry))

@@ -1,0 +1,79 @@
+"""Comparisons -> JSON-ready dicts: the `compare` route (docs/http_api.md) and `tb-memory diff --json`.
+
+Shapes answers only: every number comes from `compare`.
+"""
+
+from __future__ import annotations
+
+from .analysis import SpaceAnalysis
+from .compare import Comparison, Table
+from .figures import ALLOCATED, AT_PEAK, OUTPUT
+from .report import NotFound
+
+# Key of each compared figure in a row: `a_bytes`, `b_bytes`, `delta_bytes` are at peak.
+_KEYS = {AT_PEAK: "bytes", ALLOCATED: "allocated_bytes", OUTPUT: "output_bytes"}
+
+
+def side_dict(space: SpaceAnalysis, run: str, tag: str, step: int, source: str) -> dict:
+    """One side of a comparison: the step and its memory space, named as in `summary.devices[]`."""
+    trace, curve = space.trace, space.curve
+    start = space.start_bytes
+    rise = space.peak_rise_bytes if space.has_curve else None
+    return {
+        "run": run, "tag": tag, "step": step, "source": source,
+        "id": trace.id, "device": trace.device, "allocator": trace.allocator,
+        "baseline": space.baseline, "has_curve": space.has_curve,
+        "start_bytes": start,
+        "peak_bytes": None if start is None or rise is None else start + rise,
+        "peak_rise_bytes": rise,
+        "peak_time_us": curve.peak_time_us if space.has_curve else None,
+        "duration_us": space.duration_us,
+    }
+
+
+def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False) -> list[dict]:
+    """Rows of a table; at-peak keys are null on a side without a curve (no peak there)."""
+    a_curve, b_curve = comparison.a.has_curve, comparison.b.has_curve
+    names, status, a, b, delta = table.names, table.status, table.a, table.b, table.delta
+    out = []
+    for i in rows:
+        i = int(i)
+        row = {"name": names[i], "status": str(status[i])}
+        if with_tree:
+            parent = int(table.parent[i])
+            row.update(kind=str(table.kinds[i]), parent=names[parent] if parent >= 0 else None)
+        for column, figure in enumerate(table.columns):
+            key = _KEYS[figure]
+            at_peak = figure == AT_PEAK
+            row[f"a_{key}"] = None if at_peak and not a_curve else int(a[i, column])
+            row[f"b_{key}"] = None if at_peak and not b_curve else int(b[i, column])
+            row[f"delta_{key}"] = None if at_peak and not (a_curve and b_curve) else int(delta[i, column])
+        if table.a_count is not None:
+            row.update(a_count=int(table.a_count[i]), b_count=int(table.b_count[i]))
+        out.append(row)
+    return out
+
+
+def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: str = "",
+                    top: int | None = None) -> dict:
+    """A against B under one scope: the scope, its children (largest first, for a treemap), every
+    entry below it by absolute difference (the `top` first), and its op types and categories."""
+    row = comparison.row(scope)
+    if row is None:
+        raise NotFound(f"unknown scope {scope!r} in group {comparison.group!r} of either step")
+    scopes = comparison.scopes
+    below = comparison.subtree(row)
+    ranked = scopes.ranked_by_change(below)
+    op_types, categories = comparison.op_types(row), comparison.categories(row)
+    return {
+        "a": a_side,
+        "b": b_side,
+        "group": comparison.group,
+        "peak_rise_delta_bytes": comparison.peak_rise_delta_bytes,
+        "scope": _rows(comparison, scopes, [row], with_tree=True)[0],
+        "children": _rows(comparison, scopes, scopes.ranked_by_size(comparison.children(row)), with_tree=True),
+        "scope_count": int(below.size),
+        "scopes": _rows(comparison, scopes, ranked if top is None else ranked[:top], with_tree=True),
+        "op_types": _rows(comparison, op_types, op_types.ranked_by_change()),
+        "categories": _rows(comparison, categories, range(len(categories.names))),
+    }
