@@ -10,7 +10,7 @@ from tensorboard.plugins import base_plugin
 from tensorboard import plugin_util
 from werkzeug import wrappers
 
-from . import report, store
+from . import compare, compare_report, report, store
 from .analysis import GROUPS
 
 PLUGIN_NAME = "memory"
@@ -95,17 +95,13 @@ def _group(request):
     return group
 
 
-def _latest_step(refs):
-    """A run's latest step as the page picks it: highest step, then latest wall time, then last tag."""
-    return max(enumerate(refs), key=lambda pair: (pair[1].step, pair[1].wall_time, pair[0]))[1]
-
-
 class MemoryPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context):
         self._store = store.StepStore(context.data_provider, logdir=context.logdir)
         self._default_step = None  # (the steps compared, the answer): steps are immutable once written
+        self._comparisons = store.LRUCache(4)  # the page asks for one pair again at every scope it opens
 
     def get_plugin_apps(self):
         return {
@@ -116,6 +112,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
             "/scope": self.scope_route,
             "/curve": self.curve_route,
             "/graph": self.graph_route,
+            "/compare": self.compare_route,
             "/index.js": self.static_route,
         }
 
@@ -148,7 +145,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         `max_runs` runs, and compares each step's default memory space.
         """
         steps = self._store.list_steps(ctx, experiment)
-        latest = [_latest_step(refs) for refs in steps.values() if refs]
+        latest = [store.latest_step(refs) for refs in steps.values() if refs]
         compared = sorted(latest, key=lambda ref: ref.wall_time, reverse=True)[:max_runs]
         key = (experiment, tuple(compared))
         if self._default_step is not None and self._default_step[0] == key:
@@ -214,6 +211,26 @@ class MemoryPlugin(base_plugin.TBPlugin):
         body["graphs_dashboard_run"] = run
         return body
 
+    def compare_impl(self, ctx, experiment, run, tag, against_run, against_tag, device=None, against_device=None,
+                     group="layer", scope="", top=50):
+        """Step A (`run`, `tag`) against baseline step B (`against_run`, `against_tag`) under `scope`."""
+        a_ref, a_space = self._side(ctx, experiment, run, tag, device)
+        b_ref, b_space = self._side(ctx, experiment, against_run, against_tag, against_device)
+        # Keyed by the analysed spaces themselves: a cached comparison keeps them alive, so ids are not reused.
+        comparison = self._comparisons.get_or_compute(
+            (id(a_space), id(b_space), group), lambda: compare.Comparison(a_space, b_space, group))
+        return compare_report.comparison_dict(
+            comparison, compare_report.side_dict(a_space, run, tag, a_ref.step, a_ref.source),
+            compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top)
+
+    def _side(self, ctx, experiment, run, tag, device):
+        """(step ref, memory space) of one side of a comparison; errors name the step."""
+        ref, _ = self._step(ctx, experiment, run, tag)
+        try:
+            return ref, self._space(ctx, experiment, run, tag, device)
+        except StepNotAnalysable as exc:
+            raise StepNotAnalysable(f"{run} {tag}: {exc}") from None
+
     # -- routes: parse, call, respond -----------------------------------------
 
     @staticmethod
@@ -256,6 +273,13 @@ class MemoryPlugin(base_plugin.TBPlugin):
     def graph_route(self, request):
         return self.graph_impl(*self._space_args(request), request.args.get("scope", ""),
                                _int_arg(request, "max_nodes", 200, 1, 2000))
+
+    @_route
+    def compare_route(self, request):
+        return self.compare_impl(*self._context(request), _required(request, "run"), _required(request, "tag"),
+                                 _required(request, "against_run"), _required(request, "against_tag"),
+                                 request.args.get("device") or None, request.args.get("against_device") or None,
+                                 _group(request), request.args.get("scope", ""), _int_arg(request, "top", 50, 1, 1000))
 
     @wrappers.Request.application
     def static_route(self, request):

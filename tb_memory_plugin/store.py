@@ -90,6 +90,11 @@ class LRUCache:
         return len(self._items)
 
 
+def latest_step(refs: list[StepRef]) -> StepRef:
+    """A run's latest step as the page picks it: highest step, then latest wall time, then last tag."""
+    return max(enumerate(refs), key=lambda pair: (pair[1].step, pair[1].wall_time, pair[0]))[1]
+
+
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
     """Runs -> traced steps (tags) in event files, sorted by run then tag."""
     runs: dict[str, dict[str, StepRef]] = {}
