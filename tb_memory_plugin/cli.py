@@ -2,6 +2,8 @@
 
     tb-memory summary LOGDIR [--run R] [--tag T] [--device D]
                              [--group layer|scope] [--top N] [--json]
+    tb-memory diff LOGDIR --run A [--tag T] --against RUN[:TAG] [--device D]
+                          [--against-device D] [--group layer|scope] [--top N] [--json]
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 
 import numpy as np
 
-from . import logdir as logdir_mod, report, trace as trace_mod
+from . import compare, compare_report, logdir as logdir_mod, report, trace as trace_mod
 from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT
 
@@ -162,26 +164,34 @@ def _matches_device(space: SpaceAnalysis, wanted: str) -> bool:
     return device is not None and device == trace_mod.parse_device(trace.device)
 
 
-def summary_command(args: argparse.Namespace) -> int:
-    if not logdir_mod.is_remote(args.logdir) and not os.path.isdir(args.logdir):
-        print(f"tb-memory: {args.logdir} is not a directory", file=sys.stderr)
-        return 1
+def _open_store(logdir: str, run: str | None):
+    """(step store, request context, TensorBoard's warnings) over the logdir's runs (only `run` when
+    given), or None after a one-line error."""
+    if not logdir_mod.is_remote(logdir) and not os.path.isdir(logdir):
+        print(f"tb-memory: {logdir} is not a directory", file=sys.stderr)
+        return None
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # remote logdirs may import TensorFlow
     catcher = _Warnings()
     tb_logger = logging.getLogger("tensorboard")
     tb_logger.addHandler(catcher)
     tb_logger.propagate = False
     try:
-        provider = logdir_mod.data_provider(args.logdir, args.run)
+        provider = logdir_mod.data_provider(logdir, run)
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-        print(f"tb-memory: cannot read {args.logdir}: {exc}", file=sys.stderr)
-        return 1
+        print(f"tb-memory: cannot read {logdir}: {exc}", file=sys.stderr)
+        return None
     from tensorboard import context as tb_context
 
     from . import store
 
-    ctx = tb_context.RequestContext()
-    steps_store = store.StepStore(provider)
+    return store.StepStore(provider), tb_context.RequestContext(), catcher
+
+
+def summary_command(args: argparse.Namespace) -> int:
+    opened = _open_store(args.logdir, args.run)
+    if opened is None:
+        return 1
+    steps_store, ctx, catcher = opened
     runs = steps_store.list_steps(ctx, "")
     refs = [ref for run_refs in runs.values() for ref in run_refs if args.tag in (None, ref.tag)]
     if not refs:
@@ -220,6 +230,171 @@ def summary_command(args: argparse.Namespace) -> int:
     return 1 if failures and len(failures) == len(results) else 0
 
 
+# -- diff ------------------------------------------------------------------------------------
+
+
+class _StepNotFound(LookupError):
+    """A run, tag or memory space of `diff` that is not there (one line for the user)."""
+
+
+class _Steps:
+    """The traced steps of the runs `diff` names, each run read once and only it."""
+
+    def __init__(self, logdir: str) -> None:
+        self.logdir = logdir
+        self._stores: dict[str, tuple] = {}
+
+    def refs(self, run: str) -> list | None:
+        """The run's traced steps (None when the logdir cannot be read: already said)."""
+        if run not in self._stores:
+            opened = _open_store(self.logdir, run)
+            if opened is None:
+                return None
+            self._stores[run] = opened
+        steps_store, ctx, _ = self._stores[run]
+        return steps_store.list_steps(ctx, "").get(run, [])
+
+    def analysis(self, ref) -> StepAnalysis:
+        steps_store, ctx, _ = self._stores[ref.run]
+        return steps_store.analysis(ctx, "", ref)
+
+
+def _pick_step(refs: list, run: str, tag: str | None, preferred_tag: str | None = None):
+    """`tag` of the run; without one, `preferred_tag` when the run has it, else its latest step."""
+    from . import store
+
+    if not refs:
+        raise _StepNotFound(f"no traced steps in run {run!r}")
+    wanted = tag or preferred_tag
+    for ref in refs:
+        if ref.tag == wanted:
+            return ref
+    if tag is not None:
+        raise _StepNotFound(f"no tag {tag!r} in run {run!r} (it has {', '.join(r.tag for r in refs[:6])}"
+                            f"{', ...' if len(refs) > 6 else ''})")
+    return store.latest_step(refs)
+
+
+def _against(steps: _Steps, against: str, run: str, a_tag: str):
+    """The baseline step of `--against RUN[:TAG]`: an empty RUN is A's run; without TAG, A's tag
+    when that run has it, else its latest step. A run whose name holds ':' is found whole too."""
+    readings = []
+    if ":" in against:
+        head, _, tail = against.rpartition(":")
+        readings.append((head or run, tail or None))
+    readings.append((against, None))
+    for baseline_run, tag in readings:
+        refs = steps.refs(baseline_run)
+        if refs is None:
+            return None
+        if refs or baseline_run == readings[-1][0]:
+            return _pick_step(refs, baseline_run, tag, preferred_tag=a_tag)
+    return None
+
+
+def _pick_space(step: StepAnalysis, wanted: str | None, name: str) -> SpaceAnalysis:
+    """The memory space --device names (the step's default one without it, or among several matches)."""
+    if wanted is None:
+        return step.space(None)
+    matches = [space for space in step.spaces if _matches_device(space, wanted)]
+    default = step.space(None)
+    if default in matches or len(matches) == 1:
+        return default if default in matches else matches[0]
+    if not matches:
+        raise _StepNotFound(f"no device of {name} matches {wanted!r} (it has "
+                            f"{', '.join(s.trace.id for s in step.spaces)})")
+    raise _StepNotFound(f"{wanted!r} matches several memory spaces of {name}: "
+                        f"{', '.join(s.trace.id for s in matches)}; name one")
+
+
+def _signed(value: int) -> str:
+    return ("+" if value > 0 else "") + format_bytes(value)
+
+
+def _peak_text(space: SpaceAnalysis) -> str:
+    if not space.has_curve:
+        return "no allocation records: no curve, no peak"
+    start, rise = space.start_bytes, space.peak_rise_bytes
+    return (f"peak {format_bytes(rise if start is None else start + rise)} at "
+            f"{space.curve.peak_time_us / 1000:.3f} ms, rise {format_bytes(rise)}"
+            + (" (relative to the step's start)" if start is None else ""))
+
+
+def _print_changes(title: str, table: compare.Table, ranked, figure: int, top: int) -> None:
+    """The largest increases, then the largest decreases, of one figure (`ranked` by change)."""
+    column = table.column(figure)
+    deltas = table.delta[ranked, column]
+    for heading, rows in (("increases", ranked[deltas > 0]), ("decreases", ranked[deltas < 0])):
+        print(f"   {title}, largest {heading}:")
+        if rows.size == 0:
+            print("     (none)")
+        for row in rows[:top].tolist():
+            status = table.status[row]
+            mark = f" ({status})" if status in (compare.ADDED, compare.REMOVED) else ""
+            print(f"     {_signed(int(table.delta[row, column])):>12}  {table.names[row]}{mark}"
+                  f"  ({format_bytes(int(table.b[row, column]))} -> {format_bytes(int(table.a[row, column]))})")
+
+
+def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: int) -> None:
+    print(f"== {a_name} against {b_name}")
+    for side, space in (("A", comparison.a), ("B", comparison.b)):
+        print(f"   {side} {space.trace.id}: {_peak_text(space)}")
+    if comparison.has_at_peak:
+        figure, what = AT_PEAK, "at peak"
+        starts = (comparison.a.start_bytes, comparison.b.start_bytes)
+        peak_delta = None if None in starts else starts[0] - starts[1] + comparison.peak_rise_delta_bytes
+        absolute = "" if peak_delta is None else f"peak {_signed(peak_delta)}, "
+        print(f"   {absolute}peak rise {_signed(comparison.peak_rise_delta_bytes)} (A - B): top-level scopes, op types "
+              "and categories each add up to it")
+    else:
+        figure, what = ALLOCATED, "allocated"
+        print("   no peak to compare (a step without allocation records): allocated bytes are compared")
+    scopes = comparison.scopes
+    ranked = scopes.most_specific(scopes.ranked_by_change(comparison.subtree(0)), figure)
+    _print_changes(f"scopes {what} (group={comparison.group})", scopes, ranked, figure, top)
+    op_types = comparison.op_types()
+    _print_changes(f"op types {what}", op_types, op_types.ranked_by_change(), figure, top)
+    categories = comparison.categories()
+    column = categories.column(figure)
+    print(f"   categories {what} (heuristic):")
+    for row, name in enumerate(categories.names):
+        print(f"     {_signed(int(categories.delta[row, column])):>12}  {name}"
+              f"  ({format_bytes(int(categories.b[row, column]))} -> {format_bytes(int(categories.a[row, column]))})")
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    steps = _Steps(args.logdir)
+    try:
+        refs = steps.refs(args.run)
+        if refs is None:
+            return 1
+        a_ref = _pick_step(refs, args.run, args.tag)
+        b_ref = _against(steps, args.against, args.run, a_ref.tag)
+        if b_ref is None:
+            return 1
+        sides = []
+        for ref, wanted, name in ((a_ref, args.device, "A"), (b_ref, args.against_device or args.device, "B")):
+            step = steps.analysis(ref)
+            if step.status != "ok":
+                raise _StepNotFound(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
+            sides.append((ref, _pick_space(step, wanted, f"{ref.run}/{ref.tag}")))
+    except _StepNotFound as exc:
+        print(f"tb-memory: {exc}", file=sys.stderr)
+        return 1
+    (a_ref, a_space), (b_ref, b_space) = sides
+    comparison = compare.Comparison(a_space, b_space, args.group)
+    if args.json:
+        body = compare_report.comparison_dict(
+            comparison, compare_report.side_dict(a_space, a_ref.run, a_ref.tag, a_ref.step, a_ref.source),
+            compare_report.side_dict(b_space, b_ref.run, b_ref.tag, b_ref.step, b_ref.source))
+        json.dump(body, sys.stdout, indent=1)
+        print()
+    else:
+        _print_diff(comparison, f"{a_ref.run} / {a_ref.tag} (step {a_ref.step})",
+                    f"{b_ref.run} / {b_ref.tag} (step {b_ref.step})", args.top)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tb-memory", description="Where a TensorFlow step's memory goes.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -231,11 +406,22 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--group", choices=GROUPS, default="layer")
     summary.add_argument("--top", type=int, default=10)
     summary.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+    diff = commands.add_parser("diff", help="what grew: one traced step against a baseline step, scope by scope")
+    diff.add_argument("logdir")
+    diff.add_argument("--run", required=True, help="the run of step A")
+    diff.add_argument("--tag", help="step A's tag (default: the run's latest step)")
+    diff.add_argument("--against", required=True, metavar="RUN[:TAG]",
+                      help="the baseline step B (RUN empty: A's run; TAG left out: A's tag, else the latest step)")
+    diff.add_argument("--device", help="A's memory space (default: the step's main one)")
+    diff.add_argument("--against-device", help="B's memory space (default: as --device)")
+    diff.add_argument("--group", choices=GROUPS, default="layer")
+    diff.add_argument("--top", type=int, default=10)
+    diff.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     args = parser.parse_args(argv)
     if args.top < 1:
         parser.error("--top must be at least 1")
     try:
-        return summary_command(args)
+        return (diff_command if args.command == "diff" else summary_command)(args)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other commands do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
