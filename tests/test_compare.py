@@ -1,0 +1,398 @@
+"""Comparing two traced steps (issue 13): the engine, the `compare` route and `tb-memory diff`,
+on the demo's real TensorFlow traces (U-Net and ResNet at batch 2 and 4)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import shutil
+
+import numpy as np
+import pytest
+from werkzeug.test import Client
+
+import protos
+from tracedata import REPO, engine_step
+from tb_memory_plugin import cli, compare, compare_report
+from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT, PARAMETERS
+from tb_memory_plugin.scope_tree import build_tree
+
+DEMO = REPO / "demo_logs"
+PREFIX = "/data/plugin/memory/"
+# (A, baseline B): a bigger batch, another step of the same run, another model.
+PAIRS = [(("unet_b4", "step_3"), ("unet_b2", "step_3")),
+         (("unet_b2", "step_1"), ("unet_b2", "step_3")),
+         (("unet_b2", "step_3"), ("resnet9_b2", "step_3"))]
+
+
+@functools.lru_cache(maxsize=None)
+def demo_step(run: str, tag: str):
+    step = engine_step(DEMO, run, tag)
+    assert step.status == "ok", step.message
+    return step
+
+
+def demo_comparison(a, b, group="layer") -> compare.Comparison:
+    return compare.compare_steps(demo_step(*a), demo_step(*b), group)
+
+
+def _rows(table, names):
+    return {name: i for i, name in enumerate(table.names) if name in names}
+
+
+# -- the engine ------------------------------------------------------------------------------
+
+
+def test_batch_4_against_batch_2_activations_grow_and_parameters_do_not():
+    comparison = demo_comparison(("unet_b4", "step_3"), ("unet_b2", "step_3"))
+    categories = comparison.categories()
+    at_peak, allocated = categories.column(AT_PEAK), categories.column(ALLOCATED)
+    activations = categories.names.index("activations")
+    # Twice the samples, twice the activations held at the peak (and allocated).
+    assert categories.a[activations, at_peak] == pytest.approx(2 * categories.b[activations, at_peak], rel=0.05)
+    assert categories.delta[activations, allocated] > 0
+    parameters = categories.names.index(CATEGORIES[PARAMETERS])
+    assert categories.delta[parameters].tolist() == [0, 0]
+    scopes = comparison.scopes
+    variables = [i for i, name in enumerate(scopes.names) if name.endswith(("/weights", "/biases"))]
+    assert len(variables) == 24  # 12 conv layers
+    assert set(scopes.status[variables]) == {compare.SAME}
+    layers = [i for i, name in enumerate(scopes.names)
+              if name.startswith("shared_model/unet_") and name.count("/") == 1]
+    assert len(layers) == 12
+    assert (scopes.a[layers, 0] > scopes.b[layers, 0]).all() and (scopes.b[layers, 0] > 0).all()
+    # One graph at two batch sizes: nothing is added or removed, and the peak grows.
+    assert set(scopes.status) <= {compare.CHANGED, compare.SAME}
+    assert comparison.peak_rise_delta_bytes > 0
+
+
+@pytest.mark.parametrize("a, b", PAIRS)
+@pytest.mark.parametrize("group", ["layer", "scope"])
+def test_differences_add_up_to_the_difference_of_the_peak_rises(a, b, group):
+    comparison = demo_comparison(a, b, group)
+    rise_delta = demo_step(*a).space(None).peak_rise_bytes - demo_step(*b).space(None).peak_rise_bytes
+    assert comparison.peak_rise_delta_bytes == rise_delta
+    scopes = comparison.scopes
+    top = comparison.children(0)
+    assert int(scopes.delta[top, 0].sum()) == rise_delta
+    assert int(comparison.op_types().delta[:, 0].sum()) == rise_delta
+    assert int(comparison.categories().delta[:, 0].sum()) == rise_delta
+    # Each side adds up to its own peak rise, and children to their parent on both sides, every figure.
+    assert int(scopes.a[top, 0].sum()) == comparison.a.peak_rise_bytes
+    assert int(scopes.b[top, 0].sum()) == comparison.b.peak_rise_bytes
+    for row in range(len(scopes.names)):
+        children = comparison.children(row)
+        if children.size:
+            assert (scopes.a[children].sum(axis=0) == scopes.a[row]).all(), scopes.names[row]
+            assert (scopes.b[children].sum(axis=0) == scopes.b[row]).all(), scopes.names[row]
+
+
+@pytest.mark.parametrize("a, b", PAIRS)
+def test_each_side_holds_its_own_steps_figures(a, b):
+    """Recomputed from each step alone: its scope tree, op types and categories."""
+    comparison = demo_comparison(a, b)
+    scopes = comparison.scopes
+    columns = list(compare.COMPARED)
+    for side, values, present in (("a", scopes.a, scopes.in_a), ("b", scopes.b, scopes.in_b)):
+        space = getattr(comparison, side)
+        tree = space.tree("layer")
+        rows = _rows(scopes, set(tree.paths))
+        assert len(rows) == len(tree.paths)
+        for path, entry in tree.index.items():
+            assert values[rows[path]].tolist() == tree.figures[entry, columns].tolist(), path
+        assert int(present.sum()) >= len(tree.paths)
+        op_types = comparison.op_types()
+        side_values = getattr(op_types, side)
+        counts = getattr(op_types, f"{side}_count")
+        expected = {name: (count, row[columns].tolist()) for name, count, row in space.by_op_type()}
+        got = {name: (int(counts[i]), side_values[i].tolist()) for i, name in enumerate(op_types.names)
+               if getattr(op_types, f"in_{side}")[i]}
+        assert got == expected
+        categories = comparison.categories()
+        assert [(name, *getattr(categories, side)[i].tolist()) for i, name in enumerate(categories.names)] == \
+            space.by_category()
+
+
+def test_a_step_against_itself_is_all_zeros():
+    step = demo_step("unet_b4", "step_2")
+    for group in ("layer", "scope"):
+        comparison = compare.compare_steps(step, step, group)
+        assert comparison.peak_rise_delta_bytes == 0
+        for table in (comparison.scopes, comparison.op_types(), comparison.categories()):
+            assert not table.delta.any()
+            assert set(table.status) == {compare.SAME}
+        row = comparison.row("shared_model/unet_01")
+        assert not comparison.op_types(row).delta.any() and not comparison.categories(row).delta.any()
+
+
+def test_step_1_against_step_3_of_one_run():
+    """The same graph traced twice: same scopes and op types, the same peak rise at batch 2."""
+    comparison = demo_comparison(("unet_b2", "step_1"), ("unet_b2", "step_3"))
+    scopes = comparison.scopes
+    assert set(scopes.status) <= {compare.CHANGED, compare.SAME}
+    assert scopes.in_a.all() and scopes.in_b.all()
+    assert comparison.op_types().in_a.all() and comparison.op_types().in_b.all()
+    a, b = comparison.a, comparison.b
+    assert comparison.peak_rise_delta_bytes == a.peak_rise_bytes - b.peak_rise_bytes
+    # The steps were run separately: their timing differs even where their bytes do not.
+    assert a.curve.peak_time_us != b.curve.peak_time_us
+
+
+def test_another_model_adds_and_removes_scopes():
+    comparison = demo_comparison(("unet_b2", "step_3"), ("resnet9_b2", "step_3"))
+    scopes = comparison.scopes
+    status = dict(zip(scopes.names, scopes.status))
+    assert status["shared_model/unet_01"] == compare.ADDED
+    removed = [name for name, s in status.items() if s == compare.REMOVED]
+    assert removed
+    for name in removed:
+        row = scopes.names.index(name)
+        assert not scopes.a[row].any() and scopes.entry_a[row] == -1 and scopes.entry_b[row] >= 0
+    # Below a scope found in one step only, only that step has bytes.
+    row = comparison.row("shared_model/unet_01")
+    assert comparison.op_types(row).b.sum() == 0 and comparison.op_types(row).a.sum() > 0
+    assert not comparison.categories(row).in_b.any()
+    assert set(comparison.categories(row).status) == {compare.ADDED}
+
+
+def test_subtree_is_every_path_below_in_either_step():
+    comparison = demo_comparison(("unet_b2", "step_3"), ("resnet9_b2", "step_3"))
+    names = comparison.scopes.names
+    for scope in ("", "shared_model", "shared_model/unet_01"):
+        row = comparison.row(scope)
+        below = {names[i] for i in comparison.subtree(row)}
+        assert below == {name for name in names if name != scope and (not scope or name.startswith(scope + "/"))}
+
+
+class _Space:
+    """What a Comparison reads of a SpaceAnalysis, over a hand-built tree."""
+
+    def __init__(self, paths: list[str], at_peak: list[int]) -> None:
+        width = len(FIGURES) + len(CATEGORIES) + 1
+        figures = np.zeros((len(paths), width), dtype=np.int64)
+        figures[:, AT_PEAK] = at_peak
+        figures[:, ALLOCATED] = at_peak
+        figures[:, -1] = 1
+        self._tree = build_tree(paths, np.arange(len(paths)), figures, np.arange(len(paths)), len(FIGURES))
+        self.has_curve = True
+        self.peak_rise_bytes = sum(at_peak)
+
+    def tree(self, group):
+        return self._tree
+
+
+def test_a_node_that_is_a_scope_in_the_other_step_goes_to_its_self():
+    """`x` is one node in A, a scope in B (node `x` and its child `x/z`): A's node sits beside B's
+    `x/(self)`, so children still add up on both sides."""
+    comparison = compare.Comparison(_Space(["x", "y"], [5, 1]), _Space(["x", "x/z", "y"], [2, 3, 1]))
+    scopes = comparison.scopes
+    row = {name: i for i, name in enumerate(scopes.names)}
+    assert set(row) == {"", "x", "x/(self)", "x/z", "y"}
+    assert scopes.kinds[row["x"]] == "scope" and scopes.kinds[row["x/(self)"]] == "self"
+    assert scopes.a[row["x/(self)"], 0] == 5 and scopes.b[row["x/(self)"], 0] == 2
+    assert scopes.status[row["x/(self)"]] == compare.CHANGED and scopes.status[row["x/z"]] == compare.REMOVED
+    assert {scopes.names[i] for i in comparison.children(row["x"])} == {"x/(self)", "x/z"}
+    assert scopes.a[comparison.children(row["x"]), 0].sum() == scopes.a[row["x"], 0] == 5
+    assert scopes.b[comparison.children(row["x"]), 0].sum() == scopes.b[row["x"], 0] == 5
+    assert scopes.delta[comparison.children(0), 0].sum() == comparison.peak_rise_delta_bytes == 0
+
+
+def test_a_change_one_child_explains_is_listed_once():
+    """By the child (`y/w`, not `y`), except a `(self)` that repeats its scope (`s`, not `s/(self)`)."""
+    comparison = compare.Comparison(_Space(["x", "y/w", "s", "s/t"], [5, 4, 4, 1]),
+                                    _Space(["x", "x/z", "y/w", "s", "s/t"], [2, 3, 1, 1, 1]))
+    scopes = comparison.scopes
+    ranked = scopes.ranked_by_change(comparison.subtree(0))
+    assert [scopes.names[i] for i in ranked] == ["s", "s/(self)", "x/(self)", "x/z", "y", "y/w", "s/t", "x"]
+    assert [scopes.names[i] for i in scopes.most_specific(ranked, AT_PEAK)] == [
+        "s", "x/(self)", "x/z", "y/w", "s/t", "x"]
+
+
+def test_steps_that_cannot_be_compared():
+    step = demo_step("unet_b2", "step_3")
+    with pytest.raises(compare.NotComparable, match="no memory space"):
+        compare.compare_steps(step, step, b_space="GPU:0/GPU_0_bfc")
+    from tb_memory_plugin import analysis
+
+    with pytest.raises(compare.NotComparable, match="step B cannot be analysed"):
+        compare.compare_steps(step, analysis.failed_step("corrupt", "bad bytes"))
+
+
+# -- the route -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory):
+    """A werkzeug client over TensorBoard's WSGI app: demo runs, a corrupt step, a GPU step."""
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    logdir = tmp_path_factory.mktemp("compare_logs")
+    for run in ("unet_b2", "unet_b4", "resnet9_b2"):
+        shutil.copytree(DEMO / run, logdir / run)
+    protos.write_tagged_run_metadata(logdir / "corrupt", "step_1", b"garbage")
+    protos.write_tagged_run_metadata(logdir / "gpu", "step_1", protos.gpu_trace())
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+    plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(logdir)))
+    return Client(application.TensorBoardWSGI([plugin], data_provider=provider))
+
+
+def get_json(tb, expect=200, **params):
+    response = tb.get(PREFIX + "compare", query_string=params)
+    assert response.status_code == expect, (params, response.get_data(as_text=True)[:500])
+    assert response.mimetype == "application/json"
+    return json.loads(response.get_data(as_text=True))
+
+
+def _expected(a, b, group="layer", scope="", top=50):
+    comparison = demo_comparison(a, b, group)
+    sides = [compare_report.side_dict(step.space(None), run, tag, int(tag.split("_")[1]), "run_metadata")
+             for (run, tag), step in ((a, demo_step(*a)), (b, demo_step(*b)))]
+    return json.loads(json.dumps(compare_report.comparison_dict(comparison, *sides, scope, top)))
+
+
+@pytest.mark.parametrize("group", ["layer", "scope"])
+def test_route_equals_the_engine(tb, group):
+    body = get_json(tb, run="unet_b4", tag="step_3", against_run="unet_b2", against_tag="step_3", group=group)
+    assert body == _expected(("unet_b4", "step_3"), ("unet_b2", "step_3"), group)
+    assert body["a"]["run"] == "unet_b4" and body["b"]["run"] == "unet_b2"
+    assert body["a"]["id"] == body["b"]["id"] == "CPU:0/mklcpu"
+    delta = body["peak_rise_delta_bytes"]
+    assert delta == body["a"]["peak_rise_bytes"] - body["b"]["peak_rise_bytes"] > 0
+    assert body["scope"]["name"] == "" and body["scope"]["delta_bytes"] == delta
+    assert sum(c["delta_bytes"] for c in body["children"]) == delta
+    assert sum(o["delta_bytes"] for o in body["op_types"]) == delta
+    assert sum(c["delta_bytes"] for c in body["categories"]) == delta
+    assert [c["name"] for c in body["categories"]] == list(CATEGORIES)
+    assert len(body["scopes"]) == 50 < body["scope_count"]
+    changes = [abs(s["delta_bytes"]) for s in body["scopes"]]
+    assert changes == sorted(changes, reverse=True)
+
+
+def test_route_under_a_scope(tb):
+    params = dict(run="unet_b4", tag="step_3", against_run="unet_b2", against_tag="step_3")
+    body = get_json(tb, scope="shared_model/unet_01", top="5", **params)
+    assert body == _expected(("unet_b4", "step_3"), ("unet_b2", "step_3"), scope="shared_model/unet_01", top=5)
+    scope = body["scope"]
+    assert scope["kind"] == "scope" and scope["parent"] == "shared_model" and scope["status"] == "changed"
+    for key in ("a_bytes", "b_bytes", "delta_bytes", "a_allocated_bytes", "delta_output_bytes"):
+        assert sum(c[key] for c in body["children"]) == scope[key], key
+    assert all(c["parent"] == "shared_model/unet_01" for c in body["children"])
+    assert len(body["scopes"]) == 5 and all(s["name"].startswith("shared_model/unet_01/") for s in body["scopes"])
+    # Op types and categories under the scope add up to it.
+    assert sum(o["delta_bytes"] for o in body["op_types"]) == scope["delta_bytes"]
+    assert sum(c["a_allocated_bytes"] for c in body["categories"]) == scope["a_allocated_bytes"]
+
+
+def test_route_across_models_and_devices(tb):
+    body = get_json(tb, run="unet_b2", tag="step_3", against_run="resnet9_b2", against_tag="step_3")
+    status = {c["name"]: c["status"] for c in body["children"]}
+    assert status["shared_model"] == "added" and status["generator"] == "removed"
+    assert body["b"]["baseline"] == "none" and body["b"]["peak_bytes"] is None
+    assert sum(c["delta_bytes"] for c in body["children"]) == body["peak_rise_delta_bytes"]
+    gpu = get_json(tb, run="gpu", tag="step_1", against_run="unet_b2", against_tag="step_3",
+                   device="GPU:0/cuda_host_bfc")
+    assert gpu["a"]["id"] == "GPU:0/cuda_host_bfc" and gpu["b"]["id"] == "CPU:0/mklcpu"
+    assert gpu["a"]["baseline"] == "none" and gpu["a"]["peak_bytes"] is None
+    default = get_json(tb, run="unet_b2", tag="step_3", against_run="gpu", against_tag="step_1")
+    assert default["b"]["id"] == "GPU:0/GPU_0_bfc"
+    named = get_json(tb, run="unet_b2", tag="step_3", against_run="gpu", against_tag="step_1",
+                     against_device="CPU:0/cpu")
+    assert named["b"]["id"] == "CPU:0/cpu"
+
+
+@pytest.mark.parametrize("params, code, words", [
+    ({"against_tag": None}, 400, "against_tag"),
+    ({"against_run": ""}, 400, "against_run"),
+    ({"group": "nope"}, 400, "group"),
+    ({"top": "0"}, 400, "top"),
+    ({"top": "x"}, 400, "integer"),
+    ({"against_run": "nope"}, 404, "unknown run 'nope'"),
+    ({"against_tag": "step_9"}, 404, "unknown tag 'step_9'"),
+    ({"device": "GPU:0/GPU_0_bfc"}, 404, "unknown device"),
+    ({"against_device": "nope"}, 404, "unknown device"),
+    ({"scope": "shared_model/nope"}, 404, "unknown scope"),
+    ({"against_run": "corrupt", "against_tag": "step_1"}, 422, "corrupt step_1"),
+])
+def test_route_errors(tb, params, code, words):
+    query = {"run": "unet_b4", "tag": "step_3", "against_run": "unet_b2", "against_tag": "step_3", **params}
+    body = get_json(tb, expect=code, **{k: v for k, v in query.items() if v is not None})
+    assert words in body["error"]
+
+
+# -- tb-memory diff ----------------------------------------------------------------------------
+
+
+def _diff(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["diff", str(DEMO), *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_diff_text_shows_both_peaks_and_what_grew():
+    code, out, err = _diff("--run", "unet_b4", "--against", "unet_b2", "--top", "3")
+    assert code == 0, err
+    a, b = demo_step("unet_b4", "step_3").space(None), demo_step("unet_b2", "step_3").space(None)
+    assert out.startswith("== unet_b4 / step_3 (step 3) against unet_b2 / step_3 (step 3)\n")
+    for side, space in (("A", a), ("B", b)):
+        assert (f"   {side} CPU:0/mklcpu: peak {cli.format_bytes(space.start_bytes + space.peak_rise_bytes)} at "
+                f"{space.curve.peak_time_us / 1000:.3f} ms, rise {cli.format_bytes(space.peak_rise_bytes)}") in out
+    assert f"peak rise +{cli.format_bytes(a.peak_rise_bytes - b.peak_rise_bytes)} (A - B)" in out
+    increases = out.split("scopes at peak (group=layer), largest increases:\n")[1].split("   scopes")[0]
+    lines = increases.splitlines()
+    assert len(lines) == 3 and "shared_model" in lines[0] and lines[0].strip().startswith("+")
+    assert "scopes at peak (group=layer), largest decreases:" in out
+    assert "op types at peak, largest increases:" in out and "BiasAdd" in out
+    assert "activations" in out.split("categories at peak (heuristic):")[1]
+
+
+def test_diff_json():
+    code, out, err = _diff("--run", "unet_b4", "--tag", "step_3", "--against", "unet_b2:step_3", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    expected = _expected(("unet_b4", "step_3"), ("unet_b2", "step_3"), top=None)
+    assert body == expected
+    assert {"a", "b", "peak_rise_delta_bytes", "scopes", "op_types", "categories"} <= set(body)
+    assert len(body["scopes"]) == body["scope_count"]  # every entry, not --top
+    for row in body["scopes"]:
+        assert {"name", "a_bytes", "b_bytes", "delta_bytes", "status"} <= set(row)
+        assert row["delta_bytes"] == row["a_bytes"] - row["b_bytes"]
+    top_level = [s for s in body["scopes"] if s["parent"] == ""]
+    assert sum(s["delta_bytes"] for s in top_level) == body["peak_rise_delta_bytes"]
+
+
+def test_diff_within_one_run_and_against_itself():
+    code, out, err = _diff("--run", "unet_b2", "--tag", "step_1", "--against", ":step_3", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert (body["a"]["tag"], body["b"]["run"], body["b"]["tag"]) == ("step_1", "unet_b2", "step_3")
+    code, out, _ = _diff("--run", "unet_b2", "--against", "unet_b2", "--json")
+    body = json.loads(out)
+    assert body["a"]["tag"] == body["b"]["tag"] == "step_3"  # the latest step on both sides
+    assert body["peak_rise_delta_bytes"] == 0
+    assert {s["status"] for s in body["scopes"]} == {"same"}
+    assert not any(s["delta_bytes"] or s["delta_allocated_bytes"] or s["delta_output_bytes"] for s in body["scopes"])
+    code, out, _ = _diff("--run", "unet_b2", "--against", "unet_b2")
+    assert out.count("     (none)") == 4
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--run", "nope", "--against", "unet_b2"], "no traced steps in run 'nope'"),
+    (["--run", "unet_b2", "--tag", "step_9", "--against", "unet_b4"], "no tag 'step_9' in run 'unet_b2'"),
+    (["--run", "unet_b2", "--against", "unet_b4:step_9"], "no tag 'step_9' in run 'unet_b4'"),
+    (["--run", "unet_b2", "--against", "unet_b4", "--device", "GPU"], "no device of unet_b2/step_3 matches 'GPU'"),
+])
+def test_diff_failures_are_one_line(argv, words):
+    code, out, err = _diff(*argv)
+    assert code == 1 and out == ""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("tb-memory: ") and words in lines[0], err
