@@ -93,7 +93,7 @@ export interface TopScope {
   name: string;
   figures: Figures;
 }
-/** `host`: host memory pinned for a device (`cuda_host_bfc`); `device`: the device's own. */
+/** `device`: an accelerator's own memory; `host`: a CPU's, or host memory pinned for an accelerator (`cuda_host_bfc`). */
 export type MemoryKind = 'device' | 'host';
 
 export interface DeviceSummary {

@@ -25,9 +25,11 @@ def _latest_tag(run: dict) -> str:
     return max(enumerate(run["steps"]), key=lambda p: (p[1]["step"], p[1]["wall_time"], p[0]))[1]["tag"]
 
 
-def _is_host(device: dict) -> bool:
-    """Pinned host memory: the server's memory_kind when it sends one, else an allocator named *host*."""
-    return device.get("memory_kind", "host" if "host" in device["allocator"].lower() else "device") == "host"
+def _is_pinned_host(device: dict) -> bool:
+    """Host memory held for an accelerator (cuda_host_bfc): the server's memory_kind when it sends one, else an
+    allocator named *host*; a CPU's memory is host memory by nature and not labelled."""
+    kind = device.get("memory_kind", "host" if "host" in device["allocator"].lower() else "device")
+    return kind == "host" and device["device_type"] != "CPU"
 
 
 def _figures(body: dict) -> dict[str, int]:
@@ -47,7 +49,7 @@ def _open_run(dash, run: str) -> tuple[str, str]:
     ids = [d["id"] for d in summary["devices"]]
     options = dash.loc(f'{tid("device-picker")} option').evaluate_all("os => os.map(o => o.value)")
     assert options == ids
-    accelerators = [d["id"] for d in summary["devices"] if d["device_type"] in ("GPU", "TPU") and not _is_host(d)]
+    accelerators = [d["id"] for d in summary["devices"] if d["device_type"] in ("GPU", "TPU") and not _is_pinned_host(d)]
     assert device == (accelerators[0] if accelerators else summary["default_device"])
     return tag, device
 
@@ -385,7 +387,7 @@ def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
     tag, device = _open_run(dash, run)
     summary = tb.api("summary", run=run, tag=tag)
     entry = next(d for d in summary["devices"] if d["id"] == device)
-    assert entry["has_curve"] is False and not _is_host(entry)
+    assert entry["has_curve"] is False and not _is_pinned_host(entry)
     text = dash.loc(tid("summary")).inner_text()
     assert dash.loc(tid("summary-no-curve")).count() == 1 and text.lower().count("curve") == 1, text
     assert "Peak" not in text and "peak 0 B" not in text and dash.loc(tid("identity")).count() == 0, text
@@ -400,7 +402,7 @@ def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
     dash.screenshot("no-curve")
 
     options = dict(dash.loc(f'{tid("device-picker")} option').evaluate_all("os => os.map(o => [o.value, o.textContent])"))
-    hosts = [d["id"] for d in summary["devices"] if _is_host(d)]
+    hosts = [d["id"] for d in summary["devices"] if _is_pinned_host(d)]
     assert hosts, summary["devices"]
     for d in summary["devices"]:
         assert ("(host memory)" in options[d["id"]]) == (d["id"] in hosts), options

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { memoryKind, memoryLabel } from './memory-kind';
+import { isPinnedHost, memoryKind } from './memory-kind';
 
 describe('memoryKind', () => {
   it('reads pinned host memory from the allocator name', () => {
@@ -14,10 +14,15 @@ describe('memoryKind', () => {
   });
 });
 
-describe('memoryLabel', () => {
-  it('labels host memory as such, never as GPU memory', () => {
-    expect(memoryLabel({ allocator: 'cuda_host_bfc', device_type: 'GPU' })).toBe('host memory');
-    expect(memoryLabel({ allocator: 'GPU_0_bfc', device_type: 'GPU' })).toBe('GPU memory');
-    expect(memoryLabel({ allocator: 'mklcpu', device_type: 'CPU' })).toBe('CPU memory');
+describe('isPinnedHost', () => {
+  it('marks host memory held for an accelerator, never the accelerator’s own', () => {
+    expect(isPinnedHost({ allocator: 'cuda_host_bfc', device_type: 'GPU' })).toBe(true);
+    expect(isPinnedHost({ allocator: 'cuda_host_bfc', device_type: 'GPU', memory_kind: 'host' })).toBe(true);
+    expect(isPinnedHost({ allocator: 'GPU_0_bfc', device_type: 'GPU' })).toBe(false);
+    expect(isPinnedHost({ allocator: 'GPU_0_bfc', device_type: 'GPU', memory_kind: 'device' })).toBe(false);
+  });
+  it('leaves a CPU’s memory unlabelled, whatever the server calls it', () => {
+    expect(isPinnedHost({ allocator: 'mklcpu', device_type: 'CPU' })).toBe(false);
+    expect(isPinnedHost({ allocator: 'mklcpu', device_type: 'CPU', memory_kind: 'host' })).toBe(false);
   });
 });

@@ -1,5 +1,6 @@
-// Which memory a memory space holds: the device's own, or host memory pinned
-// for it (`cuda_host_bfc` lives on a GPU device but is host RAM).
+// Which memory a memory space holds: the device's own, or host memory (a
+// CPU's, or host memory pinned for an accelerator: `cuda_host_bfc` lives on a
+// GPU device but is host RAM).
 
 import type { DeviceSummary, MemoryKind } from '../api';
 
@@ -9,7 +10,11 @@ export function memoryKind(space: Pick<DeviceSummary, 'allocator' | 'memory_kind
   return space.allocator.toLowerCase().includes('host') ? 'host' : 'device';
 }
 
-/** "host memory", "GPU memory", "CPU memory": what the space's bytes are. */
-export function memoryLabel(space: Pick<DeviceSummary, 'allocator' | 'memory_kind' | 'device_type'>): string {
-  return memoryKind(space) === 'host' ? 'host memory' : `${space.device_type || 'device'} memory`;
+/**
+ * Host memory held for an accelerator (pinned, `cuda_host_bfc`): labelled
+ * "host memory" so it is never read as the GPU's own. A CPU's memory is host
+ * memory by nature and needs no label.
+ */
+export function isPinnedHost(space: Pick<DeviceSummary, 'allocator' | 'memory_kind' | 'device_type'>): boolean {
+  return memoryKind(space) === 'host' && space.device_type.toUpperCase() !== 'CPU';
 }

@@ -3,7 +3,7 @@
 import type { DeviceSummary, Group, RunInfo } from '../api';
 import { el, clear } from '../dom';
 import { formatBytes } from '../format';
-import { memoryKind } from '../lib/memory-kind';
+import { isPinnedHost } from '../lib/memory-kind';
 import type { Selection, SelectionState } from '../selection';
 
 function option(value: string, label: string, selected: boolean, disabled = false): HTMLOptionElement {
@@ -86,7 +86,7 @@ export class PickersView {
 
 /** "GPU:0/cuda_host_bfc (host memory) — peak 1.00 MiB"; a trace without a curve shows its allocated bytes instead. */
 export function deviceLabel(d: DeviceSummary): string {
-  const host = memoryKind(d) === 'host' ? ' (host memory)' : '';
+  const host = isPinnedHost(d) ? ' (host memory)' : '';
   if (d.has_curve === false) return `${d.id}${host} — no curve, allocated ${formatBytes(d.figures.allocated_bytes)}`;
   const peak = d.peak_bytes ?? d.peak_rise_bytes;
   return `${d.id}${host} — peak ${d.peak_bytes === null ? '+' : ''}${formatBytes(peak)}`;

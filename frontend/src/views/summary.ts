@@ -5,7 +5,7 @@ import type { DefaultStepResponse, DeviceSummary, LargestAtPeak, SummaryResponse
 import { clear, el } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatTime } from '../format';
 import { peakIdentity } from '../lib/identity';
-import { memoryKind } from '../lib/memory-kind';
+import { isPinnedHost } from '../lib/memory-kind';
 import type { Selection } from '../selection';
 
 export const TRACE_HOWTO = [
@@ -31,7 +31,7 @@ export class SummaryView {
     const main = el('div', { class: 'summary-line' });
     const secondary = el('div', { class: 'summary-line secondary' });
     this.element.append(main, secondary);
-    if (memoryKind(device) === 'host') {
+    if (isPinnedHost(device)) {
       main.append(
         el('span', { class: 'figure', 'data-testid': 'summary-memory', title: `${device.id}: host memory pinned for the device (allocator ${device.allocator}), not the device's own memory` }, 'host memory'),
       );

@@ -311,8 +311,12 @@ describe('SummaryView', () => {
     expect(deviceLabel(host)).toMatch(/^GPU:0\/cuda_host_bfc \(host memory\) — peak /);
     view.setData(summary, { ...device, id: 'GPU:0/GPU_0_bfc', device_type: 'GPU', allocator: 'GPU_0_bfc' });
     expect(document.querySelector('[data-testid=summary-memory]')).toBeNull();
-    view.setData(summary, { ...device, memory_kind: 'host' });
+    view.setData(summary, { ...device, id: 'GPU:0/x', device_type: 'GPU', allocator: 'x', memory_kind: 'host' });
     expect(document.querySelector('[data-testid=summary-memory]')).not.toBeNull();
+    // A CPU's memory is host memory by nature: no label.
+    view.setData(summary, { ...device, memory_kind: 'host' });
+    expect(document.querySelector('[data-testid=summary-memory]')).toBeNull();
+    expect(deviceLabel({ ...device, memory_kind: 'host' })).not.toContain('host memory');
   });
 
   it('says why the page opened on this step', () => {
