@@ -103,6 +103,8 @@ export interface DeviceSummary {
   allocator: string;
   /** Absent from older servers: then read from the allocator's name (lib/memory-kind). */
   memory_kind?: MemoryKind;
+  /** The allocator's limit where the trace reports it (XPlane); null for RunMetadata steps. */
+  capacity_bytes?: Bytes | null;
   baseline: Baseline;
   /** False when the trace has no allocation records (old TF 1.x dumps): no curve, no at-peak figures. Absent means true. */
   has_curve?: boolean;
@@ -218,7 +220,9 @@ export interface CurveResponse {
   max_bytes: Bytes[];
   node_at: number[];
   node_names: string[];
-  snapshots: { t_us: Micros[]; bytes: Bytes[] };
+  /** `series`: the allocator's other readings at the same times (XPlane: reserved_bytes, fragmentation); {} otherwise. */
+  snapshots: { t_us: Micros[]; bytes: Bytes[]; series?: Record<string, number[]> };
+  capacity_bytes?: Bytes | null;
   series: CurveSeries[];
 }
 
