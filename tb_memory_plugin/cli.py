@@ -287,9 +287,9 @@ def _against(steps: _Steps, against: str, run: str, a_tag: str):
         refs = steps.refs(baseline_run)
         if refs is None:
             return None
-        if refs or baseline_run == readings[-1][0]:
+        if refs:
             return _pick_step(refs, baseline_run, tag, preferred_tag=a_tag)
-    return None
+    raise _StepNotFound(f"no traced steps in run {readings[0][0]!r}")
 
 
 def _pick_space(step: StepAnalysis, wanted: str | None, name: str) -> SpaceAnalysis:
@@ -298,8 +298,10 @@ def _pick_space(step: StepAnalysis, wanted: str | None, name: str) -> SpaceAnaly
         return step.space(None)
     matches = [space for space in step.spaces if _matches_device(space, wanted)]
     default = step.space(None)
-    if default in matches or len(matches) == 1:
-        return default if default in matches else matches[0]
+    if default in matches:
+        return default
+    if len(matches) == 1:
+        return matches[0]
     if not matches:
         raise _StepNotFound(f"no device of {name} matches {wanted!r} (it has "
                             f"{', '.join(s.trace.id for s in step.spaces)})")

@@ -389,6 +389,7 @@ def test_diff_within_one_run_and_against_itself():
     (["--run", "nope", "--against", "unet_b2"], "no traced steps in run 'nope'"),
     (["--run", "unet_b2", "--tag", "step_9", "--against", "unet_b4"], "no tag 'step_9' in run 'unet_b2'"),
     (["--run", "unet_b2", "--against", "unet_b4:step_9"], "no tag 'step_9' in run 'unet_b4'"),
+    (["--run", "unet_b2", "--against", "nope:step_1"], "no traced steps in run 'nope'"),
     (["--run", "unet_b2", "--against", "unet_b4", "--device", "GPU"], "no device of unet_b2/step_3 matches 'GPU'"),
 ])
 def test_diff_failures_are_one_line(argv, words):
