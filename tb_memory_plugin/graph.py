@@ -6,20 +6,55 @@ the GraphDef's inputs between nodes that fall in different children.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
 from tensorboard.compat.proto import graph_pb2
+
+from ._protos import BYTES, MESSAGE, OPTIONAL, REPEATED, STRING, message_classes
+
+
+# GraphDef read for the fields we use. "Graph" declares `node` singular, so protobuf merges
+# every NodeDef into one message whose repeated `name` and `op` list all nodes in order
+# (every node has exactly one of each); "Blobs" keeps each node's bytes, for its inputs.
+_SCHEMA = {
+    "Graph": [("node", 1, MESSAGE, OPTIONAL, "Node"), ("library", 2, BYTES, OPTIONAL, None),
+              ("versions", 4, BYTES, OPTIONAL, None)],
+    "Node": [("name", 1, STRING, REPEATED, None), ("op", 2, STRING, REPEATED, None),
+             ("input", 3, BYTES, OPTIONAL, None), ("device", 4, BYTES, OPTIONAL, None),
+             ("attr", 5, BYTES, OPTIONAL, None), ("debug_info", 6, BYTES, OPTIONAL, None),
+             ("type", 7, BYTES, OPTIONAL, None)],
+    "Blobs": [("node", 1, BYTES, REPEATED, None), ("library", 2, BYTES, OPTIONAL, None),
+              ("versions", 4, BYTES, OPTIONAL, None)],
+    "Inputs": [("input", 3, STRING, REPEATED, None), ("name", 1, BYTES, OPTIONAL, None),
+               ("op", 2, BYTES, OPTIONAL, None), ("device", 4, BYTES, OPTIONAL, None),
+               ("attr", 5, BYTES, OPTIONAL, None), ("debug_info", 6, BYTES, OPTIONAL, None),
+               ("type", 7, BYTES, OPTIONAL, None)],
+}
+_CLASSES: dict | None = None
+_END_OF_NODE = "\x00"  # an input name no graph holds: closes each node's inputs
+_END_OF_NODE_FIELD = b"\x1a\x01\x00"  # input (3, LEN) = "\x00"
+_PORT = re.compile(r":[^\n]*")  # names hold no ":" and no "^"
+
+
+def _classes() -> dict:
+    global _CLASSES
+    if _CLASSES is None:
+        _CLASSES = message_classes("tb_memory.graph", _SCHEMA)
+    return _CLASSES
 
 
 @dataclass
 class RunGraph:
-    """Node names, op types and input edges of a GraphDef."""
+    """Node names and op types of a GraphDef; input edges read when first needed."""
 
     names: list[str]
     ops: list[str]
-    inputs: list[list[int]]  # data and control inputs, as node indices
+    data: bytes = field(repr=False, default=b"")  # the serialized GraphDef, for inputs
 
     @cached_property
     def op_types(self) -> dict[str, str]:
@@ -28,31 +63,29 @@ class RunGraph:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "RunGraph":
-        graph_def = graph_pb2.GraphDef()
-        graph_def.ParseFromString(data)
-        return cls.from_graph_defs([graph_def])
+        """Raises protobuf's DecodeError on bytes that are not a GraphDef."""
+        merged = _classes()["Graph"].FromString(data).node
+        names, ops = list(merged.name), list(merged.op)
+        if len(names) != len(ops):  # a node without a name or op: read node by node
+            graph_def = graph_pb2.GraphDef.FromString(data)
+            names, ops = [node.name for node in graph_def.node], [node.op for node in graph_def.node]
+        return cls(names, ops, bytes(data))
 
-    @classmethod
-    def from_graph_defs(cls, graph_defs) -> "RunGraph":
-        names: list[str] = []
-        ops: list[str] = []
-        raw_inputs: list[list[str]] = []
-        for graph_def in graph_defs:
-            for node in graph_def.node:
-                names.append(node.name)
-                ops.append(node.op)
-                raw_inputs.append(list(node.input))
-        index = {name: i for i, name in enumerate(names)}
-        inputs = []
-        for node_inputs in raw_inputs:
-            resolved = []
-            for source in node_inputs:
-                source = source.lstrip("^").split(":", 1)[0]
-                position = index.get(source)
-                if position is not None:
-                    resolved.append(position)
-            inputs.append(resolved)
-        return cls(names, ops, inputs)
+    @cached_property
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(source node, target node) of every data and control input inside the graph."""
+        blobs = _classes()["Blobs"].FromString(self.data).node
+        merged = _classes()["Inputs"].FromString(_END_OF_NODE_FIELD.join(blobs) + _END_OF_NODE_FIELD).input
+        # `^ctrl` and `name:port` -> `name`, all inputs at once; then each to its node index
+        # (-1: outside the graph, -2: the end of a node).
+        cleaned = _PORT.sub("", "\n".join(merged).replace("^", "")).split("\n") if merged else []
+        lookup = {name: i for i, name in enumerate(self.names)}
+        lookup[_END_OF_NODE] = -2
+        codes = np.fromiter(map(lookup.get, cleaned, itertools.repeat(-1)), dtype=np.int64, count=len(cleaned))
+        end = codes == -2
+        target = np.cumsum(end) - end  # inputs before a node's end belong to it
+        inside = codes >= 0
+        return codes[inside], target[inside]
 
 
 def child_key(name: str, scope: str) -> str | None:
@@ -88,15 +121,17 @@ def collapse(graph: RunGraph, scope: str) -> CollapsedGraph:
             child_ops[key] = op
         else:
             scopes.add(key)
-    edges: Counter = Counter()
-    for target, sources in enumerate(graph.inputs):
-        target_key = keys[target]
-        if target_key is None:
-            continue
-        for source in sources:
-            source_key = keys[source]
-            if source_key is not None and source_key != target_key:
-                edges[(source_key, target_key)] += 1
+    # Edges between different children, counted by (source child, target child).
+    code = {key: i for i, key in enumerate(children)}
+    key_code = np.fromiter((code.get(k, -1) if k is not None else -1 for k in keys), dtype=np.int64,
+                           count=len(keys))
+    source, target = graph.edges
+    source_key, target_key = key_code[source], key_code[target]
+    crossing = (source_key >= 0) & (target_key >= 0) & (source_key != target_key)
+    pairs, counts = np.unique(np.stack([source_key[crossing], target_key[crossing]], axis=1), axis=0,
+                              return_counts=True)
+    names = list(children)
+    edges = Counter({(names[a], names[b]): int(c) for (a, b), c in zip(pairs.tolist(), counts.tolist())})
     return CollapsedGraph(dict(children), child_ops, scopes, edges)
 
 

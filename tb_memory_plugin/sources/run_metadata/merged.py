@@ -13,14 +13,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-_INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
-_STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
-_BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-_MESSAGE = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
-_OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
-_REPEATED = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+from ..._protos import BYTES as _BYTES, INT64 as _INT64, MESSAGE as _MESSAGE, OPTIONAL as _OPTIONAL
+from ..._protos import REPEATED as _REPEATED, STRING as _STRING, message_classes
 
 
 def _IGNORED_INTS(*numbers: int) -> list[tuple]:  # noqa: N802 - reads as part of the schema
@@ -106,18 +101,7 @@ _PACKAGE = "tb_memory.wire"
 
 
 def _message_classes() -> dict:
-    file_proto = descriptor_pb2.FileDescriptorProto(name="tb_memory_wire.proto", package=_PACKAGE, syntax="proto2")
-    for name, fields in _SCHEMA.items():
-        message = file_proto.message_type.add(name=name)
-        for field_name, number, field_type, label, type_name in fields:
-            field = message.field.add(name=field_name, number=number, type=field_type, label=label)
-            if type_name:
-                field.type_name = f".{_PACKAGE}.{type_name}"
-            if field_type == _INT64 and label == _REPEATED:
-                field.options.packed = False  # how TF writes them: one varint per (singular) field
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file_proto)
-    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}")) for name in _SCHEMA}
+    return message_classes(_PACKAGE, _SCHEMA, unpacked_ints=True)  # how TF writes them: one varint per field
 
 
 _CLASSES: dict | None = None

@@ -39,8 +39,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
+
+from ... import _protos
 
 # Wire types.
 VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
@@ -303,11 +304,8 @@ def read_line(data, buf: np.ndarray, start: int, end: int) -> Line:
 
 # -- planes -----------------------------------------------------------------------------
 
-_INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
-_BYTES_TYPE = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-_MESSAGE = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
-_OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
-_REPEATED = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+_INT64, _BYTES_TYPE, _MESSAGE = _protos.INT64, _protos.BYTES, _protos.MESSAGE
+_OPTIONAL, _REPEATED = _protos.OPTIONAL, _protos.REPEATED
 
 # A plane's metadata maps (map entries are messages with key = 1, value = 2).
 _SCHEMA = {
@@ -326,17 +324,7 @@ _METADATA_CLASS = None
 def _metadata_class():
     global _METADATA_CLASS
     if _METADATA_CLASS is None:
-        file_proto = descriptor_pb2.FileDescriptorProto(name="tb_memory_xplane.proto", package=_PACKAGE,
-                                                        syntax="proto2")
-        for name, fields in _SCHEMA.items():
-            message = file_proto.message_type.add(name=name)
-            for field_name, number, field_type, label, type_name in fields:
-                entry = message.field.add(name=field_name, number=number, type=field_type, label=label)
-                if type_name:
-                    entry.type_name = f".{_PACKAGE}.{type_name}"
-        pool = descriptor_pool.DescriptorPool()
-        pool.Add(file_proto)
-        _METADATA_CLASS = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.Metadata"))
+        _METADATA_CLASS = _protos.message_classes(_PACKAGE, _SCHEMA)["Metadata"]
     return _METADATA_CLASS
 
 
