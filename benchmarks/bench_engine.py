@@ -1,91 +1,163 @@
-"""Engine speed and memory on a big real step, next to bare protobuf parsing.
+"""Engine speed and memory on big real steps, next to bare protobuf parsing, both shapes in one run.
 
-    python benchmarks/make_big_trace.py --out /tmp/tb_memory_big   # once
-    python benchmarks/bench_engine.py [--dir /tmp/tb_memory_big] [--repeat 3]
+    python benchmarks/make_big_trace.py                 # once: /tmp/tb_memory_big (loop shape)
+    python benchmarks/make_big_trace.py --shape deep    # once, ~4 minutes: /tmp/tb_memory_deep
+    python benchmarks/bench_engine.py [--dirs /tmp/tb_memory_big /tmp/tb_memory_deep] [--repeat 11]
 
-Prints, measured in one run on the same bytes:
+Prints, for each step side by side, measured in one run on the same bytes:
   bare RunMetadata.ParseFromString            (the anchor)
-  our decode + analyse + summary JSON, cold   (a fresh StepStore per run)
-  their ratio                                 (target: within 5x)
+  our decode + analyse + summary JSON, cold   (per-name caches emptied each round)
+  their ratio: best against best, and the median of each round's own ratio
+                                              (target: within 5x, aim for 3x)
   the cached answer for the same step         (target: under 20 ms)
-  peak resident memory of the process
+  peak resident memory of a fresh process that analyses the step once
+
+Every round measures each step's anchor and ours back to back, the steps and
+the pair's order alternating, so a busy neighbour slows both sides alike.
+A directory that does not hold a step is skipped, with how to generate it.
 """
 
 import argparse
+import json
 import os
-import resource
 import statistics
+import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, REPO)
 
 from tensorboard.compat.proto import config_pb2  # noqa: E402
 
-from tb_memory_plugin import analysis, graph as graph_mod, names, report, store  # noqa: E402
+from benchlib import DEFAULT_DIRS, peak_rss_bytes, per_name_caches, present, print_table, shape_of  # noqa: E402
+from tb_memory_plugin import graph as graph_mod, report, store  # noqa: E402
+
+TARGET_RATIO = 5.0
+TARGET_WARM_S = 0.020
 
 
-def best_of(repeat, fn):
-    times = []
-    result = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+class Step:
+    """One benchmark step: its bytes, its graph and the rounds measured on it."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.shape = shape_of(directory)
+        self.data = open(os.path.join(directory, "run_metadata.pb"), "rb").read()
+        self.graph = graph_mod.RunGraph.from_bytes(open(os.path.join(directory, "graph.pb"), "rb").read())
+        parsed = config_pb2.RunMetadata.FromString(self.data)
+        names = [n.node_name for d in parsed.step_stats.dev_stats for n in d.node_stats]
+        self.node_stats, self.distinct = len(names), len(set(names))
+        del parsed, names
+        self.parse_times, self.ours_times, self.ratios = [], [], []
+        self.analysed = None
+
+    def parse(self):
+        return config_pb2.RunMetadata.FromString(self.data)
+
+    def cold(self):
+        for cache in per_name_caches():  # nothing learnt from an earlier round
+            cache.cache_clear()
+        # What the summary route runs, with the collector paused as the routes pause it.
+        with store.gc_paused():
+            step = store.analyse_bytes(self.data, self.graph)
+            return step, report.step_summary(step, "layer")
+
+    def round(self, anchor_first: bool) -> None:
+        if anchor_first:
+            parse_s, _ = timed(self.parse)
+            ours_s, self.analysed = timed(self.cold)
+        else:
+            ours_s, self.analysed = timed(self.cold)
+            parse_s, _ = timed(self.parse)
+        self.parse_times.append(parse_s)
+        self.ours_times.append(ours_s)
+        self.ratios.append(ours_s / parse_s)
+
+    def warm(self, repeat: int) -> float:
+        """The cached answer: the step from the cache, its top scope level."""
+        cache = store.LRUCache(4)
+        cache.get_or_compute("step", lambda: self.analysed[0])
+
+        def answer():
+            return report.scope_children(cache.get_or_compute("step", lambda: None).space(None), "layer", "")
+        return min(timed(answer)[0] for _ in range(repeat))
+
+
+def rss_of_one_analysis(directory: str) -> dict:
+    """Peak RSS of a fresh process that reads one step and analyses it once (cold)."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", directory],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def rss_child(directory: str) -> None:
+    imports = peak_rss_bytes()
+    data = open(os.path.join(directory, "run_metadata.pb"), "rb").read()
+    graph = graph_mod.RunGraph.from_bytes(open(os.path.join(directory, "graph.pb"), "rb").read())
+    loaded = peak_rss_bytes()
+    with store.gc_paused():
+        report.step_summary(store.analyse_bytes(data, graph), "layer")
+    print(json.dumps({"imports": imports, "loaded": loaded, "peak": peak_rss_bytes()}))
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--dir", default="/tmp/tb_memory_big")
-    parser.add_argument("--repeat", type=int, default=11)
+    parser.add_argument("--dirs", nargs="+", default=DEFAULT_DIRS, help="make_big_trace.py outputs")
+    parser.add_argument("--repeat", type=int, default=11, help="alternating rounds")
+    parser.add_argument("--rss-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    data = open(os.path.join(args.dir, "run_metadata.pb"), "rb").read()
-    graph = graph_mod.RunGraph.from_bytes(open(os.path.join(args.dir, "graph.pb"), "rb").read())
+    if args.rss_child:
+        rss_child(args.rss_child)
+        return
+    steps = [Step(d) for d in present(args.dirs, "run_metadata.pb")]
+    print(", ".join(f"{s.shape}: {s.directory}" for s in steps))
+    print(f"{len(steps)} steps, {args.repeat} alternating rounds; caches emptied before each cold analysis: "
+          + ", ".join(sorted(f"{c.__module__.rsplit('.', 1)[-1]}.{c.__name__}" for c in per_name_caches())),
+          flush=True)
 
-    parsed = config_pb2.RunMetadata.FromString(data)
-    node_stats = sum(len(d.node_stats) for d in parsed.step_stats.dev_stats)
-    del parsed
+    for round_index in range(args.repeat):
+        for step in (steps if round_index % 2 == 0 else steps[::-1]):
+            step.round(anchor_first=round_index % 2 == 0)
+    warm = [step.warm(max(args.repeat, 5)) for step in steps]
+    rss = [rss_of_one_analysis(step.directory) for step in steps]
 
-    def cold():
-        # Nothing learnt from an earlier round: the per-name caches start empty.
-        for cached in (names.classify, names.layer_path, names.categorise):
-            cached.cache_clear()
-        # What the summary route runs, with the collector paused as the routes pause it.
-        with store.gc_paused():
-            step = store.analyse_bytes(data, graph)
-            return step, report.step_summary(step, "layer")
+    def each(fn):
+        return [fn(i, step) for i, step in enumerate(steps)]
 
-    # Alternate the two so a busy neighbour slows both alike; keep each one's best.
-    parse_times, ours_times, ratios = [], [], []
-    for _ in range(args.repeat):
-        parse_once, _ = best_of(1, lambda: config_pb2.RunMetadata.FromString(data))
-        ours_once, (step, summary) = best_of(1, cold)
-        parse_times.append(parse_once)
-        ours_times.append(ours_once)
-        ratios.append(ours_once / parse_once)
-    parse_s, ours_s = min(parse_times), min(ours_times)
+    def device(step):
+        return step.analysed[1]["devices"][0]
 
-    cache = store.LRUCache(4)
-    cache.get_or_compute("step", lambda: step)
-
-    def warm():
-        cached = cache.get_or_compute("step", lambda: None)
-        space = cached.space(None)
-        return report.scope_children(space, "layer", "")
-
-    warm_s, _ = best_of(max(args.repeat, 5), warm)
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-    device = summary["devices"][0]
-    print(f"step: {node_stats} node stats, {len(data) / 2**20:.1f} MiB RunMetadata, "
-          f"peak rise {device['peak_rise_bytes']} B on {device['id']}")
-    print(f"{'bare ParseFromString':40s} {parse_s * 1000:9.1f} ms   (anchor)")
-    print(f"{'decode + analyse + summary (cold)':40s} {ours_s * 1000:9.1f} ms   ratio {ours_s / parse_s:.1f}x (target <= 5x)")
-    print(f"{'  ratio per round (median, range)':40s} {statistics.median(ratios):9.1f} x    "
-          f"{min(ratios):.1f}x .. {max(ratios):.1f}x over {len(ratios)} rounds")
-    print(f"{'cached answer (scope level, warm)':40s} {warm_s * 1000:9.1f} ms   (target < 20 ms)")
-    print(f"{'peak resident memory':40s} {rss_mib:9.0f} MiB  ({rss_mib / (len(data) / 2**20):.1f}x the blob)")
+    mib = 2**20
+    rows = [
+        ("node stats (distinct names)", *each(lambda i, s: f"{s.node_stats:,} ({100 * s.distinct / s.node_stats:.0f}%)")),
+        ("RunMetadata", *each(lambda i, s: f"{len(s.data) / mib:.1f} MiB")),
+        ("peak rise", *each(lambda i, s: f"{device(s)['peak_rise_bytes']:,} B")),
+        ("bare ParseFromString, best (anchor)", *each(lambda i, s: f"{min(s.parse_times) * 1e3:.1f} ms")),
+        ("decode + analyse + summary, cold, best", *each(lambda i, s: f"{min(s.ours_times) * 1e3:.1f} ms")),
+        ("  best against best", *each(lambda i, s: f"{min(s.ours_times) / min(s.parse_times):.1f}x"),
+         f"target <= {TARGET_RATIO:.0f}x"),
+        ("  median of the rounds' own ratios", *each(lambda i, s: f"{statistics.median(s.ratios):.1f}x"),
+         f"target <= {TARGET_RATIO:.0f}x"),
+        ("  rounds' ratios, range", *each(lambda i, s: f"{min(s.ratios):.1f}-{max(s.ratios):.1f}x")),
+        ("  medians: ours / anchor", *each(lambda i, s: f"{statistics.median(s.ours_times) * 1e3:.0f} / "
+                                                      f"{statistics.median(s.parse_times) * 1e3:.0f} ms")),
+        ("cached answer (scope level, warm)", *each(lambda i, s: f"{warm[i] * 1e3:.2f} ms"),
+         f"target < {TARGET_WARM_S * 1e3:.0f} ms"),
+        ("peak RSS, fresh process, one analysis", *each(lambda i, s: f"{rss[i]['peak'] / mib:.0f} MiB")),
+        ("  over imports and the bytes read", *each(lambda i, s: f"+{(rss[i]['peak'] - rss[i]['loaded']) / mib:.0f} MiB"
+                                                                 f" ({(rss[i]['peak'] - rss[i]['loaded']) / len(s.data):.1f}x)")),
+    ]
+    print_table([s.shape for s in steps], rows)
+    for step in steps:
+        met = max(min(step.ours_times) / min(step.parse_times), statistics.median(step.ratios)) <= TARGET_RATIO
+        print(f"{step.shape}: within {TARGET_RATIO:.0f}x of bare parsing: {'met' if met else 'MISSED'}")
 
 
 if __name__ == "__main__":

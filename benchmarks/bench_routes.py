@@ -1,16 +1,22 @@
-"""Our summary route next to TensorBoard's own graphs/run_metadata route, same step.
+"""Our summary route next to TensorBoard's own graphs/run_metadata route, same step, both shapes in one run.
 
-    python benchmarks/make_big_trace.py --out /tmp/tb_memory_big   # once
-    python benchmarks/bench_routes.py [--logdir /tmp/tb_memory_big]
+    python benchmarks/make_big_trace.py                 # once: /tmp/tb_memory_big (loop shape)
+    python benchmarks/make_big_trace.py --shape deep    # once, ~4 minutes: /tmp/tb_memory_deep
+    python benchmarks/bench_routes.py [--dirs /tmp/tb_memory_big /tmp/tb_memory_deep] [--rounds 5]
 
-Both plugins run inside TensorBoard's WSGI app over the same data provider.
-Prints cold (fresh plugin, empty cache) and warm times and the bytes each
-route sends. Targets: cold at least 3x faster, warm under 20 ms, at least
-20x smaller.
+Both plugins run inside TensorBoard's WSGI app over the same data provider
+(one per logdir, loaded once, as a running TensorBoard holds it). Each round
+asks every step's two routes cold, on fresh plugins (empty caches, the
+engine's per-name caches emptied too), the steps and the pair's order
+alternating; then each route warm. Prints best against best, the median of
+the rounds' own ratios, and the bytes each route sends. Targets: cold at
+least 3x faster, warm under 20 ms, at least 20x smaller. A directory that
+does not hold a step is skipped, with how to generate it.
 """
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -23,13 +29,12 @@ from tensorboard.plugins import base_plugin  # noqa: E402
 from tensorboard.plugins.graph import graphs_plugin  # noqa: E402
 from werkzeug import test as werkzeug_test  # noqa: E402
 
+from benchlib import DEFAULT_DIRS, per_name_caches, present, print_table, shape_of  # noqa: E402
 from tb_memory_plugin import plugin as memory_plugin  # noqa: E402
 
-
-def make_client(provider, logdir):
-    context = base_plugin.TBContext(data_provider=provider, logdir=logdir)
-    plugins = [memory_plugin.MemoryPlugin(context), graphs_plugin.GraphsPlugin(context)]
-    return werkzeug_test.Client(application.TensorBoardWSGI(plugins, data_provider=provider))
+TARGET_SPEEDUP = 3.0
+TARGET_WARM_S = 0.020
+TARGET_SMALLER = 20.0
 
 
 def timed_get(client, url):
@@ -40,33 +45,89 @@ def timed_get(client, url):
     return elapsed, len(response.get_data())
 
 
+class Logdir:
+    """One benchmark step's logdir behind TensorBoard's data provider, and the rounds measured on it."""
+
+    def __init__(self, logdir: str) -> None:
+        self.logdir = logdir
+        self.shape = shape_of(logdir)
+        multiplexer = plugin_event_multiplexer.EventMultiplexer(
+            tensor_size_guidance={"graph_tagged_run_metadata": 0})
+        multiplexer.AddRunsFromDirectory(logdir)
+        multiplexer.Reload()
+        self.provider = data_provider.MultiplexerDataProvider(multiplexer, logdir)
+        runs = self.client().get("/data/plugin/memory/runs").get_json()["runs"]
+        run, tag = runs[0]["run"], runs[0]["steps"][0]["tag"]
+        self.step = f"{run}/{tag}"
+        self.ours = f"/data/plugin/memory/summary?run={run}&tag={tag}"
+        self.theirs = f"/data/plugin/graphs/run_metadata?run={run}&tag={tag}"
+        self.ours_cold, self.theirs_cold, self.ratios = [], [], []
+        self.warm_client = None
+
+    def client(self):
+        """A fresh app: both plugins new, their caches empty."""
+        context = base_plugin.TBContext(data_provider=self.provider, logdir=self.logdir)
+        plugins = [memory_plugin.MemoryPlugin(context), graphs_plugin.GraphsPlugin(context)]
+        return werkzeug_test.Client(application.TensorBoardWSGI(plugins, data_provider=self.provider))
+
+    def cold_round(self, ours_first: bool) -> None:
+        fresh = self.client()
+        for cache in per_name_caches():
+            cache.cache_clear()
+        if ours_first:
+            ours, self.ours_bytes = timed_get(fresh, self.ours)
+            theirs, self.theirs_bytes = timed_get(fresh, self.theirs)
+        else:
+            theirs, self.theirs_bytes = timed_get(fresh, self.theirs)
+            ours, self.ours_bytes = timed_get(fresh, self.ours)
+        self.ours_cold.append(ours)
+        self.theirs_cold.append(theirs)
+        self.ratios.append(theirs / ours)
+        self.warm_client = fresh
+
+    def warm(self, repeat: int) -> tuple[float, float]:
+        return (min(timed_get(self.warm_client, self.ours)[0] for _ in range(repeat)),
+                min(timed_get(self.warm_client, self.theirs)[0] for _ in range(repeat)))
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--logdir", default="/tmp/tb_memory_big")
+    parser.add_argument("--dirs", nargs="+", default=DEFAULT_DIRS, help="make_big_trace.py outputs")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating cold rounds")
     parser.add_argument("--warm", type=int, default=5)
     args = parser.parse_args()
-    multiplexer = plugin_event_multiplexer.EventMultiplexer(tensor_size_guidance={"graph_tagged_run_metadata": 0})
-    multiplexer.AddRunsFromDirectory(args.logdir)
-    multiplexer.Reload()
-    provider = data_provider.MultiplexerDataProvider(multiplexer, args.logdir)
-    client = make_client(provider, args.logdir)
-    runs = client.get("/data/plugin/memory/runs").get_json()["runs"]
-    run, tag = runs[0]["run"], runs[0]["steps"][0]["tag"]
-    ours = f"/data/plugin/memory/summary?run={run}&tag={tag}"
-    theirs = f"/data/plugin/graphs/run_metadata?run={run}&tag={tag}"
+    logdirs = [Logdir(d) for d in present(args.dirs, "events.out.tfevents.*")]
 
-    fresh = make_client(provider, args.logdir)  # empty caches
-    ours_cold, ours_bytes = timed_get(fresh, ours)
-    theirs_cold, theirs_bytes = timed_get(fresh, theirs)
-    ours_warm = min(timed_get(fresh, ours)[0] for _ in range(args.warm))
-    theirs_warm = min(timed_get(fresh, theirs)[0] for _ in range(args.warm))
+    for round_index in range(args.rounds):
+        for logdir in (logdirs if round_index % 2 == 0 else logdirs[::-1]):
+            logdir.cold_round(ours_first=round_index % 2 == 0)
+    warm = [logdir.warm(args.warm) for logdir in logdirs]
 
-    print(f"step {run}/{tag}")
-    print(f"{'route':34s} {'cold ms':>9s} {'warm ms':>9s} {'bytes':>12s}")
-    print(f"{'memory/summary (ours)':34s} {ours_cold * 1e3:9.1f} {ours_warm * 1e3:9.1f} {ours_bytes:12d}")
-    print(f"{'graphs/run_metadata (TensorBoard)':34s} {theirs_cold * 1e3:9.1f} {theirs_warm * 1e3:9.1f} {theirs_bytes:12d}")
-    print(f"cold speed-up {theirs_cold / ours_cold:.1f}x (target >= 3x); warm {ours_warm * 1e3:.1f} ms "
-          f"(target < 20 ms); response {theirs_bytes / ours_bytes:.0f}x smaller (target >= 20x)")
+    def each(fn):
+        return [fn(i, logdir) for i, logdir in enumerate(logdirs)]
+
+    rows = [
+        ("step", *each(lambda i, d: d.step)),
+        ("memory/summary (ours), cold, best", *each(lambda i, d: f"{min(d.ours_cold) * 1e3:.0f} ms")),
+        ("graphs/run_metadata (TensorBoard), cold, best", *each(lambda i, d: f"{min(d.theirs_cold) * 1e3:.0f} ms")),
+        ("  speed-up, best against best", *each(lambda i, d: f"{min(d.theirs_cold) / min(d.ours_cold):.1f}x"),
+         f"target >= {TARGET_SPEEDUP:.0f}x"),
+        ("  speed-up, median of the rounds' own", *each(lambda i, d: f"{statistics.median(d.ratios):.1f}x"),
+         f"target >= {TARGET_SPEEDUP:.0f}x"),
+        ("  rounds' speed-ups, range", *each(lambda i, d: f"{min(d.ratios):.1f}-{max(d.ratios):.1f}x")),
+        ("memory/summary (ours), warm, best", *each(lambda i, d: f"{warm[i][0] * 1e3:.1f} ms"),
+         f"target < {TARGET_WARM_S * 1e3:.0f} ms"),
+        ("graphs/run_metadata (TensorBoard), warm, best", *each(lambda i, d: f"{warm[i][1] * 1e3:.0f} ms")),
+        ("bytes sent: ours / TensorBoard's", *each(lambda i, d: f"{d.ours_bytes:,} / {d.theirs_bytes / 1e6:.0f} MB")),
+        ("  smaller by", *each(lambda i, d: f"{d.theirs_bytes / d.ours_bytes:,.0f}x"),
+         f"target >= {TARGET_SMALLER:.0f}x"),
+    ]
+    print(", ".join(f"{d.shape}: {d.logdir}" for d in logdirs))
+    print(f"{args.rounds} alternating cold rounds, warm best of {args.warm}")
+    print_table([d.shape for d in logdirs], rows, first_width=46)
+    for d in logdirs:
+        speedup = min(statistics.median(d.ratios), min(d.theirs_cold) / min(d.ours_cold))
+        print(f"{d.shape}: cold at least {TARGET_SPEEDUP:.0f}x faster: {'met' if speedup >= TARGET_SPEEDUP else 'MISSED'}")
 
 
 if __name__ == "__main__":
