@@ -184,7 +184,7 @@ def _open_store(logdir: str, run: str | None):
 
     from . import store
 
-    return store.StepStore(provider), tb_context.RequestContext(), catcher
+    return store.StepStore(provider, only_run=run), tb_context.RequestContext(), catcher
 
 
 def summary_command(args: argparse.Namespace) -> int:
@@ -215,7 +215,8 @@ def summary_command(args: argparse.Namespace) -> int:
         return 1
     if args.json:
         body = {"steps": [{
-            "run": ref.run, "tag": ref.tag, "step": ref.step, "status": step.status, "message": step.message,
+            "run": ref.run, "tag": ref.tag, "step": ref.step, "source": ref.source,
+            "status": step.status, "message": step.message,
             "devices": [_device_json(report.device_summary(space, args.group, all_scopes=True)) for space in spaces],
         } for ref, step, spaces in results]}
         json.dump(body, sys.stdout, indent=1)

@@ -201,8 +201,9 @@ class StepStore:
     """Reads and analyses steps for one data provider (and the profiles under its logdir), with caches."""
 
     def __init__(self, data_provider, step_capacity: int = 16, graph_capacity: int = 8,
-                 logdir: str | None = None, profile_capacity: int = 2) -> None:
+                 logdir: str | None = None, profile_capacity: int = 2, only_run: str | None = None) -> None:
         self._provider = data_provider
+        self._only_run = only_run  # the CLI's --run: profiles of other runs are not even read
         # The logdir TensorBoard was given; the CLI's provider keeps it as `_logdir`.
         self._logdir = logdir if logdir is not None else getattr(data_provider, "_logdir", None)
         self._steps = LRUCache(step_capacity)
@@ -244,6 +245,9 @@ class StepStore:
         for run, paths in found.items():
             if run == "." and "." not in event_runs and own_name in event_runs:
                 run = own_name  # the CLI names a logdir that is itself the only run by its directory
+            if self._only_run is not None and run != self._only_run and not (run == own_name and
+                                                                             self._only_run == "."):
+                continue
             for path in paths:
                 out.setdefault(run, []).extend(self._listing(run, path, sessions).refs)
         return out

@@ -543,3 +543,15 @@ def test_json_top_level_entries_add_up_with_ops_at_the_root(capsys, root_ops_run
     assert traced_at_root and traced_at_root <= set(root_nodes)
     assert sum(root_nodes[name]["allocated_bytes"] for name in traced_at_root) > 0
     assert {"dense", "gradients" if group == "scope" else "dense"} <= {row["name"] for row in main["scopes"]}
+
+
+def test_run_filter_leaves_out_other_runs_profiles(capsys):
+    """demo_logs holds a Keras profile (keras_unet/train): --run unet_b2 neither lists nor reads it."""
+    code, out, _ = _run(capsys, REPO / "demo_logs", "--run", "unet_b2", "--json")
+    assert code == 0
+    runs = {step["run"] for step in json.loads(out)["steps"]}
+    assert runs == {"unet_b2"}
+    code, out, _ = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--json")
+    steps = json.loads(out)["steps"]
+    assert {step["run"] for step in steps} == {"keras_unet/train"}
+    assert any(step["source"] == "xplane" and step["status"] == "ok" for step in steps)
