@@ -1,7 +1,13 @@
-"""The Memory tab next to TensorBoard's Graphs dashboard, in a real browser, same step.
+"""The Memory tab next to TensorBoard's Graphs dashboard, in a real browser, same step, both shapes in one run.
 
-    python benchmarks/make_big_trace.py --out /tmp/tb_memory_big   # once (run by this script if missing)
-    python benchmarks/bench_browser.py [--logdir /tmp/tb_memory_big] [--clicks 5]
+    python benchmarks/make_big_trace.py                 # once: /tmp/tb_memory_big (loop shape)
+    python benchmarks/make_big_trace.py --shape deep    # once, ~4 minutes: /tmp/tb_memory_deep
+    python benchmarks/bench_browser.py [--dirs /tmp/tb_memory_big /tmp/tb_memory_deep] [--clicks 5]
+
+One TensorBoard per step, started together; each one's first load of the
+Memory tab is its cold figure, then the warm loads alternate between the
+steps, then TensorBoard's Graphs dashboard is timed on each. A directory that
+does not hold a step is skipped, with how to generate it.
 
 Measured on 2026-11-21 (2-core shared VM, load average ~1.2), 117,428 node stats:
 
@@ -56,12 +62,10 @@ TensorBoard Graphs:
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -72,6 +76,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))  # tbserver: the tensorboard process, shared with the tests
 
 from tbserver import TensorBoard, free_port  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+from benchlib import DEFAULT_DIRS, present, print_table, shape_of  # noqa: E402
 
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -120,26 +127,28 @@ MEMORY_ENABLED_JS = "() => {" + DEEP + """
 }"""
 
 
-def ensure_trace(logdir: str) -> None:
-    if glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
-        return
-    print(f"no events file under {logdir}: running make_big_trace.py", flush=True)
-    subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "make_big_trace.py"), "--out", logdir],
-                   check=True)
-
-
-def start_tensorboard(logdir: str, timeout_s: float = 180):
-    """A checkout TensorBoard over `logdir` that keeps every traced step, once the Memory plugin
-    lists one: (server, run, tag)."""
-    port = free_port()
-    tb = TensorBoard.from_checkout(logdir, "--samples_per_plugin", "graph_tagged_run_metadata=0",
-                                   log_path=os.path.join("/tmp", f"bench_browser_tensorboard_{port}.log"), port=port)
+def start_tensorboards(logdirs: list[str], timeout_s: float = 300):
+    """One checkout TensorBoard per logdir, keeping every traced step, started together (each
+    loads its logdir meanwhile): [(server, run, tag)] once each one's Memory plugin lists a step."""
+    servers, ports = [], set()
     try:
-        traced = [r for r in tb.wait_for_runs(timeout_s)[1] if r.get("steps")]
+        for logdir in logdirs:
+            port = free_port()
+            while port in ports:
+                port = free_port()
+            ports.add(port)
+            servers.append(TensorBoard.from_checkout(
+                logdir, "--samples_per_plugin", "graph_tagged_run_metadata=0",
+                log_path=os.path.join("/tmp", f"bench_browser_tensorboard_{port}.log"), port=port))
+        started = []
+        for tb in servers:
+            traced = [r for r in tb.wait_for_runs(timeout_s)[1] if r.get("steps")]
+            started.append((tb, traced[0]["run"], traced[0]["steps"][-1]["tag"]))
+        return started
     except BaseException:
-        tb.stop(grace_s=10)
+        for tb in servers:
+            tb.stop(grace_s=10)
         raise
-    return tb, traced[0]["run"], traced[0]["steps"][-1]["tag"]
 
 
 def memory_frame(page, timeout_s: float = 60):
@@ -242,7 +251,7 @@ def measure_ours(browser, url: str, clicks: int, opened: str = "page"):
     return tti, latencies
 
 
-def measure_graphs(browser, url: str, run: str, tag: str):
+def measure_graphs(browser, url: str, run: str, tag: str, shape: str):
     """TensorBoard's Graphs dashboard: (graph, tag, memory) seconds, or a reason per phase."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
@@ -289,75 +298,105 @@ def measure_graphs(browser, url: str, run: str, tag: str):
         page.wait_for_function(FILLS_CHANGED_JS, arg=before, polling="raf", timeout=TIMEOUT_MS)
         result["memory"] = time.perf_counter() - t0
         page.wait_for_timeout(500)
-        page.screenshot(path="/tmp/bench_browser_graphs_memory.png")
+        page.screenshot(path=f"/tmp/bench_browser_graphs_memory_{shape}.png")
     except Exception as exc:  # report what was measured and why the rest was not
         result["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         try:
-            page.screenshot(path="/tmp/bench_browser_graphs_error.png")
+            page.screenshot(path=f"/tmp/bench_browser_graphs_error_{shape}.png")
         except Exception:
             pass
     context.close()
     return result
 
 
+class Shape:
+    """One benchmark step's TensorBoard and what was measured on it."""
+
+    def __init__(self, logdir: str, server) -> None:
+        self.logdir, self.shape = logdir, shape_of(logdir)
+        self.tb, self.run, self.tag = server
+        self.tab_warm, self.page_warm = [], []
+
+    def clicks_ms(self, which: int) -> list[float]:
+        return [c[which] * 1e3 for c in self.clicks if c[which] is not None]
+
+    def click_median_s(self) -> float:
+        in_page = self.clicks_ms(0)
+        return statistics.median(in_page) / 1e3 if in_page else float("nan")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--logdir", default="/tmp/tb_memory_big")
+    parser.add_argument("--dirs", nargs="+", default=DEFAULT_DIRS, help="make_big_trace.py outputs")
     parser.add_argument("--clicks", type=int, default=5)
     parser.add_argument("--warm", type=int, default=2, help="extra loads of the Memory tab")
     args = parser.parse_args()
-    ensure_trace(args.logdir)
+    logdirs = present(args.dirs, "events.out.tfevents.*")
 
     executable = shutil.which("chromium") or "/usr/bin/chromium"
-    tb, run, tag = start_tensorboard(args.logdir)
+    servers = start_tensorboards(logdirs)
+    shapes = [Shape(logdir, server) for logdir, server in zip(logdirs, servers)]
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
-            tab_cold, clicks = measure_ours(browser, tb.url, args.clicks, opened="tab")
-            tab_warm = min(measure_ours(browser, tb.url, 0, opened="tab")[0] for _ in range(max(args.warm, 1)))
-            ours_warm = min(measure_ours(browser, tb.url, 0)[0] for _ in range(max(args.warm, 1)))
-            graphs = measure_graphs(browser, tb.url, run, tag)
+            for s in shapes:  # each server's first load: its caches are empty
+                s.tab_cold, s.clicks = measure_ours(browser, s.tb.url, args.clicks, opened="tab")
+            for round_index in range(max(args.warm, 1)):  # then the shapes alternate
+                for s in (shapes if round_index % 2 == 0 else shapes[::-1]):
+                    s.tab_warm.append(measure_ours(browser, s.tb.url, 0, opened="tab")[0])
+                    s.page_warm.append(measure_ours(browser, s.tb.url, 0)[0])
+            for s in shapes:
+                s.graphs = measure_graphs(browser, s.tb.url, s.run, s.tag, s.shape)
             browser.close()
     finally:
-        tb.stop(grace_s=10)
+        for s in shapes:
+            s.tb.stop(grace_s=10)
 
-    in_page_ms = [c * 1e3 for c, _, _ in clicks if c is not None]
-    through_ms = [c * 1e3 for _, c, _ in clicks if c is not None]
-    click_median = statistics.median(in_page_ms) / 1e3 if in_page_ms else float("nan")
-    print(f"step {run}/{tag}, logdir {args.logdir}, Chromium {executable}, {VIEWPORT['width']}x{VIEWPORT['height']}")
-    print(f"{'Memory tab (ours)':40s} {'':>10s}")
-    print(f"  {'tab opened -> interactive, cold':38s} {tab_cold * 1e3:8.0f} ms   (server caches empty)")
-    print(f"  {'tab opened -> interactive, warm (best)':38s} {tab_warm * 1e3:8.0f} ms")
-    print(f"  {'page load -> interactive, warm (best)':38s} {ours_warm * 1e3:8.0f} ms   (TensorBoard's app load included)")
-    print(f"  {'click -> details shown, in page':38s} {click_median * 1e3:8.1f} ms   median of "
-          f"{', '.join(f'{c:.0f}' for c in in_page_ms)} ms")
-    if through_ms:
-        print(f"  {'click -> details, through Playwright':38s} {statistics.median(through_ms):8.1f} ms   median of "
-              f"{', '.join(f'{c:.0f}' for c in through_ms)} ms (its round trips included)")
-    ours_cold = tab_cold  # the cold figure (the server's caches were empty for the first load only)
-    print("TensorBoard Graphs dashboard, same run and step")
-    for key, label in (("graph", "graph rendered"), ("run_metadata_response", "  tag chosen -> run_metadata answered"),
-                       ("tag", "tag chosen -> stats attached, Memory on"), ("memory", "Memory clicked -> nodes coloured")):
-        if key in graphs:
-            print(f"  {label:38s} {graphs[key] * 1e3:8.0f} ms")
-        else:
-            print(f"  {label:38s} {'not measured':>11s}")
-    if "run_metadata_bytes" in graphs:
-        print(f"  {'run_metadata response size':38s} {graphs['run_metadata_bytes'] / 2**20:8.1f} MiB")
-    if "error" in graphs:
-        print(f"  stopped: {graphs['error']}")
-    if all(k in graphs for k in ("graph", "tag", "memory")):
-        total = graphs["graph"] + graphs["tag"] + graphs["memory"]
-        print(f"  {'total (graph + tag + memory)':38s} {total * 1e3:8.0f} ms")
-        print(f"ratio TensorBoard total / our cold time to interactive: {total / ours_cold:.1f}x "
-              f"(page load, warm: {total / ours_warm:.1f}x); targets: interactive within {TARGET_TTI_S:.1f} s "
-              f"(cold {ours_cold:.2f} s: {'met' if ours_cold <= TARGET_TTI_S else 'MISSED'}), click within "
-              f"{TARGET_CLICK_S * 1e3:.0f} ms (median {click_median * 1e3:.0f} ms: "
-              f"{'met' if click_median <= TARGET_CLICK_S else 'MISSED'})")
-    else:
-        print(f"ratio not computed (TensorBoard's colouring not fully measured); targets: interactive within "
-              f"{TARGET_TTI_S:.1f} s (cold {ours_cold:.2f} s), click within {TARGET_CLICK_S * 1e3:.0f} ms "
-              f"(median {click_median * 1e3:.0f} ms)")
+    def each(fn):
+        return [fn(s) for s in shapes]
+
+    def graphs_ms(key):
+        return lambda s: f"{s.graphs[key] * 1e3:.0f} ms" if key in s.graphs else "not measured"
+
+    def total_s(s):
+        return sum(s.graphs[k] for k in ("graph", "tag", "memory")) if all(
+            k in s.graphs for k in ("graph", "tag", "memory")) else None
+
+    rows = [
+        ("step", *each(lambda s: f"{s.run}/{s.tag}")),
+        ("Memory tab (ours)", *each(lambda s: "")),
+        ("  tab opened -> interactive, cold", *each(lambda s: f"{s.tab_cold * 1e3:.0f} ms"),
+         f"server caches empty; target <= {TARGET_TTI_S:.1f} s"),
+        ("  tab opened -> interactive, warm (best)", *each(lambda s: f"{min(s.tab_warm) * 1e3:.0f} ms")),
+        ("  page load -> interactive, warm (best)", *each(lambda s: f"{min(s.page_warm) * 1e3:.0f} ms"),
+         "TensorBoard's app load included"),
+        ("  click -> details shown, in page (median)", *each(lambda s: f"{s.click_median_s() * 1e3:.1f} ms"),
+         f"target <= {TARGET_CLICK_S * 1e3:.0f} ms"),
+        ("    clicks", *each(lambda s: ", ".join(f"{c:.0f}" for c in s.clicks_ms(0)) + " ms")),
+        ("  click -> details, through Playwright", *each(
+            lambda s: f"{statistics.median(s.clicks_ms(1)):.1f} ms" if s.clicks_ms(1) else "-"),
+         "its round trips included"),
+        ("TensorBoard Graphs dashboard", *each(lambda s: "")),
+        ("  graph rendered", *each(graphs_ms("graph"))),
+        ("    tag chosen -> run_metadata answered", *each(graphs_ms("run_metadata_response"))),
+        ("  tag chosen -> stats attached, Memory on", *each(graphs_ms("tag"))),
+        ("  Memory clicked -> nodes coloured", *each(graphs_ms("memory"))),
+        ("  run_metadata response size", *each(lambda s: f"{s.graphs['run_metadata_bytes'] / 2**20:.1f} MiB"
+                                                         if "run_metadata_bytes" in s.graphs else "-")),
+        ("  total (graph + tag + memory)", *each(lambda s: f"{total_s(s) * 1e3:.0f} ms" if total_s(s) else "-")),
+        ("TensorBoard total / our cold interactive", *each(lambda s: f"{total_s(s) / s.tab_cold:.1f}x"
+                                                              if total_s(s) else "-")),
+    ]
+    print(", ".join(f"{s.shape}: {s.logdir}" for s in shapes))
+    print(f"Chromium {executable}, {VIEWPORT['width']}x{VIEWPORT['height']}; warm: best of {max(args.warm, 1)}")
+    print_table([s.shape for s in shapes], rows)
+    for s in shapes:
+        if "error" in s.graphs:
+            print(f"{s.shape}: TensorBoard's Graphs dashboard stopped: {s.graphs['error']}")
+        tti, click = s.tab_cold, s.click_median_s()
+        print(f"{s.shape}: interactive within {TARGET_TTI_S:.1f} s (cold {tti:.2f} s): "
+              f"{'met' if tti <= TARGET_TTI_S else 'MISSED'}; click within {TARGET_CLICK_S * 1e3:.0f} ms "
+              f"(median {click * 1e3:.0f} ms): {'met' if click <= TARGET_CLICK_S else 'MISSED'}")
 
 
 if __name__ == "__main__":
