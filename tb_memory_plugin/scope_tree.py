@@ -8,6 +8,7 @@ so children always add up to their parent (docs/figures.md).
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -135,9 +136,10 @@ def _layout(leaf_paths: list[str]) -> _Layout:
     lengths = (leaves != 0).sum(axis=1)
     source = order[first]  # an input path of each distinct leaf
     # A scope ends at a "/" that the leaf before did not reach (its first leaf in order).
-    leaf_at, slash_at = np.nonzero(leaves == _SLASH_KEY[0])  # row by row, left to right
+    flat = np.flatnonzero(leaves.reshape(-1) == _SLASH_KEY[0])  # row by row, left to right
+    leaf_at, slash_at = flat // width, flat % width
     slashes = np.bincount(leaf_at, minlength=leaves.shape[0])
-    slash_rank = np.arange(1, leaf_at.size + 1) - np.searchsorted(leaf_at, leaf_at)  # 1 for a row's first "/"
+    slash_rank = np.arange(1, flat.size + 1) - (np.cumsum(slashes) - slashes)[leaf_at]  # 1 for a row's first "/"
     new = (slash_at >= lcp[leaf_at]) & (slash_at > 0)
     leaf_at, slash_at, scope_depth = leaf_at[new], slash_at[new], slash_rank[new]
     if joined.isascii():
@@ -152,14 +154,14 @@ def _layout(leaf_paths: list[str]) -> _Layout:
         follows = np.flatnonzero(lcp[1:] == lengths[:-1])
         below = leaves[follows + 1, np.minimum(lengths[follows], width - 1)] == _SLASH_KEY[0]
         is_self[follows[below]] = True
-    leaf_names = [leaf_paths[i] for i in source.tolist()]
+    leaf_names = _pick(leaf_paths, source)
     for i in np.flatnonzero(is_self).tolist():
         leaf_names[i] += "/" + SELF
     entry_paths = [""] + scopes + leaf_names
     kind = np.concatenate([np.full(1 + len(scopes), _SCOPE), np.where(is_self, _SELF, _NODE)])
     depth = np.concatenate([[0], scope_depth, slashes + 1 + is_self])
     depth[1 + len(scopes) + np.flatnonzero(lengths == 0)] = 1
-    if not np.isin(leaves, np.arange(2, ord(SELF[0]) + 1)).any():
+    if not ((leaves >= 2) & (leaves <= ord(SELF[0]))).any():
         # No name holds a byte that sorts before "(self)": a scope comes just before the
         # first leaf that needs it (shorter scopes first), a `(self)` leaf just after its
         # scope, before the rest of that scope's children.
@@ -177,11 +179,19 @@ def _layout(leaf_paths: list[str]) -> _Layout:
     position = np.empty_like(final)
     position[final] = np.arange(final.size)
     return _Layout(
-        paths=[entry_paths[i] for i in final.tolist()],
+        paths=_pick(entry_paths, final),
         depth=depth[final],
         kind=kind[final],
         leaf_entry=position[1 + len(scopes) + leaf_entry_of_path],
     )
+
+
+def _pick(items: list, indices: np.ndarray) -> list:
+    """items[i] for each index, in one C-level call."""
+    if indices.size == 0:
+        return []
+    picked = operator.itemgetter(*indices.tolist())(items)
+    return list(picked) if indices.size > 1 else [picked]
 
 
 def _layout_by_strings(leaf_paths: list[str]) -> _Layout:
