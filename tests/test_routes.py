@@ -164,7 +164,7 @@ def test_scope_details(tb, logdir):
     node = tree.index["shared_model/unet_01"]
     assert body["figures"]["allocated_bytes"] == int(tree.figures[node, ALLOCATED])
     assert body["figures"]["output_bytes"] == int(tree.figures[node, OUTPUT]) > 0
-    assert body["node_count"] == int(tree.exec_count[node]) == len(tree.executions(node))
+    assert body["exec_count"] == int(tree.exec_count[node]) == len(tree.executions(node))
     assert body["share_of_peak"] == pytest.approx(int(tree.figures[node, AT_PEAK]) / engine.peak_rise_bytes)
     categories = {c["name"]: c["at_peak_bytes"] for c in body["categories"]}
     assert categories["activations"] > 0

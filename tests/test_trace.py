@@ -269,7 +269,7 @@ def test_repeated_node_and_unnamed_outputs():
     assert tree.kinds[leaf] == "node" and int(tree.exec_count[leaf]) == 2
     assert int(tree.figures[leaf, analysis.AT_PEAK]) == 96
     details = report.scope_details(space, "scope", "loop/body/MatMul")
-    assert details["node_count"] == 2
+    assert details["exec_count"] == 2
     assert [n["figures"]["at_peak_bytes"] for n in details["nodes"]] == [64, 32]
     assert details["time_span"] == {"start_us": 0, "end_us": 4}
-    assert report.scope_children(space, "scope", "loop/body")["children"][0]["node_count"] == 2
+    assert report.scope_children(space, "scope", "loop/body")["children"][0]["exec_count"] == 2

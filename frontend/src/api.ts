@@ -117,7 +117,8 @@ export interface DeviceSummary {
   /** The node execution holding the most at the peak; null when the curve never rises. */
   largest_at_peak: LargestAtPeak | null;
   end_bytes: Bytes | null;
-  node_count: number;
+  /** Executions on this memory space (docs/figures.md, "Words"). */
+  exec_count: number;
   event_count: number;
   figures: Figures;
   snapshots: { count: number; max_abs_diff_bytes: Bytes | null };
@@ -149,7 +150,8 @@ export interface ScopeChild {
   name: string;
   kind: ScopeKind;
   has_children: boolean;
-  node_count: number;
+  /** Executions under this child. */
+  exec_count: number;
   top_op_type: string | null;
   figures: Figures;
   categories: CategoryBytes;
@@ -191,7 +193,8 @@ export interface ScopeDetails {
   peak_rise_bytes: Bytes;
   categories: { name: CategoryName; at_peak_bytes: Bytes }[];
   op_types: OpTypeTotal[];
-  node_count: number;
+  /** Executions under the scope; `nodes` lists the largest of them. */
+  exec_count: number;
   time_span: TimeSpan | null;
   nodes: NodeExecution[];
 }
@@ -233,6 +236,7 @@ export interface GraphNode {
   name: string;
   kind: GraphNodeKind;
   op_type: string | null;
+  /** Graph nodes inside the box (GraphDef nodes; executions where the graph comes from the trace). */
   node_count: number;
   at_peak_bytes: Bytes;
   allocated_bytes: Bytes;

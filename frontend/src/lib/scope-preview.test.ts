@@ -17,7 +17,7 @@ const child = (scope: string, at: number): ScopeChild => ({
   name: scope.split('/').pop()!,
   kind: 'scope',
   has_children: true,
-  node_count: 7,
+  exec_count: 7,
   top_op_type: 'Conv2D',
   figures: figures(at),
   categories: cats,
@@ -39,7 +39,7 @@ describe('previewOfChild', () => {
     expect(p.figures).toEqual(figures(25));
     expect(p.share_of_peak).toBe(0.25);
     expect(p.peak_rise_bytes).toBe(100);
-    expect(p.node_count).toBe(7);
+    expect(p.exec_count).toBe(7);
     expect(p.categories.map((c) => c.name)).toEqual(['parameters', 'inputs', 'activations', 'gradients', 'optimizer', 'temporaries', 'other']);
     expect(p.categories.find((c) => c.name === 'activations')!.at_peak_bytes).toBe(20);
   });

@@ -8,7 +8,7 @@ import { shareOf } from '../format';
 /** The part of ScopeDetails that a treemap level already holds for each child. */
 export type ScopePreview = Pick<
   ScopeDetails,
-  'scope' | 'name' | 'kind' | 'figures' | 'share_of_peak' | 'peak_rise_bytes' | 'categories' | 'node_count'
+  'scope' | 'name' | 'kind' | 'figures' | 'share_of_peak' | 'peak_rise_bytes' | 'categories' | 'exec_count'
 >;
 
 /** Same figures as the `scope` route (share_of_peak is null when the peak did not rise, like the route's). */
@@ -21,7 +21,7 @@ export function previewOfChild(child: ScopeChild, peakRiseBytes: number): ScopeP
     share_of_peak: shareOf(child.figures.at_peak_bytes, peakRiseBytes),
     peak_rise_bytes: peakRiseBytes,
     categories: CATEGORY_NAMES.map((name: CategoryName) => ({ name, at_peak_bytes: child.categories[name] ?? 0 })),
-    node_count: child.node_count,
+    exec_count: child.exec_count,
   };
 }
 

@@ -149,7 +149,7 @@ export class DetailsView {
       el(
         'div',
         { class: 'muted' },
-        `${d.kind} · ${formatCount(d.node_count)} node execution${d.node_count === 1 ? '' : 's'} · ${formatPercent(d.share_of_peak)} of the peak rise (${formatBytes(d.peak_rise_bytes)})`,
+        `${d.kind} · ${formatCount(d.exec_count)} execution${d.exec_count === 1 ? '' : 's'} · ${formatPercent(d.share_of_peak)} of the peak rise (${formatBytes(d.peak_rise_bytes)})`,
       ),
     );
 
@@ -198,7 +198,7 @@ export class DetailsView {
       el(
         'div',
         { class: 'panel-toolbar', style: 'margin-top:8px' },
-        el('h2', {}, `Top nodes (${formatCount(d.nodes.length)} of ${formatCount(d.node_count)})`),
+        el('h2', {}, `Largest executions (${formatCount(d.nodes.length)} of ${formatCount(d.exec_count)})`),
         el('span', { class: 'spacer' }),
         this.nodeTable.exports,
       ),

@@ -74,7 +74,7 @@ export class SummaryView {
       `Bytes held at the peak, split by category and by op type, add up exactly to the peak's rise over the start of the step.\ncategories ${formatExactBytes(id.categoriesBytes)}\nop types ${formatExactBytes(id.opTypesBytes)}\nrise ${formatExactBytes(id.peakRiseBytes)}`,
     );
     secondary.append(identity);
-    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.node_count)} node executions · ${formatCount(device.event_count)} allocation events`];
+    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.exec_count)} executions · ${formatCount(device.event_count)} allocation events`];
     if (device.snapshots.max_abs_diff_bytes !== null && device.snapshots.count > 0) {
       notes.push(`allocator snapshots agree within ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);
     }
@@ -94,7 +94,7 @@ export class SummaryView {
       el('span', { 'data-testid': 'summary-output', 'data-bytes': String(device.figures.output_bytes), title: formatExactBytes(device.figures.output_bytes) }, `output ${formatBytes(device.figures.output_bytes)}`),
     );
     appendNote(main, 'this trace has no allocation records (old TF 1.x dumps): no peak and no at-peak figures');
-    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.node_count)} node executions`];
+    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.exec_count)} executions`];
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));
   }

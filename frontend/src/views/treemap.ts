@@ -245,7 +245,7 @@ export class TreemapView {
         title: [
           child.scope,
           `${this.figureLabel()}: ${formatBytes(tile.value)} (${share} of this level)`,
-          `${formatCount(child.node_count)} node${child.node_count === 1 ? '' : 's'}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
+          `${formatCount(child.exec_count)} execution${child.exec_count === 1 ? '' : 's'}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
           child.has_children ? 'double click or Drill in to open' : '',
         ]
           .filter(Boolean)

@@ -36,9 +36,9 @@ const level: ScopesResponse = {
   categories: cats,
   peak_rise_bytes: 300,
   children: [
-    { scope: `${EVIL}/a`, name: 'a', kind: 'scope', has_children: true, node_count: 4, top_op_type: 'Conv2D', figures: figures(200), categories: cats },
-    { scope: `${EVIL}/${EVIL}`, name: EVIL, kind: 'node', has_children: false, node_count: 1, top_op_type: EVIL, figures: figures(99), categories: cats },
-    { scope: `${EVIL}/(self)`, name: '(self)', kind: 'self', has_children: false, node_count: 1, top_op_type: 'Identity', figures: figures(1), categories: cats },
+    { scope: `${EVIL}/a`, name: 'a', kind: 'scope', has_children: true, exec_count: 4, top_op_type: 'Conv2D', figures: figures(200), categories: cats },
+    { scope: `${EVIL}/${EVIL}`, name: EVIL, kind: 'node', has_children: false, exec_count: 1, top_op_type: EVIL, figures: figures(99), categories: cats },
+    { scope: `${EVIL}/(self)`, name: '(self)', kind: 'self', has_children: false, exec_count: 1, top_op_type: 'Identity', figures: figures(1), categories: cats },
   ],
 };
 
@@ -123,7 +123,7 @@ describe('DetailsView', () => {
     peak_rise_bytes: 182452224,
     categories: [{ name: 'activations', at_peak_bytes: 91226112 }],
     op_types: [{ name: 'Conv2D', count: 2, figures: figures(91226112) }],
-    node_count: 3,
+    exec_count: 3,
     time_span: { start_us: 10, end_us: 20 },
     nodes: [
       { raw_name: `${EVIL}/small`, graph_name: 'g', scope: 's', op_type: 'Relu', kernel: null, kind: 'op', category: 'activations', start_us: 1, end_us: 2, figures: figures(5) },
@@ -237,7 +237,7 @@ describe('SummaryView', () => {
     peak_node: { name: 'grad/Conv2DBackpropInput', scope: 'grad', op_type: 'Conv2DBackpropInput' },
     largest_at_peak: { name: `${EVIL}/act`, scope: EVIL, op_type: 'Relu', graph_name: `${EVIL}/act`, at_peak_bytes: 3 * 1048576 },
     end_bytes: 2048,
-    node_count: 10,
+    exec_count: 10,
     event_count: 20,
     figures: figures(4 * 1048576 - 1024),
     snapshots: { count: 0, max_abs_diff_bytes: null },
