@@ -266,7 +266,9 @@ class _Lines:
         return self._mask(found)
 
     def with_any_char(self, chars: bytes) -> np.ndarray:
-        hits = np.isin(self.buf, np.frombuffer(chars, dtype=np.uint8))
+        hits = self.buf == chars[0]
+        for char in chars[1:]:
+            hits |= self.buf == char
         return self._mask(np.flatnonzero(hits))
 
     def starting_with(self, prefix: bytes, among: np.ndarray | None = None) -> np.ndarray:
@@ -349,16 +351,15 @@ class _FirstComponents:
 
     def __init__(self, paths: list[str], lines: _Lines) -> None:
         self.lines = lines
-        if lines.ok:
-            self.length = lines.first_index(ord("/"))
-            firsts = list(map(str.__getitem__, paths, map(slice, itertools.repeat(None), self.length.tolist())))
-        else:
-            firsts = [p.partition("/")[0] for p in paths]
-            self.length = np.fromiter(map(len, firsts), dtype=np.int64, count=len(firsts))
+        n = len(paths)
+        lengths = lines.lengths if lines.ok else np.fromiter(map(len, paths), dtype=np.int64, count=n)
+        slash = np.fromiter(map(str.find, paths, itertools.repeat("/")), dtype=np.int64, count=n)
+        self.length = np.where(slash < 0, lengths, slash)
+        firsts = list(map(str.__getitem__, paths, map(slice, itertools.repeat(None), self.length.tolist())))
         code = {first: i for i, first in enumerate(dict.fromkeys(firsts))}
         self.distinct = list(code)
-        self.code = np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=len(firsts))
-        self.has_rest = self.length < np.fromiter(map(len, paths), dtype=np.int64, count=len(paths)) - 1
+        self.code = np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=n)
+        self.has_rest = self.length < lengths - 1
 
     def where(self, test) -> np.ndarray:
         """Which paths have a first component that passes `test`."""
