@@ -352,8 +352,8 @@ def main():
         for s in shapes:
             s.tb.stop(grace_s=10)
 
-    def each(fn):
-        return [fn(s) for s in shapes]
+    def row(label, cell, note=""):
+        return (label, *[cell(s) for s in shapes], note)
 
     def graphs_ms(key):
         return lambda s: f"{s.graphs[key] * 1e3:.0f} ms" if key in s.graphs else "not measured"
@@ -362,30 +362,33 @@ def main():
         return sum(s.graphs[k] for k in ("graph", "tag", "memory")) if all(
             k in s.graphs for k in ("graph", "tag", "memory")) else None
 
+    def through_playwright(s):
+        return f"{statistics.median(s.clicks_ms(1)):.1f} ms" if s.clicks_ms(1) else "-"
+
+    def response_size(s):
+        return f"{s.graphs['run_metadata_bytes'] / 2**20:.1f} MiB" if "run_metadata_bytes" in s.graphs else "-"
+
     rows = [
-        ("step", *each(lambda s: f"{s.run}/{s.tag}")),
-        ("Memory tab (ours)", *each(lambda s: "")),
-        ("  tab opened -> interactive, cold", *each(lambda s: f"{s.tab_cold * 1e3:.0f} ms"),
-         f"server caches empty; target <= {TARGET_TTI_S:.1f} s"),
-        ("  tab opened -> interactive, warm (best)", *each(lambda s: f"{min(s.tab_warm) * 1e3:.0f} ms")),
-        ("  page load -> interactive, warm (best)", *each(lambda s: f"{min(s.page_warm) * 1e3:.0f} ms"),
-         "TensorBoard's app load included"),
-        ("  click -> details shown, in page (median)", *each(lambda s: f"{s.click_median_s() * 1e3:.1f} ms"),
-         f"target <= {TARGET_CLICK_S * 1e3:.0f} ms"),
-        ("    clicks", *each(lambda s: ", ".join(f"{c:.0f}" for c in s.clicks_ms(0)) + " ms")),
-        ("  click -> details, through Playwright", *each(
-            lambda s: f"{statistics.median(s.clicks_ms(1)):.1f} ms" if s.clicks_ms(1) else "-"),
-         "its round trips included"),
-        ("TensorBoard Graphs dashboard", *each(lambda s: "")),
-        ("  graph rendered", *each(graphs_ms("graph"))),
-        ("    tag chosen -> run_metadata answered", *each(graphs_ms("run_metadata_response"))),
-        ("  tag chosen -> stats attached, Memory on", *each(graphs_ms("tag"))),
-        ("  Memory clicked -> nodes coloured", *each(graphs_ms("memory"))),
-        ("  run_metadata response size", *each(lambda s: f"{s.graphs['run_metadata_bytes'] / 2**20:.1f} MiB"
-                                                         if "run_metadata_bytes" in s.graphs else "-")),
-        ("  total (graph + tag + memory)", *each(lambda s: f"{total_s(s) * 1e3:.0f} ms" if total_s(s) else "-")),
-        ("TensorBoard total / our cold interactive", *each(lambda s: f"{total_s(s) / s.tab_cold:.1f}x"
-                                                              if total_s(s) else "-")),
+        row("step", lambda s: f"{s.run}/{s.tag}"),
+        row("Memory tab (ours)", lambda s: ""),
+        row("  tab opened -> interactive, cold", lambda s: f"{s.tab_cold * 1e3:.0f} ms",
+            f"server caches empty; target <= {TARGET_TTI_S:.1f} s"),
+        row("  tab opened -> interactive, warm (best)", lambda s: f"{min(s.tab_warm) * 1e3:.0f} ms"),
+        row("  page load -> interactive, warm (best)", lambda s: f"{min(s.page_warm) * 1e3:.0f} ms",
+            "TensorBoard's app load included"),
+        row("  click -> details shown, in page (median)", lambda s: f"{s.click_median_s() * 1e3:.1f} ms",
+            f"target <= {TARGET_CLICK_S * 1e3:.0f} ms"),
+        row("    clicks", lambda s: ", ".join(f"{c:.0f}" for c in s.clicks_ms(0)) + " ms"),
+        row("  click -> details, through Playwright", through_playwright, "its round trips included"),
+        row("TensorBoard Graphs dashboard", lambda s: ""),
+        row("  graph rendered", graphs_ms("graph")),
+        row("    tag chosen -> run_metadata answered", graphs_ms("run_metadata_response")),
+        row("  tag chosen -> stats attached, Memory on", graphs_ms("tag")),
+        row("  Memory clicked -> nodes coloured", graphs_ms("memory")),
+        row("  run_metadata response size", response_size),
+        row("  total (graph + tag + memory)", lambda s: f"{total_s(s) * 1e3:.0f} ms" if total_s(s) else "-"),
+        row("TensorBoard total / our cold interactive",
+            lambda s: f"{total_s(s) / s.tab_cold:.1f}x" if total_s(s) else "-"),
     ]
     print(", ".join(f"{s.shape}: {s.logdir}" for s in shapes))
     print(f"Chromium {executable}, {VIEWPORT['width']}x{VIEWPORT['height']}; warm: best of {max(args.warm, 1)}")

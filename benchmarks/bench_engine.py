@@ -35,6 +35,7 @@ from tb_memory_plugin import graph as graph_mod, report, store  # noqa: E402
 
 TARGET_RATIO = 5.0
 TARGET_WARM_S = 0.020
+MIB = 2**20
 
 
 def timed(fn):
@@ -128,31 +129,30 @@ def main():
     warm = [step.warm(max(args.repeat, 5)) for step in steps]
     rss = [rss_of_one_analysis(step.directory) for step in steps]
 
-    def each(fn):
-        return [fn(i, step) for i, step in enumerate(steps)]
+    def row(label, cell, note=""):
+        return (label, *[cell(i, step) for i, step in enumerate(steps)], note)
 
-    def device(step):
-        return step.analysed[1]["devices"][0]
+    def over_bytes_read(i, step):
+        extra = rss[i]["peak"] - rss[i]["loaded"]
+        return f"+{extra / MIB:.0f} MiB ({extra / len(step.data):.1f}x)"
 
-    mib = 2**20
     rows = [
-        ("node stats (distinct names)", *each(lambda i, s: f"{s.node_stats:,} ({100 * s.distinct / s.node_stats:.0f}%)")),
-        ("RunMetadata", *each(lambda i, s: f"{len(s.data) / mib:.1f} MiB")),
-        ("peak rise", *each(lambda i, s: f"{device(s)['peak_rise_bytes']:,} B")),
-        ("bare ParseFromString, best (anchor)", *each(lambda i, s: f"{min(s.parse_times) * 1e3:.1f} ms")),
-        ("decode + analyse + summary, cold, best", *each(lambda i, s: f"{min(s.ours_times) * 1e3:.1f} ms")),
-        ("  best against best", *each(lambda i, s: f"{min(s.ours_times) / min(s.parse_times):.1f}x"),
-         f"target <= {TARGET_RATIO:.0f}x"),
-        ("  median of the rounds' own ratios", *each(lambda i, s: f"{statistics.median(s.ratios):.1f}x"),
-         f"target <= {TARGET_RATIO:.0f}x"),
-        ("  rounds' ratios, range", *each(lambda i, s: f"{min(s.ratios):.1f}-{max(s.ratios):.1f}x")),
-        ("  medians: ours / anchor", *each(lambda i, s: f"{statistics.median(s.ours_times) * 1e3:.0f} / "
-                                                      f"{statistics.median(s.parse_times) * 1e3:.0f} ms")),
-        ("cached answer (scope level, warm)", *each(lambda i, s: f"{warm[i] * 1e3:.2f} ms"),
-         f"target < {TARGET_WARM_S * 1e3:.0f} ms"),
-        ("peak RSS, fresh process, one analysis", *each(lambda i, s: f"{rss[i]['peak'] / mib:.0f} MiB")),
-        ("  over imports and the bytes read", *each(lambda i, s: f"+{(rss[i]['peak'] - rss[i]['loaded']) / mib:.0f} MiB"
-                                                                 f" ({(rss[i]['peak'] - rss[i]['loaded']) / len(s.data):.1f}x)")),
+        row("node stats (distinct names)", lambda i, s: f"{s.node_stats:,} ({100 * s.distinct / s.node_stats:.0f}%)"),
+        row("RunMetadata", lambda i, s: f"{len(s.data) / MIB:.1f} MiB"),
+        row("peak rise", lambda i, s: f"{s.analysed[1]['devices'][0]['peak_rise_bytes']:,} B"),
+        row("bare ParseFromString, best (anchor)", lambda i, s: f"{min(s.parse_times) * 1e3:.1f} ms"),
+        row("decode + analyse + summary, cold, best", lambda i, s: f"{min(s.ours_times) * 1e3:.1f} ms"),
+        row("  best against best", lambda i, s: f"{min(s.ours_times) / min(s.parse_times):.1f}x",
+            f"target <= {TARGET_RATIO:.0f}x"),
+        row("  median of the rounds' own ratios", lambda i, s: f"{statistics.median(s.ratios):.1f}x",
+            f"target <= {TARGET_RATIO:.0f}x"),
+        row("  rounds' ratios, range", lambda i, s: f"{min(s.ratios):.1f}-{max(s.ratios):.1f}x"),
+        row("  medians: ours / anchor", lambda i, s: f"{statistics.median(s.ours_times) * 1e3:.0f} / "
+                                                     f"{statistics.median(s.parse_times) * 1e3:.0f} ms"),
+        row("cached answer (scope level, warm)", lambda i, s: f"{warm[i] * 1e3:.2f} ms",
+            f"target < {TARGET_WARM_S * 1e3:.0f} ms"),
+        row("peak RSS, fresh process, one analysis", lambda i, s: f"{rss[i]['peak'] / MIB:.0f} MiB"),
+        row("  over imports and the bytes read", over_bytes_read),
     ]
     print_table([s.shape for s in steps], rows)
     for step in steps:

@@ -69,7 +69,8 @@ def per_name_caches() -> list:
 
 def print_table(columns: list[str], rows: list[tuple], first_width: int = 44) -> None:
     """Rows of (label, one cell per column[, note]) with the columns side by side."""
-    width = 2 + max([20] + [len(c) for c in columns] + [len(str(cell)) for _, *cells in rows for cell in cells[:len(columns)]])
+    cells = [cell for _, *row in rows for cell in row[:len(columns)]]
+    width = 2 + max([20] + [len(c) for c in columns] + [len(cell) for cell in cells])
     print(f"{'':{first_width}s}" + "".join(f"{c:>{width}s}" for c in columns))
     for label, *cells in rows:
         note = cells[len(columns)] if len(cells) > len(columns) else ""
