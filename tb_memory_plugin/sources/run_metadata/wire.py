@@ -84,16 +84,29 @@ class Labels(Mapping):
     on deep models, where every node has its own name.
     """
 
-    def __init__(self, distinct_names: list[str], first_blobs: list[bytes]) -> None:
+    def __init__(self, distinct_names: list[str], node_stats, first_exec: np.ndarray) -> None:
         self._names = distinct_names
-        self._blobs = first_blobs  # the first node of each distinct name, in name order
+        self._node_stats = node_stats  # the serialized nodes
+        self._first_exec = first_exec  # the first node of each distinct name, in name order
         self._code: dict[str, int] | None = None
 
     def __getitem__(self, name: str) -> str:
         if self._code is None:
             self._code = dict(zip(self._names, range(len(self._names))))
-        labels = classes()["Labels"].FromString(self._blobs[self._code[name]]).timeline_label
+        node = self._node_stats[int(self._first_exec[self._code[name]])]
+        labels = classes()["Labels"].FromString(node).timeline_label
         return labels[-1].decode("utf-8", "replace") if labels else ""
+
+    def outputs(self, name: str) -> list[tuple[tuple[int, ...], int]]:
+        """(shape, requested bytes) of each output of the name's first node (the what-if's
+        batch dimension), read through the protos when asked: not in the columns."""
+        if self._code is None:
+            self._code = dict(zip(self._names, range(len(self._names))))
+        index = self._code.get(name)
+        try:
+            return [] if index is None else reference.output_shapes(reference.parse_node(self._blobs[index]))
+        except DecodeError:  # text the protos refuse (read by the columns with U+FFFD): no shapes
+            return []
 
     def __iter__(self):
         return iter(self._names)
@@ -127,7 +140,6 @@ class _ColumnarReading:
         # Distinct names -> code in first-seen order; a missing name gets the next code.
         self.name_index: collections.defaultdict = collections.defaultdict()
         self.name_index.default_factory = self.name_index.__len__
-        self.label_blobs: list[bytes] = []  # the first execution of each distinct name, in code order
 
     def read(self, node_stats) -> dict:
         parts = [self._chunk(node_stats[i:i + CHUNK_NODES], i) for i in range(0, len(node_stats), CHUNK_NODES)]
@@ -137,11 +149,15 @@ class _ColumnarReading:
 
         # Names from other writers may not be UTF-8: shown with U+FFFD rather than refused.
         distinct_names = _decode_all(list(self.name_index))
+        name_code = joined("name_code", (0,))
+        # The first execution of each distinct name, in code order: its node holds the label.
+        first_exec = np.unique(name_code, return_index=True)[1]  # codes are 0..k-1, all present
         return {
             "distinct_names": distinct_names,
-            **{key: joined(key, (0,)) for key in ("name_code", "start", "end", "temp", "persistent")},
+            "name_code": name_code,
+            **{key: joined(key, (0,)) for key in ("start", "end", "temp", "persistent")},
             **{key: joined(key, (0, width)) for key, width in (("memory", 6), ("records", 4), ("outputs", 3))},
-            "label_of": Labels(distinct_names, self.label_blobs),
+            "label_of": Labels(distinct_names, node_stats, first_exec),
             "allocator_codes": self.allocator_codes,
             "named_from": self.named_from,
             "read_by": "wire",
@@ -168,12 +184,7 @@ class _ColumnarReading:
             columns[key][:, 0] += offset
 
         names = mk.dense_bytes(nodes.node_name, n)
-        before = len(self.name_index)
         name_code = np.fromiter(map(self.name_index.__getitem__, names), dtype=np.int64, count=n)
-        if len(self.name_index) > before:  # names first seen in this chunk: keep their first node for its label
-            fresh = np.flatnonzero(name_code >= before)
-            _, first = np.unique(name_code[fresh], return_index=True)
-            self.label_blobs.extend(node_blobs[i] for i in fresh[first].tolist())
         start = mk.dense_scalar(nodes.all_start_micros, n)
         columns.update({
             "name_code": name_code,
