@@ -192,7 +192,11 @@ export class App {
     const { summary, device } = this.state;
     this.page.summary.setData(summary, device, this.state.openingFor(summary?.run ?? null, summary?.tag ?? null));
     this.page.stepOps.setDevice(device);
-    if (device) this.page.treemap.setHasCurve(device.has_curve !== false);
+    if (!device) return;
+    const hasCurve = device.has_curve !== false;
+    this.page.treemap.setHasCurve(hasCurve);
+    this.page.details.setHasCurve(hasCurve);
+    this.page.graph.setHasCurve(hasCurve);
   }
 
   /**

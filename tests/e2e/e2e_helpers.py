@@ -163,9 +163,12 @@ class Dashboard:
             arg=scope, timeout=20_000)
 
     def details_bytes(self) -> dict[str, int]:
+        """The figures the details panel shows; at peak is left out for a trace without a curve."""
         out = {}
         for figure in ("at_peak", "allocated", "output"):
             hook = f"details-{figure.replace('_', '-')}-bytes"
+            if figure == "at_peak" and self.loc(tid(hook)).count() == 0:
+                continue
             raw = self.loc(tid(hook)).get_attribute("data-bytes")
             assert raw is not None and re.fullmatch(r"-?\d+", raw), f"{hook} data-bytes={raw!r}"
             out[f"{figure}_bytes"] = int(raw)

@@ -54,10 +54,12 @@ def _open_run(dash, run: str) -> tuple[str, str]:
     return tag, device
 
 
-def _assert_details_match(dash, run, tag, device, scope, group="layer"):
+def _assert_details_match(dash, run, tag, device, scope, group="layer", has_curve=True):
+    """The details panel shows the scope route's figures; without a curve, at peak is left out (never "0 B")."""
     dash.wait_details(scope)
     expected = _figures(dash.tb.api("scope", run=run, tag=tag, device=device, group=group, scope=scope))
-    assert dash.details_bytes() == expected, f"details of {scope!r} differ from the scope route"
+    shown = expected if has_curve else {k: v for k, v in expected.items() if k != "at_peak_bytes"}
+    assert dash.details_bytes() == shown, f"details of {scope!r} differ from the scope route"
     return expected
 
 
@@ -399,6 +401,12 @@ def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
     assert dash.loc(tid("curve-note")).is_visible() and dash.loc(tid("curve-peak")).count() == 0
     assert dash.value("size-picker") == "allocated_bytes"
     assert dash.loc(tid("treemap-tile")).count() > 0
+    # The details panel and the graph show allocated and output bytes, and no at-peak figure.
+    _assert_details_match(dash, run, tag, device, "", has_curve=False)
+    details = dash.loc(tid("details")).inner_text()
+    assert "at peak" not in details and "peak rise" not in details and "no curve" in details, details
+    graph = dash.loc(tid("graph")).text_content()
+    assert dash.loc(tid("graph-node")).count() > 0 and "allocated" in graph and "at peak" not in graph, graph
     dash.screenshot("no-curve")
 
     options = dict(dash.loc(f'{tid("device-picker")} option').evaluate_all("os => os.map(o => [o.value, o.textContent])"))
@@ -408,7 +416,7 @@ def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
         assert ("(host memory)" in options[d["id"]]) == (d["id"] in hosts), options
     dash.select("device-picker", hosts[0])
     assert dash.loc(tid("summary-memory")).inner_text().strip() == "host memory"
-    _assert_details_match(dash, run, tag, hosts[0], "")
+    _assert_details_match(dash, run, tag, hosts[0], "", has_curve=False)
     dash.screenshot("host-memory")
 
     # Back on a step with a curve: at-peak sizes, the curve and its peak.

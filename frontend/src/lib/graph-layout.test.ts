@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { graphNode } from '../test-fixtures/graph';
 import type { GraphNode, GraphResponse } from '../api';
-import { BOX_HEIGHT, boxWidth, layoutGraph } from './graph-layout';
+import { BOX_HEIGHT, boxBytes, boxFiguresText, boxSubLabel, boxWidth, layoutGraph } from './graph-layout';
 
 const node = (id: string): GraphNode => graphNode(id, id.split('/').pop()!);
 
@@ -48,5 +48,22 @@ describe('layoutGraph', () => {
   it('sizes boxes by label within bounds', () => {
     expect(boxWidth('a')).toBe(70);
     expect(boxWidth('x'.repeat(500))).toBe(220);
+  });
+});
+
+describe('box labels', () => {
+  const n: GraphNode = { ...graphNode('m/a', 'a'), op_type: 'Conv2D', at_peak_bytes: 0, allocated_bytes: 2048, output_bytes: 1024 };
+
+  it('shows at peak with a curve', () => {
+    expect(boxSubLabel({ ...n, at_peak_bytes: 1024 })).toBe('1.00 KiB · Conv2D');
+    expect(boxFiguresText({ ...n, at_peak_bytes: 1024 })).toBe('at peak 1.00 KiB · allocated 2.00 KiB · output 1.00 KiB');
+    expect(boxBytes({ ...n, at_peak_bytes: 1024 })).toBe(1024);
+  });
+
+  it('shows allocated bytes, and no "at peak 0 B", without a curve', () => {
+    expect(boxSubLabel(n, false)).toBe('2.00 KiB allocated · Conv2D');
+    expect(boxFiguresText(n, false)).toBe('allocated 2.00 KiB · output 1.00 KiB');
+    expect(boxFiguresText(n, false)).not.toContain('at peak');
+    expect(boxBytes(n, false)).toBe(2048);
   });
 });

@@ -4,6 +4,7 @@
 import dagre from '@dagrejs/dagre';
 import type { GraphEdge, GraphNode, GraphResponse } from '../api';
 import { formatBytes } from '../format';
+import { rankingFigure } from './peak-figures';
 
 export interface PlacedNode {
   node: GraphNode;
@@ -34,12 +35,25 @@ export function boxWidth(label: string): number {
   return Math.max(MIN_BOX_WIDTH, Math.min(MAX_BOX_WIDTH, label.length * CHAR_PX + 20));
 }
 
-/** The second line of a box: its bytes at the peak and its op type. */
-export function boxSubLabel(node: GraphNode): string {
-  return `${formatBytes(node.at_peak_bytes)}${node.op_type ? ` · ${node.op_type}` : ''}`;
+/** The bytes a box is shaded and labelled by: at peak, or allocated for a trace without a curve. */
+export function boxBytes(node: GraphNode, hasCurve = true): number {
+  return node[rankingFigure(hasCurve)];
 }
 
-export function layoutGraph(graph: GraphResponse): GraphLayout {
+/** The second line of a box: its bytes at the peak (allocated, said so, without a curve) and its op type. */
+export function boxSubLabel(node: GraphNode, hasCurve = true): string {
+  const bytes = hasCurve ? formatBytes(node.at_peak_bytes) : `${formatBytes(node.allocated_bytes)} allocated`;
+  return `${bytes}${node.op_type ? ` · ${node.op_type}` : ''}`;
+}
+
+/** The figures of a box's tooltip, leaving out at peak when the trace has no curve. */
+export function boxFiguresText(node: GraphNode, hasCurve = true): string {
+  const parts = [`allocated ${formatBytes(node.allocated_bytes)}`, `output ${formatBytes(node.output_bytes)}`];
+  if (hasCurve) parts.unshift(`at peak ${formatBytes(node.at_peak_bytes)}`);
+  return parts.join(' · ');
+}
+
+export function layoutGraph(graph: GraphResponse, hasCurve = true): GraphLayout {
   const g = new dagre.graphlib.Graph({ multigraph: false });
   g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 36, marginx: 12, marginy: 12 });
   g.setDefaultEdgeLabel(() => ({}));
@@ -47,7 +61,7 @@ export function layoutGraph(graph: GraphResponse): GraphLayout {
   for (const node of graph.nodes) {
     ids.add(node.id);
     // The second line is a size smaller: about 0.9 of a name character per character.
-    const width = Math.max(boxWidth(node.name), Math.min(MAX_BOX_WIDTH, Math.ceil(boxSubLabel(node).length * CHAR_PX * 0.9) + 20));
+    const width = Math.max(boxWidth(node.name), Math.min(MAX_BOX_WIDTH, Math.ceil(boxSubLabel(node, hasCurve).length * CHAR_PX * 0.9) + 20));
     g.setNode(node.id, { width, height: BOX_HEIGHT });
   }
   const edges = graph.edges.filter((e) => ids.has(e.source) && ids.has(e.target) && e.source !== e.target);

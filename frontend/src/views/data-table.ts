@@ -29,6 +29,10 @@ export class DataTable<T> {
   private rows: readonly T[] = [];
   private sort: SortState;
   private allColumns = false;
+  /** Columns left out (shown and exported): figures the step does not have. */
+  private omitted: ReadonlySet<string> = new Set();
+  /** The sort was moved off an omitted column (not by the user): it goes back when the column does. */
+  private autoSorted = false;
 
   constructor(private readonly options: DataTableOptions<T>) {
     this.sort = options.initialSort;
@@ -39,10 +43,10 @@ export class DataTable<T> {
     const csv = el('button', { type: 'button', 'data-testid': ids.csv, title: 'Download this table as CSV (exact byte counts)' }, 'CSV');
     const json = el('button', { type: 'button', 'data-testid': ids.json, title: 'Download this table as JSON (exact byte counts)' }, 'JSON');
     csv.addEventListener('click', () =>
-      downloadText(toCsv(options.columns, this.sorted()), exportFileName(options.fileName(), 'csv'), 'text/csv;charset=utf-8'),
+      downloadText(toCsv(this.columns(), this.sorted()), exportFileName(options.fileName(), 'csv'), 'text/csv;charset=utf-8'),
     );
     json.addEventListener('click', () =>
-      downloadText(toJson(options.columns, this.sorted()), exportFileName(options.fileName(), 'json'), 'application/json'),
+      downloadText(toJson(this.columns(), this.sorted()), exportFileName(options.fileName(), 'json'), 'application/json'),
     );
     this.exports = el('span', { class: 'exports' }, el('span', { class: 'muted' }, 'Export'), csv, json);
     if (options.shownColumns && options.columnToggle) {
@@ -64,14 +68,36 @@ export class DataTable<T> {
     this.render();
   }
 
+  /**
+   * Leaves out columns of figures the step does not have (at peak, without a
+   * curve), from the page and the exports; a sort on one of them moves to
+   * `sortInstead` until they come back.
+   */
+  omitColumns(keys: readonly string[], sortInstead: SortState): void {
+    this.omitted = new Set(keys);
+    if (this.omitted.has(this.sort.key)) {
+      this.sort = sortInstead;
+      this.autoSorted = true;
+    } else if (this.autoSorted && !this.omitted.has(this.options.initialSort.key)) {
+      this.sort = this.options.initialSort;
+      this.autoSorted = false;
+    }
+    this.render();
+  }
+
   /** Rows in the current sort order: what is shown and exported. */
   sorted(): T[] {
     return sortRows(this.rows, this.options.columns, this.sort);
   }
 
+  /** Every column but the omitted ones: what is exported. */
+  private columns(): Column<T>[] {
+    return this.options.columns.filter((c) => !this.omitted.has(c.key));
+  }
+
   private shown(): Column<T>[] {
     const keys = this.options.shownColumns;
-    return keys && !this.allColumns ? this.options.columns.filter((c) => keys.includes(c.key)) : this.options.columns;
+    return keys && !this.allColumns ? this.columns().filter((c) => keys.includes(c.key)) : this.columns();
   }
 
   private render(): void {
@@ -87,6 +113,7 @@ export class DataTable<T> {
       const button = el('button', { type: 'button', 'data-sort-key': column.key, title: column.label }, label + arrow);
       button.addEventListener('click', () => {
         this.sort = nextSort(this.sort, column);
+        this.autoSorted = false;
         this.render();
       });
       head.append(

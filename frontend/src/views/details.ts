@@ -5,6 +5,7 @@ import { CATEGORY_NAMES, type DeviceSummary, type FigureName, type NodeExecution
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatCount, formatExactBytes, formatPercent, formatTime, shareOf } from '../format';
 import { CATEGORY_COLORS } from '../lib/colors';
+import { PEAK_ONLY_KEYS, existingFigures } from '../lib/peak-figures';
 import { isFullDetails, type ScopePreview } from '../lib/scope-preview';
 import type { Column } from '../lib/table';
 import type { Selection } from '../selection';
@@ -75,6 +76,9 @@ export class DetailsView {
   /** Time span line and the tables below the head: what the full details add to a preview. */
   private spanLine: HTMLElement = el('div');
   private rest: HTMLElement = el('div');
+  /** False for a trace without allocation records: at-peak figures do not exist and are left out. */
+  private hasCurve = true;
+  private shown: ScopeDetails | ScopePreview | null = null;
 
   constructor(private readonly selection: Selection) {
     const fileBase = (table: string) => () => {
@@ -114,6 +118,18 @@ export class DetailsView {
     showPanelError(this.element, message);
   }
 
+  /** Whether the step has a curve; without one, at peak and the share of the peak are left out (redrawn at once). */
+  setHasCurve(hasCurve: boolean): void {
+    if (hasCurve === this.hasCurve) return;
+    this.hasCurve = hasCurve;
+    const omit = hasCurve ? [] : PEAK_ONLY_KEYS;
+    this.nodeTable.omitColumns(omit, { key: 'allocated_bytes', direction: 'desc' });
+    this.scopeOpTable.omitColumns(omit, { key: 'allocated_bytes', direction: 'desc' });
+    const shown = this.shown;
+    this.shownScope = null;
+    this.setData(shown);
+  }
+
   /**
    * Shows a scope's details. A preview (the figures a treemap level already
    * holds) is drawn at once, with the tables marked as loading; the full
@@ -122,6 +138,7 @@ export class DetailsView {
   setData(details: ScopeDetails | ScopePreview | null): void {
     const previous = this.shownScope;
     const wasPreview = this.shownIsPreview;
+    this.shown = details;
     this.details = details && isFullDetails(details) ? details : null;
     this.shownScope = details ? details.scope : null;
     this.shownIsPreview = details !== null && !isFullDetails(details);
@@ -143,18 +160,21 @@ export class DetailsView {
 
   private renderHead(d: ScopePreview): void {
     const scopeText = d.scope === '' ? '(all)' : d.scope;
+    const executions = `${d.kind} · ${formatCount(d.exec_count)} execution${d.exec_count === 1 ? '' : 's'}`;
     this.body.append(
       el('h2', {}, 'Selection'),
       el('div', { class: 'details-title', 'data-testid': 'details-scope', 'data-scope': d.scope }, scopeText),
       el(
         'div',
         { class: 'muted' },
-        `${d.kind} · ${formatCount(d.exec_count)} execution${d.exec_count === 1 ? '' : 's'} · ${formatPercent(d.share_of_peak)} of the peak rise (${formatBytes(d.peak_rise_bytes)})`,
+        this.hasCurve
+          ? `${executions} · ${formatPercent(d.share_of_peak)} of the peak rise (${formatBytes(d.peak_rise_bytes)})`
+          : `${executions} · no curve in this trace: no at-peak figures`,
       ),
     );
 
     const figures = el('table', { class: 'kv' });
-    for (const row of FIGURE_ROWS) {
+    for (const row of existingFigures(FIGURE_ROWS, (r) => r.figure, this.hasCurve)) {
       const bytes = d.figures[row.figure];
       const value = el('td', { class: 'num', title: formatExactBytes(bytes) }, formatBytes(bytes));
       if (row.testId) {
@@ -168,7 +188,8 @@ export class DetailsView {
     }
     this.body.append(figures);
     this.spanLine = el('div', { style: 'margin-top:6px' });
-    this.body.append(this.spanLine, this.categoriesBlock(d));
+    this.body.append(this.spanLine);
+    if (this.hasCurve) this.body.append(this.categoriesBlock(d));
   }
 
   /** The time span and the tables: from the full details, or "loading" for a preview. */
@@ -266,6 +287,7 @@ export class StepOpTypesView {
 
   setDevice(device: DeviceSummary | null): void {
     this.device = device;
+    this.table.omitColumns(device?.has_curve === false ? PEAK_ONLY_KEYS : [], { key: 'allocated_bytes', direction: 'desc' });
     this.caption.textContent = device ? `${formatCount(device.op_types.length)} op types on ${device.id}` : '';
     this.table.setRows(device?.op_types ?? []);
   }

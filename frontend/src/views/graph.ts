@@ -5,10 +5,10 @@ import { select } from 'd3-selection';
 import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from 'd3-zoom';
 import type { GraphResponse } from '../api';
 import { el, setLoading, showPanelError } from '../dom';
-import { formatBytes, formatCount } from '../format';
+import { formatCount } from '../format';
 import { byteShade } from '../lib/colors';
 import { fitTransform, layoutBounds, panIntoView, readableScale, type Bounds } from '../lib/graph-fit';
-import { boxSubLabel, layoutGraph, type GraphLayout } from '../lib/graph-layout';
+import { boxBytes, boxFiguresText, boxSubLabel, layoutGraph, type GraphLayout } from '../lib/graph-layout';
 import { graphsDashboardHref } from '../lib/links';
 import type { Selection } from '../selection';
 
@@ -62,6 +62,9 @@ export class GraphView {
   /** True from a pointer press in the graph until its click is done: the box under the pointer must not move then (double click). */
   private pointerActive = false;
   private boxById = new Map<string, SVGGElement>();
+  /** False for a trace without allocation records: boxes show allocated bytes, never "at peak 0 B". */
+  private hasCurve = true;
+  private graph: GraphResponse | null = null;
 
   constructor(
     private readonly selection: Selection,
@@ -112,15 +115,23 @@ export class GraphView {
     showPanelError(this.element, message);
   }
 
+  /** Whether the step has a curve (boxes shaded and labelled by at peak, else by allocated bytes); redraws when it changes. */
+  setHasCurve(hasCurve: boolean): void {
+    if (hasCurve === this.hasCurve) return;
+    this.hasCurve = hasCurve;
+    if (this.graph) this.setData(this.graph);
+  }
+
   setData(graph: GraphResponse | null): void {
+    this.graph = graph;
     this.viewport.replaceChildren();
     this.boxById.clear();
     this.rectById.clear();
-    this.layout = graph ? layoutGraph(graph) : null;
+    this.layout = graph ? layoutGraph(graph, this.hasCurve) : null;
     this.bounds = this.layout ? layoutBounds(this.layout) : null;
     // The box holding the most at the peak: the view starts around it when the graph is too big to show whole.
     let biggest: GraphLayout['nodes'][number] | null = null;
-    for (const p of this.layout?.nodes ?? []) if (!biggest || p.node.at_peak_bytes > biggest.node.at_peak_bytes) biggest = p;
+    for (const p of this.layout?.nodes ?? []) if (!biggest || boxBytes(p.node, this.hasCurve) > boxBytes(biggest.node, this.hasCurve)) biggest = p;
     this.anchor = biggest ? { x: biggest.x, y: biggest.y } : null;
     this.updateLink(graph?.graphs_dashboard_run ?? this.selection.get().run);
     if (!graph || !this.layout) {
@@ -145,7 +156,8 @@ export class GraphView {
   }
 
   private draw(graph: GraphResponse, layout: GraphLayout): void {
-    const maxBytes = graph.nodes.reduce((m, n) => Math.max(m, n.at_peak_bytes), 0);
+    const hasCurve = this.hasCurve;
+    const maxBytes = graph.nodes.reduce((m, n) => Math.max(m, boxBytes(n, hasCurve)), 0);
     const edges = svgEl('g');
     const defs = svgEl('defs');
     const marker = svgEl('marker', { id: 'mem-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto-start-reverse' });
@@ -163,7 +175,7 @@ export class GraphView {
     const boxes = svgEl('g');
     for (const p of layout.nodes) {
       const n = p.node;
-      const shade = byteShade(n.at_peak_bytes, maxBytes);
+      const shade = byteShade(boxBytes(n, hasCurve), maxBytes);
       const g = svgEl('g', {
         class: `box ${n.kind}`,
         transform: `translate(${(p.x - p.width / 2).toFixed(1)},${(p.y - p.height / 2).toFixed(1)})`,
@@ -182,13 +194,13 @@ export class GraphView {
       const maxChars = Math.floor((p.width - 10) / (NAME_PX * 0.58));
       name.textContent = n.name.length > maxChars ? `${n.name.slice(0, Math.max(1, maxChars - 1))}…` : n.name;
       const sub = svgEl('text', { x: 6, y: 30, class: 'sub', ...ink });
-      const subText = boxSubLabel(n);
+      const subText = boxSubLabel(n, hasCurve);
       const maxSub = Math.floor((p.width - 10) / (SUB_PX * 0.58));
       sub.textContent = subText.length > maxSub ? `${subText.slice(0, Math.max(1, maxSub - 1))}…` : subText;
       const title = svgEl('title');
       title.textContent = [
         n.id,
-        `at peak ${formatBytes(n.at_peak_bytes)} · allocated ${formatBytes(n.allocated_bytes)} · output ${formatBytes(n.output_bytes)}`,
+        boxFiguresText(n, hasCurve),
         `${formatCount(n.node_count)} node${n.node_count === 1 ? '' : 's'}${n.op_type ? ` · ${n.op_type}` : ''}`,
         n.kind === 'scope' ? 'double click to drill in' : '',
       ]

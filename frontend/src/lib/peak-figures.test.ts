@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { PEAK_ONLY_KEYS, existingFigures, rankingFigure } from './peak-figures';
+
+describe('peak figures', () => {
+  const rows = [{ key: 'at_peak_bytes' }, { key: 'allocated_bytes' }, { key: 'share_of_peak' }, { key: 'output_bytes' }];
+
+  it('keeps every figure of a step with a curve', () => {
+    expect(existingFigures(rows, (r) => r.key, true)).toEqual(rows);
+  });
+
+  it('leaves out at-peak figures without a curve, in order', () => {
+    expect(existingFigures(rows, (r) => r.key, false).map((r) => r.key)).toEqual(['allocated_bytes', 'output_bytes']);
+    expect(PEAK_ONLY_KEYS).toContain('at_peak_bytes');
+  });
+
+  it('ranks by allocated bytes without a curve', () => {
+    expect(rankingFigure(true)).toBe('at_peak_bytes');
+    expect(rankingFigure(false)).toBe('allocated_bytes');
+  });
+});
