@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -78,6 +78,9 @@ class SpaceTrace:
     # + reserved): what a step must fit in. RunMetadata has neither.
     snapshot_series: Mapping[str, np.ndarray] = field(default_factory=dict)
     capacity_bytes: int | None = None
+    # (shape, requested bytes) of each output of a runtime name's first execution, read on
+    # demand where the source keeps them (the batch-size what-if); None where it cannot.
+    outputs_of: Callable[[str], list[tuple[tuple[int, ...], int]]] | None = None
 
     @property
     def exec_count(self) -> int:

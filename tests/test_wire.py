@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import config_pb2, step_stats_pb2
 
 from tb_memory_plugin import analysis
-from tracedata import exec_names
+from tracedata import UNET_BATCH, exec_names
 from tb_memory_plugin.sources import run_metadata
 from tb_memory_plugin.sources.run_metadata import reference, wire
 
@@ -116,6 +116,27 @@ def test_real_trace_decodes_like_the_protos(unet_trace):
         assert got.named_from is None  # a CPU step: read on one allocator throughout
     # The real trace does leave fields out (zero durations), so the sentinels matter.
     assert any(n.all_end_rel_micros == 0 for d in devices for n in d.node_stats)
+
+
+def test_output_shapes_of_each_name_are_its_first_nodes(unet_trace):
+    """The what-if's shapes: per distinct name, its first node's outputs, alike from both readers
+    and from the protos; the feeds carry the batch."""
+    device = next(d for d in unet_trace.proto.step_stats.dev_stats if d.node_stats)
+    blobs = _blobs(device.node_stats)
+    columns = wire.NodeColumns(blobs)
+    expected = wire.NodeColumns(blobs, reader=reference.read)
+    first = {}
+    for node in device.node_stats:
+        first.setdefault(node.node_name, [(tuple(d.size for d in o.tensor_description.shape.dim),
+                                           o.tensor_description.allocation_description.requested_bytes)
+                                          for o in node.output])
+    for name, outputs in first.items():
+        assert columns.label_of.outputs(name) == expected.label_of.outputs(name) == outputs, name
+    assert columns.label_of.outputs("no such node") == expected.label_of.outputs("no such node") == []
+    feeds = [name for name in first if name.startswith("_arg_")]
+    assert feeds and all(columns.label_of.outputs(name)[0][0][0] == UNET_BATCH for name in feeds)
+    (space, *_) = run_metadata.decode(unet_trace.run_metadata_bytes).spaces
+    assert space.outputs_of(feeds[0]) == first[feeds[0]]
 
 
 def test_nodes_with_nothing_set():

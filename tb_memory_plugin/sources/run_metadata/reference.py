@@ -19,7 +19,7 @@ def read(node_stats) -> dict:
     """
     allocator_codes: dict[str, int] = {}
     name_codes: dict[str, int] = {}
-    label_of: dict[str, str] = {}
+    label_of = FirstNodes()
     name_code, start, end, temp, persistent = [], [], [], [], []
     memory, records, outputs = [], [], []
     for i, blob in enumerate(node_stats):
@@ -27,6 +27,7 @@ def read(node_stats) -> dict:
         if node.node_name not in name_codes:
             name_codes[node.node_name] = len(name_codes)
             label_of[node.node_name] = node.timeline_label  # the first execution's
+            label_of.shapes[node.node_name] = output_shapes(node)
         name_code.append(name_codes[node.node_name])
         start.append(node.all_start_micros)
         end.append(node.all_start_micros + node.all_end_rel_micros)
@@ -66,6 +67,23 @@ def read(node_stats) -> dict:
 def parse_node(blob: bytes) -> step_stats_pb2.NodeExecStats:
     """One serialized NodeExecStats (DecodeError where the protos refuse it)."""
     return step_stats_pb2.NodeExecStats.FromString(blob)
+
+
+def output_shapes(node: step_stats_pb2.NodeExecStats) -> list[tuple[tuple[int, ...], int]]:
+    """(shape, requested bytes) of each output, in output order; -1 for a dimension not known."""
+    return [(tuple(dim.size for dim in output.tensor_description.shape.dim),
+             output.tensor_description.allocation_description.requested_bytes) for output in node.output]
+
+
+class FirstNodes(dict):
+    """timeline_label by name (a plain dict to compare), and each name's first node's output shapes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: dict[str, list[tuple[tuple[int, ...], int]]] = {}
+
+    def outputs(self, name: str) -> list[tuple[tuple[int, ...], int]]:
+        return self.shapes.get(name, [])
 
 
 def requested_outputs(node: step_stats_pb2.NodeExecStats) -> list[tuple[str, int]]:

@@ -104,7 +104,9 @@ class Labels(Mapping):
             self._code = dict(zip(self._names, range(len(self._names))))
         index = self._code.get(name)
         try:
-            return [] if index is None else reference.output_shapes(reference.parse_node(self._blobs[index]))
+            if index is None:
+                return []
+            return reference.output_shapes(reference.parse_node(self._node_stats[int(self._first_exec[index])]))
         except DecodeError:  # text the protos refuse (read by the columns with U+FFFD): no shapes
             return []
 
