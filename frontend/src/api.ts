@@ -126,10 +126,15 @@ export interface DeviceSummary {
   op_types: OpTypeTotal[];
   top_scopes: TopScope[];
 }
+/** Where a step comes from: `run_metadata` (step stats) or `xplane` (a step of a profiler XPlane file). */
+export type TraceSource = 'run_metadata' | 'xplane';
+
 export interface SummaryResponse {
   run: string;
   tag: string;
   step: number | null;
+  /** Absent from older servers (then step stats). */
+  source?: TraceSource;
   status: SummaryStatus;
   message: string | null;
   duration_us: Micros | null;

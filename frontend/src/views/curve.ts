@@ -9,7 +9,8 @@ import { select, type Selection as D3Selection } from 'd3-selection';
 import { area, curveStepAfter, line } from 'd3-shape';
 import type { CurveResponse, TimeSpan } from '../api';
 import { el, setLoading, showPanelError } from '../dom';
-import { formatBytes, formatBytesDelta, formatTime } from '../format';
+import { formatBytes, formatBytesDelta, formatPercent, formatTime } from '../format';
+import { capacityPlacement, readingsAt, reservedSeries, shareOfCapacity } from '../lib/allocator-readings';
 import { colorForRank } from '../lib/colors';
 import { nearestIndex, relativeBytes, stackSeries, zoomRange, type HighlightSeries, type StackedLayer } from '../lib/curve-data';
 import { curveToDraw, highlightOn, type DrawnCurve } from '../lib/curve-window';
@@ -191,6 +192,12 @@ export class CurveView {
     if (stacked) {
       for (const l of this.layers) for (let i = 0; i < l.y1.length; i++) yMin = Math.min(yMin, offset + l.y1[i]!);
     }
+    // The allocator's reserved bytes (a thin line) and its limit, when near enough to draw without flattening the curve.
+    const reserved = stacked ? null : reservedSeries(c.snapshots);
+    if (reserved) for (const b of reserved) yMax = Math.max(yMax, b);
+    const capacity = step.capacity_bytes ?? null;
+    const placement = capacityPlacement(capacity, yMax, step.absolute);
+    if (placement === 'line') yMax = Math.max(yMax, capacity!);
     this.x = scaleLinear().domain(domain).range([MARGIN.left, width - MARGIN.right]);
     this.y = scaleLinear().domain([yMin, yMax * 1.1]).nice(5).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
     const x = this.x;
@@ -199,6 +206,8 @@ export class CurveView {
     const captionText = [
       step.absolute ? 'absolute bytes in use (allocator baseline known)' : 'relative to the start of the step: the allocator gave no baseline',
       c.snapshots.t_us.length > 1 && !stacked ? 'dotted: the allocator’s own bytes-in-use snapshots' : null,
+      reserved ? 'thin: its reserved bytes' : null,
+      placement === 'line' ? 'red line: the allocator’s limit' : null,
     ]
       .filter(Boolean)
       .join(' · ');
@@ -288,6 +297,21 @@ export class CurveView {
         .y((i) => y(s.bytes[i]!));
       plot.append('path').attr('class', 'snapshots').attr('d', snapLine(s.t_us.map((_v, i) => i)));
     }
+    if (reserved && c.snapshots.t_us.length > 0) {
+      const s = c.snapshots;
+      const reservedLine = line<number>()
+        .curve(curveStepAfter)
+        .x((i) => x(s.t_us[i]!))
+        .y((i) => y(reserved[i] ?? 0));
+      plot
+        .append('path')
+        .attr('class', 'reserved')
+        .attr('data-testid', 'curve-reserved')
+        .attr('d', reservedLine(s.t_us.map((_v, i) => i)))
+        .append('title')
+        .text('the allocator’s reserved bytes');
+    }
+    if (placement !== null && capacity !== null) this.drawCapacity(capacity, placement, width);
 
     const peakInfo = step.peak;
     if (peakInfo) {
@@ -314,6 +338,37 @@ export class CurveView {
     svg.append('g').attr('class', 'hover');
     svg.append('rect').attr('class', 'drag hidden');
     this.drawOverlays();
+  }
+
+  /**
+   * The allocator's limit: a line across the plot when it is near the curve,
+   * else a label at the top saying how far above it is. Either way it carries
+   * data-bytes (a test hook) and a title with the peak's share of it.
+   */
+  private drawCapacity(capacity: number, placement: 'line' | 'above', width: number): void {
+    const peak = this.curve?.peak?.bytes ?? null;
+    const share = shareOfCapacity(peak, capacity);
+    const label = `limit ${formatBytes(capacity)}`;
+    const title = `The allocator’s limit: ${formatBytes(capacity)}${share === null ? '' : `; the peak fills ${formatPercent(share)} of it`}`;
+    const g = this.svg
+      .append('g')
+      .attr('class', 'capacity')
+      .attr('data-testid', 'curve-capacity')
+      .attr('data-placement', placement)
+      .attr('data-bytes', String(capacity));
+    g.append('title').text(title);
+    if (placement === 'line') {
+      const cy = this.y(capacity);
+      g.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', cy).attr('y2', cy);
+      g.append('text').attr('x', width - MARGIN.right - 4).attr('y', cy - 3).attr('text-anchor', 'end').text(label);
+      return;
+    }
+    // Top left inside the plot: the peak's label owns the strip above it.
+    g.append('text')
+      .attr('x', MARGIN.left + 4)
+      .attr('y', MARGIN.top + 8)
+      .attr('text-anchor', 'start')
+      .text(`${label} (above the plot${share === null ? '' : `; peak ${formatPercent(share)} of it`})`);
   }
 
   /** The selected scope's own bytes and its time span, on the current scales. */
@@ -441,6 +496,14 @@ export class CurveView {
     if (step.absolute) lines.push(el('div', { class: 'muted' }, `${formatBytesDelta(rel)} over the step start`));
     if (min !== max) lines.push(el('div', { class: 'muted' }, `bucket range ${formatBytes(min)} – ${formatBytes(max)}`));
     if (op !== null) lines.push(el('div', {}, 'op: ', el('code', {}, op)));
+    const readings = readingsAt(c.snapshots, t);
+    if (readings) {
+      const parts = [
+        readings.reserved_bytes !== null ? `reserved ${formatBytes(readings.reserved_bytes)}` : null,
+        readings.fragmentation !== null ? `fragmentation ${formatPercent(readings.fragmentation)}` : null,
+      ].filter(Boolean);
+      lines.push(el('div', { class: 'muted', 'data-testid': 'curve-readings' }, `allocator: ${parts.join(' · ')}`));
+    }
     const highlight = highlightOn(c, this.highlight);
     if (highlight) {
       const j = nearestIndex(highlight.t_us, t);

@@ -3,7 +3,8 @@
 
 import type { DefaultStepResponse, DeviceSummary, LargestAtPeak, SummaryResponse } from '../api';
 import { clear, el } from '../dom';
-import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatTime } from '../format';
+import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatPercent, formatTime } from '../format';
+import { shareOfCapacity } from '../lib/allocator-readings';
 import { peakIdentity } from '../lib/identity';
 import { isPinnedHost } from '../lib/memory-kind';
 import type { Selection } from '../selection';
@@ -37,6 +38,11 @@ export class SummaryView {
       );
     }
     if (opening) secondary.append(openingItem(opening));
+    if (summary.source === 'xplane') {
+      secondary.append(
+        el('span', { class: 'note', 'data-testid': 'summary-source', title: `A step of the TF2 profiler’s trace (plugins/profile/…/*.xplane.pb): ${summary.tag}` }, 'profiled step (XPlane)'),
+      );
+    }
     if (device.has_curve === false) this.noCurve(summary, device, main, secondary);
     else this.peak(summary, device, main, secondary);
   }
@@ -54,6 +60,7 @@ export class SummaryView {
     } else {
       main.append(el('span', { class: 'note' }, 'no allocator baseline: relative to the step’s start'));
     }
+    if (device.capacity_bytes) main.append(capacityItem(device.capacity_bytes, absolute ? device.peak_bytes : null));
     if (device.peak_node) {
       const node = device.peak_node;
       const op = node.op_type ? ` (${node.op_type})` : '';
@@ -136,6 +143,20 @@ export class SummaryView {
     });
     return item;
   }
+}
+
+/** "limit 16.0 GiB (peak 42.1%)": the memory the step must fit in, where the trace reports it. */
+function capacityItem(capacity: number, peakBytes: number | null): HTMLElement {
+  const share = shareOfCapacity(peakBytes, capacity);
+  return el(
+    'span',
+    {
+      'data-testid': 'summary-capacity',
+      'data-bytes': String(capacity),
+      title: `The allocator’s limit, ${formatExactBytes(capacity)}: bytes allocated + available + reserved, as the profiler reports them.${share === null ? '' : ` The peak fills ${formatPercent(share)} of it.`}`,
+    },
+    `limit ${formatBytes(capacity)}${share === null ? '' : ` (peak ${formatPercent(share)})`}`,
+  );
 }
 
 function appendNote(line: HTMLElement, text: string): void {

@@ -166,6 +166,19 @@ describe('DetailsView', () => {
     expect(document.querySelectorAll('[data-testid=details-scope]').length).toBe(1);
   });
 
+  it('leaves out at-peak figures for a trace without a curve, and brings them back', () => {
+    const view = new DetailsView(new Selection());
+    mount(view.element);
+    view.setData(details);
+    view.setHasCurve(false);
+    const text = view.element.textContent!;
+    expect(document.querySelector('[data-testid=details-at-peak-bytes]')).toBeNull();
+    expect(document.querySelector('[data-testid=details-allocated-bytes]')).not.toBeNull();
+    expect(text).not.toMatch(/at peak|peak rise/);
+    view.setHasCurve(true);
+    expect(document.querySelector('[data-testid=details-at-peak-bytes]')).not.toBeNull();
+  });
+
   it('sorts the node table by a clicked column', () => {
     const view = new DetailsView(new Selection());
     mount(view.element);
@@ -319,6 +332,19 @@ describe('SummaryView', () => {
     expect(deviceLabel({ ...device, memory_kind: 'host' })).not.toContain('host memory');
   });
 
+  it('shows a profiled step’s limit and says it is a profiled step', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    view.setData({ ...summary, source: 'xplane' }, { ...device, capacity_bytes: 16 * 1048576 });
+    const capacity = document.querySelector<HTMLElement>('[data-testid=summary-capacity]')!;
+    expect(capacity.dataset.bytes).toBe(String(16 * 1048576));
+    expect(capacity.textContent).toBe('limit 16.0 MiB (peak 25.0%)');
+    expect(document.querySelector('[data-testid=summary-source]')!.textContent).toBe('profiled step (XPlane)');
+    view.setData(summary, device);
+    expect(document.querySelector('[data-testid=summary-capacity]')).toBeNull();
+    expect(document.querySelector('[data-testid=summary-source]')).toBeNull();
+  });
+
   it('says why the page opened on this step', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
@@ -336,6 +362,36 @@ describe('SummaryView', () => {
     );
     view.setData(summary, device);
     expect(document.querySelector('[data-testid=summary-reason]')).toBeNull();
+  });
+});
+
+describe('CurveView allocator readings', () => {
+  const profiled: CurveResponse = {
+    window: null, baseline: 'allocator_bytes_in_use', start_bytes: 10, absolute: true,
+    peak: { time_us: 50, bytes: 100, rise_bytes: 90, node: null }, duration_us: 100,
+    t_us: [0, 50, 100], min_bytes: [10, 10, 20], max_bytes: [10, 100, 20], node_at: [0, 0, 0], node_names: ['a'],
+    snapshots: { t_us: [0, 50, 100], bytes: [10, 100, 20], series: { reserved_bytes: [0, 8, 8], fragmentation: [0.5, 0.25, 0.125] } },
+    capacity_bytes: 150,
+    series: [{ scope: null, name: '(other)', bytes: [0, 90, 10] }],
+  };
+
+  it('draws a near limit as a line, a far one as a label, and the reserved bytes as a thin line', () => {
+    const view = new CurveView(new Selection());
+    mount(view.element);
+    view.setCurve(profiled);
+    const capacity = document.querySelector<SVGGElement>('[data-testid=curve-capacity]')!;
+    expect(capacity.dataset.placement).toBe('line');
+    expect(capacity.dataset.bytes).toBe('150');
+    expect(capacity.querySelector('line')).not.toBeNull();
+    expect(document.querySelector('[data-testid=curve-reserved]')).not.toBeNull();
+    view.setCurve({ ...profiled, capacity_bytes: 1e12, snapshots: { ...profiled.snapshots, series: { reserved_bytes: [0, 0, 0] } } });
+    const far = document.querySelector<SVGGElement>('[data-testid=curve-capacity]')!;
+    expect(far.dataset.placement).toBe('above');
+    expect(far.querySelector('line')).toBeNull();
+    expect(far.textContent).toContain('above the plot');
+    expect(document.querySelector('[data-testid=curve-reserved]')).toBeNull();
+    view.setCurve({ ...profiled, capacity_bytes: null });
+    expect(document.querySelector('[data-testid=curve-capacity]')).toBeNull();
   });
 });
 
