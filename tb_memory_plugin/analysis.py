@@ -21,7 +21,7 @@ from .figures import (  # noqa: F401 - the figure and category names are part of
     OUTPUT, PARAMETERS, PERSISTENT, TEMP, TEMPORARIES,
 )
 from .names import NameTable, op_type_from_label
-from .scope_tree import ScopeTree, build_tree
+from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import SpaceTrace, Trace, empty_trace
 
 GROUPS = ("layer", "scope")
@@ -134,10 +134,37 @@ class SpaceAnalysis:
         with self._lock:
             tree = self._trees.get(group)
             if tree is None:
-                paths = self.names.layer_paths if group == "layer" else self.names.paths
+                paths = self._leaf_paths(group)
                 tree = self._trees[group] = build_tree(paths, np.arange(len(paths)), self.name_figures,
                                                        self.name_code, len(FIGURES))
             return tree
+
+    def _leaf_paths(self, group: str) -> list[str]:
+        if group not in GROUPS:
+            raise ValueError(f"unknown group {group!r}")
+        return self.names.layer_paths if group == "layer" else self.names.paths
+
+    def top_level(self, group: str) -> list[tuple[str, np.ndarray]]:
+        """The root's children (path, figures), largest first; from the tree when it is built,
+        else without it (the summary needs no more)."""
+        with self._lock:
+            tree = self._trees.get(group)
+        if tree is None:
+            children = root_children(self._leaf_paths(group), self.name_figures, len(FIGURES))
+            if children is not None:
+                return children
+            tree = self.tree(group)
+        return [(tree.paths[c], tree.figures[c]) for c in tree.children[0]]
+
+    def scope_of(self, exec_index: int, group: str) -> str:
+        """The scope an execution's name sits in, in a grouping."""
+        with self._lock:
+            tree = self._trees.get(group)
+        if tree is not None:
+            leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
+            return leaf[: -len(SELF) - 1] if leaf.endswith("/" + SELF) else leaf[: max(leaf.rfind("/"), 0)]
+        paths = self._leaf_paths(group)
+        return scope_of_leaf(paths[self.name_code[exec_index]], paths)
 
     # -- step-level figures -----------------------------------------------------
 

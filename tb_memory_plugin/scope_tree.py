@@ -159,12 +159,15 @@ def _layout(leaf_paths: list[str]) -> _Layout:
         leaf_names[i] += "/" + SELF
     entry_paths = [""] + scopes + leaf_names
     kind = np.concatenate([np.full(1 + len(scopes), _SCOPE), np.where(is_self, _SELF, _NODE)])
-    depth = np.concatenate([[0], scope_depth, slashes + 1 + is_self])
+    # A "/" at the very start opens no scope of its own (the root is ""): it adds no depth.
+    leading = (leaves[:, 0] == _SLASH_KEY[0]).astype(np.int64)
+    depth = np.concatenate([[0], scope_depth - leading[leaf_at], slashes + 1 + is_self - leading])
     depth[1 + len(scopes) + np.flatnonzero(lengths == 0)] = 1
-    if not ((leaves >= 2) & (leaves <= ord(SELF[0]))).any():
-        # No name holds a byte that sorts before "(self)": a scope comes just before the
-        # first leaf that needs it (shorter scopes first), a `(self)` leaf just after its
-        # scope, before the rest of that scope's children.
+    empty_components = b"//" in data or b"/\n" in data or data.endswith(b"/")
+    if not empty_components and not ((leaves >= 2) & (leaves <= ord(SELF[0]))).any():
+        # No name holds a byte or an empty component that sorts before "(self)": a scope
+        # comes just before the first leaf that needs it (shorter scopes first), a `(self)`
+        # leaf just after its scope, before the rest of that scope's children.
         leaf_rows = np.arange(distinct)
         self_rows = np.flatnonzero(is_self)
         at_row = np.concatenate([[-1], leaf_at, leaf_rows])
@@ -211,7 +214,9 @@ def _layout_by_strings(leaf_paths: list[str]) -> _Layout:
     paths = [k.replace("\x00", "/") for k in keys]
     index = dict(zip(paths, range(len(paths))))
     depth = np.fromiter(map(str.count, keys, itertools.repeat("\x00")), dtype=np.int64, count=len(keys)) + 1
-    depth[index.get(self_suffix, 0)] = 1  # names left empty (not TensorFlow's) sit in the root's "/(self)"
+    # A "/" at the very start opens no scope of its own (the root is ""): names left empty
+    # (not TensorFlow's) sit in the root's "/(self)".
+    depth -= np.fromiter(map(str.startswith, keys, itertools.repeat("\x00")), dtype=np.int64, count=len(keys))
     depth[0] = 0
     kind = np.full(len(paths), _NODE)
     kind[[index[s] for s in scopes]] = _SCOPE
@@ -297,3 +302,34 @@ def _top_name(tree_node_of_name: np.ndarray, name_figures: np.ndarray, subtree_s
         lowest = np.minimum.reduceat(np.append(rank[order], ranked.size), bounds)[0::2]
         best[filled] = ranked[lowest]
     return best
+
+
+def root_children(leaf_paths: list[str], name_figures: np.ndarray, figure_count: int
+                  ) -> list[tuple[str, np.ndarray]] | None:
+    """The root's children and their figures, ranked as `ScopeTree.children[0]` ranks them,
+    without building the tree (a step's summary needs only these); None when a path starts
+    with "/" (then only the tree knows where it goes).
+
+    A root child is a path's first component; names left empty sit in "/(self)".
+    """
+    if any(map(str.startswith, leaf_paths, itertools.repeat("/"))):
+        return None
+    slash = np.fromiter(map(str.find, leaf_paths, itertools.repeat("/")), dtype=np.int64, count=len(leaf_paths))
+    lengths = np.where(slash < 0, None, slash).tolist()
+    firsts = [path[:end] if path else "/" + SELF for path, end in zip(leaf_paths, lengths)]
+    code = {first: i for i, first in enumerate(dict.fromkeys(firsts))}
+    children = list(code)
+    figures = scatter_sum(np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=len(firsts)),
+                          name_figures[:, :figure_count], len(children))
+    # Ties go to preorder, where "/(self)" comes first (its sort key starts with the "/" key).
+    ranked = sorted(range(len(children)), key=lambda i: (-int(figures[i, AT_PEAK]), -int(figures[i, ALLOCATED]),
+                                                          "" if children[i] == "/" + SELF else "\x02" + children[i]))
+    return [(children[i], figures[i]) for i in ranked]
+
+
+def scope_of_leaf(path: str, leaf_paths: list[str]) -> str:
+    """The scope a leaf path sits in: itself when other paths go on below it (its `(self)`), else its parent."""
+    if path and any(map(str.startswith, leaf_paths, itertools.repeat(path + "/"))):
+        return path
+    slash = path.rfind("/")
+    return "" if slash < 0 else path[:slash]

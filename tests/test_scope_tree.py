@@ -56,3 +56,22 @@ def test_children_come_largest_first_and_skip_grandchildren():
     a = tree.index["a"]
     assert [tree.paths[c] for c in tree.children[a]] == ["a/y", "a/x"]
     assert int(tree.figures[a, 0]) == 14
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(path_strategy, min_size=1, max_size=30))
+def test_root_children_and_leaf_scopes_without_the_tree_match_the_tree(paths):
+    n = len(paths)
+    figures = np.arange(n * 15, dtype=np.int64).reshape(n, 15) % 7  # ties on purpose
+    tree = scope_tree.build_tree(paths, np.arange(n), figures, np.arange(n), 7)
+    children = scope_tree.root_children(paths, figures, 7)
+    if any(p.startswith("/") for p in paths):
+        assert children is None
+        return
+    assert [path for path, _ in children] == [tree.paths[c] for c in tree.children[0]]
+    for (_, row), c in zip(children, tree.children[0]):
+        assert row.tolist() == tree.figures[c].tolist()
+    for i, path in enumerate(paths):
+        leaf = tree.paths[int(tree.leaf_of_exec[i])]
+        expected = leaf[: -len("/(self)")] if leaf.endswith("/(self)") else leaf[: max(leaf.rfind("/"), 0)]
+        assert scope_tree.scope_of_leaf(path, paths) == expected, path
