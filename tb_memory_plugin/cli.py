@@ -4,6 +4,8 @@
                              [--group layer|scope] [--top N] [--json]
     tb-memory diff LOGDIR --run A [--tag T] --against RUN[:TAG] [--device D]
                           [--against-device D] [--group layer|scope] [--top N] [--json]
+    tb-memory whatif LOGDIR --run R [--run R2 ...] [--tag T] --batch N [--limit BYTES]
+                            [--device D] [--json]
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 
 import numpy as np
@@ -398,6 +401,90 @@ def diff_command(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- whatif ----------------------------------------------------------------------------------
+
+
+_BYTE_COUNT_RE = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>(?:[KMGT]i?)?B?)\s*$", re.IGNORECASE)
+
+
+def byte_count(text: str) -> int:
+    """`--limit`: bytes, or a number with a binary unit (`16GiB`, `512M`: powers of 1024)."""
+    match = _BYTE_COUNT_RE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (bytes, or 16GiB, 512MiB)")
+    unit = match.group("unit").upper()[:1]
+    value = int(float(match.group("number")) * 1024 ** (" KMGT".index(unit) if unit not in ("", "B") else 0))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a limit must be at least 1 byte, got {text!r}")
+    return value
+
+
+def _whatif_steps(args: argparse.Namespace) -> list | None:
+    """The traced steps `whatif` reads: --tag of each run (the first run must have it), else its
+    latest step; each in the memory space --device names."""
+    from . import whatif
+
+    steps = _Steps(args.logdir)
+    picked = []
+    for position, run in enumerate(dict.fromkeys(args.run)):
+        refs = steps.refs(run)
+        if refs is None:
+            return None
+        ref = _pick_step(refs, run, args.tag if position == 0 else None, preferred_tag=args.tag)
+        step = steps.analysis(ref)
+        if step.status != "ok":
+            raise _StepNotFound(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
+        space = _pick_space(step, args.device, f"{ref.run}/{ref.tag}")
+        picked.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space))
+    return picked
+
+
+def _print_whatif(body: dict) -> None:
+    runs = ", ".join(f"{r['run']} / {r['tag']} (batch {r['batch']})" for r in body["runs"])
+    print(f"== what-if at batch {body['batch']}, from {runs} on {body['runs'][0]['device']}")
+    names = {"fit": "fit (fixed + per-sample bytes per layer through batches {batches})",
+             "one_step": "one step ({from_run} / {from_tag} at batch {traced_batch}, batch-carrying bytes scaled)"}
+    limit = body["limit_bytes"]
+    for method in dict.fromkeys((body["method"], *body["predictions"])):  # the lead prediction first
+        prediction = body["predictions"][method]
+        if prediction is None:
+            continue
+        peak = prediction["predicted_peak_bytes"]
+        name = names[method].format(**{**prediction, "batches": ", ".join(map(str, prediction.get("batches", ())))})
+        print(f"   {name}:")
+        print(f"     predicted peak {format_bytes(peak) if peak is not None else 'n/a (no baseline)'}, "
+              f"rise {format_bytes(prediction['predicted_peak_rise_bytes'])}")
+        if limit is not None:
+            fits = prediction["max_batch"]
+            what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
+            print(f"     largest batch whose {what} fits in {format_bytes(limit)} ({body['limit_source']}): "
+                  + ("any (nothing grows with the batch)" if fits is None else str(fits)))
+    print(f"   top layers at the predicted peak ({body['method'].replace('_', ' ')}):")
+    for layer in body["layers"]:
+        how = (f"  (fixed {format_bytes(layer['fixed_bytes'])} + {format_bytes(layer['per_sample_bytes'])} per sample)"
+               if "per_sample_bytes" in layer else f"  (traced {format_bytes(layer['traced_at_peak_bytes'])})")
+        print(f"     {format_bytes(layer['at_peak_bytes']):>12}  {layer['layer'] or '(top level)'}{how}")
+
+
+def whatif_command(args: argparse.Namespace) -> int:
+    from . import whatif, whatif_report
+
+    try:
+        steps = _whatif_steps(args)
+        if steps is None:
+            return 1
+        body = whatif_report.whatif_dict(whatif.WhatIf(steps, args.batch, args.limit))
+    except (_StepNotFound, whatif.WhatIfError) as exc:
+        print(f"tb-memory: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(body, sys.stdout, indent=1)
+        print()
+    else:
+        _print_whatif(body)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tb-memory", description="Where a TensorFlow step's memory goes.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -420,11 +507,25 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--group", choices=GROUPS, default="layer")
     diff.add_argument("--top", type=int, default=10)
     diff.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+    what = commands.add_parser("whatif", help="the peak at another batch size, the layers holding it, the "
+                                              "largest batch that fits")
+    what.add_argument("logdir")
+    what.add_argument("--run", required=True, action="append",
+                      help="a run to predict from; several runs of the same graph at other batch sizes are fitted")
+    what.add_argument("--tag", help="the step of each run (default: the run's latest step)")
+    what.add_argument("--batch", required=True, type=int, help="the batch size to predict")
+    what.add_argument("--limit", type=byte_count, help="memory limit in bytes (or 16GiB): the largest batch that "
+                                                       "fits (default: the allocator's capacity, where traced)")
+    what.add_argument("--device", help="the memory space (default: the step's main one)")
+    what.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     args = parser.parse_args(argv)
-    if args.top < 1:
+    if getattr(args, "top", 1) < 1:
         parser.error("--top must be at least 1")
+    if getattr(args, "batch", 1) < 1:
+        parser.error("--batch must be at least 1")
+    commands_by_name = {"diff": diff_command, "summary": summary_command, "whatif": whatif_command}
     try:
-        return (diff_command if args.command == "diff" else summary_command)(args)
+        return commands_by_name[args.command](args)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other commands do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

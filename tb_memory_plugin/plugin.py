@@ -10,7 +10,7 @@ from tensorboard.plugins import base_plugin
 from tensorboard import plugin_util
 from werkzeug import wrappers
 
-from . import compare, compare_report, report, store
+from . import compare, compare_report, report, store, whatif, whatif_report
 from .analysis import GROUPS
 
 PLUGIN_NAME = "memory"
@@ -113,6 +113,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
             "/curve": self.curve_route,
             "/graph": self.graph_route,
             "/compare": self.compare_route,
+            "/whatif": self.whatif_route,
             "/index.js": self.static_route,
         }
 
@@ -223,6 +224,25 @@ class MemoryPlugin(base_plugin.TBPlugin):
             comparison, compare_report.side_dict(a_space, run, tag, a_ref.step, a_ref.source),
             compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top)
 
+    def whatif_impl(self, ctx, experiment, run, tag, batch, runs=(), limit=None, device=None, series=True):
+        """The peak at `batch` from step (`run`, `tag`), fitted with the same tag (else the latest
+        step) of each of `runs` when they hold other batch sizes; the largest batch under `limit`."""
+        steps = self._store.list_steps(ctx, experiment)
+        traced = []
+        for other in dict.fromkeys((run, *runs)):
+            if other not in steps:
+                raise report.NotFound(f"unknown run {other!r}")
+            ref = (next((r for r in steps[other] if r.tag == tag), None) if other != run
+                   else self._step(ctx, experiment, run, tag)[0])
+            ref = ref or store.latest_step(steps[other])
+            space = self._side(ctx, experiment, other, ref.tag, device)[1]
+            traced.append(whatif.Traced(other, ref.tag, ref.step, ref.source,
+                                        self._store.analysis(ctx, experiment, ref), space))
+        try:
+            return whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit), series=series)
+        except whatif.WhatIfError as exc:
+            raise StepNotAnalysable(str(exc)) from None
+
     def _side(self, ctx, experiment, run, tag, device):
         """(step ref, memory space) of one side of a comparison; errors name the step."""
         ref, _ = self._step(ctx, experiment, run, tag)
@@ -280,6 +300,14 @@ class MemoryPlugin(base_plugin.TBPlugin):
                                  _required(request, "against_run"), _required(request, "against_tag"),
                                  request.args.get("device") or None, request.args.get("against_device") or None,
                                  _group(request), request.args.get("scope", ""), _int_arg(request, "top", 50, 1, 1000))
+
+    @_route
+    def whatif_route(self, request):
+        _required(request, "batch")
+        return self.whatif_impl(*self._context(request), _required(request, "run"), _required(request, "tag"),
+                                _int_arg(request, "batch", None, 1, whatif.MAX_BATCH_SEARCHED),
+                                [r for r in request.args.getlist("runs") if r], _int_arg(request, "limit", None, 1, 2**62),
+                                request.args.get("device") or None)
 
     @wrappers.Request.application
     def static_route(self, request):
