@@ -1,0 +1,308 @@
+"""The batch-size what-if (issue 12): the engine, the `whatif` route and `tb-memory whatif`, on the
+demo's real TensorFlow traces (U-Net and ResNet at batch 2 and 4) and a real batch-8 trace."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import shutil
+
+import numpy as np
+import pytest
+from werkzeug.test import Client
+
+import protos
+from tracedata import REPO, engine_step
+from tb_memory_plugin import cli, graph, store, whatif, whatif_report
+from tb_memory_plugin.figures import AT_PEAK
+
+DEMO = REPO / "demo_logs"
+PREFIX = "/data/plugin/memory/"
+RUNS = ("unet_b2", "unet_b4", "resnet9_b2", "resnet9_b4")
+TAGS = ("step_1", "step_2", "step_3")
+
+
+@functools.lru_cache(maxsize=None)
+def demo_step(run: str, tag: str = "step_3"):
+    step = engine_step(DEMO, run, tag)
+    assert step.status == "ok", step.message
+    return step
+
+
+def predictor(run: str, tag: str = "step_3") -> whatif.OneStep:
+    step = demo_step(run, tag)
+    return whatif.one_step(step, step.space(None))
+
+
+def fitted(model: str) -> whatif.Fitted:
+    return whatif.Fitted([(batch, demo_step(f"{model}_b{batch}").space(None)) for batch in (2, 4)])
+
+
+def traced(run: str, tag: str = "step_3") -> whatif.Traced:
+    step = demo_step(run, tag)
+    return whatif.Traced(run, tag, int(tag.split("_")[1]), "run_metadata", step, step.space(None))
+
+
+# -- the engine ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_the_batch_is_read_from_the_feeds(run):
+    assert whatif.traced_batch(demo_step(run)) == int(run[-1])
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tag", TAGS)
+def test_one_step_at_the_traced_batch_is_the_traced_step(run, tag):
+    space = demo_step(run, tag).space(None)
+    prediction = predictor(run, tag).predict(int(run[-1]), top=10**6)
+    assert prediction.peak_rise_bytes == space.peak_rise_bytes > 0
+    assert prediction.start_bytes == space.start_bytes
+    # Every layer holds what it held at the traced peak, and the layers add up to the peak.
+    assert all(layer["at_peak_bytes"] == layer["traced_at_peak_bytes"] for layer in prediction.layers)
+    assert sum(layer["at_peak_bytes"] for layer in prediction.layers) == space.peak_rise_bytes
+
+
+def test_what_carries_the_batch_scales_and_parameters_do_not():
+    one = predictor("unet_b2")
+    trace = one.space.trace
+    scaled = {}
+    for name, scales in zip((trace.name(int(e)) for e in trace.event_exec), one.scales.tolist()):
+        scaled.setdefault(name, set()).add(scales)
+    assert scaled["shared_model/unet_01/LeakyRelu"] == {True}  # activations
+    assert scaled["gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput"] == {True}
+    # A filter's gradient has the filter's shape; Adam's updates and the L2 loss have no batch.
+    assert scaled["gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropFilter"] == {False}
+    assert scaled["gradients/loss/L2Loss_1_grad/mul"] == {False}
+    assert scaled["loss/L2Loss_1"] == {False}
+    # Max pooling's output scales; so does its flat workspace (a multiple of the batch).
+    assert scaled["shared_model/pool"] == {True}
+    assert 0.85 < one.scaled_share < 1
+    # Feeds grow the bytes in use before the step.
+    assert one.resident_batch_bytes >= 2 * 64 * 64 * (9 + 2) * 4
+    assert one.start_bytes(4) - one.start_bytes(2) == one.resident_batch_bytes
+
+
+@pytest.mark.parametrize("model", ["unet", "resnet9"])
+def test_one_step_predicts_the_other_demo_batch(model):
+    for source, target in ((2, 4), (4, 2)):
+        measured = demo_step(f"{model}_b{target}").space(None).peak_rise_bytes
+        assert predictor(f"{model}_b{source}").peak_rise(target) == pytest.approx(measured, rel=0.01)
+
+
+@pytest.mark.parametrize("model", ["unet", "resnet9"])
+def test_the_fit_through_two_runs_reproduces_both(model):
+    fit = fitted(model)
+    for batch in (2, 4):
+        space = demo_step(f"{model}_b{batch}").space(None)
+        prediction = fit.predict(batch, top=10**6)
+        assert prediction.peak_rise_bytes == space.peak_rise_bytes
+        assert prediction.start_bytes == space.start_bytes
+        # Layer by layer, too: each holds at the traced peak what the run's own step held.
+        names, of_name = whatif._layers(space)
+        held = dict(zip(names, np.bincount(of_name[space.trace.name_code], space.exec_columns[AT_PEAK],
+                                           len(names)).astype(np.int64).tolist()))
+        assert {layer["layer"]: layer["at_peak_bytes"] for layer in prediction.layers} == \
+            {name: value for name, value in held.items() if value > 0}
+    layer = next(layer for layer in fit.predict(8).layers if layer["layer"].endswith("/conv_in")
+                 or layer["layer"].endswith("/unet_00"))
+    assert layer["per_sample_bytes"] > 0 and layer["at_peak_bytes"] == pytest.approx(
+        layer["fixed_bytes"] + 8 * layer["per_sample_bytes"], abs=8)
+
+
+def test_a_fit_needs_two_batch_sizes():
+    with pytest.raises(whatif.WhatIfError, match="two batch sizes"):
+        whatif.Fitted([(2, demo_step("unet_b2").space(None)), (2, demo_step("unet_b2", "step_1").space(None))])
+
+
+@pytest.fixture(scope="module")
+def batch_8(tf_models):
+    """A real U-Net step at batch 8, traced here (same size and oneDNN as the demo)."""
+    run_metadata, graph_def = tf_models.traced_step("unet", 8, 64)
+    step = store.analyse_bytes(run_metadata, graph.RunGraph.from_bytes(graph_def))
+    assert step.status == "ok", step.message
+    return step
+
+
+def test_batch_8_is_predicted_from_the_demos_batch_2_and_4(batch_8):
+    assert whatif.traced_batch(batch_8) == 8
+    measured = batch_8.space(None).peak_rise_bytes
+    for prediction in (predictor("unet_b2").peak_rise(8), predictor("unet_b4").peak_rise(8),
+                       fitted("unet").peak_rise(8)):
+        assert prediction == pytest.approx(measured, rel=0.02)
+    # The layers holding the most at the measured peak are the ones predicted.
+    predicted = [layer["layer"] for layer in fitted("unet").predict(8, top=5).layers]
+    real = whatif.Fitted([(8, batch_8.space(None)), (9, batch_8.space(None))]).predict(8, top=5).layers
+    assert set(predicted[:3]) <= {layer["layer"] for layer in real}
+
+
+@pytest.mark.parametrize("absolute", [True, False])
+def test_max_batch_is_the_largest_whose_prediction_fits(absolute):
+    for predict in (predictor("unet_b2"), fitted("unet")):
+        at_8 = whatif.predicted_bytes(predict, 8, absolute)
+        assert whatif.max_batch(predict, at_8, absolute) == 8
+        assert whatif.max_batch(predict, at_8 - 1, absolute) == 7
+        limit = 300 << 20
+        fits = whatif.max_batch(predict, limit, absolute)
+        assert whatif.predicted_bytes(predict, fits, absolute) <= limit < whatif.predicted_bytes(predict, fits + 1,
+                                                                                                 absolute)
+        assert whatif.max_batch(predict, 1, absolute) == 0
+
+
+def test_the_allocators_capacity_is_the_limit_without_one():
+    step = engine_step(DEMO, "unet_b2", "step_3")  # a fresh analysis: its trace is changed here
+    step.space(None).trace.capacity_bytes = 64 << 20
+    question = whatif.WhatIf([whatif.Traced("unet_b2", "step_3", 3, "run_metadata", step, step.space(None))], 8)
+    assert (question.limit, question.limit_source) == (64 << 20, "capacity")
+    body = whatif_report.whatif_dict(question)
+    assert body["max_batch"] == whatif.max_batch(question.one_step, 64 << 20, True) > 2
+    assert whatif.WhatIf(question.steps, 8, limit=1 << 30).limit_source == "limit"
+
+
+# -- the JSON, the route, the CLI ----------------------------------------------------------------
+
+
+def _expected(runs, batch, limit=None, series=False):
+    body = whatif_report.whatif_dict(whatif.WhatIf([traced(run) for run in runs], batch, limit), series)
+    return json.loads(json.dumps(body))
+
+
+def test_the_answer_leads_with_the_fit_and_keeps_the_one_step():
+    body = _expected(["unet_b2", "unet_b4"], 8, limit=100 << 20, series=True)
+    assert body["method"] == "fit" and body["batch"] == 8
+    assert [(r["run"], r["batch"]) for r in body["runs"]] == [("unet_b2", 2), ("unet_b4", 4)]
+    fit, one = body["predictions"]["fit"], body["predictions"]["one_step"]
+    assert body["predicted_peak_rise_bytes"] == fit["predicted_peak_rise_bytes"] == fitted("unet").peak_rise(8)
+    assert body["predicted_peak_bytes"] == fit["predicted_start_bytes"] + fit["predicted_peak_rise_bytes"]
+    assert one["predicted_peak_rise_bytes"] == predictor("unet_b2").peak_rise(8)
+    assert (one["from_run"], one["traced_batch"], fit["batches"]) == ("unet_b2", 2, [2, 4])
+    assert body["limit_applies_to"] == "peak_bytes" and body["max_batch"] == fit["max_batch"]
+    assert body["layers"] == fit["layers"] and len(body["layers"]) == whatif.TOP_LAYERS
+    sizes = [layer["at_peak_bytes"] for layer in body["layers"]]
+    assert sizes == sorted(sizes, reverse=True)
+    series = body["series"]
+    assert {1, 2, 4, 8, body["max_batch"], body["max_batch"] + 1} <= set(series["batch"])
+    assert series["batch"] == sorted(series["batch"]) and len(series["batch"]) <= 60
+    peaks = series["fit"]["peak_bytes"]
+    assert peaks == sorted(peaks) and peaks[series["batch"].index(8)] == body["predicted_peak_bytes"]
+    assert series["one_step"]["peak_rise_bytes"][series["batch"].index(2)] == traced("unet_b2").space.peak_rise_bytes
+
+
+def test_one_run_without_a_baseline_predicts_the_rise_only():
+    body = _expected(["resnet9_b2"], 16, limit=100 << 20)
+    assert body["method"] == "one_step" and body["predictions"]["fit"] is None
+    assert body["predicted_peak_bytes"] is None and body["limit_applies_to"] == "peak_rise_bytes"
+    assert body["max_batch"] == whatif.max_batch(predictor("resnet9_b2"), 100 << 20, False)
+    assert body["layers"][0]["traced_at_peak_bytes"] > 0
+
+
+@pytest.fixture(scope="module")
+def tb(tmp_path_factory):
+    """A werkzeug client over TensorBoard's WSGI app: the demo runs, a corrupt step, a GPU step."""
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    logdir = tmp_path_factory.mktemp("whatif_logs")
+    for run in ("unet_b2", "unet_b4", "resnet9_b2"):
+        shutil.copytree(DEMO / run, logdir / run)
+    protos.write_tagged_run_metadata(logdir / "corrupt", "step_1", b"garbage")
+    protos.write_tagged_run_metadata(logdir / "gpu", "step_1", protos.gpu_trace())
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+    plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(logdir)))
+    return Client(application.TensorBoardWSGI([plugin], data_provider=provider))
+
+
+def get_json(tb, expect=200, **params):
+    response = tb.get(PREFIX + "whatif", query_string=params)
+    assert response.status_code == expect, (params, response.get_data(as_text=True)[:500])
+    assert response.mimetype == "application/json"
+    return json.loads(response.get_data(as_text=True))
+
+
+def test_route_equals_the_engine(tb):
+    body = get_json(tb, run="unet_b2", tag="step_3", batch="8", runs="unet_b4", limit=str(100 << 20))
+    assert body == _expected(["unet_b2", "unet_b4"], 8, limit=100 << 20, series=True)
+    one = get_json(tb, run="resnet9_b2", tag="step_3", batch="16", device="CPU:0/mklcpu")
+    assert one == _expected(["resnet9_b2"], 16, series=True)
+    assert one["limit_bytes"] is None and one["max_batch"] is None
+    # Another run without the tag asked for: its latest step.
+    tb_two = tb.post(PREFIX + "whatif", query_string={"run": "unet_b2", "tag": "step_3", "batch": "8"})
+    assert tb_two.status_code == 405
+
+
+@pytest.mark.parametrize("params, code, words", [
+    ({"batch": None}, 400, "batch"),
+    ({"batch": "x"}, 400, "integer"),
+    ({"batch": "0"}, 400, "batch"),
+    ({"limit": "0"}, 400, "limit"),
+    ({"limit": "1GiB"}, 400, "integer"),
+    ({"tag": None}, 400, "tag"),
+    ({"run": "nope"}, 404, "unknown run 'nope'"),
+    ({"runs": "nope"}, 404, "unknown run 'nope'"),
+    ({"tag": "step_9"}, 404, "unknown tag 'step_9'"),
+    ({"device": "GPU:0/GPU_0_bfc"}, 404, "unknown device"),
+    ({"run": "corrupt", "tag": "step_1"}, 422, "corrupt step_1"),
+    ({"run": "gpu", "tag": "step_1"}, 422, "feed"),
+])
+def test_route_errors(tb, params, code, words):
+    query = {"run": "unet_b2", "tag": "step_3", "batch": "8", **params}
+    body = get_json(tb, expect=code, **{k: v for k, v in query.items() if v is not None})
+    assert words in body["error"]
+
+
+def _whatif(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["whatif", str(DEMO), *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_json_is_the_routes_answer_without_the_series():
+    code, out, err = _whatif("--run", "unet_b2", "--run", "unet_b4", "--batch", "8", "--limit", "100MiB", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert body == _expected(["unet_b2", "unet_b4"], 8, limit=100 << 20)
+    assert {"batch", "runs", "predicted_peak_rise_bytes", "predicted_peak_bytes", "max_batch", "layers"} <= set(body)
+
+
+def test_cli_text():
+    code, out, err = _whatif("--run", "unet_b2", "--run", "unet_b4", "--tag", "step_3", "--batch", "8",
+                             "--limit", str(100 << 20))
+    assert code == 0, err
+    body = _expected(["unet_b2", "unet_b4"], 8, limit=100 << 20)
+    fit = body["predictions"]["fit"]
+    assert out.startswith("== what-if at batch 8, from unet_b2 / step_3 (batch 2), unet_b4 / step_3 (batch 4)")
+    assert out.index("   fit (fixed + per-sample") < out.index("   one step (unet_b2 / step_3 at batch 2")
+    assert (f"predicted peak {cli.format_bytes(fit['predicted_peak_bytes'])}, "
+            f"rise {cli.format_bytes(fit['predicted_peak_rise_bytes'])}") in out
+    assert f"largest batch whose peak fits in 100.0 MiB (limit): {fit['max_batch']}" in out
+    assert "top layers at the predicted peak (fit):" in out and "shared_model/unet_00  (fixed" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--run", "nope", "--batch", "8"], "no traced steps in run 'nope'"),
+    (["--run", "unet_b2", "--tag", "step_9", "--batch", "8"], "no tag 'step_9' in run 'unet_b2'"),
+    (["--run", "unet_b2", "--batch", "8", "--device", "GPU"], "no device of unet_b2/step_3 matches 'GPU'"),
+    (["--run", "keras_unet/train", "--tag", "{profile}/step_3", "--batch", "8"], "keeps no output shapes"),
+])
+def test_cli_failures_are_one_line(argv, words):
+    profile = "profile/" + next((DEMO / "keras_unet/train/plugins/profile").iterdir()).name
+    code, out, err = _whatif(*(arg.format(profile=profile) for arg in argv))
+    assert code == 1 and out == ""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("tb-memory: ") and words in lines[0], err
+
+
+@pytest.mark.parametrize("argv", [["--batch", "0"], ["--batch", "8", "--limit", "lots"]])
+def test_cli_refuses_bad_arguments(argv):
+    with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()):
+        cli.main(["whatif", str(DEMO), "--run", "unet_b2", *argv])
+    assert exited.value.code == 2
