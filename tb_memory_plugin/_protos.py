@@ -38,3 +38,17 @@ def message_classes(package: str, schema: dict[str, list[Field]], unpacked_ints:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file_proto)
     return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}")) for name in schema}
+
+
+def encode_varint(value: int) -> bytes:
+    """A protobuf varint (negative values as their 64-bit two's complement, as int64 fields are)."""
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from ..._protos import BYTES as _BYTES, INT64 as _INT64, MESSAGE as _MESSAGE, OPTIONAL as _OPTIONAL
-from ..._protos import REPEATED as _REPEATED, STRING as _STRING, message_classes
+from ..._protos import REPEATED as _REPEATED, STRING as _STRING, encode_varint as _varint, message_classes
 
 
 def _IGNORED_INTS(*numbers: int) -> list[tuple]:  # noqa: N802 - reads as part of the schema
@@ -249,19 +249,6 @@ COMPACT = Markers(0, b"", mark_dense=False)
 ROBUST = Markers(-(2**63), b"\x00", mark_dense=True)
 MARK_ITEM = b"\x00"  # a lone 0 byte: field 0 is invalid, so no real entry, output or record is this
 TOKEN_MARK = b"\x00"  # read as a packed varint: 0, which no name or entry TensorFlow writes holds
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _key(number: int, wire_type: int) -> bytes:

@@ -377,7 +377,7 @@ def read_plane(data, buf: np.ndarray, start: int, end: int) -> Plane:
     # The map entries, re-framed as one `Metadata` message and parsed by protobuf.
     framed = bytearray()
     for number, value, stop in metadata_spans:
-        framed += bytes([number << 3 | LEN]) + _encode_varint(stop - value) + data[value:stop]
+        framed += bytes([number << 3 | LEN]) + _protos.encode_varint(stop - value) + data[value:stop]
     try:
         metadata = _metadata_class().FromString(bytes(framed))
     except DecodeError as exc:
@@ -387,18 +387,6 @@ def read_plane(data, buf: np.ndarray, start: int, end: int) -> Plane:
     stat_names = {entry.key: _text(entry.value.name) for entry in metadata.stat_metadata}
     lines = [read_line(data, buf, a, b) for a, b in line_spans]
     return Plane(_text(name), lines, event_names, stat_names, _plane_stats(data, stat_spans, stat_names))
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def read_space(data: bytes) -> tuple[np.ndarray, list[Plane]]:
