@@ -233,9 +233,10 @@ def test_route_equals_the_engine(tb):
     one = get_json(tb, run="resnet9_b2", tag="step_3", batch="16", device="CPU:0/mklcpu")
     assert one == _expected(["resnet9_b2"], 16, series=True)
     assert one["limit_bytes"] is None and one["max_batch"] is None
-    # Another run without the tag asked for: its latest step.
-    tb_two = tb.post(PREFIX + "whatif", query_string={"run": "unet_b2", "tag": "step_3", "batch": "8"})
-    assert tb_two.status_code == 405
+    # Another run's step: the same tag when it has it (else its latest).
+    other = get_json(tb, run="unet_b2", tag="step_1", batch="8", runs="unet_b4")
+    assert [(r["run"], r["tag"]) for r in other["runs"]] == [("unet_b2", "step_1"), ("unet_b4", "step_1")]
+    assert tb.post(PREFIX + "whatif", query_string={"run": "unet_b2", "tag": "step_3", "batch": "8"}).status_code == 405
 
 
 @pytest.mark.parametrize("params, code, words", [
