@@ -269,10 +269,75 @@ def build_bigconv(batch, size, seed=0, kernel=None, in_ch=3, out_ch=8):
     return _finish("bigconv", g, loss, train_step, feeds)
 
 
+def build_constdata(batch, size, seed=0, features=160, hidden=64):
+    """A small MLP whose training set is embedded in the graph as a `tf.constant` (size rows x
+    `features` float32: 1.25 MiB at size 2048), batches gathered by fed indices: the case of
+    "GraphDef cannot be larger than 2GB", at a size that keeps the logs small.
+    """
+    rng = np.random.RandomState(seed)
+    data = rng.uniform(-1.0, 1.0, size=(size, features)).astype(np.float32)
+    labels = (data[:, :1] * 0.5 + 0.1).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(seed)
+        with tf1.name_scope("dataset"):
+            table = tf.constant(data, name="features")
+            targets = tf.constant(labels, name="labels")
+            index = tf1.placeholder(tf.int32, [batch], name="batch_index")
+            x = tf.gather(table, index, name="x")
+            y = tf.gather(targets, index, name="y")
+        with tf1.variable_scope("mlp"):
+            with tf1.variable_scope("hidden"):
+                w = tf1.get_variable("weights", [features, hidden], initializer=tf1.glorot_uniform_initializer())
+                b = tf1.get_variable("biases", [hidden], initializer=tf1.zeros_initializer())
+                h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w), b), name="Relu")
+            with tf1.variable_scope("out"):
+                w = tf1.get_variable("weights", [hidden, 1], initializer=tf1.glorot_uniform_initializer())
+                b = tf1.get_variable("biases", [1], initializer=tf1.zeros_initializer())
+                out = tf.nn.bias_add(tf.matmul(h, w), b)
+        with tf1.name_scope("loss"):
+            loss = tf.reduce_mean(tf.square(out - y), name="l2")
+        train_step = _adam(loss)
+
+    def feeds(step=0):
+        return {index: np.random.RandomState(seed * 1000 + step).randint(0, size, size=batch).astype(np.int32)}
+
+    return _finish("constdata", g, loss, train_step, feeds)
+
+
+def build_growth(batch, size, seed=0, hidden=1024):
+    """An MLP whose training step also enqueues each batch's hidden activations into a FIFOQueue
+    that nothing dequeues (a "cache" that keeps growing): every step leaves batch x hidden x 4 bytes
+    behind (128 KiB at batch 32), held by `mlp/hidden/Relu`, the op that produced them."""
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(seed)
+        x = tf1.placeholder(tf.float32, [batch, size], name="x")
+        y = tf1.placeholder(tf.float32, [batch, 1], name="y")
+        with tf1.variable_scope("mlp"):
+            with tf1.variable_scope("hidden"):
+                w = tf1.get_variable("weights", [size, hidden], initializer=tf1.glorot_uniform_initializer())
+                b = tf1.get_variable("biases", [hidden], initializer=tf1.zeros_initializer())
+                h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w), b), name="Relu")
+            with tf1.variable_scope("out"):
+                w = tf1.get_variable("weights", [hidden, 1], initializer=tf1.glorot_uniform_initializer())
+                out = tf.matmul(h, w)
+        with tf1.name_scope("activation_cache"):
+            queue = tf1.FIFOQueue(capacity=1000, dtypes=[tf.float32], shapes=[[batch, hidden]], name="queue")
+            enqueue = queue.enqueue([h], name="enqueue")
+        with tf1.name_scope("loss"):
+            loss = tf.reduce_mean(tf.square(out - y), name="l2")
+        train_step = tf.group(_adam(loss), enqueue)
+    feeds = _random_feeds([(x, -1.0, 1.0), (y, -1.0, 1.0)], seed)
+    return _finish("growth", g, loss, train_step, feeds)
+
+
 MODELS = {
     "unet": build_unet,
     "resnet9": build_resnet9,
     "bigconv": build_bigconv,
+    "constdata": build_constdata,
+    "growth": build_growth,
 }
 
 

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from . import compare, compare_report, logdir as logdir_mod, report, trace as trace_mod
+from . import compare, compare_report, findings as findings_mod, logdir as logdir_mod, report, trace as trace_mod
 from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT
 
@@ -70,7 +70,7 @@ def _without_at_peak(row: dict) -> dict:
 
 
 def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces: list, group: str,
-                top: int) -> None:
+                top: int, run_graph=None) -> None:
     print(f"== {run} / {tag} (step {step_number})")
     if step.message:
         print(f"   note: {step.message}")
@@ -79,13 +79,13 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
         pinned = space.trace.device_type != "CPU" and space.trace.memory_kind == trace_mod.HOST_MEMORY
         print(f"-- {space.trace.id} ({'host memory pinned for ' if pinned else ''}{space.trace.device})")
         if space.has_curve:
-            _print_space_at_peak(space, group, top)
+            _print_space_at_peak(space, group, top, report.space_resident(step, space, run_graph))
         else:
             _print_space_without_curve(space, group, top, say_no_curve=curve_elsewhere)
 
 
-def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int) -> None:
-    summary = report.device_summary(space, group)
+def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=None) -> None:
+    summary = report.device_summary(space, group, resident=resident)
     start = summary["start_bytes"]
     baseline = (f"start {format_bytes(start)} (allocator_bytes_in_use)" if start is not None
                 else "relative to the step's start (this allocator reports no bytes in use)")
@@ -110,7 +110,40 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int) -> None:
               f"  (allocated {format_bytes(row['figures']['allocated_bytes'])})")
     print("   categories at peak (heuristic):")
     for row in summary["categories"]:
-        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}")
+        held = row.get("resident_bytes")
+        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}"
+              + (f"  (+{format_bytes(held)} resident before the step)" if held else ""))
+
+
+def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top: int) -> None:
+    """The model's tensors in each space, from the run's GraphDef: parameters and optimizer slots by layer."""
+    for space in spaces:
+        resident = report.space_resident(step, space, run_graph)
+        if resident is None or not resident.tensors:
+            continue
+        other = resident.other_bytes
+        print(f"   resident before the step ({space.trace.id}): {resident.param_count:,} parameters "
+              f"{format_bytes(resident.param_bytes)}, optimizer slots {format_bytes(resident.slot_bytes)}"
+              + (f", other {format_bytes(other)} of start {format_bytes(resident.start_bytes)}" if other is not None
+                 else ""))
+        if resident.weight_constants_used:
+            print(f"   note: {report.resident_mod.WEIGHT_CONSTANTS_NOTE}")
+        layers = sorted(resident.layers(), key=lambda row: -(row["param_bytes"] + row["slot_bytes"]))
+        print("   layers by parameters (+ optimizer slots):")
+        for row in layers[:top]:
+            print(f"     {format_bytes(row['param_bytes']):>12}  {row['scope']}  {row['param_count']:,} params"
+                  + (f"  (+{format_bytes(row['slot_bytes'])} slots)" if row["slot_bytes"] else ""))
+
+
+def _print_findings(found: list[dict]) -> None:
+    if not found:
+        return
+    print("   findings:")
+    for finding in found:
+        print(f"   * {finding['kind']}: {format_bytes(finding['bytes'])} in {finding['scope'] or '(top level)'}"
+              + (f" on {finding['device']}" if finding["device"] else ""))
+        print(f"     {finding['message']}")
+        print(f"     try: {finding['suggestion']}")
 
 
 def _print_ranked_by_allocated(rows: list[tuple[str, dict]], top: int) -> None:
@@ -213,6 +246,10 @@ def summary_command(args: argparse.Namespace) -> int:
         if args.device:
             spaces = [s for s in spaces if _matches_device(s, args.device)]
         results.append((ref, step, spaces))
+    graphs = {run: steps_store.run_graph(ctx, "", run) for run in {ref.run for ref, _, _ in results}}
+    found = {ref: findings_mod.findings_of_step(step, ref, runs.get(ref.run, []),
+                                                lambda other: steps_store.analysis(ctx, "", other), graphs[ref.run])
+             for ref, step, _ in results}
     if args.device and not any(spaces for _, _, spaces in results):
         print(f"tb-memory: no device matches --device {args.device!r}", file=sys.stderr)
         return 1
@@ -220,15 +257,21 @@ def summary_command(args: argparse.Namespace) -> int:
         body = {"steps": [{
             "run": ref.run, "tag": ref.tag, "step": ref.step, "source": ref.source,
             "status": step.status, "message": step.message,
-            "devices": [_device_json(report.device_summary(space, args.group, all_scopes=True)) for space in spaces],
-        } for ref, step, spaces in results]}
+            "devices": [_device_json(report.device_summary(
+                space, args.group, all_scopes=True, resident=report.space_resident(step, space, graphs[ref.run])))
+                for space in spaces],
+            "findings": [f for f in found[ref] if args.device is None or f["device"] in (None, *ids)],
+        } for ref, step, spaces in results for ids in [[space.trace.id for space in spaces]]]}
         json.dump(body, sys.stdout, indent=1)
         print()
     else:
         for ref, step, spaces in results:
             if step.status != "ok":
                 continue
-            _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top)
+            _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top, graphs[ref.run])
+            _print_resident(step, spaces, graphs[ref.run], args.group, args.top)
+            _print_findings([f for f in found[ref]
+                             if args.device is None or f["device"] in (None, *(s.trace.id for s in spaces))])
     for failure in failures:
         print(f"tb-memory: {failure}", file=sys.stderr)
     return 1 if failures and len(failures) == len(results) else 0

@@ -61,6 +61,17 @@ class RunGraph:
         """Graph node name -> op type (built once per graph, read for every step of its run)."""
         return dict(zip(self.names, self.ops))
 
+    @cached_property
+    def model(self):
+        """Variables, optimizer slots, weight constants and convolutions (resident.Model), from a full
+        parse on first use; None when the attributes cannot be read."""
+        from .resident import Model
+
+        try:
+            return Model.from_bytes(self.data)
+        except Exception:  # noqa: BLE001 - a graph we cannot read attributes of still names the nodes
+            return None
+
     @classmethod
     def from_bytes(cls, data: bytes) -> "RunGraph":
         """Raises protobuf's DecodeError on bytes that are not a GraphDef."""

@@ -10,7 +10,7 @@ from tensorboard.plugins import base_plugin
 from tensorboard import plugin_util
 from werkzeug import wrappers
 
-from . import compare, compare_report, report, store, whatif, whatif_report
+from . import compare, compare_report, findings, report, store, whatif, whatif_report
 from .analysis import GROUPS
 
 PLUGIN_NAME = "memory"
@@ -185,7 +185,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
 
     def summary_impl(self, ctx, experiment, run, tag, group="layer"):
         ref, step = self._step(ctx, experiment, run, tag)
-        return {"run": run, "tag": tag, "step": ref.step, **report.step_summary(step, group)}
+        run_graph = self._store.run_graph(ctx, experiment, run)
+        body = {"run": run, "tag": tag, "step": ref.step, **report.step_summary(step, group, run_graph)}
+        body["findings"] = findings.findings_of_step(
+            step, ref, self._store.list_steps(ctx, experiment).get(run, []),
+            lambda other: self._store.analysis(ctx, experiment, other), run_graph)
+        return body
 
     def _space(self, ctx, experiment, run, tag, device):
         _, step = self._step(ctx, experiment, run, tag)

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import graph as graph_mod
 from . import curve as curve_mod
+from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
 from .scope_tree import SELF
@@ -58,7 +59,8 @@ def category_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
             for name, at_peak, allocated in space.by_category(execs)]
 
 
-def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -> dict:
+def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
+                   resident: resident_mod.Resident | None = None) -> dict:
     trace = space.trace
     tree = space.tree(group)
     start = space.start_bytes
@@ -97,8 +99,41 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False) -
              **figures_dict(tree.figures[i])}
             for i in range(1, len(tree.paths))
         ]
+    _add_resident(summary, resident, group)
     return summary
 
+
+def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: str) -> None:
+    """The model's resident tensors beside the at-peak figures: per scope its parameters and optimizer
+    slots, per category its bytes in use before the step (null without a run graph)."""
+    rows = summary["top_scopes"] + summary.get("scopes", [])
+    if resident is None:
+        summary["resident"] = None
+        for row in rows:
+            row.update(param_count=None, param_bytes=None, slot_bytes=None)
+        for row in summary["categories"]:
+            row["resident_bytes"] = None
+        return
+    sums = resident.index(group).sums([row.get("scope", row["name"]) for row in rows])
+    for row, (count, param_bytes, slot_bytes) in zip(rows, sums.tolist()):
+        row.update(param_count=count, param_bytes=param_bytes, slot_bytes=slot_bytes)
+    other = resident.other_bytes
+    by_category = {"parameters": resident.param_bytes, "optimizer": resident.slot_bytes,
+                   "other": max(other, 0) if other is not None else 0}
+    for row in summary["categories"]:
+        row["resident_bytes"] = by_category.get(row["name"], 0)
+    summary["resident"] = {
+        "source": "run_graph",
+        "start_bytes": resident.start_bytes,
+        "param_count": resident.param_count,
+        "param_bytes": resident.param_bytes,
+        "slot_bytes": resident.slot_bytes,
+        "other_bytes": other,
+        "weight_constants": resident.weight_constants_used,
+        "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else None,
+        "layers": [{key: row[key] for key in ("scope", "param_count", "param_bytes", "slot_bytes")}
+                   | {"tensor_count": len(row["tensors"])} for row in resident.layers()],
+    }
 
 def _largest_at_peak(space: SpaceAnalysis, group: str) -> dict | None:
     """The execution holding the most bytes at the peak (the op at the peak may hold little)."""
@@ -108,12 +143,21 @@ def _largest_at_peak(space: SpaceAnalysis, group: str) -> dict | None:
     return {**node_ref(space, execution, group), "at_peak_bytes": int(space.exec_columns[AT_PEAK][execution])}
 
 
-def step_summary(step: StepAnalysis, group: str) -> dict:
-    """The step at a glance; computed once per step and group (steps are immutable)."""
-    return step.memoized(("summary", group), lambda: _step_summary(step, group))
+def step_summary(step: StepAnalysis, group: str, run_graph: graph_mod.RunGraph | None = None) -> dict:
+    """The step at a glance; computed once per step and group (steps are immutable). With the run's
+    graph, each memory space also shows the model's resident tensors (resident.py)."""
+    return step.memoized(("summary", group, run_graph is not None),
+                         lambda: _step_summary(step, group, run_graph))
 
 
-def _step_summary(step: StepAnalysis, group: str) -> dict:
+def space_resident(step: StepAnalysis, space: SpaceAnalysis,
+                   run_graph: graph_mod.RunGraph | None) -> resident_mod.Resident | None:
+    """The run graph's resident tensors that live in `space` (None without a graph)."""
+    model = run_graph.model if run_graph is not None else None
+    return resident_mod.resident_of_space(model, step, space) if model is not None else None
+
+
+def _step_summary(step: StepAnalysis, group: str, run_graph: graph_mod.RunGraph | None = None) -> dict:
     return {
         "status": step.status,
         "message": step.message,
@@ -121,7 +165,8 @@ def _step_summary(step: StepAnalysis, group: str) -> dict:
         "duration_us": step.trace.duration_us,
         "node_stat_count": step.trace.node_stat_count,
         "default_device": step.default_space_id,
-        "devices": [device_summary(space, group) for space in step.spaces],
+        "devices": [device_summary(space, group, resident=space_resident(step, space, run_graph))
+                    for space in step.spaces],
     }
 
 

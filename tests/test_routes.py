@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from werkzeug.test import Client
 
-from tracedata import REPO, UNET_STEPS, engine_step
-from tb_memory_plugin import report, store
+from tracedata import REPO, UNET_STEPS, engine_step, read_blob_bytes
+from tb_memory_plugin import graph, report, store
 from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, OUTPUT
 
 PREFIX = "/data/plugin/memory/"
@@ -97,7 +97,8 @@ def test_tf2_graph_run_metadata_steps(tb, unet_trace):
     """Steps written with the TF2 summary op (plugin graph_run_metadata) are read too."""
     body = get_json(tb, "summary", run="tf2", tag="traced")
     engine = store.analyse_bytes(unet_trace.run_metadata_bytes)  # the run has no graph
-    assert body == _roundtrip({"run": "tf2", "tag": "traced", "step": 5, **report.step_summary(engine, "layer")})
+    assert body == _roundtrip({"run": "tf2", "tag": "traced", "step": 5, **report.step_summary(engine, "layer"),
+                               "findings": []})
     assert body["devices"][0]["peak_rise_bytes"] == engine.space(None).peak_rise_bytes > 0
     keras = get_json(tb, "summary", run="tf2", tag="keras_profile")
     assert keras["status"] == "empty" and "FULL_TRACE" in keras["message"]
@@ -110,7 +111,10 @@ def test_tf2_graph_run_metadata_steps(tb, unet_trace):
 def test_summary_equals_engine(tb, logdir, group):
     body = get_json(tb, "summary", run="unet", tag="step_2", group=group)
     engine = engine_step(logdir, "unet", "step_2")
-    assert body == _roundtrip({"run": "unet", "tag": "step_2", "step": 2, "source": "run_metadata", **report.step_summary(engine, group)})
+    run_graph = graph.RunGraph.from_bytes(read_blob_bytes(logdir, "unet", "__run_graph__", ("graphs",)))
+    summary = report.step_summary(engine, group, run_graph)  # the run graph adds the resident figures
+    assert {key: value for key, value in body.items() if key != "findings"} == \
+        _roundtrip({"run": "unet", "tag": "step_2", "step": 2, "source": "run_metadata", **summary})
     assert body["status"] == "ok" and body["message"] is None
     (device,) = body["devices"]
     space = engine.space(None)

@@ -1,0 +1,392 @@
+"""Findings: what to change so a step fits, each with its bytes, the scope and nodes involved,
+and the change to try (docs/figures.md, "Findings").
+
+Every finding is computed from an analysed step (and, for graph constants and the im2col
+estimate, the run's GraphDef through `resident.Model`); `step_growth` also compares the
+step with other traced steps of its run. Thresholds are constants below, each with why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ._numeric import scatter_sum
+from .figures import AT_PEAK, OUTPUT, TEMP
+from .names import KINDS, LAYOUT_TRANSPOSE, scope_of
+from .resident import Model
+
+LAYOUT_TRANSPOSE_KIND = "layout_transpose"
+CONV_SCRATCH = "conv_scratch"
+GRAPH_CONSTANTS = "graph_constants"
+STEP_GROWTH = "step_growth"
+ALLOCATOR_GAP = "allocator_gap"
+FINDING_KINDS = (LAYOUT_TRANSPOSE_KIND, CONV_SCRATCH, GRAPH_CONSTANTS, STEP_GROWTH, ALLOCATOR_GAP)
+
+KiB, MiB = 1 << 10, 1 << 20
+# Layout transposes: each is a full copy of an activation; 1% of the peak is memory that a
+# data-format change gets back for free (64 KiB floor: below it, hand-sized toy steps).
+LAYOUT_MIN_SHARE, LAYOUT_MIN_BYTES = 0.01, 64 * KiB
+# Conv scratch: temporaries 8x the op's output mean the scratch, not the result, is what
+# the op costs; under 1 MiB or 10% of the peak it cannot be what keeps a step from fitting.
+SCRATCH_MIN_RATIO, SCRATCH_MIN_BYTES, SCRATCH_MIN_SHARE = 8, MiB, 0.10
+# Graph constants: a Const of 64 KiB or more is data, not a shape, scalar or small table;
+# 1 MiB of them is data embedded in the graph, found long before protobuf's 2 GiB limit.
+CONST_DATA_MIN_BYTES, GRAPH_CONSTANTS_MIN_BYTES = 64 * KiB, MiB
+# Any GraphDef past 1/8 of protobuf's limit is flagged, weights or not: it has little room left.
+GRAPH_WARN_BYTES, PROTOBUF_LIMIT_BYTES = 256 * MiB, 2 * 1024 * MiB
+# Step growth: a step after warm-up should end where it started; under 64 KiB are the
+# scalars and shapes the runtime keeps (the demo U-Net leaves 12 B).
+STEP_GROWTH_MIN_BYTES = 64 * KiB
+STEP_GROWTH_STEPS = 3  # steps of the run compared (this one and its nearest traced neighbours)
+# Allocator gap: readings off the records by 5% of the peak (1 MiB floor) is memory the
+# trace does not explain, more than allocator rounding.
+GAP_MIN_SHARE, GAP_MIN_BYTES = 0.05, MiB
+TOP_NODES = 5  # nodes named per finding
+
+_LAYOUT_SIDE_RE = re.compile(r"((?:-\d+)+)-[A-Za-z]+?(N[A-Z]+)To(N[A-Z]+)-LayoutOptimizer$")
+_GRAD_RE = re.compile(r"^(?:gradients(?:_\d+)?/)?(?P<forward>.+)_grad/[^/]+$")
+
+
+@dataclass
+class Finding:
+    kind: str
+    bytes: int
+    scope: str  # a scope path when grouping by layer ("" for the whole step)
+    nodes: list[str]  # graph names, largest first
+    message: str
+    suggestion: str
+    device: str | None = None  # the memory space (None: the run's graph)
+    details: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "bytes": int(self.bytes), "scope": self.scope, "nodes": self.nodes,
+                "message": self.message, "suggestion": self.suggestion, "device": self.device,
+                "details": self.details}
+
+
+def format_bytes(value: int) -> str:
+    value = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def step_findings(step, model: Model | None = None, run_steps: Sequence[tuple[int, object]] = ()) -> list[Finding]:
+    """Every finding of an analysed step, largest first.
+
+    `run_steps`: (step number, StepAnalysis) of the traced steps compared for growth,
+    this step included (see `compared_refs`).
+    """
+    found: list[Finding] = []
+    for space in step.spaces:
+        if not space.has_curve:
+            continue
+        found += layout_transposes(space)
+        found += conv_scratch(space, model)
+        found += step_growth(space, step, run_steps)
+        found += allocator_gap(space)
+    if model is not None:
+        found += graph_constants(model)
+    found.sort(key=lambda f: (-f.bytes, f.kind, f.scope))
+    return found
+
+
+# -- layout transposes ---------------------------------------------------------------------------
+
+
+def _formats(raw_names: Sequence[str]) -> tuple[str | None, str | None]:
+    """(the graph's data format, the one the device wanted), read from the transposes' names:
+    `<op>-<port>-TransposeNHWCToNCHW` converts an input (graph -> device), `<op>-<port>-<n>-Transpose
+    NCHWToNHWC` an output (device -> graph)."""
+    votes: dict[tuple[str, str], int] = {}
+    for raw in raw_names:
+        match = _LAYOUT_SIDE_RE.search(raw)
+        if not match:
+            continue
+        source, target = match.group(2), match.group(3)
+        pair = (source, target) if match.group(1).count("-") == 1 else (target, source)
+        votes[pair] = votes.get(pair, 0) + 1
+    if not votes:
+        return None, None
+    return max(votes, key=votes.get)
+
+
+def layout_transposes(space) -> list[Finding]:
+    names = space.names
+    layout = np.flatnonzero(names.kind_code == KINDS.index(LAYOUT_TRANSPOSE))
+    if layout.size == 0:
+        return []
+    at_peak = space.name_figures[layout, AT_PEAK]
+    by_layer: dict[str, list[int]] = {}
+    for i in layout[at_peak > 0].tolist():
+        by_layer.setdefault(_layer_of(names.layer_paths[i]), []).append(i)
+    threshold = max(LAYOUT_MIN_BYTES, LAYOUT_MIN_SHARE * space.peak_rise_bytes)
+    found = []
+    for layer, rows in by_layer.items():
+        held = int(space.name_figures[rows, AT_PEAK].sum())
+        if held < threshold:
+            continue
+        rows.sort(key=lambda i: -int(space.name_figures[i, AT_PEAK]))
+        raw = [names.raw[i] for i in rows]
+        graph_format, device_format = _formats(raw)
+        share = held / space.peak_rise_bytes if space.peak_rise_bytes > 0 else None
+        converted = (f" ({graph_format} in the graph, {device_format} on the device)"
+                     if graph_format and device_format else "")
+        keras = "channels_first" if (device_format or "").startswith("NC") else "channels_last"
+        fix = (f"Build this layer in {device_format} (data_format='{device_format}' in tf.nn ops, "
+               f"'{keras}' in Keras) so grappler inserts no transposes, "
+               if device_format else "Build the layer in the data format the device prefers, ")
+        found.append(Finding(
+            LAYOUT_TRANSPOSE_KIND, held, layer, raw[:TOP_NODES],
+            f"{len(rows)} layout transpose{'s' if len(rows) != 1 else ''} inserted by grappler's layout "
+            f"optimizer{converted} hold {format_bytes(held)} at the peak in {layer or '(top level)'}"
+            + (f" ({share:.0%} of the peak rise)" if share is not None else "") + ".",
+            fix + "or turn the layout optimizer off: tf.config.optimizer.set_experimental_options("
+            "{'layout_optimizer': False}) (TF1: RewriterConfig(layout_optimizer=RewriterConfig.OFF)).",
+            space.trace.id,
+            {"transposes": len(rows), "graph_format": graph_format, "device_format": device_format,
+             "share_of_peak": share},
+        ))
+    return found
+
+
+# -- convolution scratch -----------------------------------------------------------------------
+
+
+def _forward_conv(graph_name: str, model: Model | None):
+    """The forward convolution an op computes or differentiates (`X_grad/Conv2DBackpropFilter` -> X)."""
+    if model is None:
+        return None
+    conv = model.convs.get(graph_name)
+    if conv is None:
+        match = _GRAD_RE.match(graph_name)
+        conv = model.convs.get(match.group("forward")) if match else None
+    return conv
+
+
+def im2col_estimate(space, conv) -> dict | None:
+    """batch x out_h x out_w x (k_h x k_w x c_in) x dtype size. batch x out_h x out_w comes from the
+    GraphDef's shapes where it has them, else from the forward convolution's output bytes in the trace
+    (output / (c_out x dtype size); a fused conv's output is on its BiasAdd or activation)."""
+    if conv is None or not conv.filter_shape or not conv.dtype_size or conv.op.startswith("Depthwise"):
+        return None
+    channels_out = conv.filter_shape[-1]
+    positions, source = conv.positions, "graph"
+    if positions is None:
+        names = space.names
+        for name in (conv.name, *conv.fused_into):
+            rows = [i for i, graph_name in enumerate(names.graph_names) if graph_name == name]
+            output = max((int(space.name_figures[i, OUTPUT]) // max(1, int(space.name_figures[i, -1]))
+                          for i in rows), default=0)
+            if output > 0:
+                positions, source = output // (channels_out * conv.dtype_size), "trace"
+                break
+    if not positions:
+        return None
+    patch = int(np.prod(conv.filter_shape[:-1]))
+    return {"forward": conv.name, "filter_shape": list(conv.filter_shape), "positions": positions,
+            "positions_from": source, "patch_size": patch, "dtype_size": conv.dtype_size,
+            "im2col_bytes": positions * patch * conv.dtype_size}
+
+
+def _layer_of(path: str) -> str:
+    """The layer a path belongs to: its scope, above any `<op>_grad` scope of the backward pass."""
+    scope = scope_of(path)
+    while scope and scope.rsplit("/", 1)[-1].endswith("_grad"):
+        scope = scope_of(scope)
+    return scope
+
+
+def conv_scratch(space, model: Model | None) -> list[Finding]:
+    temp = space.name_figures[:, TEMP]
+    output = space.name_figures[:, OUTPUT]
+    counts = np.maximum(space.name_figures[:, -1], 1)
+    per_exec_temp, per_exec_output = temp // counts, output // counts
+    threshold = max(SCRATCH_MIN_BYTES, SCRATCH_MIN_SHARE * space.peak_rise_bytes)
+    flagged = np.flatnonzero((per_exec_temp >= threshold) & (per_exec_temp >= SCRATCH_MIN_RATIO * per_exec_output))
+    names = space.names
+    found = []
+    for i in flagged.tolist():
+        graph_name, scratch, out = names.graph_names[i], int(per_exec_temp[i]), int(per_exec_output[i])
+        layer = _layer_of(names.layer_paths[i])
+        estimate = im2col_estimate(space, _forward_conv(graph_name, model))
+        ratio = f"{scratch / out:,.0f}x its output" if out else "with no output"
+        text = (f"{graph_name} ({names.op_types[i]}) uses {format_bytes(scratch)} of scratch, {ratio} "
+                f"({format_bytes(out)}).")
+        if estimate is not None:
+            k = "x".join(map(str, estimate["filter_shape"][:-1]))
+            text += (f" im2col from the shapes: {estimate['positions']:,} output positions (batch x out_h x out_w)"
+                     f" x {estimate['patch_size']:,} ({k}) x {estimate['dtype_size']} B = "
+                     f"{format_bytes(estimate['im2col_bytes'])}"
+                     f" (the op's scratch is {scratch / estimate['im2col_bytes']:.1f}x that).")
+        found.append(Finding(
+            CONV_SCRATCH, scratch, layer, [graph_name], text,
+            "Use a smaller filter (or stack small ones: two 3x3 see as far as one 5x5), an FFT or separable form "
+            "(tf.nn.separable_conv2d, or a k x 1 then 1 x k pair), or split the batch into smaller steps "
+            "(the scratch grows with batch x out_h x out_w).",
+            space.trace.id,
+            {"temp_bytes": scratch, "output_bytes": out, "op_type": names.op_types[i], "im2col": estimate},
+        ))
+    return found
+
+
+# -- constants in the graph ---------------------------------------------------------------------
+
+
+def graph_constants(model: Model) -> list[Finding]:
+    params = model.parameter_names
+    data = [c for c in model.constants if c.serialized_bytes >= CONST_DATA_MIN_BYTES and c.name not in params]
+    data_bytes = sum(c.serialized_bytes for c in data)
+    large_graph = model.graph_bytes >= GRAPH_WARN_BYTES
+    if data_bytes < GRAPH_CONSTANTS_MIN_BYTES and not large_graph:
+        return []
+    listed = data if data_bytes >= GRAPH_CONSTANTS_MIN_BYTES else model.constants
+    largest = listed[0]
+    shape = "x".join(map(str, largest.shape)) or "scalar"
+    flagged_bytes = data_bytes if listed is data else sum(c.serialized_bytes for c in listed)
+    text = (f"The GraphDef is {format_bytes(model.graph_bytes)} ({model.graph_bytes / PROTOBUF_LIMIT_BYTES:.2%} of "
+            f"protobuf's 2 GiB limit); {len(listed)} Const node{'s' if len(listed) != 1 else ''} hold "
+            f"{format_bytes(flagged_bytes)} of it, the largest {largest.name} ({largest.dtype} {shape}, "
+            f"{format_bytes(largest.serialized_bytes)}).")
+    if listed is not data:
+        text += " Most of it is weights (a frozen graph)."
+    return [Finding(
+        GRAPH_CONSTANTS, flagged_bytes, scope_of(largest.name), [c.name for c in listed[:TOP_NODES]], text,
+        "Feed the data instead of embedding it: a tf.data pipeline (from files or from_generator), a placeholder "
+        "fed each step, or a variable initialised from a placeholder (initializer fed once), so the graph holds "
+        "no copy of it and stays far below the 2 GiB limit.",
+        None,
+        {"graph_bytes": model.graph_bytes, "limit_bytes": PROTOBUF_LIMIT_BYTES, "constant_bytes": flagged_bytes,
+         "constants": [{"name": c.name, "dtype": c.dtype, "shape": list(c.shape), "serialized_bytes": c.serialized_bytes,
+                        "tensor_bytes": c.tensor_bytes} for c in listed[:TOP_NODES]]},
+    )]
+
+
+# -- growth from step to step -----------------------------------------------------------------------
+
+
+def compared_refs(refs: Sequence, ref, limit: int = STEP_GROWTH_STEPS) -> list:
+    """`ref` and its nearest traced steps of the same source in its run (earlier ones first), in step order."""
+    same = sorted((r for r in refs if r.run == ref.run and r.source == ref.source),
+                  key=lambda r: (r.step, r.wall_time, r.tag))
+    if ref not in same:
+        return [ref]
+    at = same.index(ref)
+    start = max(0, min(at - (limit - 1), len(same) - limit))
+    return same[start:start + limit]
+
+
+def left_behind(space) -> np.ndarray:
+    """Per distinct name: the net of all its allocation events (what it still held when the step ended)."""
+    trace = space.trace
+    per_exec = scatter_sum(trace.event_exec, trace.event_bytes, trace.exec_count)
+    return scatter_sum(space.name_code, per_exec, len(space.names.raw))
+
+
+def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Finding]:
+    left = space.curve.end_rise_bytes
+    if left < STEP_GROWTH_MIN_BYTES:
+        return []
+    history = []  # (step, bytes left behind, bytes in use before it) of the same space
+    for number, other in run_steps:
+        other_space = other.space(space.trace.id) if other is not step else space
+        if other_space is None or not other_space.has_curve:
+            continue
+        history.append((number, other_space.curve.end_rise_bytes, other_space.start_bytes))
+    others = [h for h in history if h[1] != left or len(history) == 1]
+    if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
+        return []  # some traced step of the run ended where it started: no steady growth
+    held = left_behind(space)
+    order = np.argsort(-held, kind="stable")
+    names = space.names
+    keepers = [i for i in order[:TOP_NODES].tolist() if held[i] >= max(1, left // 100)]  # not the 4 B scalars
+    by_graph_name: dict[str, int] = {}
+    for i in keepers:
+        by_graph_name[names.graph_names[i]] = by_graph_name.get(names.graph_names[i], 0) + int(held[i])
+    nodes = list(by_graph_name)
+    top = keepers[0] if keepers else None
+    scope = _layer_of(names.layer_paths[top]) if top is not None else ""
+    holders = ", ".join(f"{name} ({format_bytes(b)})" for name, b in by_graph_name.items())
+    if len(history) > 1:
+        steps = ", ".join(str(h[0]) for h in history)
+        lefts = ", ".join(format_bytes(h[1]) for h in history)
+        across = f" Steps {steps} each left bytes behind ({lefts})"
+        starts = [h[2] for h in history]
+        if None not in starts:
+            across += f"; bytes in use before them: {', '.join(format_bytes(s) for s in starts)}"
+        across += "."
+    else:
+        across = " Only this step of the run is traced: trace a few more to see it grow."
+    return [Finding(
+        STEP_GROWTH, left, scope, nodes,
+        f"This step ended {format_bytes(left)} above where it started, held by {holders}.{across}",
+        "Memory that grows every step runs out in the end: look at what these nodes feed (a queue enqueued more "
+        "than dequeued, a variable or list that accumulates with tf.concat, a cache never cleared) and keep it "
+        "bounded, or release it each step.",
+        space.trace.id,
+        {"left_behind_bytes": left, "steps": [{"step": h[0], "left_behind_bytes": h[1], "start_bytes": h[2]}
+                                              for h in history],
+         "holders": [{"name": name, "bytes": b} for name, b in by_graph_name.items()],
+         "compared": len(others)},
+    )]
+
+
+# -- allocator readings the records do not explain ------------------------------------------------------
+
+
+def allocator_gap(space) -> list[Finding]:
+    trace, curve = space.trace, space.curve
+    if trace.snapshot_bytes.size == 0 or curve.time_us.size == 0:
+        return []
+    at = np.searchsorted(curve.time_us, trace.snapshot_time_us, side="right") - 1
+    rise_then = np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
+    offsets = trace.snapshot_bytes - rise_then
+    start = space.start_bytes if space.start_bytes is not None else int(np.median(offsets))
+    excess = offsets - start
+    worst = int(np.argmax(np.abs(excess)))
+    gap = int(excess[worst])
+    if abs(gap) < max(GAP_MIN_BYTES, GAP_MIN_SHARE * space.peak_rise_bytes):
+        return []
+    when = int(trace.snapshot_time_us[worst])
+    finished = np.flatnonzero(trace.end_us <= when)
+    node = int(finished[np.argmax(trace.end_us[finished])]) if finished.size else None
+    names = space.names
+    node_name = names.graph_names[space.name_code[node]] if node is not None else None
+    scope = _layer_of(names.layer_paths[space.name_code[node]]) if node is not None else ""
+    above = int(excess.max())
+    below = int(-excess.min())
+    direction = (f"exceed the allocation records by up to {format_bytes(above)}" if gap > 0 else
+                 f"fall short of the allocation records by up to {format_bytes(below)}")
+    baseline = "" if space.start_bytes is not None else " (no usable baseline: the readings imply a negative start)"
+    return [Finding(
+        ALLOCATOR_GAP, abs(gap), scope, [node_name] if node_name else [],
+        f"The allocator's own bytes in use ({trace.allocator}) {direction}{baseline}, "
+        f"at {when / 1000:.3f} ms" + (f", after {node_name}" if node_name else "") + ": memory the trace does not "
+        "attribute to any op.",
+        "Look for memory allocated outside the traced ops: library workspaces (oneDNN scratchpads and caches, "
+        "cuDNN workspaces), another session or thread on the same device, or allocations TensorFlow does not "
+        "record per op; the at-peak figures cover only the records.",
+        trace.id,
+        {"gap_bytes": gap, "above_bytes": max(above, 0), "below_bytes": max(below, 0), "time_us": when,
+         "snapshot_count": int(trace.snapshot_bytes.size)},
+    )]
+
+
+def findings_of_step(step, ref, run_refs: Sequence, analyse, run_graph=None) -> list[dict]:
+    """The findings of the step `ref` names, as JSON-ready dicts; `analyse(ref)` analyses another
+    step of its run (`run_refs`) for growth. Computed once per step and set of compared steps."""
+    compared = tuple(compared_refs(run_refs, ref))
+
+    def compute() -> list[dict]:
+        run_steps = [(r.step, step if r == ref else analyse(r)) for r in compared]
+        model = run_graph.model if run_graph is not None else None
+        ok = [(number, other) for number, other in run_steps if other.status == "ok"]
+        return [finding.as_dict() for finding in step_findings(step, model, ok)]
+
+    return step.memoized(("findings", compared, run_graph is not None), compute)

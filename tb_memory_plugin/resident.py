@@ -1,0 +1,407 @@
+"""Resident memory: the model's own tensors, from the run's GraphDef, split per layer.
+
+The bytes in use before a step (`start_bytes`) are mostly the model: its
+variables, the optimizer's slots (`<var>/Adam`, `<var>/Adam_1`, ...) and, in a
+frozen inference graph, the weight constants. The trace cannot say which is
+which (they were allocated before the step), the GraphDef can: every variable
+carries its shape and dtype. Read lazily (a full GraphDef parse) and only when
+asked (docs/figures.md, "Resident memory").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Sequence
+
+import numpy as np
+from tensorboard.compat.proto import graph_pb2
+
+from .names import _OPTIMIZER_NAMES, _SLOT_RE, layer_path, scope_of
+from .scope_tree import SELF
+from .trace import parse_device
+
+VARIABLE = "variable"
+SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
+CONSTANT = "constant"  # a frozen graph's weight, heuristically (see `_weight_constants`)
+
+_VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp", "AutoReloadVariable"})
+# Bytes per element by DataType enum value (types.proto); ref types are these + 100.
+_DTYPE = {
+    1: ("float32", 4), 2: ("float64", 8), 3: ("int32", 4), 4: ("uint8", 1), 5: ("int16", 2), 6: ("int8", 1),
+    8: ("complex64", 8), 9: ("int64", 8), 10: ("bool", 1), 11: ("qint8", 1), 12: ("quint8", 1),
+    13: ("qint32", 4), 14: ("bfloat16", 2), 15: ("qint16", 2), 16: ("quint16", 2), 17: ("uint16", 2),
+    18: ("complex128", 16), 19: ("float16", 2), 22: ("uint32", 4), 23: ("uint64", 8),
+}
+_FLOATS = frozenset({1, 2, 14, 19})
+# Slots that Keras optimizers (v2) name `<optimizer>/<var>/<slot>`.
+_KERAS_SLOTS = frozenset({"m", "v", "vhat", "momentum", "rms", "mg", "accumulator", "accumulators",
+                          "linear", "delta_accumulator", "velocity", "average_gradient"})
+# Ops that pass a tensor through unchanged: a weight reaches its op through them (`weights/read`).
+_PASS_THROUGH = frozenset({"Identity", "ReadVariableOp", "Enter", "Switch", "Cast", "Snapshot"})
+# Ops whose weight inputs make a float Const a parameter of a frozen graph: input index -> which.
+_WEIGHT_INPUTS = {
+    "Conv2D": (1,), "Conv3D": (1,), "DepthwiseConv2dNative": (1,), "Conv2DBackpropInput": (1,),
+    "Conv3DBackpropInputV2": (1,), "_FusedConv2D": (1, 2), "_FusedDepthwiseConv2dNative": (1, 2),
+    "MatMul": (1,), "_FusedMatMul": (1, 2), "BatchMatMul": (1,), "BatchMatMulV2": (1,), "BatchMatMulV3": (1,),
+    "BiasAdd": (1,), "BiasAddV1": (1,),
+    "FusedBatchNorm": (1, 2, 3, 4), "FusedBatchNormV2": (1, 2, 3, 4), "FusedBatchNormV3": (1, 2, 3, 4),
+}
+CONV_OPS = frozenset({"Conv2D", "Conv3D", "_FusedConv2D", "DepthwiseConv2dNative"})
+
+
+def dtype_name(dtype: int) -> str:
+    return _DTYPE.get(dtype % 100, (f"dtype_{dtype}", 0))[0]
+
+
+def dtype_size(dtype: int) -> int:
+    """Bytes per element (0 when unknown: strings, resources, variants)."""
+    return _DTYPE.get(dtype % 100, ("", 0))[1]
+
+
+@dataclass(frozen=True)
+class ModelTensor:
+    """One resident tensor of the model: a variable, an optimizer slot, or a frozen weight."""
+
+    name: str  # its GraphDef node
+    kind: str  # VARIABLE, SLOT, CONSTANT
+    owner: str | None  # a slot's variable
+    dtype: str
+    shape: tuple[int, ...] | None  # None: unknown rank or dimension
+    count: int | None  # elements (None when the shape is not fully known)
+    bytes: int | None
+    device: str  # as the GraphDef requests it ("" when unplaced)
+
+    @property
+    def layer(self) -> str:
+        """The layer it counts toward: the name scope of the variable (a slot's variable's);
+        a variable outside any scope (`beta1_power`) is its own row."""
+        return scope_of(self.owner or self.name) or (self.owner or self.name)
+
+    def path(self, group: str) -> str:
+        """Where it sits in a scope tree: a slot under its variable when grouping by layer."""
+        if group == "layer":
+            if self.owner is not None:
+                return f"{layer_path(self.owner)}/{self.name.rsplit('/', 1)[-1]}"
+            return layer_path(self.name)
+        return self.name
+
+
+@dataclass(frozen=True)
+class GraphConstant:
+    """A Const node: what it costs the GraphDef and memory."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    tensor_bytes: int  # the tensor it makes (elements x dtype size)
+    serialized_bytes: int  # what the NodeDef takes in the GraphDef
+
+
+@dataclass(frozen=True)
+class ConvNode:
+    """A convolution's attributes, for the im2col estimate."""
+
+    name: str
+    op: str
+    filter_shape: tuple[int, ...] | None  # HWIO (DHWIO for Conv3D), from the weight it reads
+    dtype_size: int
+    positions: int | None  # batch x out_h x out_w (x out_d) when the GraphDef gives the shapes
+    fused_into: tuple[str, ...] = ()  # the BiasAdd and activation after it: grappler's remapper runs them
+    # as one op under the last one's name, so the trace may show the conv's output there
+
+
+@dataclass
+class Model:
+    """What the GraphDef says about the model's resident tensors, constants and convolutions."""
+
+    tensors: list[ModelTensor]
+    constants: list[GraphConstant]  # every Const holding at least one element, largest first
+    convs: dict[str, ConvNode]
+    graph_bytes: int
+    weight_constants_used: bool = False  # parameters came from Const nodes (a frozen graph)
+
+    @classmethod
+    def from_graph_def(cls, graph_def: graph_pb2.GraphDef, graph_bytes: int) -> "Model":
+        nodes = {node.name: node for node in graph_def.node}
+        variables = [node for node in graph_def.node if node.op in _VARIABLE_OPS]
+        names = {node.name for node in variables}
+        tensors = [_variable_tensor(node, names) for node in variables]
+        weights = _weight_constants(graph_def, nodes)
+        tensors += [_constant_tensor(nodes[name]) for name in weights]
+        constants = [_graph_constant(node) for node in graph_def.node if node.op == "Const"]
+        constants.sort(key=lambda c: (-c.serialized_bytes, c.name))
+        consumers: dict[str, list[str]] = {}
+        for node in graph_def.node:
+            if node.input:
+                consumers.setdefault(node.input[0].split(":", 1)[0], []).append(node.name)
+        convs = {node.name: _conv_node(node, nodes, consumers) for node in graph_def.node if node.op in CONV_OPS}
+        return cls(tensors, constants, convs, graph_bytes, bool(weights))
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Model":
+        return cls.from_graph_def(graph_pb2.GraphDef.FromString(data), len(data))
+
+    @cached_property
+    def parameter_names(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.tensors if t.kind != SLOT)
+
+    def index(self, group: str, tensors: Sequence[ModelTensor] | None = None) -> "ResidentIndex":
+        return ResidentIndex(self.tensors if tensors is None else tensors, group)
+
+
+def _shape(proto) -> tuple[int, ...] | None:
+    if proto.unknown_rank or any(dim.size < 0 for dim in proto.dim):
+        return None
+    return tuple(int(dim.size) for dim in proto.dim)
+
+
+def _sized(dtype: int, shape: tuple[int, ...] | None) -> tuple[int | None, int | None]:
+    if shape is None:
+        return None, None
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    size = dtype_size(dtype)
+    return count, (count * size if size else None)
+
+
+def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
+    """The variable a slot variable belongs to, by the optimizers' naming; None if not a slot.
+
+    `<var>/Adam`, `<var>/Adam_1`, `<var>/Momentum` (tf.compat.v1 optimizers);
+    `[training/]Adam/<var>/m` (Keras optimizers).
+    """
+    head, _, leaf = name.rpartition("/")
+    if head in variables and _SLOT_RE.match(leaf):
+        return head
+    if leaf in _KERAS_SLOTS or leaf.rstrip("0123456789_") in _KERAS_SLOTS:
+        parts = head.split("/")
+        while parts and parts[0] in _OPTIMIZER_NAMES:
+            parts.pop(0)
+            candidate = "/".join(parts)
+            if candidate in variables:
+                return candidate
+    return None
+
+
+def _is_optimizer_variable(name: str) -> bool:
+    """The optimizer's own variables: `beta1_power`, `Adam/iterations`, `training/Adam/iter`."""
+    return name.partition("/")[0] in _OPTIMIZER_NAMES
+
+
+def _variable_tensor(node, variables: set[str]) -> ModelTensor:
+    dtype = node.attr["dtype"].type
+    shape = _shape(node.attr["shape"].shape)
+    count, nbytes = _sized(dtype, shape)
+    owner = slot_owner(node.name, variables)
+    kind = SLOT if owner is not None or _is_optimizer_variable(node.name) else VARIABLE
+    return ModelTensor(node.name, kind, owner, dtype_name(dtype), shape, count, nbytes, node.device)
+
+
+def _constant_tensor(node) -> ModelTensor:
+    tensor = node.attr["value"].tensor
+    shape = _shape(tensor.tensor_shape)
+    count, nbytes = _sized(tensor.dtype, shape)
+    return ModelTensor(node.name, CONSTANT, None, dtype_name(tensor.dtype), shape, count, nbytes, node.device)
+
+
+def _graph_constant(node) -> GraphConstant:
+    tensor = node.attr["value"].tensor
+    shape = _shape(tensor.tensor_shape) or ()
+    count, nbytes = _sized(tensor.dtype, shape)
+    return GraphConstant(node.name, dtype_name(tensor.dtype), shape, nbytes or 0, node.ByteSize())
+
+
+def _source(name: str, nodes: dict) -> object | None:
+    """The node an input comes from, through pass-through ops (`weights/read`, `ReadVariableOp`)."""
+    seen = 0
+    node = nodes.get(name.lstrip("^").split(":", 1)[0])
+    while node is not None and node.op in _PASS_THROUGH and node.input and seen < 16:
+        node = nodes.get(node.input[0].lstrip("^").split(":", 1)[0])
+        seen += 1
+    return node
+
+
+def _weight_constants(graph_def, nodes: dict) -> list[str]:
+    """A frozen graph's weights: float Consts of rank >= 1 feeding a weight input of a
+    conv, matmul, bias or batch-norm op (directly or through Identity). A heuristic:
+    a Const elsewhere (shapes, data) is not a parameter."""
+    found: dict[str, None] = {}
+    for node in graph_def.node:
+        for index in _WEIGHT_INPUTS.get(node.op, ()):
+            if index >= len(node.input):
+                continue
+            source = _source(node.input[index], nodes)
+            if source is None or source.op != "Const":
+                continue
+            tensor = source.attr["value"].tensor
+            dims = tensor.tensor_shape.dim
+            if tensor.dtype in _FLOATS and len(dims) >= 1 and all(dim.size > 0 for dim in dims):
+                found[source.name] = None
+    return list(found)
+
+
+def _conv_node(node, nodes: dict, consumers: dict[str, list[str]]) -> ConvNode:
+    source = _source(node.input[1], nodes) if len(node.input) > 1 else None
+    shape, size = None, 0
+    if source is not None and source.op in _VARIABLE_OPS:
+        shape, size = _shape(source.attr["shape"].shape), dtype_size(source.attr["dtype"].type)
+    elif source is not None and source.op == "Const":
+        tensor = source.attr["value"].tensor
+        shape, size = _shape(tensor.tensor_shape), dtype_size(tensor.dtype)
+    fused, at = [], node.name
+    for expected in (("BiasAdd", "BiasAddV1", "Add", "AddV2"), ("Relu", "Relu6", "Elu", "LeakyRelu", "Selu", "Tanh",
+                                                                   "Sigmoid")):
+        after = [nodes[c] for c in consumers.get(at, ()) if c in nodes and nodes[c].op in expected]
+        if len(after) != 1:
+            break
+        at = after[0].name
+        fused.append(at)
+    return ConvNode(node.name, node.op, shape, size, _output_positions(node, nodes, shape), tuple(fused))
+
+
+def _output_positions(node, nodes: dict, filter_shape) -> int | None:
+    """batch x out_h x out_w (x out_d): from `_output_shapes` (add_shapes=True), else from a fully known
+    input shape (a placeholder's) with the conv's strides, padding and dilations."""
+    channels_first = node.attr["data_format"].s.decode("ascii", "replace").startswith("NC")
+    listed = node.attr["_output_shapes"].list.shape if "_output_shapes" in node.attr else ()
+    if listed and _shape(listed[0]):
+        dims = _shape(listed[0])
+        return int(np.prod(dims)) // dims[1 if channels_first else -1]
+    source = _source(node.input[0], nodes) if node.input else None
+    if source is None or filter_shape is None or source.op not in ("Placeholder", "PlaceholderWithDefault"):
+        return None
+    dims = _shape(source.attr["shape"].shape)
+    if dims is None:
+        return None
+    spatial = dims[2:] if channels_first else dims[1:-1]
+    strides = list(node.attr["strides"].list.i) or [1] * len(dims)
+    dilations = list(node.attr["dilations"].list.i) or [1] * len(dims)
+    strides = strides[2:] if channels_first else strides[1:-1]
+    dilations = dilations[2:] if channels_first else dilations[1:-1]
+    padding = node.attr["padding"].s.decode("ascii", "replace")
+    positions = dims[0]
+    for size, kernel, stride, dilation in zip(spatial, filter_shape, strides, dilations):
+        span = (kernel - 1) * dilation + 1
+        out = -(-size // stride) if padding == "SAME" else -(-(size - span + 1) // stride)
+        positions *= max(out, 0)
+    return positions
+
+
+# -- sums over scope paths ----------------------------------------------------------------
+
+
+_SLASH_KEY = "\x01"  # "/" in sort keys: a scope's paths then sort together, right after it
+
+
+class ResidentIndex:
+    """Parameter count, parameter bytes and slot bytes under any scope path of one grouping.
+
+    Sums by path: a scope counts the tensors whose path is the scope or lies under
+    it, whether or not the trace ran their nodes; `<scope>/(self)` counts the one
+    named exactly `<scope>`.
+    """
+
+    def __init__(self, tensors: Iterable[ModelTensor], group: str) -> None:
+        rows = sorted((t.path(group).replace("/", _SLASH_KEY), t) for t in tensors)
+        self.keys = np.array([key for key, _ in rows], dtype=str) if rows else np.zeros(0, dtype="<U1")
+        params = [t for _, t in rows]
+        count = np.array([(t.count or 0) if t.kind != SLOT else 0 for t in params], dtype=np.int64)
+        param_bytes = np.array([(t.bytes or 0) if t.kind != SLOT else 0 for t in params], dtype=np.int64)
+        slot_bytes = np.array([(t.bytes or 0) if t.kind == SLOT else 0 for t in params], dtype=np.int64)
+        self._running = np.zeros((len(params) + 1, 3), dtype=np.int64)
+        if params:
+            np.cumsum(np.stack([count, param_bytes, slot_bytes], axis=1), axis=0, out=self._running[1:])
+
+    def sums(self, paths: Sequence[str]) -> np.ndarray:
+        """(len(paths), 3): param_count, param_bytes, slot_bytes under each path ("" is everything)."""
+        if not paths:
+            return np.zeros((0, 3), dtype=np.int64)
+        exact = np.array([p.endswith("/" + SELF) for p in paths])
+        keys = np.array([(p[: -len(SELF) - 1] if e else p).replace("/", _SLASH_KEY) for p, e in zip(paths, exact)],
+                        dtype=str)
+        low = np.searchsorted(self.keys, keys, side="left")
+        high = np.where(exact, np.searchsorted(self.keys, keys, side="right"),
+                        np.searchsorted(self.keys, np.char.add(keys, "\x02"), side="left"))
+        root = keys == ""
+        low[root], high[root] = 0, self.keys.size
+        return self._running[high] - self._running[low]
+
+
+# -- one memory space's share ---------------------------------------------------------------
+
+
+def home_space(tensor: ModelTensor, step) -> str | None:
+    """The memory space a tensor lives in: its device's main allocator, else the step's default space."""
+    device = parse_device(tensor.device) if tensor.device else None
+    if device is not None:
+        candidates = [s for s in step.spaces if parse_device(s.trace.device) == device]
+        own = [s for s in candidates if s.trace.device_type == "CPU" or s.trace.memory_kind == "device"] or candidates
+        if own:
+            return max(own, key=lambda s: int(s.trace.allocated.sum()) + int(s.trace.output.sum())).trace.id
+    return step.default_space_id
+
+
+@dataclass
+class Resident:
+    """The model's tensors living in one memory space, against the bytes in use before the step."""
+
+    tensors: list[ModelTensor]
+    start_bytes: int | None  # the allocator's bytes in use before the step (None: no baseline)
+    weight_constants_used: bool
+    _indexes: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def param_count(self) -> int:
+        return sum(t.count or 0 for t in self.tensors if t.kind != SLOT)
+
+    @property
+    def param_bytes(self) -> int:
+        return sum(t.bytes or 0 for t in self.tensors if t.kind != SLOT)
+
+    @property
+    def slot_bytes(self) -> int:
+        return sum(t.bytes or 0 for t in self.tensors if t.kind == SLOT)
+
+    @property
+    def other_bytes(self) -> int | None:
+        """Bytes in use before the step that the model's tensors do not explain (negative when the
+        GraphDef's tensors exceed them: some live elsewhere, or were not yet allocated)."""
+        return None if self.start_bytes is None else self.start_bytes - self.param_bytes - self.slot_bytes
+
+    def index(self, group: str) -> ResidentIndex:
+        if group not in self._indexes:
+            self._indexes[group] = ResidentIndex(self.tensors, group)
+        return self._indexes[group]
+
+    def layers(self) -> list[dict]:
+        """Keras `summary()`-like rows, one per layer (the scope holding the variables), in graph order."""
+        rows: dict[str, dict] = {}
+        for t in self.tensors:
+            row = rows.setdefault(t.layer, {"scope": t.layer, "param_count": 0, "param_bytes": 0, "slot_bytes": 0,
+                                            "tensors": []})
+            if t.kind == SLOT:
+                row["slot_bytes"] += t.bytes or 0
+            else:
+                row["param_count"] += t.count or 0
+                row["param_bytes"] += t.bytes or 0
+            row["tensors"].append({"name": t.name, "kind": t.kind, "dtype": t.dtype,
+                                   "shape": None if t.shape is None else list(t.shape), "count": t.count,
+                                   "bytes": t.bytes})
+        return list(rows.values())
+
+
+def resident_of_space(model: Model, step, space) -> Resident:
+    """The model's tensors that live in `space` (see `home_space`)."""
+    home = {}
+    tensors = []
+    for tensor in model.tensors:
+        key = tensor.device
+        if key not in home:
+            home[key] = home_space(tensor, step)
+        if home[key] == space.trace.id:
+            tensors.append(tensor)
+    return Resident(tensors, space.start_bytes, model.weight_constants_used)
+
+
+WEIGHT_CONSTANTS_NOTE = ("parameters include Const nodes read as weights (float, rank >= 1, feeding a conv, "
+                         "matmul, bias or batch-norm op): a heuristic for frozen graphs")

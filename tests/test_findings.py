@@ -1,0 +1,282 @@
+"""Findings (findings.py) on real TensorFlow traces and hand-built GPU fixtures; every amount is
+recomputed from the protos (RunMetadata, GraphDef) here, not through the engine."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from tensorboard.compat.proto import config_pb2, graph_pb2
+
+import protos
+from protos import GPU0, Mem, Node
+from tb_memory_plugin import cli, findings, graph, resident, store
+
+MKL_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _kinds(found):
+    return [f.kind for f in found]
+
+
+def _records(rm_bytes: bytes, device_part: str, allocator: str):
+    """(node name, time, bytes) of every allocation record of one allocator on a real device."""
+    proto = config_pb2.RunMetadata.FromString(rm_bytes)
+    out = []
+    for dev in proto.step_stats.dev_stats:
+        if device_part not in dev.device or "stream" in dev.device or "memcpy" in dev.device:
+            continue
+        for node in dev.node_stats:
+            for mem in node.memory:
+                if mem.allocator_name == allocator:
+                    out += [(node.node_name, r.alloc_micros, r.alloc_bytes) for r in mem.allocation_records]
+    return out
+
+
+# -- conv_scratch: the big filter ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bigconv(tf_models):
+    """bigconv without oneDNN (Eigen's Conv2DBackpropFilter reports its im2col scratch as temp)."""
+    return tf_models.traced_step_in_subprocess("bigconv", 1, 32, onednn=False)
+
+
+def test_conv_scratch_on_the_big_filter(bigconv):
+    rm_bytes, gd_bytes = bigconv
+    step = store.analyse_bytes(rm_bytes, graph.RunGraph.from_bytes(gd_bytes))
+    found = findings.step_findings(step, resident.Model.from_bytes(gd_bytes))
+    scratch = [f for f in found if f.kind == findings.CONV_SCRATCH]
+    assert len(scratch) == 1
+    finding = scratch[0]
+    proto = config_pb2.RunMetadata.FromString(rm_bytes)
+    node = next(n for d in proto.step_stats.dev_stats for n in d.node_stats
+                if n.node_name == "gradients/big_conv/Conv2D_grad/Conv2DBackpropFilter")
+    assert finding.bytes == node.memory_stats.temp_memory_size > 8 * 31 * 31 * 3 * 8 * 4
+    assert finding.nodes == [node.node_name] and finding.scope == "big_conv"
+    # im2col from the GraphDef's shapes: images [1, 32, 32, 3], filter 31x31x3x8, SAME, stride 1.
+    graph_def = graph_pb2.GraphDef.FromString(gd_bytes)
+    nodes = {n.name: n for n in graph_def.node}
+    batch, height, width, c_in = [d.size for d in nodes["images"].attr["shape"].shape.dim]
+    k_h, k_w, _, _ = [d.size for d in nodes["big_conv/weights"].attr["shape"].shape.dim]
+    assert finding.details["im2col"]["im2col_bytes"] == batch * height * width * k_h * k_w * c_in * 4 == \
+        1 * 32 * 32 * 31 * 31 * 3 * 4
+    assert "smaller filter" in finding.suggestion and "FFT" in finding.suggestion and "batch" in finding.suggestion
+
+
+# -- graph_constants: a dataset embedded with tf.constant ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_logdir(tmp_path_factory, tf_models):
+    """Real runs: constdata (1.25 MiB of training data as a Const) and growth (a FIFOQueue that
+    keeps every step's activations), three traced steps each."""
+    root = tmp_path_factory.mktemp("finding_logs")
+    tf_models.write_traced_run(str(root / "constdata"), "constdata", 32, 2048, steps=(1, 2))
+    tf_models.write_traced_run(str(root / "growth"), "growth", 32, 64, steps=(1, 2, 3))
+    return root
+
+
+def _cli_json(capsys, *argv):
+    assert cli.main(["summary", *map(str, argv), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_graph_constants_names_the_embedded_dataset(capsys, run_logdir):
+    from tracedata import read_blob_bytes
+
+    gd_bytes = read_blob_bytes(run_logdir, "constdata", "__run_graph__", ("graphs",))
+    graph_def = graph_pb2.GraphDef.FromString(gd_bytes)
+    data = next(n for n in graph_def.node if n.name == "dataset/features")
+    body = _cli_json(capsys, run_logdir, "--run", "constdata", "--tag", "step_2")
+    found = [f for f in body["steps"][0]["findings"] if f["kind"] == "graph_constants"]
+    assert len(found) == 1
+    finding = found[0]
+    assert finding["nodes"] == ["dataset/features"] and finding["scope"] == "dataset"
+    assert finding["bytes"] == data.ByteSize() > 2048 * 160 * 4
+    assert finding["details"]["graph_bytes"] == len(gd_bytes)
+    assert finding["details"]["constants"][0]["tensor_bytes"] == 2048 * 160 * 4
+    assert "tf.data" in finding["suggestion"] and "placeholder" in finding["suggestion"]
+
+
+def test_no_graph_constants_in_a_model_without_embedded_data(unet_trace):
+    assert findings.graph_constants(resident.Model.from_bytes(unet_trace.graph_def_bytes)) == []
+
+
+# -- step_growth: a queue nothing dequeues --------------------------------------------------------------
+
+
+def test_step_growth_names_the_node_that_keeps_the_bytes(capsys, run_logdir):
+    from tracedata import read_blob_bytes
+
+    body = _cli_json(capsys, run_logdir, "--run", "growth")
+    assert [s["tag"] for s in body["steps"]] == ["step_1", "step_2", "step_3"]
+    for step in body["steps"]:
+        records = _records(read_blob_bytes(run_logdir, "growth", step["tag"]), "CPU:0", "mklcpu")
+        left = sum(b for _, _, b in records)  # the step's end over its start, from the records
+        held = sum(b for name, _, b in records if name == "mlp/hidden/Relu")
+        growth = [f for f in step["findings"] if f["kind"] == "step_growth"]
+        assert len(growth) == 1, step["findings"]
+        finding = growth[0]
+        assert finding["bytes"] == left and held == 32 * 1024 * 4  # batch x hidden x float32
+        assert finding["nodes"][0] == "mlp/hidden/Relu" and finding["scope"] == "mlp/hidden"
+        assert finding["details"]["holders"][0] == {"name": "mlp/hidden/Relu", "bytes": held}
+        assert [s["step"] for s in finding["details"]["steps"]] == [1, 2, 3]
+        assert "queue" in finding["suggestion"]
+
+
+def test_no_step_growth_when_steps_end_where_they_start(capsys, logdir):
+    body = _cli_json(capsys, logdir, "--run", "unet")
+    assert not any(f["kind"] == "step_growth" for s in body["steps"] for f in s["findings"])
+
+
+def test_one_step_alone_is_compared_with_its_neighbours():
+    from tb_memory_plugin.store import StepRef
+
+    refs = [StepRef("r", f"step_{k}", "graph_tagged_run_metadata", k, float(k)) for k in (1, 2, 3, 4, 5)]
+    other_run = StepRef("s", "step_1", "graph_tagged_run_metadata", 1, 0.0)
+    assert [r.step for r in findings.compared_refs(refs + [other_run], refs[4])] == [3, 4, 5]
+    assert [r.step for r in findings.compared_refs(refs, refs[0])] == [1, 2, 3]
+    assert findings.compared_refs(refs[:1], refs[0]) == [refs[0]]
+
+
+# -- layout_transpose: a hand-built GPU step ------------------------------------------------------------
+
+LAYOUT_IN = "shared_model/unet_01/Conv2D-0-TransposeNHWCToNCHW-LayoutOptimizer"
+LAYOUT_OUT = "shared_model/unet_01/BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer"
+MiB = 1 << 20
+
+
+def _layout_step_nodes():
+    """unet_01 on a GPU with NHWC in the graph: grappler transposes its input to NCHW and the
+    output back; both copies are alive at the peak (t=30, the backward conv's allocation)."""
+    return [
+        Node("_arg_frames_0_0", 0, 1, op="_Arg", memory=[Mem("GPU_0_bfc", [(0, 4 * MiB)], bytes_in_use=104 * MiB)],
+             outputs=[("GPU_0_bfc", 4 * MiB)]),
+        Node(LAYOUT_IN, 2, 3, op="Transpose", memory=[Mem("GPU_0_bfc", [(2, 4 * MiB), (40, -4 * MiB)])],
+             outputs=[("GPU_0_bfc", 4 * MiB)]),
+        Node("shared_model/unet_01/Conv2D", 4, 8, op="Conv2D",
+             memory=[Mem("GPU_0_bfc", [(4, 16 * MiB), (45, -16 * MiB)])], outputs=[("GPU_0_bfc", 16 * MiB)]),
+        Node("shared_model/unet_01/BiasAdd", 9, 10, op="BiasAdd",
+             memory=[Mem("GPU_0_bfc", [(9, 16 * MiB), (20, -16 * MiB)])], outputs=[("GPU_0_bfc", 16 * MiB)]),
+        Node(LAYOUT_OUT, 11, 12, op="Transpose", memory=[Mem("GPU_0_bfc", [(11, 16 * MiB), (50, -16 * MiB)])],
+             outputs=[("GPU_0_bfc", 16 * MiB)]),
+        Node("shared_model/unet_02/Conv2D", 13, 15, op="Conv2D",
+             memory=[Mem("GPU_0_bfc", [(13, 300 * 1024)])], outputs=[("GPU_0_bfc", 300 * 1024)]),
+        Node("gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput", 30, 35, op="Conv2DBackpropInput",
+             memory=[Mem("GPU_0_bfc", [(30, 8 * MiB), (60, -8 * MiB)])], outputs=[("GPU_0_bfc", 8 * MiB)]),
+    ]
+
+
+def _at_peak_by_hand(nodes):
+    """Net bytes per node up to the peak of the running total (recomputed without the engine)."""
+    events = sorted((t, b, n.name) for n in nodes for m in n.memory for t, b in m.records)
+    times = sorted({t for t, _, _ in events})
+    totals = np.cumsum([sum(b for t2, b, _ in events if t2 == t) for t in times])
+    peak_time = times[int(np.argmax(totals))]
+    held = {}
+    for t, b, name in events:
+        if t <= peak_time:
+            held[name] = held.get(name, 0) + b
+    return held, int(totals.max())
+
+
+def test_layout_transposes_per_layer_with_the_format_to_use():
+    nodes = _layout_step_nodes()
+    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    found = [f for f in findings.step_findings(step) if f.kind == findings.LAYOUT_TRANSPOSE_KIND]
+    assert len(found) == 1
+    finding = found[0]
+    held, rise = _at_peak_by_hand(nodes)
+    assert finding.bytes == held[LAYOUT_IN] + held[LAYOUT_OUT] == 20 * MiB
+    assert finding.scope == "shared_model/unet_01" and finding.device == "GPU:0/GPU_0_bfc"
+    assert finding.nodes == [LAYOUT_OUT, LAYOUT_IN]  # largest first
+    assert finding.details["graph_format"] == "NHWC" and finding.details["device_format"] == "NCHW"
+    assert finding.details["share_of_peak"] == pytest.approx(20 * MiB / rise)
+    assert "NCHW" in finding.suggestion and "channels_first" in finding.suggestion
+    assert "layout_optimizer" in finding.suggestion
+
+
+def test_small_layout_transposes_are_not_findings():
+    # protos.gpu_trace: one 8 KiB transpose, below the 64 KiB floor.
+    step = store.analyse_bytes(protos.gpu_trace())
+    assert findings.LAYOUT_TRANSPOSE_KIND not in _kinds(findings.step_findings(step))
+
+
+# -- allocator_gap ----------------------------------------------------------------------------------------------
+
+
+def test_allocator_gap_states_the_amount():
+    # The allocator reads 100 MiB before the step; after the conv it reads 3 MiB more than the records say.
+    nodes = [
+        Node("a/Conv2D", 0, 2, op="Conv2D", memory=[Mem("GPU_0_bfc", [(0, 8 * MiB)], bytes_in_use=108 * MiB)],
+             outputs=[("GPU_0_bfc", 8 * MiB)]),
+        Node("b/Conv2D", 3, 5, op="Conv2D", memory=[Mem("GPU_0_bfc", [(3, 8 * MiB)], bytes_in_use=119 * MiB)],
+             outputs=[("GPU_0_bfc", 8 * MiB)]),
+        Node("c/Relu", 6, 7, op="Relu", memory=[Mem("GPU_0_bfc", [(6, 4 * MiB), (9, -20 * MiB)],
+                                                    bytes_in_use=120 * MiB)], outputs=[("GPU_0_bfc", 4 * MiB)]),
+    ]
+    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    found = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
+    assert len(found) == 1
+    # By hand: readings minus the records' running total: 100, 103, 100 MiB; the baseline is the median.
+    offsets = [108 * MiB - 8 * MiB, 119 * MiB - 16 * MiB, 120 * MiB - 20 * MiB]
+    assert found[0].bytes == max(offsets) - sorted(offsets)[1] == 3 * MiB
+    assert found[0].nodes == ["b/Conv2D"] and found[0].details["above_bytes"] == 3 * MiB
+    assert step.space(None).snapshot_gap == 3 * MiB
+
+
+def test_allocator_gap_on_the_real_mklcpu_step(unet_trace, unet_step):
+    """oneDNN allocates through mklcpu without records: the readings exceed them, by an amount read
+    here from allocator_bytes_in_use and the records themselves."""
+    records = sorted(_records(unet_trace.run_metadata_bytes, "CPU:0", "mklcpu"), key=lambda r: r[1])
+    proto = unet_trace.proto
+    readings = [(n.all_start_micros + n.all_end_rel_micros, m.allocator_bytes_in_use)
+                for d in proto.step_stats.dev_stats if d.device == MKL_CPU0 for n in d.node_stats
+                for m in n.memory if m.allocator_name == "mklcpu" and m.allocator_bytes_in_use]
+    if not readings:
+        pytest.skip("this TensorFlow reports no allocator_bytes_in_use on mklcpu")
+    times = np.array([t for _, t, _ in records])
+    running = np.cumsum([b for _, _, b in records])
+    offsets = []
+    for when, reading in readings:
+        at = np.searchsorted(times, when, side="right") - 1
+        offsets.append(reading - (running[at] if at >= 0 else 0))
+    excess = np.array(offsets) - int(np.median(offsets))
+    gap = int(excess[np.argmax(np.abs(excess))])
+    found = [f for f in findings.step_findings(unet_step) if f.kind == findings.ALLOCATOR_GAP]
+    space = unet_step.space(None)
+    if abs(gap) < max(findings.GAP_MIN_BYTES, findings.GAP_MIN_SHARE * space.peak_rise_bytes):
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].bytes == abs(gap) and found[0].details["gap_bytes"] == gap
+
+
+# -- the summary route carries findings and resident figures ---------------------------------------------------
+
+
+def test_summary_route_has_findings_and_resident(run_logdir):
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+    from werkzeug.test import Client
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(run_logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(run_logdir))
+    plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(run_logdir)))
+    client = Client(application.TensorBoardWSGI([plugin], data_provider=provider))
+    response = client.get("/data/plugin/memory/summary", query_string={"run": "growth", "tag": "step_2"})
+    assert response.status_code == 200
+    body = json.loads(response.get_data(as_text=True))
+    assert [f["kind"] for f in body["findings"]].count("step_growth") == 1
+    assert all(set(f) >= {"kind", "bytes", "scope", "nodes", "message", "suggestion"} for f in body["findings"])
+    device = body["devices"][0]
+    assert device["resident"]["param_count"] == 64 * 1024 + 1024 + 1024  # hidden weights + biases, out weights
+    assert {row["name"]: row["resident_bytes"] for row in device["categories"]}["parameters"] == \
+        4 * (64 * 1024 + 1024 + 1024)
+    assert device["top_scopes"][0]["param_count"] is not None

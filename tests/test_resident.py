@@ -1,0 +1,242 @@
+"""Resident memory by layer (resident.py): parameters and optimizer slots from the run's GraphDef,
+checked against the GraphDef itself (compat protos), on real TensorFlow graphs and traces."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from tensorboard.compat.proto import graph_pb2
+
+from tb_memory_plugin import cli, graph, report, resident, store
+from tb_memory_plugin.figures import AT_PEAK
+
+_ELEMENT_BYTES = {1: 4, 2: 8, 3: 4, 9: 8, 14: 2, 19: 2}  # float32, float64, int32, int64, bfloat16, float16
+
+
+def _expected_from_graph_def(graph_def_bytes: bytes):
+    """Per layer (the scope of the variable): (params, param bytes, slot bytes), straight from the
+    VarHandleOp/VariableV2 attrs; a slot is `<var>/Adam` or `<var>/Adam_1`, owned by `<var>`."""
+    graph_def = graph_pb2.GraphDef.FromString(graph_def_bytes)
+    variables = {n.name: n for n in graph_def.node if n.op in ("VarHandleOp", "VariableV2")}
+    layers = defaultdict(lambda: [0, 0, 0])
+    for name, node in variables.items():
+        dims = [d.size for d in node.attr["shape"].shape.dim]
+        count = int(np.prod(dims)) if dims else 1
+        nbytes = count * _ELEMENT_BYTES[node.attr["dtype"].type % 100]
+        owner, _, leaf = name.rpartition("/")
+        if owner in variables and leaf in ("Adam", "Adam_1"):
+            layers[owner.rpartition("/")[0]][2] += nbytes
+        elif "/" in name:
+            layers[name.rpartition("/")[0]][0] += count
+            layers[name.rpartition("/")[0]][1] += nbytes
+        else:  # beta1_power, beta2_power: the optimizer's own variables, each its own row
+            layers[name][2] += nbytes
+    return dict(layers)
+
+
+@pytest.fixture(scope="module")
+def unet_resident(unet_trace, unet_step):
+    run_graph = graph.RunGraph.from_bytes(unet_trace.graph_def_bytes)
+    space = unet_step.space(None)
+    return run_graph, space, report.space_resident(unet_step, space, run_graph)
+
+
+def test_unet_layers_match_the_graph_def(unet_trace, unet_resident):
+    _, _, found = unet_resident
+    expected = _expected_from_graph_def(unet_trace.graph_def_bytes)
+    got = {row["scope"]: [row["param_count"], row["param_bytes"], row["slot_bytes"]] for row in found.layers()}
+    assert got == {scope: list(v) for scope, v in expected.items()}
+    # By hand: unet_00 is a 3x3 conv from 9 to 32 channels with biases; Adam keeps two slots per variable.
+    assert got["shared_model/unet_00"] == [(3 * 3 * 9 + 1) * 32, (3 * 3 * 9 + 1) * 32 * 4, 2 * (3 * 3 * 9 + 1) * 32 * 4]
+    assert found.param_count == sum(v[0] for v in expected.values())
+    assert found.slot_bytes == 2 * found.param_bytes + 8  # + beta1_power and beta2_power (float32 scalars)
+
+
+def test_summary_scopes_carry_param_figures(unet_trace, unet_step, unet_resident):
+    run_graph, space, found = unet_resident
+    expected = _expected_from_graph_def(unet_trace.graph_def_bytes)
+    summary = report.device_summary(space, "layer", all_scopes=True, resident=found)
+    by_name = {row["name"]: row for row in summary["scopes"]}
+    assert all({"param_count", "param_bytes", "slot_bytes"} <= row.keys() for row in summary["scopes"])
+    for layer, (count, nbytes, slots) in expected.items():
+        if layer in by_name:
+            assert (by_name[layer]["param_count"], by_name[layer]["param_bytes"], by_name[layer]["slot_bytes"]) == \
+                (count, nbytes, slots)
+    shared = [v for k, v in expected.items() if k.startswith("shared_model/")]
+    assert by_name["shared_model"]["param_count"] == sum(v[0] for v in shared)
+    # A layer's children split its parameters: weights and biases, each a node of the trace's tree.
+    weights = by_name.get("shared_model/unet_01/weights")
+    if weights is not None:
+        assert weights["param_count"] == 3 * 3 * 32 * 32
+    assert summary["top_scopes"][0]["param_count"] is not None
+
+
+def test_categories_show_resident_beside_the_at_peak_identity(unet_step, unet_resident):
+    _, space, found = unet_resident
+    summary = report.device_summary(space, "layer", resident=found)
+    categories = {row["name"]: row for row in summary["categories"]}
+    assert categories["parameters"]["resident_bytes"] == found.param_bytes > 0
+    assert categories["optimizer"]["resident_bytes"] == found.slot_bytes > 0
+    # At peak still adds up to the rise; resident adds up to the bytes in use before the step.
+    assert sum(row["at_peak_bytes"] for row in summary["categories"]) == summary["peak_rise_bytes"]
+    assert space.exec_columns[AT_PEAK].sum() == summary["peak_rise_bytes"]
+    start = summary["start_bytes"]
+    assert start is not None and summary["resident"]["other_bytes"] == start - found.param_bytes - found.slot_bytes
+    if summary["resident"]["other_bytes"] >= 0:
+        assert sum(row["resident_bytes"] for row in summary["categories"]) == start
+        assert sum(row["resident_bytes"] + row["at_peak_bytes"] for row in summary["categories"]) == \
+            summary["peak_bytes"]
+    assert summary["resident"]["weight_constants"] is False and summary["resident"]["note"] is None
+
+
+def test_without_a_graph_the_figures_are_null(unet_step):
+    summary = report.device_summary(unet_step.space(None), "layer", all_scopes=True)
+    assert summary["resident"] is None
+    assert all(row["param_count"] is None for row in summary["scopes"][:20])
+    assert all(row["resident_bytes"] is None for row in summary["categories"])
+
+
+def test_cli_json_scopes_carry_param_figures(capsys, logdir, unet_trace):
+    assert cli.main(["summary", str(logdir), "--run", "unet", "--tag", "step_2", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    device = body["steps"][0]["devices"][0]
+    expected = _expected_from_graph_def(unet_trace.graph_def_bytes)
+    assert device["resident"]["param_count"] == sum(v[0] for v in expected.values())
+    assert all(row["param_count"] is not None and "slot_bytes" in row for row in device["scopes"])
+    by_name = {row["name"]: row for row in device["scopes"]}
+    assert by_name["shared_model/unet_05"]["param_count"] == (3 * 3 * 128 + 1) * 128
+    assert "findings" in body["steps"][0]
+
+
+def test_cli_text_lists_layers_by_parameters(capsys, logdir):
+    assert cli.main(["summary", str(logdir), "--run", "unet", "--tag", "step_2"]) == 0
+    out = capsys.readouterr().out
+    assert "resident before the step" in out and "layers by parameters" in out
+    assert f"{(3 * 3 * 128 + 1) * 128:,} params" in out  # shared_model/unet_05
+
+
+# -- slot names and sums by path, on a hand-built GraphDef ----------------------------------------
+
+
+def _variable(graph_def, name, shape, dtype=1, op="VarHandleOp"):
+    node = graph_def.node.add(name=name, op=op)
+    node.attr["dtype"].type = dtype
+    for size in shape:
+        node.attr["shape"].shape.dim.add(size=size)
+    return node
+
+
+def test_slot_names_of_tf1_and_keras_optimizers():
+    graph_def = graph_pb2.GraphDef()
+    _variable(graph_def, "dense/kernel", [4, 8])
+    _variable(graph_def, "dense/bias", [8])
+    _variable(graph_def, "dense/kernel/Momentum", [4, 8])
+    _variable(graph_def, "training/Adam/dense/bias/m", [8])
+    _variable(graph_def, "Adam/dense/kernel/v", [4, 8])
+    _variable(graph_def, "training/Adam/iter", [], dtype=9)
+    _variable(graph_def, "dense_1/kernel", [8, 2], dtype=19, op="VariableV2")
+    _variable(graph_def, "dense/kernel/unknown", [-1, 8])
+    model = resident.Model.from_bytes(graph_def.SerializeToString())
+    kinds = {t.name: (t.kind, t.owner, t.bytes) for t in model.tensors}
+    assert kinds["dense/kernel/Momentum"] == (resident.SLOT, "dense/kernel", 128)
+    assert kinds["training/Adam/dense/bias/m"] == (resident.SLOT, "dense/bias", 32)
+    assert kinds["Adam/dense/kernel/v"] == (resident.SLOT, "dense/kernel", 128)
+    assert kinds["training/Adam/iter"] == (resident.SLOT, None, 8)
+    assert kinds["dense_1/kernel"] == (resident.VARIABLE, None, 8 * 2 * 2)
+    assert kinds["dense/kernel/unknown"] == (resident.VARIABLE, None, None)  # unknown shape: not counted
+    index = model.index("layer")
+    sums = dict(zip(["", "dense", "dense/kernel", "dense/kernel/(self)", "dense_1", "dens", "training"],
+                    index.sums(["", "dense", "dense/kernel", "dense/kernel/(self)", "dense_1", "dens",
+                                "training"]).tolist()))
+    assert sums["dense"] == [32 + 8, 160, 128 + 32 + 128]  # Keras slots move under their variable's layer
+    assert sums["dense/kernel"] == [32, 128, 128 + 128]
+    assert sums["dense/kernel/(self)"] == [32, 128, 0]
+    assert sums["dense_1"] == [16, 32, 0]  # a sibling whose name extends "dense" is not under it
+    assert sums["dens"] == [0, 0, 0]
+    assert sums[""] == [32 + 8 + 16, 160 + 32, 128 + 32 + 128 + 8]
+    assert sums["training"] == [0, 0, 8]
+    scope_sums = model.index("scope").sums(["training", "dense"]).tolist()
+    assert scope_sums == [[0, 0, 32 + 8], [40, 160, 128]]  # grouped by scope, slots stay where they are named
+
+
+# -- a frozen LeNet: its weights are constants --------------------------------------------------------
+
+LENET_LAYERS = {"conv1": (5 * 5 * 1 + 1) * 32, "conv2": (5 * 5 * 32 + 1) * 64, "fc1": 3136 * 1024 + 1024,
+                "fc2": 1024 * 10 + 10}
+
+
+@pytest.fixture(scope="module")
+def frozen_lenet(tf_models):
+    """A LeNet frozen with convert_variables_to_constants, loaded with import_graph_def (prefix
+    `import/`), one inference step traced with FULL_TRACE: (RunMetadata bytes, GraphDef bytes,
+    the frozen GraphDef)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(0)
+        images = tf1.placeholder(tf.float32, [None, 28, 28, 1], name="images")
+
+        def conv(name, x, k, c_in, c_out):
+            with tf1.variable_scope(name):
+                w = tf1.get_variable("weights", [k, k, c_in, c_out])
+                b = tf1.get_variable("biases", [c_out], initializer=tf1.zeros_initializer())
+                y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b))
+                return tf.nn.max_pool2d(y, 2, 2, "SAME")
+
+        def dense(name, x, c_in, c_out, relu=True):
+            with tf1.variable_scope(name):
+                w = tf1.get_variable("weights", [c_in, c_out])
+                b = tf1.get_variable("biases", [c_out], initializer=tf1.zeros_initializer())
+                y = tf.nn.bias_add(tf.matmul(x, w), b)
+                return tf.nn.relu(y) if relu else y
+
+        x = conv("conv2", conv("conv1", images, 5, 1, 32), 5, 32, 64)
+        x = dense("fc1", tf.reshape(x, [-1, 7 * 7 * 64]), 3136, 1024)
+        tf.identity(dense("fc2", x, 1024, 10, relu=False), name="logits")
+        with tf1.Session(graph=graph) as sess:
+            sess.run(tf1.global_variables_initializer())
+            frozen = tf1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), ["logits"])
+    served = tf.Graph()
+    with served.as_default():
+        tf1.import_graph_def(frozen)  # names get the `import/` prefix
+        with tf1.Session(graph=served) as sess:
+            feed = {"import/images:0": np.zeros((4, 28, 28, 1), np.float32)}
+            sess.run("import/logits:0", feed)
+            run_metadata = tf1.RunMetadata()
+            sess.run("import/logits:0", feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                     run_metadata=run_metadata)
+    return run_metadata.SerializeToString(), served.as_graph_def(add_shapes=True).SerializeToString(), frozen
+
+
+def test_frozen_lenet_counts_its_weight_constants(frozen_lenet):
+    rm_bytes, gd_bytes, frozen = frozen_lenet
+    run_graph = graph.RunGraph.from_bytes(gd_bytes)
+    step = store.analyse_bytes(rm_bytes, run_graph)
+    assert step.status == "ok", step.message
+    space = step.space(None)
+    found = report.space_resident(step, space, run_graph)
+    assert found.weight_constants_used
+    layers = {row["scope"]: row["param_count"] for row in found.layers()}
+    # Recomputed from the frozen GraphDef: every float Const of rank >= 1 in a layer's scope.
+    by_layer = defaultdict(int)
+    for node in frozen.node:
+        tensor = node.attr["value"].tensor
+        if node.op == "Const" and tensor.dtype == 1 and len(tensor.tensor_shape.dim) >= 1 and \
+                node.name.split("/")[0] in LENET_LAYERS:
+            by_layer["import/" + node.name.split("/")[0]] += int(np.prod([d.size for d in tensor.tensor_shape.dim]))
+    assert layers == dict(by_layer) == {f"import/{k}": v for k, v in LENET_LAYERS.items()}
+    assert layers["import/conv1"] == 832 and layers["import/conv2"] == 51_264
+    assert layers["import/fc1"] == 3_212_288 and layers["import/fc2"] == 10_250
+    assert found.slot_bytes == 0 and found.param_bytes == 4 * sum(LENET_LAYERS.values())
+    summary = report.device_summary(space, "layer", all_scopes=True, resident=found)
+    assert summary["resident"]["note"] == resident.WEIGHT_CONSTANTS_NOTE
+    by_name = {row["name"]: row for row in summary["scopes"]}
+    assert by_name["import"]["param_count"] == sum(LENET_LAYERS.values())
+    assert by_name["import/conv1"]["param_count"] == 832
+    # The shape constant of the reshape is no parameter; nor are the graph's other int Consts.
+    assert not any(t.name.endswith("Reshape/shape") for t in found.tensors)
