@@ -9,6 +9,10 @@ and writes one TensorBoard run per model (graph + traced steps ``step_1`` ..
     unet_b2, unet_b4        flow-estimation U-Net (shared_model/unet_00..11), batch 2 / 4
     resnet9_b2, resnet9_b4  9-block residual image network, batch 2 / 4
     bigconv                 one conv2d with a 31x31 filter on a 32x32 image (im2col case)
+    constdata               an MLP whose 1.25 MiB training set is a tf.constant in the graph
+                            (finding graph_constants)
+    growth                  an MLP whose step also enqueues its hidden activations into a FIFOQueue
+                            nothing dequeues: 128 KiB left behind every step (finding step_growth)
     keras_unet              a Keras 3 U-Net trained with model.fit and the TensorBoard callback
                             (profile_batch=(3, 4)): the TF2 way, memory in the profile
                             (keras_unet/train/plugins/profile/<session>/<host>.xplane.pb)
@@ -46,6 +50,8 @@ RUNS = {
     "resnet9_b2": ("resnet9", 2, 64, True),
     "resnet9_b4": ("resnet9", 4, 64, True),
     "bigconv": ("bigconv", 1, 32, False),  # kernel = size - 1 = 31
+    "constdata": ("constdata", 32, 2048, True),  # size: rows of the embedded dataset
+    "growth": ("growth", 32, 64, True),  # size: input features
 }
 STEPS = (1, 2, 3)
 KERAS_RUNS = ("keras_unet",)  # written by keras_unet.py (model.fit + profiler), not models.py
