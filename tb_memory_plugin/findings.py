@@ -251,7 +251,7 @@ def graph_constants(model: Model) -> list[Finding]:
     shape = "x".join(map(str, largest.shape)) or "scalar"
     flagged_bytes = data_bytes if listed is data else sum(c.serialized_bytes for c in listed)
     text = (f"The GraphDef is {format_bytes(model.graph_bytes)} ({model.graph_bytes / PROTOBUF_LIMIT_BYTES:.2%} of "
-            f"protobuf's 2 GiB limit); {len(listed)} Const node{'s' if len(listed) != 1 else ''} hold "
+            f"protobuf's 2 GiB limit); {len(listed)} Const node{'s hold' if len(listed) != 1 else ' holds'} "
             f"{format_bytes(flagged_bytes)} of it, the largest {largest.name} ({largest.dtype} {shape}, "
             f"{format_bytes(largest.serialized_bytes)}).")
     if listed is not data:
@@ -299,7 +299,6 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         if other_space is None or not other_space.has_curve:
             continue
         history.append((number, other_space.curve.end_rise_bytes, other_space.start_bytes))
-    others = [h for h in history if h[1] != left or len(history) == 1]
     if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
         return []  # some traced step of the run ended where it started: no steady growth
     held = left_behind(space)
@@ -318,7 +317,7 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         lefts = ", ".join(format_bytes(h[1]) for h in history)
         across = f" Steps {steps} each left bytes behind ({lefts})"
         starts = [h[2] for h in history]
-        if None not in starts:
+        if None not in starts and all(a < b for a, b in zip(starts, starts[1:])):  # coarse readings may not show it
             across += f"; bytes in use before them: {', '.join(format_bytes(s) for s in starts)}"
         across += "."
     else:
@@ -332,8 +331,7 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         space.trace.id,
         {"left_behind_bytes": left, "steps": [{"step": h[0], "left_behind_bytes": h[1], "start_bytes": h[2]}
                                               for h in history],
-         "holders": [{"name": name, "bytes": b} for name, b in by_graph_name.items()],
-         "compared": len(others)},
+         "holders": [{"name": name, "bytes": b} for name, b in by_graph_name.items()]},
     )]
 
 
