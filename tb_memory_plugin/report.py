@@ -293,6 +293,11 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
     }
 
 
+def _from_function_graph(run_graph) -> bool:
+    """A TF2 / Keras run's graph (function_graph.py), not an `add_graph` GraphDef."""
+    return getattr(run_graph, "origin", None) is not None
+
+
 def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope: str,
                max_nodes: int = 200) -> dict:
     tree = space.tree("scope")
@@ -306,8 +311,24 @@ def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope
     else:
         collapsed = graph_mod.collapse(run_graph, scope)
         if not collapsed.children and scope:
+            if _from_function_graph(run_graph) and scope in tree.index:
+                # Inside what a TF2 / Keras graph names (a Keras layer's own ops): the trace's scope tree.
+                return graph_view(space, None, scope, max_nodes)
             raise NotFound(f"unknown scope {scope!r} in the graph")
         children, scopes, child_ops, edges = collapsed.children, collapsed.scopes, collapsed.child_ops, collapsed.edges
+        if _from_function_graph(run_graph):
+            # A function graph or Keras layer graph names not every scope the trace holds (the optimizer and
+            # loss beside a layer graph, `(before this step)`): those come from the trace, with no edges; and
+            # a box the trace holds ops under is a scope (a Keras layer node).
+            node = tree.index.get(scope)
+            for child in tree.children[node] if node is not None else ():
+                path = tree.paths[child]
+                if path not in children:
+                    children[path] = int(tree.exec_count[child])
+                    if tree.kinds[child] != "scope":
+                        child_ops[path] = _top_op_type(space, tree, child)
+                if tree.kinds[child] == "scope":
+                    scopes.add(path)
 
     def bytes_of(child: str) -> tuple[int, int, int]:
         index = tree.index.get(child)

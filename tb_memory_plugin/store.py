@@ -19,13 +19,14 @@ from typing import Callable, Hashable
 
 from tensorboard.data import provider as provider_mod
 
-from . import analysis, graph as graph_mod, trace as trace_mod
+from . import analysis, function_graph, graph as graph_mod, trace as trace_mod
 from .sources import run_metadata, xplane
 
 TAGGED_RUN_METADATA = "graph_tagged_run_metadata"
 RUN_METADATA = "graph_run_metadata"  # TF2 trace_export / Keras; plugin content b"1"
 RUN_METADATA_GRAPH = "graph_run_metadata_graph"  # the same, with graph=True (Keras' profile_batch `batch_N`)
 GRAPHS = "graphs"
+KERAS_MODEL = "graph_keras_model"  # the Keras callback's model config (JSON), tag `keras`
 RUN_GRAPH_TAG = "__run_graph__"
 PROFILE = "xplane"  # StepRef.plugin of a profiled step: read from a `.xplane.pb`, not the data provider
 PROFILE_DIR = ("plugins", "profile")  # <run>/plugins/profile/<session>/<host>.xplane.pb
@@ -294,7 +295,7 @@ class StepStore:
 
         return self._profiles.get_or_compute(("profile", path, length), load)
 
-    def _profile_analysis(self, ref: StepRef) -> analysis.StepAnalysis:
+    def _profile_analysis(self, ref: StepRef, graph_ops=None) -> analysis.StepAnalysis:
         found = self._listing_of(ref)
         if found is None:
             return analysis.failed_step("empty", f"{ref.tag}: the profile {ref.path} is no longer listed", "xplane")
@@ -304,7 +305,7 @@ class StepStore:
         try:
             profile = self._profile(path, length)
             with gc_paused():
-                return analysis.analyse(profile.trace(ref.index))
+                return analysis.analyse(profile.trace(ref.index), graph_ops)
         except Exception as exc:  # noqa: BLE001 - changed or unreadable since it was listed
             return analysis.failed_step("corrupt", f"{ref.tag}: cannot read {ref.path}: {exc}", "xplane")
 
@@ -325,10 +326,11 @@ class StepStore:
         return runs_with_graph(self._provider, ctx, experiment_id)
 
     def run_graph(self, ctx, experiment_id: str, run: str) -> graph_mod.RunGraph | None:
-        """The run's `add_graph` GraphDef, or None. A corrupt graph counts as none."""
+        """The run's `add_graph` GraphDef; else its function graphs or Keras model config
+        (`function_graph_of`); or None. A corrupt graph counts as none."""
         key = _latest_blob_key(self._provider, ctx, experiment_id, GRAPHS, run, RUN_GRAPH_TAG)
         if key is None:
-            return None
+            return self.function_graph_of(ctx, experiment_id, run)
 
         def load():
             try:
@@ -339,6 +341,43 @@ class StepStore:
                 return None
 
         return self._graphs.get_or_compute(("graph", experiment_id, run, key), load)
+
+    def _graph_ops(self, ctx, experiment_id: str, run: str) -> dict[str, str] | None:
+        """The run graph's op types, for a profiled step's names whose op events the profile lacks."""
+        try:
+            graph = self.run_graph(ctx, experiment_id, run)
+        except Exception:  # noqa: BLE001 - op types are a nicety: the op events give most
+            return None
+        return graph.op_types if graph is not None else None
+
+    def function_graph_of(self, ctx, experiment_id: str, run: str) -> function_graph.FunctionGraph | None:
+        """A TF2 / Keras run's graph (function_graph.py): the function graphs of its latest RunMetadata
+        record that holds any (`trace_export`), else the Keras callback's model config; None without."""
+        candidates = []
+        for rank, plugin in enumerate((RUN_METADATA_GRAPH, RUN_METADATA, KERAS_MODEL)):
+            mapping = self._provider.list_blob_sequences(
+                ctx, experiment_id=experiment_id, plugin_name=plugin,
+                run_tag_filter=provider_mod.RunTagFilter(runs=[run]))
+            for tag, series in mapping.get(run, {}).items():
+                if series.plugin_content == b"1":
+                    candidates.append((plugin == KERAS_MODEL, -float(series.max_wall_time), rank, tag, plugin))
+        for *_, tag, plugin in sorted(candidates):
+            key = _latest_blob_key(self._provider, ctx, experiment_id, plugin, run, tag)
+            if key is None:
+                continue
+            read = function_graph.from_keras_config if plugin == KERAS_MODEL else function_graph.from_run_metadata
+
+            def load(key=key, read=read):
+                try:
+                    with gc_paused():
+                        return read(self._provider.read_blob(ctx, blob_key=key))
+                except Exception:  # noqa: BLE001 - a bad record must not break the memory view
+                    return None
+
+            found = self._graphs.get_or_compute(("function_graph", experiment_id, run, plugin, tag, key), load)
+            if found is not None:
+                return found
+        return None
 
     def step_devices(self, ctx, experiment_id: str, ref: StepRef) -> list[str]:
         if ref.plugin == PROFILE:
@@ -363,8 +402,9 @@ class StepStore:
     def analysis(self, ctx, experiment_id: str, ref: StepRef) -> analysis.StepAnalysis:
         """The analysed step (cached by blob); corrupt bytes give a `corrupt` status."""
         if ref.plugin == PROFILE:
-            return self._steps.get_or_compute(("profile", ref.path, ref.index, ref.tag),
-                                              lambda: self._profile_analysis(ref))
+            return self._steps.get_or_compute(
+                ("profile", ref.path, ref.index, ref.tag),
+                lambda: self._profile_analysis(ref, self._graph_ops(ctx, experiment_id, ref.run)))
         key = _latest_blob_key(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
         cache_key = ("step", experiment_id, ref.run, ref.tag, key)
 

@@ -1,0 +1,298 @@
+"""The graph view of TF2 / Keras runs: their function graphs or Keras model config (issue 11).
+
+Three runs, each with a real profile:
+* `keras/train`: the real Keras 3 `fit` of demo_logs/keras_unet (the callback's `keras` model config and
+  an empty `batch_N` record);
+* `traced`: a `tf.function` train step of the same model, profiled and `trace_export`ed (function graphs),
+  written once per session in a subprocess with the BFC allocator on;
+* `profile_only`: a profile and no event file: no graph at all.
+Expectations are read from the event files with TensorBoard's own protos and plain loops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from werkzeug.test import Client
+
+from tracedata import REPO
+from tb_memory_plugin import analysis, function_graph
+from tb_memory_plugin.figures import AT_PEAK
+from tb_memory_plugin.sources import xplane
+
+PREFIX = "/data/plugin/memory/"
+KERAS_RUN = REPO / "demo_logs" / "keras_unet" / "train"
+MODEL = "small_unet"
+
+_TRACE_EXPORT = r'''
+import os, sys
+sys.path.insert(0, sys.argv[2])
+import numpy as np, tensorflow as tf, keras
+import keras_unet
+
+logdir = sys.argv[1]
+model = keras_unet.build(16, depth=2, width=4)
+optimizer = keras.optimizers.Adam()
+x = np.random.default_rng(0).random((2, 16, 16, 3), dtype=np.float32)
+y = np.random.default_rng(1).random((2, 16, 16, 2), dtype=np.float32)
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+writer = tf.summary.create_file_writer(logdir)
+tf.summary.trace_on(graph=True, profiler=False)  # before the first call: graphs are recorded when traced
+train_step(x, y)
+tf.profiler.experimental.start(logdir)
+for step in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=step):
+        train_step(x, y)
+tf.profiler.experimental.stop()
+with writer.as_default():
+    tf.summary.trace_export("train_step", step=1)
+writer.flush()
+'''
+
+
+def _summaries(run_dir: Path) -> dict[tuple[str, str], bytes]:
+    """(plugin, tag) -> the first string value of that summary in the run's event files."""
+    from tensorboard.backend.event_processing import event_file_loader
+
+    found = {}
+    for path in sorted(run_dir.glob("events.out.tfevents.*")):
+        for event in event_file_loader.LegacyEventFileLoader(str(path)).Load():
+            if event.WhichOneof("what") == "summary":
+                for value in event.summary.value:
+                    if value.tensor.string_val:
+                        found[(value.metadata.plugin_data.plugin_name, value.tag)] = value.tensor.string_val[0]
+    return found
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("function_graphs")
+    shutil.copytree(KERAS_RUN, root / "keras" / "train")
+    script = root / "trace_export.py"
+    script.write_text(_TRACE_EXPORT)
+    sys.path.insert(0, str(REPO / "demo_logs"))
+    import keras_unet
+
+    subprocess.run([sys.executable, str(script), str(root / "traced"), str(REPO / "demo_logs")],
+                   env=dict(os.environ, **keras_unet.BFC_ENV), check=True, timeout=600)
+    (profile,) = (root / "keras" / "train").glob("plugins/profile/*/*.xplane.pb")
+    only = root / "profile_only" / "plugins" / "profile" / profile.parent.name / "host.xplane.pb"
+    only.parent.mkdir(parents=True)
+    shutil.copyfile(profile, only)
+    return root
+
+
+@pytest.fixture(scope="module")
+def tb(logdir):
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+    context = base_plugin.TBContext(data_provider=provider, logdir=str(logdir))
+    app = application.TensorBoardWSGI([MemoryPluginLoader().load(context)], data_provider=provider)
+    return Client(app)
+
+
+def _get(tb, route, expect=200, **params):
+    response = tb.get(PREFIX + route, query_string=params)
+    assert response.status_code == expect, response.get_data(as_text=True)[:500]
+    return json.loads(response.get_data(as_text=True))
+
+
+def _profiled(tb, run: str) -> list[str]:
+    runs = {r["run"]: r for r in _get(tb, "runs")["runs"]}
+    return [s["tag"] for s in runs[run]["steps"] if s["source"] == "xplane"]
+
+
+def _engine(logdir: Path, run: str, index: int) -> analysis.SpaceAnalysis:
+    (path,) = (logdir / run).glob("plugins/profile/*/*.xplane.pb")
+    step = analysis.analyse(xplane.decode(path.read_bytes()).trace(index))
+    assert step.status == "ok", step.message
+    return step.space(None)
+
+
+def _at_peak(space: analysis.SpaceAnalysis, path: str) -> int:
+    tree = space.tree("scope")
+    return int(tree.figures[tree.index[path], AT_PEAK]) if path in tree.index else 0
+
+
+def _keras_layers_and_edges(config: dict) -> tuple[set[str], set[tuple[str, str]]]:
+    """A functional model's layer names and (source layer, target layer) pairs, read from its JSON."""
+    layers, edges = set(), set()
+
+    def histories(value):
+        if isinstance(value, dict):
+            if "keras_history" in value.get("config", {}):
+                yield value["config"]["keras_history"][0]
+            for item in value.values():
+                yield from histories(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from histories(item)
+
+    for layer in config["config"]["layers"]:
+        layers.add(layer["name"])
+        for source in histories(layer.get("inbound_nodes", [])):
+            edges.add((source, layer["name"]))
+    return layers, edges
+
+
+# -- the Keras callback's model config ---------------------------------------------------------------
+
+
+def test_keras_fit_graph_shows_the_layers_with_their_edges(tb, logdir):
+    config = json.loads(_summaries(logdir / "keras" / "train")[("graph_keras_model", "keras")])
+    assert config["config"]["name"] == MODEL
+    layers, edges = _keras_layers_and_edges(config)
+    assert len(edges) >= len(layers) - 1  # a connected model
+    for index, tag in enumerate(_profiled(tb, "keras/train")):
+        body = _get(tb, "graph", run="keras/train", tag=tag, scope=MODEL)
+        assert body["source"] == "run_graph"
+        nodes = {n["id"]: n for n in body["nodes"]}
+        assert {f"{MODEL}/{layer}" for layer in layers} <= set(nodes)
+        assert {(e["source"], e["target"]) for e in body["edges"]} == {
+            (f"{MODEL}/{a}", f"{MODEL}/{b}") for a, b in edges}
+        space = _engine(logdir, "keras/train", index)
+        tree = space.tree("scope")
+        for node_id, node in nodes.items():
+            assert node["at_peak_bytes"] == _at_peak(space, node_id), node_id
+            if node_id in tree.index and tree.kinds[tree.index[node_id]] == "scope":
+                assert node["kind"] == "scope" and node["op_type"] is None  # a layer: open it
+        # The trace's own children of the model are all there: the boxes add up to the model's bytes.
+        assert {tree.paths[c] for c in tree.children[tree.index[MODEL]]} <= set(nodes)
+        assert sum(n["at_peak_bytes"] for n in body["nodes"]) == _at_peak(space, MODEL)
+        assert max(nodes.values(), key=lambda n: n["at_peak_bytes"])["at_peak_bytes"] > 0
+
+
+def test_keras_fit_graph_root_keeps_what_the_model_config_does_not_name(tb, logdir):
+    tag = _profiled(tb, "keras/train")[0]
+    body = _get(tb, "graph", run="keras/train", tag=tag)
+    space = _engine(logdir, "keras/train", 0)
+    tree = space.tree("scope")
+    ids = {n["id"] for n in body["nodes"]}
+    assert MODEL in ids and "gradient_tape" in ids  # the backward pass beside the layer graph
+    assert body["omitted_nodes"] == 0
+    assert sum(n["at_peak_bytes"] for n in body["nodes"]) == int(tree.figures[0, AT_PEAK]) == space.peak_rise_bytes
+
+
+def test_inside_a_keras_layer_the_graph_view_is_the_trace(tb, logdir):
+    tag = _profiled(tb, "keras/train")[0]
+    space = _engine(logdir, "keras/train", 0)
+    tree = space.tree("scope")
+    layer = max((c for c in tree.children[tree.index[MODEL]] if tree.kinds[c] == "scope"),
+                key=lambda c: tree.figures[c, AT_PEAK])
+    body = _get(tb, "graph", run="keras/train", tag=tag, scope=tree.paths[layer])
+    assert body["source"] == "trace" and body["edges"] == []
+    assert {n["id"] for n in body["nodes"]} == {tree.paths[c] for c in tree.children[layer]}
+    _get(tb, "graph", expect=404, run="keras/train", tag=tag, scope=f"{MODEL}/no_such_layer")
+
+
+# -- a trace_export: function graphs -----------------------------------------------------------------
+
+
+def _function_graph_reference(logdir: Path):
+    """The RunMetadata of the `trace_export`, its largest function's post-optimization graph."""
+    from tensorboard.compat.proto import config_pb2
+
+    metadata = config_pb2.RunMetadata.FromString(_summaries(logdir / "traced")[("graph_run_metadata_graph",
+                                                                                  "train_step")])
+    assert not metadata.step_stats.dev_stats and metadata.function_graphs  # graphs, no step stats
+    train = max(metadata.function_graphs, key=lambda fg: len(fg.post_optimization_graph.node))
+    return metadata, train.post_optimization_graph
+
+
+def _layer_of(name: str) -> str | None:
+    """`small_unet_1/enc_1_1/...` (a function graph's node) -> `enc_1`, with plain string work."""
+    parts = name.split("/")
+    if len(parts) < 3 or parts[0] != MODEL + "_1":
+        return None
+    return parts[1][: -len("_1")] if parts[1].endswith("_1") else parts[1]
+
+
+def test_trace_export_graph_shows_the_layers_with_their_dataflow(tb, logdir):
+    _, graph = _function_graph_reference(logdir)
+    layers = {_layer_of(n.name) for n in graph.node} - {None}
+    edges = set()
+    for node in graph.node:
+        target = _layer_of(node.name)
+        for source in node.input:
+            source = _layer_of(source.lstrip("^").split(":")[0])
+            if target and source and source != target:
+                edges.add((f"{MODEL}/{source}", f"{MODEL}/{target}"))
+    assert len(layers) >= 10 and len(edges) >= len(layers) - 1
+    tags = _profiled(tb, "traced")
+    assert len(tags) == 2
+    for index, tag in enumerate(tags):
+        body = _get(tb, "graph", run="traced", tag=tag, scope=MODEL)
+        assert body["source"] == "run_graph"
+        nodes = {n["id"]: n for n in body["nodes"]}
+        assert {f"{MODEL}/{layer}" for layer in layers} <= set(nodes)
+        assert all(nodes[f"{MODEL}/{layer}"]["kind"] == "scope" for layer in layers)
+        assert {(e["source"], e["target"]) for e in body["edges"]} == edges
+        space = _engine(logdir, "traced", index)
+        for node_id, node in nodes.items():
+            assert node["at_peak_bytes"] == _at_peak(space, node_id), node_id
+        assert sum(n["at_peak_bytes"] for n in body["nodes"]) == _at_peak(space, MODEL) > 0
+        root = _get(tb, "graph", run="traced", tag=tag)
+        assert {MODEL, "gradient_tape", "adam"} <= {n["id"] for n in root["nodes"]}
+        assert root["edges"]  # between the model, its gradients and the optimizer
+
+
+def test_function_graph_names_are_the_profiles_and_its_op_types_agree(logdir):
+    metadata, train = _function_graph_reference(logdir)
+    graph = function_graph.from_run_metadata(metadata.SerializeToString())
+    assert graph.model is None and "small_unet/enc_1/Relu" in graph.op_types  # cleaned as the profile is
+    assert not any(op in ("_Arg", "_Retval") for op in graph.ops)
+    assert len(set(graph.names)) == len(graph.names)
+    assert "VarHandleOp" not in graph.ops  # the variable-creating functions are left out
+    (path,) = (logdir / "traced").glob("plugins/profile/*/*.xplane.pb")
+    profile = xplane.decode(path.read_bytes())
+    for index in range(len(profile.steps)):
+        known = profile.trace(index).op_types  # from the profile's op events
+        shared = [name for name in known if name in graph.op_types]
+        assert len(shared) >= 0.9 * (len(known) - 1)  # all but `(before this step)`
+        # The post-optimization graph is what ran: fused convolutions included.
+        assert all(graph.op_types[name] == known[name] for name in shared)
+    raw = {n.name: n.op for n in train.node}
+    assert raw[f"{MODEL}_1/enc_1_1/Relu"] == graph.op_types[f"{MODEL}/enc_1/Relu"]
+
+
+# -- neither ---------------------------------------------------------------------------------------------
+
+
+def test_a_run_without_a_graph_shows_the_trace_scope_tree(tb, logdir):
+    tag = _profiled(tb, "profile_only")[0]
+    body = _get(tb, "graph", run="profile_only", tag=tag, scope=MODEL)
+    assert body["source"] == "trace" and body["edges"] == []
+    space = _engine(logdir, "profile_only", 0)
+    tree = space.tree("scope")
+    node = tree.index[MODEL]
+    assert {n["id"]: n["at_peak_bytes"] for n in body["nodes"]} == {
+        tree.paths[c]: int(tree.figures[c, AT_PEAK]) for c in tree.children[node]}
+
+
+def test_keras_summary_is_unchanged_by_the_layer_graph(tb, logdir):
+    """The layer graph holds no variables: no resident figures, as without a graph."""
+    tag = _profiled(tb, "keras/train")[0]
+    body = _get(tb, "summary", run="keras/train", tag=tag)
+    assert body["status"] == "ok" and all(d.get("resident") is None for d in body["devices"])
