@@ -68,7 +68,7 @@ class RunGraph:
         from .resident import Model
 
         try:
-            return Model.from_bytes(self.data)
+            return Model.from_bytes(self.data, self.names, self.ops)
         except Exception:  # noqa: BLE001 - a graph we cannot read attributes of still names the nodes
             return None
 
@@ -85,7 +85,7 @@ class RunGraph:
     @cached_property
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         """(source node, target node) of every data and control input inside the graph."""
-        blobs = _classes()["Blobs"].FromString(self.data).node
+        blobs = graph_blobs(self.data)
         merged = _classes()["Inputs"].FromString(_END_OF_NODE_FIELD.join(blobs) + _END_OF_NODE_FIELD).input
         # `^ctrl` and `name:port` -> `name`, all inputs at once; then each to its node index
         # (-1: outside the graph, -2: the end of a node).
@@ -97,6 +97,11 @@ class RunGraph:
         target = np.cumsum(end) - end  # inputs before a node's end belong to it
         inside = codes >= 0
         return codes[inside], target[inside]
+
+
+def graph_blobs(data: bytes):
+    """Each node of a serialized GraphDef, as its own bytes (a C-level split, no parsing)."""
+    return _classes()["Blobs"].FromString(data).node
 
 
 def child_key(name: str, scope: str) -> str | None:

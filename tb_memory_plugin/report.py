@@ -13,7 +13,6 @@ from . import curve as curve_mod
 from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
-from .scope_tree import SELF
 
 TOP_SCOPES = 10
 
@@ -35,18 +34,9 @@ def _leaf_name(path: str) -> str:
 def node_ref(space: SpaceAnalysis, exec_index: int | None, group: str = "layer") -> dict | None:
     if exec_index is None:
         return None
-    tree = space.tree(group)
-    leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
-    return {"name": space.trace.name(exec_index), "scope": _parent(leaf), "op_type": space.op_type(exec_index),
+    return {"name": space.trace.name(exec_index), "scope": space.scope_of(exec_index, group),
+            "op_type": space.op_type(exec_index),
             "graph_name": space.graph_name(exec_index)}
-
-
-def _parent(path: str) -> str:
-    if path.endswith("/" + SELF):
-        path = path[: -len(SELF) - 1]
-        return path
-    slash = path.rfind("/")
-    return "" if slash < 0 else path[:slash]
 
 
 def op_type_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
@@ -62,10 +52,8 @@ def category_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
 def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
                    resident: resident_mod.Resident | None = None) -> dict:
     trace = space.trace
-    tree = space.tree(group)
     start = space.start_bytes
     rise = space.peak_rise_bytes
-    top = tree.children[0][:TOP_SCOPES]
     summary = {
         "id": trace.id,
         "device": trace.device,
@@ -88,10 +76,11 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "snapshots": {"count": int(trace.snapshot_bytes.size), "max_abs_diff_bytes": space.snapshot_gap},
         "categories": category_rows(space),
         "op_types": op_type_rows(space),
-        "top_scopes": [{"scope": tree.paths[c], "name": _leaf_name(tree.paths[c]),
-                        "figures": figures_dict(tree.figures[c])} for c in top],
+        "top_scopes": [{"scope": path, "name": _leaf_name(path), "figures": figures_dict(row)}
+                       for path, row in space.top_level(group)[:TOP_SCOPES]],
     }
     if all_scopes:
+        tree = space.tree(group)
         # Every entry of the tree (scopes, nodes, `(self)`), in preorder; those whose parent is ""
         # add up to the step's totals.
         summary["scopes"] = [
@@ -134,6 +123,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         "layers": [{key: row[key] for key in ("scope", "param_count", "param_bytes", "slot_bytes")}
                    | {"tensor_count": len(row["tensors"])} for row in resident.layers()],
     }
+
 
 def _largest_at_peak(space: SpaceAnalysis, group: str) -> dict | None:
     """The execution holding the most bytes at the peak (the op at the peak may hold little)."""
@@ -228,7 +218,7 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -
         nodes.append({
             "raw_name": trace.name(i),
             "graph_name": space.graph_name(i),
-            "scope": _parent(tree.paths[int(tree.leaf_of_exec[i])]),
+            "scope": space.scope_of(i, group),
             "op_type": space.op_type(i),
             "kernel": space.kernel_of(i),
             "kind": space.kind(i),

@@ -15,8 +15,9 @@ from functools import cached_property
 from typing import Iterable, Sequence
 
 import numpy as np
-from tensorboard.compat.proto import graph_pb2
+from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
+from .graph import graph_blobs
 from .names import _OPTIMIZER_NAMES, _SLOT_RE, layer_path, scope_of
 from .scope_tree import SELF
 from .trace import parse_device
@@ -122,25 +123,43 @@ class Model:
     weight_constants_used: bool = False  # parameters came from Const nodes (a frozen graph)
 
     @classmethod
-    def from_graph_def(cls, graph_def: graph_pb2.GraphDef, graph_bytes: int) -> "Model":
-        nodes = {node.name: node for node in graph_def.node}
-        variables = [node for node in graph_def.node if node.op in _VARIABLE_OPS]
+    def from_nodes(cls, graph_nodes: Sequence, graph_bytes: int) -> "Model":
+        """From NodeDefs: every variable, Const and placeholder, and, where they matter, the
+        ops that read weights, pass them through, or follow a convolution."""
+        nodes = {node.name: node for node in graph_nodes}
+        variables = [node for node in graph_nodes if node.op in _VARIABLE_OPS]
         names = {node.name for node in variables}
         tensors = [_variable_tensor(node, names) for node in variables]
-        weights = _weight_constants(graph_def, nodes)
+        # A graph with variables keeps its weights in them: only a frozen one's are Consts.
+        weights = [] if variables else _weight_constants(graph_nodes, nodes)
         tensors += [_constant_tensor(nodes[name]) for name in weights]
-        constants = [_graph_constant(node) for node in graph_def.node if node.op == "Const"]
+        constants = [_graph_constant(node) for node in graph_nodes if node.op == "Const"]
         constants.sort(key=lambda c: (-c.serialized_bytes, c.name))
         consumers: dict[str, list[str]] = {}
-        for node in graph_def.node:
+        for node in graph_nodes:
             if node.input:
                 consumers.setdefault(node.input[0].split(":", 1)[0], []).append(node.name)
-        convs = {node.name: _conv_node(node, nodes, consumers) for node in graph_def.node if node.op in CONV_OPS}
+        convs = {node.name: _conv_node(node, nodes, consumers) for node in graph_nodes if node.op in CONV_OPS}
         return cls(tensors, constants, convs, graph_bytes, bool(weights))
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Model":
-        return cls.from_graph_def(graph_pb2.GraphDef.FromString(data), len(data))
+    def from_bytes(cls, data: bytes, names: Sequence[str] | None = None, ops: Sequence[str] | None = None
+                   ) -> "Model":
+        """Parses only the nodes `from_nodes` looks at, picked by op type (`names`/`ops`: the
+        graph's, when the caller has read them already): a deep model's GraphDef has
+        100k+ nodes, most of them gradients it never needs."""
+        if ops is None:
+            graph_def = graph_pb2.GraphDef.FromString(data)
+            return cls.from_nodes(list(graph_def.node), len(data))
+        wanted = set(_VARIABLE_OPS) | {"Const", "Placeholder", "PlaceholderWithDefault"} | CONV_OPS
+        present = set(ops)
+        if not present & set(_VARIABLE_OPS):  # frozen: weights are Consts read by these ops
+            wanted |= set(_WEIGHT_INPUTS) | _PASS_THROUGH
+        if present & CONV_OPS:  # a conv's filter, and the ops fused after it
+            wanted |= _PASS_THROUGH | _FUSED_AFTER_CONV
+        blobs = graph_blobs(data)
+        picked = [node_def_pb2.NodeDef.FromString(blobs[i]) for i, op in enumerate(ops) if op in wanted]
+        return cls.from_nodes(picked, len(data))
 
     @cached_property
     def parameter_names(self) -> frozenset[str]:
@@ -221,12 +240,12 @@ def _source(name: str, nodes: dict) -> object | None:
     return node
 
 
-def _weight_constants(graph_def, nodes: dict) -> list[str]:
+def _weight_constants(graph_nodes, nodes: dict) -> list[str]:
     """A frozen graph's weights: float Consts of rank >= 1 feeding a weight input of a
     conv, matmul, bias or batch-norm op (directly or through Identity). A heuristic:
     a Const elsewhere (shapes, data) is not a parameter."""
     found: dict[str, None] = {}
-    for node in graph_def.node:
+    for node in graph_nodes:
         for index in _WEIGHT_INPUTS.get(node.op, ()):
             if index >= len(node.input):
                 continue
@@ -240,6 +259,10 @@ def _weight_constants(graph_def, nodes: dict) -> list[str]:
     return list(found)
 
 
+_FUSED_STAGES = (("BiasAdd", "BiasAddV1", "Add", "AddV2"), ("Relu", "Relu6", "Elu", "LeakyRelu", "Selu", "Tanh", "Sigmoid"))
+_FUSED_AFTER_CONV = frozenset(op for stage in _FUSED_STAGES for op in stage)
+
+
 def _conv_node(node, nodes: dict, consumers: dict[str, list[str]]) -> ConvNode:
     source = _source(node.input[1], nodes) if len(node.input) > 1 else None
     shape, size = None, 0
@@ -249,8 +272,7 @@ def _conv_node(node, nodes: dict, consumers: dict[str, list[str]]) -> ConvNode:
         tensor = source.attr["value"].tensor
         shape, size = _shape(tensor.tensor_shape), dtype_size(tensor.dtype)
     fused, at = [], node.name
-    for expected in (("BiasAdd", "BiasAddV1", "Add", "AddV2"), ("Relu", "Relu6", "Elu", "LeakyRelu", "Selu", "Tanh",
-                                                                   "Sigmoid")):
+    for expected in _FUSED_STAGES:
         after = [nodes[c] for c in consumers.get(at, ()) if c in nodes and nodes[c].op in expected]
         if len(after) != 1:
             break

@@ -240,3 +240,27 @@ def test_frozen_lenet_counts_its_weight_constants(frozen_lenet):
     assert by_name["import/conv1"]["param_count"] == 832
     # The shape constant of the reshape is no parameter; nor are the graph's other int Consts.
     assert not any(t.name.endswith("Reshape/shape") for t in found.tensors)
+
+
+def _model_facts(model):
+    return ([(t.name, t.kind, t.owner, t.shape, t.bytes) for t in model.tensors],
+            [(c.name, c.shape, c.tensor_bytes, c.serialized_bytes) for c in model.constants],
+            sorted((name, conv.filter_shape, conv.positions, conv.fused_into) for name, conv in model.convs.items()),
+            model.weight_constants_used)
+
+
+def test_reading_only_the_nodes_it_needs_gives_the_full_parse(unet_trace):
+    """A graph picked by op type (variables, consts, convs and what follows them) reads like the whole of it."""
+    data = unet_trace.graph_def_bytes
+    run_graph = graph.RunGraph.from_bytes(data)
+    lean = resident.Model.from_bytes(data, run_graph.names, run_graph.ops)
+    assert lean.convs  # the U-Net has convolutions, and they are followed
+    assert _model_facts(lean) == _model_facts(resident.Model.from_bytes(data))
+
+
+def test_a_frozen_graph_read_by_op_type_finds_its_weights_as_the_full_parse_does(frozen_lenet):
+    _, gd_bytes, _ = frozen_lenet
+    run_graph = graph.RunGraph.from_bytes(gd_bytes)
+    lean = run_graph.model
+    assert lean.weight_constants_used
+    assert _model_facts(lean) == _model_facts(resident.Model.from_bytes(gd_bytes))
