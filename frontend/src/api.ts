@@ -261,6 +261,80 @@ export interface GraphResponse {
   graphs_dashboard_run: string;
 }
 
+// ---- compare ----
+/** One side of a comparison: its step and memory space, named as in `summary.devices[]`. */
+export interface CompareSide {
+  run: string;
+  tag: string;
+  step: number | null;
+  source: TraceSource | string;
+  id: string;
+  device: string;
+  allocator: string;
+  baseline: Baseline;
+  has_curve: boolean;
+  start_bytes: Bytes | null;
+  peak_bytes: Bytes | null;
+  peak_rise_bytes: Bytes | null;
+  peak_time_us: Micros | null;
+  duration_us: Micros;
+}
+export type CompareStatus = 'added' | 'removed' | 'changed' | 'same';
+/** A's, B's and the difference (A - B): at each step's own peak (`*_bytes`, null on a side without a curve), allocated, output. */
+export interface CompareFigures {
+  a_bytes: Bytes | null;
+  b_bytes: Bytes | null;
+  delta_bytes: Bytes | null;
+  a_allocated_bytes: Bytes;
+  b_allocated_bytes: Bytes;
+  delta_allocated_bytes: Bytes;
+  a_output_bytes?: Bytes;
+  b_output_bytes?: Bytes;
+  delta_output_bytes?: Bytes;
+}
+export interface CompareScopeRow extends CompareFigures {
+  /** The scope's path; "" is the root. */
+  name: string;
+  kind: ScopeKind;
+  parent: string | null;
+  status: CompareStatus;
+}
+export interface CompareOpTypeRow extends CompareFigures {
+  name: string;
+  status: CompareStatus;
+  a_count: number;
+  b_count: number;
+}
+export interface CompareCategoryRow extends CompareFigures {
+  name: CategoryName;
+  status: CompareStatus;
+}
+export interface CompareResponse {
+  a: CompareSide;
+  b: CompareSide;
+  group: Group;
+  peak_rise_delta_bytes: Bytes | null;
+  scope: CompareScopeRow;
+  /** The scope's children in the union of both trees, largest first by the larger side. */
+  children: CompareScopeRow[];
+  scope_count: number;
+  /** Every entry below the scope, by absolute difference, the `top` first. */
+  scopes: CompareScopeRow[];
+  op_types: CompareOpTypeRow[];
+  categories: CompareCategoryRow[];
+}
+export interface CompareParams {
+  run: string;
+  tag: string;
+  device: string | null;
+  against_run: string;
+  against_tag: string;
+  against_device?: string | null;
+  group: Group;
+  scope: string;
+  top?: number;
+}
+
 // ---- fetching ----
 
 /** A route answered with an error body (4xx/5xx) or did not answer JSON. */
@@ -355,6 +429,23 @@ export class Api {
         device: p.device,
         scope: p.scope,
         max_nodes: p.max_nodes,
+      }),
+    );
+  }
+
+  /** Step A against a baseline step B under one scope (docs/http_api.md, `compare`). */
+  compare(p: CompareParams): Promise<CompareResponse> {
+    return this.get(
+      routeUrl('compare', {
+        run: p.run,
+        tag: p.tag,
+        device: p.device,
+        against_run: p.against_run,
+        against_tag: p.against_tag,
+        against_device: p.against_device,
+        group: p.group,
+        scope: p.scope,
+        top: p.top,
       }),
     );
   }

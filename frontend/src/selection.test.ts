@@ -155,3 +155,30 @@ describe('stepParams', () => {
     expect(stepParams(s)).toEqual({ run: 'r', tag: 't', device: 'd', group: 'scope' });
   });
 });
+
+describe('compare mode in the selection', () => {
+  it('keeps the single-step focus, selection and zoom while comparing and after leaving', () => {
+    const s = new Selection({ run: 'a', tag: 't', device: 'd', focus: 'm', selected: 'm/x', timeRange: { start_us: 1, end_us: 9 } });
+    s.set({ against: { run: 'b', tag: 't' } });
+    s.set({ compareFocus: 'm', compareSelected: 'm/y' });
+    expect(s.get()).toMatchObject({ focus: 'm', selected: 'm/x', timeRange: { start_us: 1, end_us: 9 } });
+    s.set({ against: null });
+    expect(s.get()).toMatchObject({ focus: 'm', selected: 'm/x', timeRange: { start_us: 1, end_us: 9 }, compareFocus: '', compareSelected: null });
+  });
+
+  it('tells listeners only when the baseline step really changes', () => {
+    const s = new Selection({ run: 'a', tag: 't' });
+    const seen: string[][] = [];
+    s.subscribe((_state, changed) => seen.push([...changed].sort()));
+    s.set({ against: { run: 'b', tag: 't' } });
+    s.set({ against: { run: 'b', tag: 't' } });
+    s.set({ against: { run: 'b', tag: 'u' } });
+    expect(seen).toEqual([['against'], ['against']]);
+  });
+
+  it('resets compare mode scopes when the baseline, the step or the grouping changes', () => {
+    const s = new Selection({ run: 'a', tag: 't', against: { run: 'b', tag: 't' }, compareFocus: 'm', compareSelected: 'm/y' });
+    s.set({ group: 'scope' });
+    expect(s.get()).toMatchObject({ compareFocus: '', compareSelected: null, against: { run: 'b', tag: 't' } });
+  });
+});

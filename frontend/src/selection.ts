@@ -1,11 +1,19 @@
 // The one shared selection every view reads and writes: run, step, device,
-// grouping, the focused (drilled-into) scope, the selected scope, the time range.
+// grouping, the focused (drilled-into) scope, the selected scope, the time range,
+// and in compare mode the baseline step with compare mode's own focus and
+// selection (kept apart, so that leaving compare mode finds the single-step view as it was).
 
 import type { DeviceParams, Group } from './api';
 
 export interface TimeRange {
   start_us: number;
   end_us: number;
+}
+
+/** The baseline step compared against (B; the selected run and step are A). */
+export interface AgainstStep {
+  run: string;
+  tag: string;
 }
 
 export interface SelectionState {
@@ -19,6 +27,11 @@ export interface SelectionState {
   selected: string | null;
   /** Zoomed window of the curve; null is the whole step. */
   timeRange: TimeRange | null;
+  /** Compare mode's baseline step; null is the single-step view. */
+  against: AgainstStep | null;
+  /** Compare mode's focused scope (in the union of both steps' trees) and selected scope. */
+  compareFocus: string;
+  compareSelected: string | null;
 }
 
 export type SelectionKey = keyof SelectionState;
@@ -32,19 +45,29 @@ export const INITIAL_SELECTION: Readonly<SelectionState> = Object.freeze({
   focus: '',
   selected: null,
   timeRange: null,
+  against: null,
+  compareFocus: '',
+  compareSelected: null,
 });
 
 /** What a change to a key invalidates: scope paths belong to one run/step/device/grouping. */
+const COMPARE_SCOPES: SelectionKey[] = ['compareFocus', 'compareSelected'];
 const RESETS: Partial<Record<SelectionKey, SelectionKey[]>> = {
-  run: ['tag', 'device', 'focus', 'selected', 'timeRange'],
-  tag: ['focus', 'selected', 'timeRange'],
-  device: ['focus', 'selected', 'timeRange'],
-  group: ['focus', 'selected'],
+  run: ['tag', 'device', 'focus', 'selected', 'timeRange', ...COMPARE_SCOPES],
+  tag: ['focus', 'selected', 'timeRange', ...COMPARE_SCOPES],
+  device: ['focus', 'selected', 'timeRange', ...COMPARE_SCOPES],
+  group: ['focus', 'selected', ...COMPARE_SCOPES],
+  against: COMPARE_SCOPES,
 };
 
 function sameValue(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (a && b && typeof a === 'object' && typeof b === 'object') {
+    if ('run' in a || 'run' in b) {
+      const sa = a as AgainstStep;
+      const sb = b as AgainstStep;
+      return sa.run === sb.run && sa.tag === sb.tag;
+    }
     const ra = a as TimeRange;
     const rb = b as TimeRange;
     return ra.start_us === rb.start_us && ra.end_us === rb.end_us;

@@ -46,6 +46,8 @@ const full = state({
   selected: 'shared_model/unet_01',
   timeRange: { start_us: 10, end_us: 2000 },
 });
+/** What a link and storage carry: everything but compare mode, which a reload leaves (the single-step view comes back). */
+const { against: _against, compareFocus: _compareFocus, compareSelected: _compareSelected, ...carried } = full;
 
 describe('encodeSelection / decodeSelection', () => {
   it('round-trips every key a link carries', () => {
@@ -53,7 +55,7 @@ describe('encodeSelection / decodeSelection', () => {
     expect(text).toBe(
       'run=unet_b2&tag=step_2&device=CPU%3A0%2Fmklcpu&group=scope&focus=shared_model&selected=shared_model%2Funet_01&start_us=10&end_us=2000',
     );
-    const { run, tag, ...rest } = full;
+    const { run, tag, ...rest } = carried;
     expect(decodeSelection(text)).toEqual({ run, tag, ...rest });
   });
   it('leaves out what is at its start value', () => {
@@ -77,7 +79,7 @@ describe('encodeSelection / decodeSelection', () => {
 
 describe('restorable', () => {
   it('restores everything when the run and step still exist', () => {
-    const { run, tag, ...rest } = full;
+    const { run, tag, ...rest } = carried;
     expect(restorable(decodeSelection(encodeSelection(full)), runs)).toEqual({ run, tag, ...rest });
   });
   it('falls back to the run’s latest step, keeping only the grouping, when the step is gone', () => {
@@ -145,7 +147,7 @@ describe('linkHash / hashPluginData', () => {
     expect(hash.startsWith('#memory&p.memory.run=unet_b2&p.memory.tag=step_2&')).toBe(true);
     // TensorBoard splits on & and = before decoding: values must not hold them raw.
     for (const part of hash.slice(1).split('&')) expect(part.split('=').length).toBeLessThanOrEqual(2);
-    const { run, tag, ...rest } = full;
+    const { run, tag, ...rest } = carried;
     expect(decodeSelection(hashPluginData(hash, 'memory'))).toEqual({ run, tag, ...rest });
   });
   it('keeps odd names intact through the address', () => {
