@@ -6,6 +6,7 @@
 
 import { Api, ApiError, type DeviceParams, type RunInfo, type SummaryResponse } from './api';
 import { AppState } from './app-state';
+import { CompareLoads } from './compare-loads';
 import { CurveLoads } from './curve-loads';
 import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
 import { curvePointsFor } from './lib/curve-data';
@@ -46,6 +47,7 @@ export class App {
     prefetch: new Latest(),
   };
   private readonly curves: CurveLoads;
+  private readonly compare: CompareLoads;
 
   constructor(
     private readonly selection: Selection,
@@ -54,6 +56,7 @@ export class App {
     private readonly api = new Api(),
   ) {
     this.curves = new CurveLoads(api, readiness, selection, this.state, page.curve);
+    this.compare = new CompareLoads(api, readiness, selection, page.compare, (comparing) => page.setCompareMode(comparing));
     selection.subscribe((state, changed) => this.onSelection(state, changed));
     page.curve.onWidthChange = (width) => this.onCurveWidth(width);
   }

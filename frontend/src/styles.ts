@@ -31,7 +31,8 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .mem-header h1 { font-size: 16px; margin: 0 8px 0 0; font-weight: 500; }
 .picker { display: inline-flex; gap: 6px; align-items: center; }
 .picker label { color: var(--muted); }
-.picker select { max-width: 240px; }
+.picker select { max-width: 200px; }
+.picker #mem-compare { max-width: 140px; }
 /* One line whatever it says (the full text is its title): a long message never pushes the page down. */
 .header-end { margin-left: auto; flex: 1 1 120px; min-width: 120px; display: flex; gap: 10px; align-items: baseline; justify-content: flex-end; }
 .status { color: var(--muted); flex: 1 1 auto; min-width: 0; text-align: right; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
@@ -174,4 +175,21 @@ table.data.compact td.raw { min-width: 150px; }
 .empty-state .message { white-space: pre-wrap; overflow-wrap: anywhere; }
 .empty-state .error-text { background: var(--error-bg); color: var(--error-fg); }
 .exports { display: flex; gap: 6px; }
+
+/* compare mode */
+.compare { display: flex; flex-direction: column; gap: 6px; }
+.compare-bar { display: flex; gap: 10px; align-items: center; }
+.compare-bar .spacer { flex: 1; }
+.compare-heading { display: flex; flex-wrap: wrap; gap: 2px 18px; align-items: baseline; min-width: 0; }
+.curve-svg .compare-line { fill: none; stroke-width: 1.5; }
+.curve-svg .compare-line-a { stroke: var(--curve); }
+.curve-svg .compare-line-b { stroke: var(--accent); stroke-dasharray: 5 3; }
+.curve-svg .compare-peak-a circle { fill: var(--curve); }
+.curve-svg .compare-peak-b circle { fill: var(--accent); }
+.curve-svg .highlight-a { fill: var(--select-soft); stroke: var(--curve); stroke-width: 0.75; }
+.curve-svg .highlight-b { fill: var(--accent-soft); stroke: var(--accent); stroke-width: 0.75; stroke-dasharray: 3 2; }
+.legend .swatch-a { background: var(--curve); }
+.legend .swatch-b { background: repeating-linear-gradient(90deg, var(--accent) 0 5px, transparent 5px 8px); }
+.compare-table { max-height: 360px; overflow: auto; }
+table.data tr.selected td { background: var(--select-soft); }
 `;

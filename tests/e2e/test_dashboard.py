@@ -381,6 +381,83 @@ def test_step_and_device_switch_reload(dashboard):
     dash.screenshot("unet-step_1")
 
 
+def _rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in css[css.index("(") + 1:css.index(")")].split(",")[:3])
+
+
+def test_compare_mode_and_back(dashboard):
+    """U-Net batch 4 against batch 2: the treemap coloured by the difference, both curves each over its own length,
+    the scopes by absolute difference; a row selects its scope in both; leaving finds the single step as it was."""
+    dash, tb = dashboard, dashboard.tb
+    run_a, run_b = "unet_b4", UNET
+    tag, device = _open_run(dash, run_a)
+    dash.tile("shared_model").click()
+    _assert_details_match(dash, run_a, tag, device, "shared_model")
+    before = {"tiles": dash.tile_scopes(), "details": dash.details_scope(),
+              "peak": dash.loc(tid("curve-peak")).text_content()}
+
+    dash.select("compare-picker", json.dumps([run_b, tag], separators=(",", ":")))
+    assert dash.loc(tid("compare")).is_visible() and not dash.loc(tid("single-step")).is_visible()
+    body = tb.api("compare", run=run_a, tag=tag, device=device, against_run=run_b, against_tag=tag,
+                  group="layer", scope="", top=200)
+    assert body["peak_rise_delta_bytes"] > 0
+    assert dash.loc(tid("compare-delta")).get_attribute("data-bytes") == str(body["peak_rise_delta_bytes"])
+
+    # Tiles: the root's children, coloured on a diverging scale (A larger: red, B larger: blue).
+    children = {c["name"]: c for c in body["children"]}
+    tiles = dash.loc(tid("compare-tile")).all()
+    assert tiles and {t.get_attribute("data-scope") for t in tiles} <= set(children)
+    for t in tiles:
+        row = children[t.get_attribute("data-scope")]
+        assert int(t.get_attribute("data-delta")) == row["delta_bytes"]
+        r, _g, b = _rgb(t.evaluate("e => getComputedStyle(e).backgroundColor"))
+        if row["delta_bytes"] > 0:
+            assert r > b, (row, r, b)
+        elif row["delta_bytes"] < 0:
+            assert b > r, (row, r, b)
+
+    # Both curves, each step's time scaled to its own length: the same width on the plot.
+    widths = {}
+    for side in ("a", "b"):
+        path = dash.loc(tid(f"compare-curve-{side}"))
+        assert int(path.get_attribute("data-duration-us")) == body[side]["duration_us"]
+        widths[side] = path.evaluate("p => p.getBBox().width")
+    assert body["a"]["duration_us"] != body["b"]["duration_us"]
+    assert abs(widths["a"] - widths["b"]) <= 2, widths
+
+    # The table: every entry below the root by absolute difference.
+    keys = dash.loc(f'{tid("compare-table")} tbody tr[data-key]').evaluate_all("rs => rs.map(r => r.dataset.key)")
+    ranked = sorted(body["scopes"], key=lambda r: (-abs(r["delta_bytes"]), -abs(r["delta_allocated_bytes"]),
+                                                    -abs(r["delta_output_bytes"]), r["name"]))
+    assert keys == [r["name"] for r in ranked][:len(keys)] and len(keys) > 10
+    dash.screenshot("compare")
+
+    # A row selects its scope in both steps: the details, the row, and each curve's own bytes of it.
+    top = ranked[0]
+    dash.watch_ready()
+    dash.loc(f'{tid("compare-table")} tbody tr[data-key={json.dumps(top["name"])}]').click()
+    dash.wait_reloaded()
+    assert dash.loc(tid("compare-details-scope")).get_attribute("data-scope") == top["name"]
+    assert dash.loc(tid("compare-details-delta-bytes")).get_attribute("data-bytes") == str(top["delta_bytes"])
+    row = dash.loc(f'{tid("compare-table")} tbody tr[aria-selected="true"]')
+    assert row.count() == 1 and row.get_attribute("data-key") == top["name"]
+    in_both = top["status"] in ("changed", "same")
+    for side in ("a", "b"):
+        assert dash.loc(tid(f"compare-highlight-{side}")).count() == (1 if in_both else 0), (side, top)
+    dash.screenshot("compare-row-selected")
+
+    # Leaving: the single step exactly as it was (same tiles, same selection, same curve), nothing compared.
+    dash.loc(tid("compare-leave")).click()
+    dash.loc(tid("single-step")).wait_for(state="visible")
+    assert not dash.loc(tid("compare")).is_visible()
+    assert dash.value("compare-picker") == ""
+    after = {"tiles": dash.tile_scopes(), "details": dash.details_scope(),
+             "peak": dash.loc(tid("curve-peak")).text_content()}
+    assert after == before
+    assert dash.tile("shared_model").get_attribute("aria-selected") == "true"
+    dash.assert_fits_width()
+
+
 def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
     """A TF 1.x GPU dump has no allocation records: the summary says once that there is no curve and shows
     allocated and output bytes (no "peak 0 B"); pinned host memory is labelled as such, not as GPU memory."""

@@ -20,6 +20,8 @@ export interface DataTableOptions<T> {
   /** Tighter cell padding, for a narrow panel. */
   compact?: boolean;
   onRowClick?: (row: T) => void;
+  /** A row's key (its data-key attribute): markRow() marks the row with that key as selected. */
+  rowKey?: (row: T) => string;
 }
 
 export class DataTable<T> {
@@ -33,6 +35,7 @@ export class DataTable<T> {
   private omitted: ReadonlySet<string> = new Set();
   /** The sort was moved off an omitted column (not by the user): it goes back when the column does. */
   private autoSorted = false;
+  private marked: string | null = null;
 
   constructor(private readonly options: DataTableOptions<T>) {
     this.sort = options.initialSort;
@@ -83,6 +86,16 @@ export class DataTable<T> {
       this.autoSorted = false;
     }
     this.render();
+  }
+
+  /** Marks the row whose key is `key` as selected (aria-selected), without redrawing; null marks none. */
+  markRow(key: string | null): void {
+    this.marked = key;
+    for (const tr of this.table.querySelectorAll<HTMLTableRowElement>('tbody tr[data-key]')) {
+      const on = tr.dataset.key === key;
+      tr.classList.toggle('selected', on);
+      tr.setAttribute('aria-selected', on ? 'true' : 'false');
+    }
   }
 
   /** Rows in the current sort order: what is shown and exported. */
@@ -137,6 +150,12 @@ export class DataTable<T> {
         const raw = column.value(row);
         const text = column.text ? column.text(row) : raw === null ? '—' : String(raw);
         tr.append(el('td', { class: column.numeric ? 'num' : column.key === 'raw_name' ? 'raw' : null }, text));
+      }
+      if (this.options.rowKey) {
+        const key = this.options.rowKey(row);
+        tr.dataset.key = key;
+        tr.classList.toggle('selected', key === this.marked);
+        tr.setAttribute('aria-selected', key === this.marked ? 'true' : 'false');
       }
       if (this.options.onRowClick) {
         const onClick = this.options.onRowClick;

@@ -1,9 +1,11 @@
 // The page's layout: header (pickers, status), empty state, summary, then the
-// dashboard (curve, treemap and graph, step op types; details beside them).
+// dashboard (curve, treemap and graph, step op types; details beside them), or
+// in its place compare mode's panels (the single-step panels stay as they were, hidden).
 // It builds the views and places them; it holds no data and fetches nothing.
 
 import { el } from '../dom';
 import type { Selection } from '../selection';
+import { CompareView } from './compare';
 import { CurveView } from './curve';
 import { DetailsView, StepOpTypesView } from './details';
 import { GraphView } from './graph';
@@ -21,7 +23,9 @@ export class PageView {
   readonly graph: GraphView;
   readonly details: DetailsView;
   readonly stepOps: StepOpTypesView;
+  readonly compare: CompareView;
   private readonly dashboard: HTMLElement;
+  private readonly singleStep: HTMLElement;
 
   /** `status` and `link` end the header row (the readiness line, the link to this view). */
   constructor(selection: Selection, status: HTMLElement, link: HTMLElement | null = null) {
@@ -32,22 +36,20 @@ export class PageView {
     this.graph = new GraphView(selection);
     this.details = new DetailsView(selection);
     this.stepOps = new StepOpTypesView(selection);
-    this.dashboard = el(
+    this.compare = new CompareView(selection);
+    this.singleStep = el(
       'div',
-      { class: 'dashboard hidden' },
+      { class: 'layout', 'data-testid': 'single-step' },
       el(
         'div',
-        { class: 'layout' },
-        el(
-          'div',
-          { class: 'main-column' },
-          this.curve.element,
-          el('div', { class: 'two-up' }, this.treemap.element, this.graph.element),
-          this.stepOps.element,
-        ),
-        el('div', { class: 'side-column' }, this.details.element),
+        { class: 'main-column' },
+        this.curve.element,
+        el('div', { class: 'two-up' }, this.treemap.element, this.graph.element),
+        this.stepOps.element,
       ),
+      el('div', { class: 'side-column' }, this.details.element),
     );
+    this.dashboard = el('div', { class: 'dashboard hidden' }, this.singleStep, this.compare.element);
     this.root = el(
       'div',
       { class: 'mem-root' },
@@ -63,6 +65,12 @@ export class PageView {
   showDashboard(): void {
     this.emptyState.show(null);
     this.dashboard.classList.remove('hidden');
+  }
+
+  /** Compare mode's panels in place of the single step's, or back; neither is redrawn by the switch. */
+  setCompareMode(comparing: boolean): void {
+    this.singleStep.classList.toggle('hidden', comparing);
+    this.compare.show(comparing);
   }
 
   /** Nothing to draw: the empty state says why (once); the dashboard and summary go. */

@@ -4,7 +4,7 @@ import type { DeviceSummary, Group, RunInfo } from '../api';
 import { el, clear } from '../dom';
 import { formatBytes } from '../format';
 import { isPinnedHost } from '../lib/memory-kind';
-import type { Selection, SelectionState } from '../selection';
+import type { AgainstStep, Selection, SelectionState } from '../selection';
 
 function option(value: string, label: string, selected: boolean, disabled = false): HTMLOptionElement {
   const o = el('option', { value }, label);
@@ -23,14 +23,15 @@ export class PickersView {
     'aria-label': 'Device and allocator',
   });
   private readonly groupSelect = el('select', { 'data-testid': 'group-picker', id: 'mem-group', 'aria-label': 'Group by' });
+  /** Compare mode's baseline: any traced step of any run, or none (the single-step view). */
+  private readonly compareSelect = el('select', { 'data-testid': 'compare-picker', id: 'mem-compare', 'aria-label': 'Compare with' });
   private runs: readonly RunInfo[] = [];
   private devices: readonly DeviceSummary[] = [];
 
   constructor(private readonly selection: Selection) {
-    this.groupSelect.append(
-      option('layer', 'layer (gradients and optimizer folded into their layer)', true),
-      option('scope', 'name scope (as the graph names it)', false),
-    );
+    // Short labels keep the header one row at 1280 px; the title says what each grouping does.
+    this.groupSelect.append(option('layer', 'layer', true), option('scope', 'name scope', false));
+    this.groupSelect.title = 'layer: gradients and optimizer updates folded into their layer\nname scope: names as the graph has them';
     this.element = el(
       'div',
       { class: 'pickers', style: 'display:contents' },
@@ -38,21 +39,25 @@ export class PickersView {
       el('span', { class: 'picker' }, el('label', { for: 'mem-step' }, 'Step'), this.stepSelect),
       el('span', { class: 'picker' }, el('label', { for: 'mem-device' }, 'Device'), this.deviceSelect),
       el('span', { class: 'picker' }, el('label', { for: 'mem-group' }, 'Group'), this.groupSelect),
+      el('span', { class: 'picker' }, el('label', { for: 'mem-compare', title: 'Compare this step (A) with another traced step (B)' }, 'Compare'), this.compareSelect),
     );
     this.runSelect.addEventListener('change', () => this.selection.set({ run: this.runSelect.value }));
     this.stepSelect.addEventListener('change', () => this.selection.set({ tag: this.stepSelect.value }));
     this.deviceSelect.addEventListener('change', () => this.selection.set({ device: this.deviceSelect.value }));
     this.groupSelect.addEventListener('change', () => this.selection.set({ group: this.groupSelect.value as Group }));
+    this.compareSelect.addEventListener('change', () => this.selection.set({ against: againstOf(this.compareSelect.value) }));
     selection.subscribe((state, changed) => {
       if (changed.has('run') || changed.has('tag')) this.renderRunsAndSteps(state);
       if (changed.has('device')) this.renderDevices(state);
       if (changed.has('group')) this.groupSelect.value = state.group;
+      if (changed.has('against')) this.renderCompare(state);
     });
   }
 
   setRuns(runs: readonly RunInfo[]): void {
     this.runs = runs;
     this.renderRunsAndSteps(this.selection.get());
+    this.renderCompare(this.selection.get());
   }
 
   /** Devices of the current step (from its summary); empty while loading or for a step without memory. */
@@ -77,11 +82,42 @@ export class PickersView {
     this.stepSelect.disabled = !run || run.steps.length === 0;
   }
 
+  private renderCompare(state: Readonly<SelectionState>): void {
+    clear(this.compareSelect);
+    const chosen = state.against ? againstValue(state.against.run, state.against.tag) : '';
+    this.compareSelect.append(option('', '—', chosen === ''));
+    for (const run of this.runs) {
+      if (run.steps.length === 0) continue;
+      const group = el('optgroup', { label: run.run });
+      for (const step of run.steps) group.append(option(againstValue(run.run, step.tag), `${run.run} · ${step.tag}`, againstValue(run.run, step.tag) === chosen));
+      this.compareSelect.append(group);
+    }
+    this.compareSelect.disabled = this.runs.length === 0;
+  }
+
   private renderDevices(state: Readonly<SelectionState>): void {
     clear(this.deviceSelect);
     for (const d of this.devices) this.deviceSelect.append(option(d.id, deviceLabel(d), d.id === state.device));
     this.deviceSelect.disabled = this.devices.length === 0;
   }
+}
+
+/** A compare picker option's value: the run and step as JSON (names may hold any character). */
+export function againstValue(run: string, tag: string): string {
+  return JSON.stringify([run, tag]);
+}
+
+/** The baseline step an option's value names; '' (or anything else) is none. */
+export function againstOf(value: string): AgainstStep | null {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string') {
+      return { run: parsed[0], tag: parsed[1] };
+    }
+  } catch {
+    // '' : the single-step view
+  }
+  return null;
 }
 
 /** "GPU:0/cuda_host_bfc (host memory) — peak 1.00 MiB"; a trace without a curve shows its allocated bytes instead. */

@@ -1,0 +1,73 @@
+// @vitest-environment jsdom
+import { describe, expect, it } from 'vitest';
+import type { CompareResponse, CompareScopeRow, CompareSide } from '../api';
+import { Selection } from '../selection';
+import { CompareView } from './compare';
+import { againstOf, againstValue } from './pickers';
+
+const EVIL = '<img src=x onerror=alert(1)>';
+
+const side = (run: string, duration: number): CompareSide => ({
+  run, tag: 'step_3', step: 3, source: 'run_metadata', id: 'CPU:0/mklcpu', device: '/device:CPU:0', allocator: 'mklcpu',
+  baseline: 'allocator_bytes_in_use', has_curve: true, start_bytes: 0, peak_bytes: 100, peak_rise_bytes: 100,
+  peak_time_us: 5, duration_us: duration,
+});
+const row = (name: string, a: number, b: number, status: CompareScopeRow['status'] = 'changed'): CompareScopeRow => ({
+  name, kind: 'scope', parent: '', status, a_bytes: a, b_bytes: b, delta_bytes: a - b,
+  a_allocated_bytes: a, b_allocated_bytes: b, delta_allocated_bytes: a - b, a_output_bytes: 0, b_output_bytes: 0, delta_output_bytes: 0,
+});
+const body: CompareResponse = {
+  a: side('big', 200), b: side(EVIL, 100), group: 'layer', peak_rise_delta_bytes: 30,
+  scope: row('', 130, 100),
+  children: [row('grew', 100, 40), row(EVIL, 30, 60, 'changed')],
+  scope_count: 3,
+  scopes: [row('small', 2, 1), row('grew', 100, 40), row(EVIL, 30, 60)],
+  op_types: [],
+  categories: [],
+};
+
+function mount(view: CompareView): void {
+  document.body.replaceChildren(view.element);
+  view.show(true);
+}
+
+describe('CompareView', () => {
+  it('colours tiles by the difference and keeps names as text', () => {
+    const view = new CompareView(new Selection());
+    mount(view);
+    view.setData(body);
+    expect(document.querySelector('img')).toBeNull();
+    const tiles = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-tile]')];
+    expect(tiles.map((t) => t.dataset.scope).sort()).toEqual([EVIL, 'grew'].sort());
+    const grew = tiles.find((t) => t.dataset.scope === 'grew')!;
+    const shrank = tiles.find((t) => t.dataset.scope === EVIL)!;
+    expect(grew.dataset.delta).toBe('60');
+    expect(grew.style.background).not.toBe(shrank.style.background);
+    expect(document.querySelector('[data-testid=compare-delta]')!.textContent).toContain('+30 B');
+  });
+
+  it('lists scopes by absolute difference; a row selects its scope; the button leaves compare mode', () => {
+    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
+    const view = new CompareView(selection);
+    mount(view);
+    view.setData(body);
+    const keys = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-table] tbody tr')].map((r) => r.dataset.key);
+    expect(keys).toEqual(['grew', EVIL, 'small']);
+    document.querySelector<HTMLElement>(`[data-testid=compare-table] tbody tr[data-key="grew"]`)!.click();
+    expect(selection.get().compareSelected).toBe('grew');
+    expect(document.querySelector('[data-testid=compare-details-scope]')!.getAttribute('data-scope')).toBe('grew');
+    expect(document.querySelector('[data-testid=compare-details-delta-bytes]')!.getAttribute('data-bytes')).toBe('60');
+    expect(document.querySelector('[data-testid=compare-tile][data-scope="grew"]')!.getAttribute('aria-selected')).toBe('true');
+    document.querySelector<HTMLElement>('[data-testid=compare-leave]')!.click();
+    expect(selection.get().against).toBeNull();
+  });
+});
+
+describe('compare picker values', () => {
+  it('round-trips any run and step name, and reads anything else as none', () => {
+    expect(againstOf(againstValue(EVIL, 'a"b'))).toEqual({ run: EVIL, tag: 'a"b' });
+    expect(againstOf('')).toBeNull();
+    expect(againstOf('["a"]')).toBeNull();
+    expect(againstOf('{')).toBeNull();
+  });
+});
