@@ -201,11 +201,19 @@ class MemoryPlugin(base_plugin.TBPlugin):
             raise report.NotFound(f"unknown device {device!r} in {run!r} {tag!r}")
         return space
 
+    def _space_resident(self, ctx, experiment, run, tag, device):
+        """(memory space, the run graph's resident tensors in it or None), as summary_impl has them."""
+        space = self._space(ctx, experiment, run, tag, device)
+        _, step = self._step(ctx, experiment, run, tag)
+        return space, report.space_resident(step, space, self._store.run_graph(ctx, experiment, run))
+
     def scopes_impl(self, ctx, experiment, run, tag, device=None, group="layer", scope=""):
-        return report.scope_children(self._space(ctx, experiment, run, tag, device), group, scope)
+        space, resident = self._space_resident(ctx, experiment, run, tag, device)
+        return report.scope_children(space, group, scope, resident)
 
     def scope_impl(self, ctx, experiment, run, tag, device=None, group="layer", scope="", top=50):
-        return report.scope_details(self._space(ctx, experiment, run, tag, device), group, scope, top)
+        space, resident = self._space_resident(ctx, experiment, run, tag, device)
+        return report.scope_details(space, group, scope, top, resident)
 
     def curve_impl(self, ctx, experiment, run, tag, device=None, group="layer", points=800, breakdown="", top=8,
                    window=None):

@@ -187,12 +187,26 @@ def _top_op_type(space: SpaceAnalysis, tree, node: int) -> str | None:
     return space.names.op_types[top] if top >= 0 else None
 
 
-def scope_children(space: SpaceAnalysis, group: str, scope: str) -> dict:
+def _param_figures(resident: resident_mod.Resident | None, group: str, paths: list[str]) -> list[dict]:
+    """param_count, param_bytes and slot_bytes under each path (all null without a run graph)."""
+    if resident is None:
+        return [dict.fromkeys(("param_count", "param_bytes", "slot_bytes")) for _ in paths]
+    return [{"param_count": count, "param_bytes": param_bytes, "slot_bytes": slot_bytes}
+            for count, param_bytes, slot_bytes in resident.index(group).sums(paths).tolist()]
+
+
+def scope_children(space: SpaceAnalysis, group: str, scope: str,
+                   resident: resident_mod.Resident | None = None) -> dict:
+    """One level of the scope tree; with the run's resident tensors, each entry's parameters and slots."""
     tree, node = _tree_node(space, group, scope)
     path = [{"name": "(all)", "scope": ""}]
     if scope:
         parts = scope.split("/")
         path += [{"name": part, "scope": "/".join(parts[: i + 1])} for i, part in enumerate(parts)]
+    children = [_child_dict(space, tree, child) for child in tree.children[node]]
+    own, *params = _param_figures(resident, group, [scope] + [child["scope"] for child in children])
+    for child, figures in zip(children, params):
+        child.update(figures)
     return {
         "scope": scope,
         "name": _leaf_name(scope),
@@ -200,12 +214,14 @@ def scope_children(space: SpaceAnalysis, group: str, scope: str) -> dict:
         "path": path,
         "figures": figures_dict(tree.figures[node]),
         "categories": {name: int(v) for name, v in zip(CATEGORIES, tree.categories[node])},
+        **own,
         "peak_rise_bytes": space.peak_rise_bytes,
-        "children": [_child_dict(space, tree, child) for child in tree.children[node]],
+        "children": children,
     }
 
 
-def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -> dict:
+def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50,
+                  resident: resident_mod.Resident | None = None) -> dict:
     tree, node = _tree_node(space, group, scope)
     execs = tree.executions(node)
     figures = space.exec_figures[execs]
@@ -236,6 +252,7 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50) -
         "share_of_peak": (at_peak / rise) if rise > 0 else None,
         "peak_rise_bytes": rise,
         "categories": [{"name": name, "at_peak_bytes": int(v)} for name, v in zip(CATEGORIES, tree.categories[node])],
+        **_param_figures(resident, group, [scope])[0],
         "op_types": op_type_rows(space, execs),
         "exec_count": int(execs.size),
         "time_span": ({"start_us": int(trace.start_us[execs].min()), "end_us": int(trace.end_us[execs].max())}

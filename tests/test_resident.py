@@ -12,6 +12,7 @@ from tensorboard.compat.proto import graph_pb2
 
 from tb_memory_plugin import cli, graph, report, resident, store
 from tb_memory_plugin.figures import AT_PEAK
+from test_routes import tb  # noqa: F401 - the Memory plugin in TensorBoard's app, over `logdir`
 
 _ELEMENT_BYTES = {1: 4, 2: 8, 3: 4, 9: 8, 14: 2, 19: 2}  # float32, float64, int32, int64, bfloat16, float16
 
@@ -116,6 +117,37 @@ def test_cli_text_lists_layers_by_parameters(capsys, logdir):
     out = capsys.readouterr().out
     assert "resident before the step" in out and "layers by parameters" in out
     assert f"{(3 * 3 * 128 + 1) * 128:,} params" in out  # shared_model/unet_05
+
+
+def test_scopes_and_scope_routes_carry_param_figures(tb, unet_trace):
+    """The treemap's tiles and the details panel: every entry's parameters and slots, as the summary's."""
+    from test_routes import get_json
+
+    expected = _expected_from_graph_def(unet_trace.graph_def_bytes)
+
+    def under(path):
+        rows = [v for layer, v in expected.items() if layer == path or layer.startswith(path + "/")]
+        return [sum(v[i] for v in rows) for i in range(3)]
+
+    level = get_json(tb, "scopes", run="unet", tag="step_2", scope="shared_model")
+    assert [level["param_count"], level["param_bytes"], level["slot_bytes"]] == under("shared_model")
+    children = {c["scope"]: c for c in level["children"]}
+    for scope in ("shared_model/unet_00", "shared_model/unet_05"):
+        assert [children[scope]["param_count"], children[scope]["param_bytes"], children[scope]["slot_bytes"]] == \
+            under(scope)
+    assert children["shared_model/unet_05"]["param_count"] == (3 * 3 * 128 + 1) * 128
+    summary = get_json(tb, "summary", run="unet", tag="step_2")["devices"][0]
+    root = get_json(tb, "scopes", run="unet", tag="step_2")
+    for top in summary["top_scopes"]:
+        child = next(c for c in root["children"] if c["scope"] == top["scope"])
+        assert {k: child[k] for k in ("param_count", "param_bytes", "slot_bytes")} == \
+            {k: top[k] for k in ("param_count", "param_bytes", "slot_bytes")}
+    details = get_json(tb, "scope", run="unet", tag="step_2", scope="shared_model/unet_05")
+    assert [details["param_count"], details["param_bytes"], details["slot_bytes"]] == under("shared_model/unet_05")
+    # Without a run graph (the hand-built GPU step): null, as in the summary.
+    gpu = get_json(tb, "scopes", run="gpu", tag="step_1")
+    assert gpu["param_count"] is None and all(c["param_bytes"] is None for c in gpu["children"])
+    assert get_json(tb, "scope", run="gpu", tag="step_1", scope="")["slot_bytes"] is None
 
 
 # -- slot names and sums by path, on a hand-built GraphDef ----------------------------------------

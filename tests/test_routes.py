@@ -141,12 +141,20 @@ def test_summary_of_hand_built_gpu_step(tb):
     assert devices["GPU:0/cuda_host_bfc"]["start_bytes"] is None
 
 
+def _engine_resident(logdir, run, tag):
+    """(memory space, its resident tensors): what the scopes and scope routes answer from."""
+    step = engine_step(logdir, run, tag)
+    run_graph = graph.RunGraph.from_bytes(read_blob_bytes(logdir, run, "__run_graph__", ("graphs",)))
+    space = step.space(None)
+    return space, report.space_resident(step, space, run_graph)
+
+
 def test_scopes_equal_engine_and_children_add_up(tb, logdir):
-    engine = engine_step(logdir, "unet", "step_1").space(None)
+    engine, resident = _engine_resident(logdir, "unet", "step_1")
     for group, scope in (("layer", ""), ("layer", "shared_model"), ("scope", "gradients"),
                          ("layer", "shared_model/unet_01")):
         body = get_json(tb, "scopes", run="unet", tag="step_1", group=group, scope=scope)
-        assert body == _roundtrip(report.scope_children(engine, group, scope))
+        assert body == _roundtrip(report.scope_children(engine, group, scope, resident))
         tree = engine.tree(group)
         assert body["figures"]["at_peak_bytes"] == int(tree.figures[tree.index[scope], AT_PEAK])
         for key in body["figures"]:
@@ -161,9 +169,9 @@ def test_scopes_equal_engine_and_children_add_up(tb, logdir):
 
 
 def test_scope_details(tb, logdir):
-    engine = engine_step(logdir, "unet", "step_3").space(None)
+    engine, resident = _engine_resident(logdir, "unet", "step_3")
     body = get_json(tb, "scope", run="unet", tag="step_3", scope="shared_model/unet_01")
-    assert body == _roundtrip(report.scope_details(engine, "layer", "shared_model/unet_01"))
+    assert body == _roundtrip(report.scope_details(engine, "layer", "shared_model/unet_01", resident=resident))
     tree = engine.tree("layer")
     node = tree.index["shared_model/unet_01"]
     assert body["figures"]["allocated_bytes"] == int(tree.figures[node, ALLOCATED])
