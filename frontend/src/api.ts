@@ -82,13 +82,56 @@ export interface CategoryTotal {
   name: CategoryName;
   at_peak_bytes: Bytes;
   allocated_bytes?: Bytes;
+  /** Bytes in use before the step, from the run's graph (parameters, optimizer, other); null without a graph. */
+  resident_bytes?: Bytes | null;
+}
+/** A scope's own model tensors, from the run's GraphDef (docs/http_api.md, "Resident memory"); null without a graph. */
+export interface ParamFigures {
+  param_count?: number | null;
+  param_bytes?: Bytes | null;
+  slot_bytes?: Bytes | null;
+}
+/** One layer of `resident.layers`, like a row of Keras's `summary()`. */
+export interface ResidentLayer {
+  scope: string;
+  param_count: number;
+  param_bytes: Bytes;
+  slot_bytes: Bytes;
+  tensor_count: number;
+}
+/** The model's tensors in memory before the step (variables, optimizer slots, a frozen graph's weights). */
+export interface Resident {
+  source: 'run_graph';
+  start_bytes: Bytes | null;
+  param_count: number;
+  param_bytes: Bytes;
+  slot_bytes: Bytes;
+  /** start_bytes minus both: null without a baseline, negative when the GraphDef's tensors exceed it. */
+  other_bytes: Bytes | null;
+  weight_constants: boolean;
+  note: string | null;
+  layers: ResidentLayer[];
+}
+export type FindingKind = 'layout_transpose' | 'conv_scratch' | 'graph_constants' | 'step_growth' | 'allocator_gap';
+/** What to change so the step fits (docs/http_api.md, "Findings"). */
+export interface Finding {
+  kind: FindingKind | string;
+  bytes: Bytes;
+  /** A scope path of the layer grouping; null when the finding has none. */
+  scope: string | null;
+  nodes: string[];
+  message: string;
+  suggestion: string;
+  /** The memory space; null for graph_constants (the run's graph). */
+  device: string | null;
+  details: Record<string, unknown>;
 }
 export interface OpTypeTotal {
   name: string;
   count: number;
   figures: Figures;
 }
-export interface TopScope {
+export interface TopScope extends ParamFigures {
   scope: string;
   name: string;
   figures: Figures;
@@ -125,6 +168,8 @@ export interface DeviceSummary {
   categories: CategoryTotal[];
   op_types: OpTypeTotal[];
   top_scopes: TopScope[];
+  /** Absent from older servers; null when the run has no graph. */
+  resident?: Resident | null;
 }
 /** Where a step comes from: `run_metadata` (step stats) or `xplane` (a step of a profiler XPlane file). */
 export type TraceSource = 'run_metadata' | 'xplane';
@@ -140,6 +185,8 @@ export interface SummaryResponse {
   duration_us: Micros | null;
   default_device: string | null;
   devices: DeviceSummary[];
+  /** Largest bytes first; absent from older servers. */
+  findings?: Finding[];
 }
 
 // ---- scopes ----
@@ -150,7 +197,7 @@ export interface Crumb {
   name: string;
   scope: string;
 }
-export interface ScopeChild {
+export interface ScopeChild extends ParamFigures {
   scope: string;
   name: string;
   kind: ScopeKind;
@@ -161,7 +208,7 @@ export interface ScopeChild {
   figures: Figures;
   categories: CategoryBytes;
 }
-export interface ScopesResponse {
+export interface ScopesResponse extends ParamFigures {
   scope: string;
   name: string;
   path: Crumb[];
@@ -189,7 +236,7 @@ export interface TimeSpan {
   start_us: Micros;
   end_us: Micros;
 }
-export interface ScopeDetails {
+export interface ScopeDetails extends ParamFigures {
   scope: string;
   name: string;
   kind: ScopeKind;
@@ -335,6 +382,64 @@ export interface CompareParams {
   top?: number;
 }
 
+// ---- whatif ----
+export type WhatIfMethod = 'one_step' | 'fit';
+export interface WhatIfRun {
+  run: string;
+  tag: string;
+  step: number | null;
+  source: TraceSource | string;
+  device: string;
+  /** The batch it ran at, read from its feeds' shapes. */
+  batch: number;
+  peak_rise_bytes: Bytes;
+  start_bytes: Bytes | null;
+  peak_bytes: Bytes | null;
+}
+/** A layer at the predicted peak: one step gives its traced bytes, a fit its fixed and per-sample bytes. */
+export interface WhatIfLayer {
+  layer: string;
+  at_peak_bytes: Bytes;
+  traced_at_peak_bytes?: Bytes;
+  fixed_bytes?: Bytes;
+  per_sample_bytes?: Bytes;
+}
+export interface WhatIfPrediction {
+  predicted_peak_rise_bytes: Bytes;
+  predicted_start_bytes: Bytes | null;
+  predicted_peak_bytes: Bytes | null;
+  max_batch: number | null;
+  layers: WhatIfLayer[];
+}
+/** Predicted peaks over batch sizes; `peak_bytes` entries are null without a baseline. */
+export interface WhatIfSeries {
+  peak_rise_bytes: Bytes[];
+  peak_bytes: (Bytes | null)[];
+}
+export interface WhatIfResponse extends WhatIfPrediction {
+  batch: number;
+  /** The steps read, the first one predicting alone. */
+  runs: WhatIfRun[];
+  method: WhatIfMethod;
+  limit_bytes: Bytes | null;
+  limit_source: 'limit' | 'capacity' | null;
+  limit_applies_to: 'peak_bytes' | 'peak_rise_bytes' | null;
+  predictions: {
+    one_step: (WhatIfPrediction & { from_run: string; from_tag: string; traced_batch: number; scaled_share: number }) | null;
+    fit: (WhatIfPrediction & { batches: number[] }) | null;
+  };
+  series: { batch: number[]; one_step?: WhatIfSeries | null; fit?: WhatIfSeries | null };
+}
+export interface WhatIfParams {
+  run: string;
+  tag: string;
+  batch: number;
+  /** Other runs of the same model (each `runs=`), fitted with this one. */
+  runs?: readonly string[];
+  limit?: Bytes | null;
+  device?: string | null;
+}
+
 // ---- fetching ----
 
 /** A route answered with an error body (4xx/5xx) or did not answer JSON. */
@@ -351,14 +456,15 @@ export class ApiError extends Error {
 
 export type Fetcher = (url: string) => Promise<Response>;
 
-type Params = Record<string, string | number | undefined | null>;
+type Params = Record<string, string | number | readonly string[] | undefined | null>;
 
 /** Builds a relative URL; the entry page's <base> points it at the plugin route. */
 export function routeUrl(route: string, params: Params = {}): string {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined || value === null) continue;
-    query.set(key, String(value));
+    if (Array.isArray(value)) for (const item of value) query.append(key, item);
+    else query.set(key, String(value));
   }
   const qs = query.toString();
   return qs ? `./${route}?${qs}` : `./${route}`;
@@ -447,6 +553,13 @@ export class Api {
         scope: p.scope,
         top: p.top,
       }),
+    );
+  }
+
+  /** The step's peak predicted at another batch size, and the largest batch that fits (docs/http_api.md, `whatif`). */
+  whatif(p: WhatIfParams): Promise<WhatIfResponse> {
+    return this.get(
+      routeUrl('whatif', { run: p.run, tag: p.tag, batch: p.batch, runs: p.runs, limit: p.limit, device: p.device }),
     );
   }
 

@@ -8,7 +8,7 @@ import { shareOf } from '../format';
 /** The part of ScopeDetails that a treemap level already holds for each child. */
 export type ScopePreview = Pick<
   ScopeDetails,
-  'scope' | 'name' | 'kind' | 'figures' | 'share_of_peak' | 'peak_rise_bytes' | 'categories' | 'exec_count'
+  'scope' | 'name' | 'kind' | 'figures' | 'share_of_peak' | 'peak_rise_bytes' | 'categories' | 'exec_count' | 'param_count' | 'param_bytes' | 'slot_bytes'
 >;
 
 /** Same figures as the `scope` route (share_of_peak is null when the peak did not rise, like the route's). */
@@ -22,6 +22,9 @@ export function previewOfChild(child: ScopeChild, peakRiseBytes: number): ScopeP
     peak_rise_bytes: peakRiseBytes,
     categories: CATEGORY_NAMES.map((name: CategoryName) => ({ name, at_peak_bytes: child.categories[name] ?? 0 })),
     exec_count: child.exec_count,
+    param_count: child.param_count,
+    param_bytes: child.param_bytes,
+    slot_bytes: child.slot_bytes,
   };
 }
 

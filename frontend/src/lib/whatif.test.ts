@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import type { WhatIfResponse } from '../api';
+import { maxBatchText, methodText, otherRuns, parseBatch, parseLimit, whatIfChart } from './whatif';
+
+function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
+  return {
+    batch: 8,
+    runs: [
+      { run: 'b2', tag: 'step_3', step: 3, source: 'run_metadata', device: 'CPU:0/mklcpu', batch: 2, peak_rise_bytes: 200, start_bytes: 50, peak_bytes: 250 },
+      { run: 'b4', tag: 'step_3', step: 3, source: 'run_metadata', device: 'CPU:0/mklcpu', batch: 4, peak_rise_bytes: 400, start_bytes: 60, peak_bytes: 460 },
+    ],
+    method: 'fit',
+    predicted_peak_rise_bytes: 800,
+    predicted_start_bytes: 80,
+    predicted_peak_bytes: 880,
+    max_batch: null,
+    limit_bytes: null,
+    limit_source: null,
+    limit_applies_to: null,
+    layers: [],
+    predictions: { one_step: null, fit: { predicted_peak_rise_bytes: 800, predicted_start_bytes: 80, predicted_peak_bytes: 880, max_batch: null, layers: [], batches: [2, 4] } },
+    series: {
+      batch: [1, 2, 4, 8, 16],
+      one_step: { peak_rise_bytes: [90, 190, 390, 790, 1590], peak_bytes: [140, 240, 440, 840, 1640] },
+      fit: { peak_rise_bytes: [100, 200, 400, 800, 1600], peak_bytes: [150, 250, 460, 880, 1700] },
+    },
+    ...over,
+  };
+}
+
+describe('parseBatch', () => {
+  it('takes whole numbers in the route’s range only', () => {
+    expect(parseBatch(' 8 ')).toBe(8);
+    expect(parseBatch('0')).toBeNull();
+    expect(parseBatch('2.5')).toBeNull();
+    expect(parseBatch('-1')).toBeNull();
+    expect(parseBatch('')).toBeNull();
+    expect(parseBatch('16777217')).toBeNull();
+  });
+});
+
+describe('whatIfChart', () => {
+  it('draws the lead method’s absolute peaks, the asked batch on them', () => {
+    const chart = whatIfChart(answer());
+    expect(chart.absolute).toBe(true);
+    expect(chart.points.map((p) => p.bytes)).toEqual([150, 250, 460, 880, 1700]);
+    expect(chart.asked).toEqual({ batch: 8, bytes: 880 });
+    expect(chart.xDomain).toEqual([1, 16]);
+    expect(chart.yDomain[0]).toBe(0);
+    expect(chart.yDomain[1]).toBeGreaterThan(1700);
+    expect(chart.limitBytes).toBeNull();
+  });
+
+  it('falls back to the rise without a baseline, with a limit on the rise', () => {
+    const nulls = { peak_rise_bytes: [100, 200, 400, 800, 1600], peak_bytes: [null, null, null, null, null] };
+    const chart = whatIfChart(
+      answer({
+        method: 'one_step',
+        series: { batch: [1, 2, 4, 8, 16], one_step: nulls, fit: null },
+        predicted_peak_bytes: null,
+        limit_bytes: 3000,
+        limit_applies_to: 'peak_rise_bytes',
+        limit_source: 'limit',
+        max_batch: 30,
+      }),
+    );
+    expect(chart.absolute).toBe(false);
+    expect(chart.points.map((p) => p.bytes)).toEqual([100, 200, 400, 800, 1600]);
+    expect(chart.asked).toEqual({ batch: 8, bytes: 800 });
+    expect(chart.limitBytes).toBe(3000);
+    expect(chart.maxBatch).toBe(30);
+    expect(chart.yDomain[1]).toBeGreaterThanOrEqual(3000);
+  });
+});
+
+describe('words', () => {
+  it('names the method and the batches behind it', () => {
+    expect(methodText(answer())).toBe('fitted over 2 runs (batches 2, 4)');
+    const one = answer({ method: 'one_step', runs: answer().runs.slice(0, 1), predictions: { fit: null, one_step: { predicted_peak_rise_bytes: 1, predicted_start_bytes: null, predicted_peak_bytes: null, max_batch: null, layers: [], from_run: 'b2', from_tag: 'step_3', traced_batch: 2, scaled_share: 0.9 } } });
+    expect(methodText(one)).toBe('from one step (batch 2)');
+  });
+
+  it('says why there is no largest batch', () => {
+    expect(maxBatchText(answer())).toMatch(/no limit/);
+    expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 0 }))).toBe('not even batch 1 fits');
+    expect(maxBatchText(answer({ limit_bytes: 10, max_batch: null }))).toMatch(/every batch fits/);
+    expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 12 }))).toBe('largest batch that fits: 12');
+  });
+
+  it('offers the other runs', () => {
+    expect(otherRuns([{ run: 'a' }, { run: 'b' }, { run: 'c' }], 'b')).toEqual(['a', 'c']);
+    expect(otherRuns([{ run: 'bigconv' }, { run: 'resnet9_b2' }, { run: 'unet_b2' }, { run: 'unet_b4' }], 'unet_b2')).toEqual([
+      'unet_b4',
+      'bigconv',
+      'resnet9_b2',
+    ]);
+    expect(otherRuns([{ run: 'a' }], null)).toEqual(['a']);
+  });
+});
+
+describe('parseLimit', () => {
+  it('reads bytes with binary units', () => {
+    expect(parseLimit('16 GiB')).toBe(16 * 2 ** 30);
+    expect(parseLimit('512m')).toBe(512 * 2 ** 20);
+    expect(parseLimit('1.5 KiB')).toBe(1536);
+    expect(parseLimit('1073741824')).toBe(2 ** 30);
+    expect(parseLimit('')).toBeNull();
+    expect(parseLimit('lots')).toBeNull();
+    expect(parseLimit('0')).toBeNull();
+    expect(parseLimit('3 parsecs')).toBeNull();
+  });
+});

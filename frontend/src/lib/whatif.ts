@@ -1,0 +1,121 @@
+// The batch-size what-if: which predicted series the chart draws, its domains,
+// the method's words, and the batch the user typed. Pure; views/whatif.ts draws.
+
+import type { Bytes, WhatIfResponse, WhatIfSeries } from '../api';
+
+/** The largest batch the route takes. */
+export const MAX_BATCH = 16_777_216;
+
+export interface WhatIfPoint {
+  batch: number;
+  bytes: Bytes;
+}
+
+export interface WhatIfChart {
+  points: WhatIfPoint[];
+  /** True: absolute bytes (resident + rise); false: the rise over the step's start (no baseline). */
+  absolute: boolean;
+  /** The limit drawn as a line, when it is in the chart's own terms (absolute or rise). */
+  limitBytes: Bytes | null;
+  maxBatch: number | null;
+  /** The asked batch and its predicted peak, marked on the line. */
+  asked: WhatIfPoint | null;
+  xDomain: [number, number];
+  yDomain: [number, number];
+}
+
+/** A batch size typed by the user: a whole number in 1..MAX_BATCH, else null. */
+export function parseBatch(text: string): number | null {
+  const trimmed = text.trim();
+  if (!/^\d+$/.test(trimmed)) return null;
+  const batch = Number(trimmed);
+  return batch >= 1 && batch <= MAX_BATCH ? batch : null;
+}
+
+/** "from one step (batch 2)" or "fitted over 2 runs (batches 2, 4)". */
+export function methodText(w: WhatIfResponse): string {
+  if (w.method === 'fit') {
+    const batches = w.predictions.fit?.batches ?? w.runs.map((r) => r.batch);
+    return `fitted over ${w.runs.length} runs (batches ${batches.join(', ')})`;
+  }
+  const traced = w.predictions.one_step?.traced_batch ?? w.runs[0]?.batch;
+  return traced === undefined ? 'from one step' : `from one step (batch ${traced})`;
+}
+
+/** The lead method's series: absolute peaks where every point has one, else the rise. */
+function leadSeries(w: WhatIfResponse): { values: (Bytes | null)[]; absolute: boolean } {
+  const series: WhatIfSeries | null | undefined = w.series[w.method] ?? w.series.one_step ?? w.series.fit;
+  if (!series) return { values: [], absolute: false };
+  const absolute = series.peak_bytes.length > 0 && series.peak_bytes.every((b) => b !== null);
+  return { values: absolute ? series.peak_bytes : series.peak_rise_bytes, absolute };
+}
+
+/** What the chart of predicted peak against batch size draws, and its domains (y from 0). */
+export function whatIfChart(w: WhatIfResponse): WhatIfChart {
+  const { values, absolute } = leadSeries(w);
+  const points: WhatIfPoint[] = [];
+  w.series.batch.forEach((batch, i) => {
+    const bytes = values[i];
+    if (bytes !== null && bytes !== undefined) points.push({ batch, bytes });
+  });
+  const limitInTerms =
+    w.limit_bytes !== null && (w.limit_applies_to === (absolute ? 'peak_bytes' : 'peak_rise_bytes') || w.limit_applies_to === null);
+  const limitBytes = limitInTerms ? w.limit_bytes : null;
+  const askedBytes = absolute ? w.predicted_peak_bytes : w.predicted_peak_rise_bytes;
+  const asked = askedBytes === null ? null : { batch: w.batch, bytes: askedBytes };
+  const batches = points.map((p) => p.batch).concat(asked ? [asked.batch] : []);
+  const xMin = batches.length ? Math.min(...batches) : 1;
+  const xMax = batches.length ? Math.max(...batches) : 2;
+  const yMax = Math.max(1, ...points.map((p) => p.bytes), asked?.bytes ?? 0, limitBytes ?? 0);
+  return {
+    points,
+    absolute,
+    limitBytes,
+    maxBatch: w.max_batch,
+    asked,
+    xDomain: [Math.min(xMin, xMax - 1), xMax],
+    yDomain: [0, yMax * 1.08],
+  };
+}
+
+/** The largest batch that fits, in words: "largest batch that fits: 12", or why there is none. */
+export function maxBatchText(w: WhatIfResponse): string {
+  if (w.limit_bytes === null) return 'no limit known: pass one to find the largest batch that fits';
+  if (w.max_batch === null) return 'nothing grows with the batch: every batch fits';
+  if (w.max_batch === 0) return 'not even batch 1 fits';
+  return `largest batch that fits: ${w.max_batch}`;
+}
+
+function sharedPrefix(a: string, b: string): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n;
+}
+
+/**
+ * The other runs the user may fit with, the current one left out: those named
+ * most like it first (unet_b4 beside unet_b2, likely the same model), else in run order.
+ */
+export function otherRuns(runs: readonly { run: string }[], current: string | null): string[] {
+  const others = runs.map((r) => r.run).filter((r) => r !== current);
+  if (current === null) return others;
+  return others
+    .map((run, i) => ({ run, i, shared: sharedPrefix(run, current) }))
+    .sort((a, b) => b.shared - a.shared || a.i - b.i)
+    .map((x) => x.run);
+}
+
+const UNIT_BYTES: Record<string, number> = { '': 1, b: 1, k: 2 ** 10, kib: 2 ** 10, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30, t: 2 ** 40, tib: 2 ** 40 };
+
+/**
+ * A memory limit typed by the user ("16 GiB", "512m", "1073741824"; binary
+ * units): whole bytes in 1..2^62, null for empty or unreadable text.
+ */
+export function parseLimit(text: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  if (!m) return null;
+  const unit = UNIT_BYTES[m[2]!.toLowerCase()];
+  if (unit === undefined) return null;
+  const bytes = Math.round(Number(m[1]) * unit);
+  return bytes >= 1 && bytes <= 2 ** 62 ? bytes : null;
+}
