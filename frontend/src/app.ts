@@ -8,9 +8,11 @@ import { Api, ApiError, type DeviceParams, type RunInfo, type SummaryResponse } 
 import { AppState } from './app-state';
 import { CompareLoads } from './compare-loads';
 import { CurveLoads } from './curve-loads';
+import { WhatIfLoads } from './whatif-loads';
 import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
 import { curvePointsFor } from './lib/curve-data';
 import { restorable, type SavedSelection } from './lib/saved-selection';
+import { otherRuns } from './lib/whatif';
 import { ScopePreviews } from './lib/scope-preview';
 import { Latest, afterPaint, loadInto, message } from './loading';
 import type { Readiness } from './readiness';
@@ -48,6 +50,7 @@ export class App {
   };
   private readonly curves: CurveLoads;
   private readonly compare: CompareLoads;
+  private readonly whatif: WhatIfLoads;
 
   constructor(
     private readonly selection: Selection,
@@ -57,6 +60,7 @@ export class App {
   ) {
     this.curves = new CurveLoads(api, readiness, selection, this.state, page.curve);
     this.compare = new CompareLoads(api, readiness, selection, page.compare, (comparing) => page.setCompareMode(comparing));
+    this.whatif = new WhatIfLoads(api, readiness, page.whatif);
     selection.subscribe((state, changed) => this.onSelection(state, changed));
     page.curve.onWidthChange = (width) => this.onCurveWidth(width);
   }
@@ -195,6 +199,12 @@ export class App {
     const { summary, device } = this.state;
     this.page.summary.setData(summary, device, this.state.openingFor(summary?.run ?? null, summary?.tag ?? null));
     this.page.stepOps.setDevice(device);
+    this.page.findings.setData(summary?.findings, device);
+    this.page.resident.setDevice(device);
+    this.whatif.setStep(
+      summary && device ? { run: summary.run, tag: summary.tag, device: device.id } : null,
+      otherRuns(this.state.runs, summary?.run ?? null),
+    );
     if (!device) return;
     const hasCurve = device.has_curve !== false;
     this.page.treemap.setHasCurve(hasCurve);

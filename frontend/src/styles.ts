@@ -176,6 +176,34 @@ table.data.compact td.raw { min-width: 150px; }
 .empty-state .error-text { background: var(--error-bg); color: var(--error-fg); }
 .exports { display: flex; gap: 6px; }
 
+/* findings, what-if, model memory */
+.findings-list { display: flex; flex-direction: column; gap: 6px; max-height: 420px; overflow: auto; }
+.finding { border: 1px solid var(--border); border-radius: 4px; padding: 4px 8px; font-size: 12px; overflow-wrap: anywhere; }
+.finding.clickable { cursor: pointer; }
+.finding.clickable:hover { background: var(--select-soft); }
+.finding.selected { border-color: var(--select); background: var(--select-soft); }
+.finding-head { display: flex; flex-wrap: wrap; gap: 2px 10px; align-items: baseline; }
+.finding-bytes { font-variant-numeric: tabular-nums; font-weight: 600; color: var(--peak); }
+.finding-scope { color: var(--muted); }
+.finding-message { margin-top: 2px; }
+.finding-suggestion { margin-top: 2px; }
+.whatif-batch { width: 80px; }
+.whatif-limit { width: 90px; }
+.panel-toolbar input { padding: 1px 4px; border: 1px solid var(--border); border-radius: 4px; background: var(--panel); }
+.whatif-runs { font-size: 12px; margin-bottom: 4px; }
+.whatif-runs label { display: flex; gap: 6px; align-items: flex-start; }
+.whatif-runs select { min-width: 160px; max-width: 100%; }
+.whatif-input-note { font-size: 12px; }
+.whatif-headline b { font-size: 14px; }
+.whatif-meta { display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 12px; color: var(--muted); }
+.curve-svg.whatif-svg { cursor: default; }
+.curve-svg .whatif-max line { stroke: var(--select); stroke-dasharray: 4 3; }
+.curve-svg .whatif-max text { fill: var(--select); font-size: 10px; }
+.curve-svg .whatif-points circle { fill: var(--curve); }
+.curve-svg .whatif-traced rect { fill: var(--accent); }
+.resident-line { font-size: 12px; }
+.peak-mode { padding: 0 6px; font-size: 11px; }
+
 /* compare mode */
 .compare { display: flex; flex-direction: column; gap: 6px; }
 .compare-bar { display: flex; gap: 10px; align-items: center; }

@@ -6,6 +6,7 @@ import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatCount, formatExactBytes, formatPercent, formatTime, shareOf } from '../format';
 import { CATEGORY_COLORS } from '../lib/colors';
 import { PEAK_ONLY_KEYS, existingFigures } from '../lib/peak-figures';
+import { paramsText } from '../lib/resident';
 import { isFullDetails, type ScopePreview } from '../lib/scope-preview';
 import type { Column } from '../lib/table';
 import type { Selection } from '../selection';
@@ -173,6 +174,17 @@ export class DetailsView {
       ),
     );
 
+    const params = paramsText(d);
+    if (params) {
+      this.body.append(
+        el(
+          'div',
+          { 'data-testid': 'details-params', 'data-count': String(d.param_count), title: 'The model’s own tensors under this scope (from the run’s graph): in memory before the step, so not in its at-peak bytes' },
+          el('b', {}, 'Parameters: '),
+          params,
+        ),
+      );
+    }
     const figures = el('table', { class: 'kv' });
     for (const row of existingFigures(FIGURE_ROWS, (r) => r.figure, this.hasCurve)) {
       const bytes = d.figures[row.figure];

@@ -8,10 +8,13 @@ import type { Selection } from '../selection';
 import { CompareView } from './compare';
 import { CurveView } from './curve';
 import { DetailsView, StepOpTypesView } from './details';
+import { FindingsView } from './findings';
 import { GraphView } from './graph';
 import { PickersView } from './pickers';
+import { ResidentView } from './resident';
 import { EmptyStateView, SummaryView, type EmptyStateOptions } from './summary';
 import { TreemapView } from './treemap';
+import { WhatIfView } from './whatif';
 
 export class PageView {
   readonly root: HTMLElement;
@@ -23,6 +26,9 @@ export class PageView {
   readonly graph: GraphView;
   readonly details: DetailsView;
   readonly stepOps: StepOpTypesView;
+  readonly findings: FindingsView;
+  readonly whatif: WhatIfView;
+  readonly resident: ResidentView;
   readonly compare: CompareView;
   private readonly dashboard: HTMLElement;
   private readonly singleStep: HTMLElement;
@@ -36,6 +42,13 @@ export class PageView {
     this.graph = new GraphView(selection);
     this.details = new DetailsView(selection);
     this.stepOps = new StepOpTypesView(selection);
+    const fileBase = () => {
+      const s = selection.get();
+      return [s.run ?? '', s.tag ?? '', s.device ?? ''];
+    };
+    this.findings = new FindingsView(selection);
+    this.whatif = new WhatIfView(fileBase);
+    this.resident = new ResidentView(fileBase);
     this.compare = new CompareView(selection);
     this.singleStep = el(
       'div',
@@ -45,6 +58,9 @@ export class PageView {
         { class: 'main-column' },
         this.curve.element,
         el('div', { class: 'two-up' }, this.treemap.element, this.graph.element),
+        // What to change so it fits, below the first screen: findings, the batch what-if, the model's own memory.
+        el('div', { class: 'two-up' }, this.findings.element, this.whatif.element),
+        this.resident.element,
         this.stepOps.element,
       ),
       el('div', { class: 'side-column' }, this.details.element),

@@ -7,6 +7,7 @@ import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatPer
 import { shareOfCapacity } from '../lib/allocator-readings';
 import { peakIdentity } from '../lib/identity';
 import { isPinnedHost } from '../lib/memory-kind';
+import { canShowAbsolute, peakMode, type PeakMode } from '../lib/resident';
 import type { Selection } from '../selection';
 
 export const TRACE_HOWTO = [
@@ -18,12 +19,16 @@ export const TRACE_HOWTO = [
 
 export class SummaryView {
   readonly element = el('section', { class: 'summary', 'data-testid': 'summary', 'aria-label': 'Step summary' });
+  /** The peak as absolute memory (resident + rise) where the start is known, or as the rise alone; the user switches. */
+  private wantedMode: PeakMode = 'absolute';
+  private shown: Parameters<SummaryView['setData']> | null = null;
 
   /** With a selection, the biggest holder at the peak selects its scope when clicked. */
   constructor(private readonly selection: Selection | null = null) {}
 
   /** `opening`: why the page opened on this step, while it still shows it (said at the start of line 2). */
   setData(summary: SummaryResponse | null, device: DeviceSummary | null, opening: DefaultStepResponse | null = null): void {
+    this.shown = [summary, device, opening];
     clear(this.element);
     this.element.classList.toggle('hidden', !device);
     if (!summary || !device) return;
@@ -49,10 +54,18 @@ export class SummaryView {
 
   private peak(summary: SummaryResponse, device: DeviceSummary, main: HTMLElement, secondary: HTMLElement): void {
     const absolute = device.baseline === 'allocator_bytes_in_use' && device.peak_bytes !== null;
-    const peakText = absolute ? formatBytes(device.peak_bytes) : `${formatBytesDelta(device.peak_rise_bytes)} (relative)`;
+    const mode = peakMode(device, this.wantedMode);
+    const peakText = mode === 'absolute' ? formatBytes(device.peak_bytes) : absolute ? formatBytesDelta(device.peak_rise_bytes) : `${formatBytesDelta(device.peak_rise_bytes)} (relative)`;
     main.append(
-      el('span', { class: 'figure' }, 'Peak ', el('b', { 'data-testid': 'summary-peak', title: formatExactBytes(absolute ? device.peak_bytes! : device.peak_rise_bytes) }, peakText), device.peak_time_us !== null ? ` at ${formatTime(device.peak_time_us)}` : ''),
+      el(
+        'span',
+        { class: 'figure' },
+        mode === 'absolute' || !absolute ? 'Peak ' : 'Peak rise ',
+        el('b', { 'data-testid': 'summary-peak', 'data-mode': mode, title: peakTitle(device, mode) }, peakText),
+        device.peak_time_us !== null ? ` at ${formatTime(device.peak_time_us)}` : '',
+      ),
     );
+    if (canShowAbsolute(device)) main.append(this.modeToggle(mode));
     if (absolute) {
       main.append(
         el('span', {}, `start ${formatBytes(device.start_bytes)} → rise ${formatBytesDelta(device.peak_rise_bytes)} → end ${formatBytes(device.end_bytes)}`),
@@ -87,6 +100,27 @@ export class SummaryView {
     }
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));
+  }
+
+  /** Switches the peak between absolute memory (resident + rise) and the rise over the step's start. */
+  private modeToggle(mode: PeakMode): HTMLElement {
+    const next: PeakMode = mode === 'absolute' ? 'rise' : 'absolute';
+    const button = el(
+      'button',
+      {
+        type: 'button',
+        class: 'peak-mode',
+        'data-testid': 'summary-peak-mode',
+        'aria-pressed': mode === 'rise' ? 'true' : 'false',
+        title: mode === 'absolute' ? 'Show the rise over the step’s start (what the step itself allocates)' : 'Show absolute memory at the peak: resident before the step + the rise',
+      },
+      mode === 'absolute' ? 'show rise' : 'show absolute',
+    );
+    button.addEventListener('click', () => {
+      this.wantedMode = next;
+      if (this.shown) this.setData(...this.shown);
+    });
+    return button;
   }
 
   /**
@@ -143,6 +177,19 @@ export class SummaryView {
     });
     return item;
   }
+}
+
+/** The peak's exact bytes, and what it is made of: resident before the step (from the run's graph) and the rise. */
+function peakTitle(device: DeviceSummary, mode: PeakMode): string {
+  const rise = `rise over the step’s start ${formatExactBytes(device.peak_rise_bytes)}`;
+  if (mode !== 'absolute' || device.peak_bytes === null || device.start_bytes === null) return rise;
+  const lines = [`absolute memory at the peak ${formatExactBytes(device.peak_bytes)}`, `= in use before the step ${formatExactBytes(device.start_bytes)}`];
+  const r = device.resident;
+  if (r) {
+    lines.push(`    parameters ${formatBytes(r.param_bytes)}, optimizer slots ${formatBytes(r.slot_bytes)}, other ${formatBytes(r.other_bytes)}`);
+  }
+  lines.push(`+ ${rise}`);
+  return lines.join('\n');
 }
 
 /** "limit 16.0 GiB (peak 42.1%)": the memory the step must fit in, where the trace reports it. */

@@ -6,6 +6,7 @@ import { CATEGORY_NAMES, type FigureName, type ScopeChild, type ScopesResponse }
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatCount, formatPercent, shareOf } from '../format';
 import { CATEGORY_COLORS, colorForName, dominantCategory } from '../lib/colors';
+import { paramsText } from '../lib/resident';
 import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
 import type { Selection } from '../selection';
 
@@ -246,6 +247,7 @@ export class TreemapView {
           child.scope,
           `${this.figureLabel()}: ${formatBytes(tile.value)} (${share} of this level)`,
           `${formatCount(child.exec_count)} execution${child.exec_count === 1 ? '' : 's'}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
+          paramsText(child) ?? '',
           child.has_children ? 'double click or Drill in to open' : '',
         ]
           .filter(Boolean)

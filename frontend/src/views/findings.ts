@@ -1,0 +1,98 @@
+// Findings: what to change so the step fits, largest first; a click selects the
+// finding's layer (layer grouping), so the treemap, graph and details follow.
+
+import type { DeviceSummary, Finding } from '../api';
+import { clear, el } from '../dom';
+import { formatBytes, formatExactBytes } from '../format';
+import { findingLabel, findingSelection, sortFindings } from '../lib/findings';
+import type { Selection } from '../selection';
+
+export class FindingsView {
+  readonly element: HTMLElement;
+  private readonly list = el('div', { class: 'findings-list panel-body', 'data-testid': 'findings' });
+  private readonly caption = el('span', { class: 'muted shrink' });
+  private items: { scope: string | null; node: HTMLElement }[] = [];
+
+  constructor(private readonly selection: Selection) {
+    this.element = el(
+      'section',
+      { class: 'panel findings-panel', 'aria-label': 'Findings: what to change so the step fits' },
+      el('div', { class: 'panel-toolbar one-row' }, el('h2', {}, 'Findings'), this.caption),
+      this.list,
+    );
+    selection.subscribe((_state, changed) => {
+      if (changed.has('selected') || changed.has('group')) this.markSelected();
+    });
+  }
+
+  /** The step's findings (absent from an older server: undefined); `device` is the memory space shown. */
+  setData(findings: Finding[] | undefined, device: DeviceSummary | null): void {
+    clear(this.list);
+    this.items = [];
+    if (findings === undefined) {
+      this.caption.textContent = 'this server sends no findings';
+      return;
+    }
+    const sorted = sortFindings(findings);
+    this.caption.textContent = sorted.length ? 'largest first · click one to select its layer' : '';
+    if (sorted.length === 0) {
+      this.list.append(el('div', { class: 'muted', 'data-testid': 'findings-none' }, 'Nothing to flag in this step: no layout transposes, large convolution scratch, constants in the graph, growth across steps or allocator gap.'));
+      return;
+    }
+    for (const finding of sorted) this.list.append(this.item(finding, device));
+    this.markSelected();
+  }
+
+  private item(f: Finding, device: DeviceSummary | null): HTMLElement {
+    const elsewhere = f.device !== null && device !== null && f.device !== device.id;
+    const head = el(
+      'div',
+      { class: 'finding-head' },
+      el('b', {}, findingLabel(f.kind)),
+      el('span', { class: 'finding-bytes', title: formatExactBytes(f.bytes) }, formatBytes(f.bytes)),
+      f.scope ? el('code', { class: 'finding-scope', title: f.scope }, f.scope) : null,
+      elsewhere ? el('span', { class: 'muted' }, `on ${f.device}`) : null,
+    );
+    const node = el(
+      'div',
+      {
+        class: 'finding',
+        'data-testid': 'finding',
+        'data-kind': f.kind,
+        'data-scope': f.scope ?? '',
+        'data-bytes': String(f.bytes),
+        title: f.nodes.length ? `nodes: ${f.nodes.join('\n')}` : null,
+      },
+      head,
+      el('div', { class: 'finding-message' }, f.message),
+      el('div', { class: 'finding-suggestion' }, el('span', { class: 'muted' }, 'Try: '), f.suggestion),
+    );
+    const patch = findingSelection(f, this.selection.get());
+    if (patch) {
+      node.classList.add('clickable');
+      node.setAttribute('role', 'button');
+      node.setAttribute('tabindex', '0');
+      const choose = () => {
+        const latest = findingSelection(f, this.selection.get());
+        if (latest) this.selection.set(latest);
+      };
+      node.addEventListener('click', choose);
+      node.addEventListener('keydown', (ev) => {
+        if (ev.key !== 'Enter' && ev.key !== ' ') return;
+        ev.preventDefault();
+        choose();
+      });
+    }
+    this.items.push({ scope: f.scope, node });
+    return node;
+  }
+
+  private markSelected(): void {
+    const s = this.selection.get();
+    for (const { scope, node } of this.items) {
+      const on = scope !== null && s.group === 'layer' && s.selected === scope;
+      node.classList.toggle('selected', on);
+      node.setAttribute('aria-pressed', on ? 'true' : 'false');
+    }
+  }
+}

@@ -1,0 +1,250 @@
+// The batch-size what-if: a batch (and optional limit) input, other runs of the
+// same model to fit with, a chart of predicted peak against batch size (the
+// limit line, the largest batch that fits), and the layers at the predicted peak.
+// Draws what it is handed; the controller (whatif-loads.ts) fetches.
+
+import { scaleLinear } from 'd3-scale';
+import { select } from 'd3-selection';
+import { line } from 'd3-shape';
+import type { WhatIfLayer, WhatIfResponse } from '../api';
+import { clear, el, setLoading, showPanelError } from '../dom';
+import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
+import type { Column } from '../lib/table';
+import { maxBatchText, methodText, parseBatch, parseLimit, whatIfChart } from '../lib/whatif';
+import { DataTable } from './data-table';
+
+/** The batch asked for first, before the user types one. */
+export const DEFAULT_BATCH = 8;
+/** Typing settles this long before the route is asked. */
+const DEBOUNCE_MS = 300;
+const HEIGHT = 170;
+const MARGIN = { top: 14, right: 16, bottom: 22, left: 66 };
+
+export interface WhatIfRequest {
+  batch: number;
+  runs: string[];
+  limit: number | null;
+}
+
+const bytesColumn = (key: string, label: string, get: (l: WhatIfLayer) => number | undefined): Column<WhatIfLayer> => ({
+  key,
+  label,
+  value: (l) => get(l) ?? null,
+  text: (l) => formatBytes(get(l)),
+  numeric: true,
+});
+
+const LAYER_COLUMNS: Column<WhatIfLayer>[] = [
+  { key: 'layer', label: 'layer', value: (l) => l.layer },
+  bytesColumn('at_peak_bytes', 'at predicted peak', (l) => l.at_peak_bytes),
+  bytesColumn('traced_at_peak_bytes', 'at traced peak', (l) => l.traced_at_peak_bytes),
+  bytesColumn('fixed_bytes', 'fixed', (l) => l.fixed_bytes),
+  bytesColumn('per_sample_bytes', 'per sample', (l) => l.per_sample_bytes),
+];
+const ONE_STEP_ONLY = ['traced_at_peak_bytes'];
+const FIT_ONLY = ['fixed_bytes', 'per_sample_bytes'];
+
+export class WhatIfView {
+  readonly element: HTMLElement;
+  /** Called (debounced while typing) when the batch, limit or runs change to something valid. */
+  onRequest: (() => void) | null = null;
+  private readonly batchInput = el('input', { type: 'number', min: 1, step: 1, value: DEFAULT_BATCH, 'data-testid': 'whatif-batch', 'aria-label': 'Batch size', class: 'whatif-batch' });
+  private readonly limitInput = el('input', { type: 'text', placeholder: 'e.g. 16 GiB', 'data-testid': 'whatif-limit', 'aria-label': 'Memory limit', class: 'whatif-limit', title: 'The memory the step must fit in (binary units: 512 MiB, 16 GiB); empty: the allocator’s capacity where the trace has one' });
+  private readonly runsSelect = el('select', { multiple: true, size: 3, 'data-testid': 'whatif-runs', 'aria-label': 'Other runs of the same model, fitted with this one', title: 'Other runs of the same model at other batch sizes: the peak is then fitted per layer (Ctrl/Cmd-click to pick several)' });
+  private readonly inputNote = el('span', { class: 'muted whatif-input-note' });
+  private readonly headline = el('div', { class: 'whatif-headline', 'data-testid': 'whatif-predicted' });
+  private readonly method = el('span', { 'data-testid': 'whatif-method' });
+  private readonly maxBatch = el('span', { 'data-testid': 'whatif-max-batch' });
+  private readonly svgNode: SVGSVGElement;
+  private readonly body: HTMLElement;
+  private readonly layers: DataTable<WhatIfLayer>;
+  private data: WhatIfResponse | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(fileBase: () => string[]) {
+    this.svgNode = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+    this.svgNode.setAttribute('class', 'curve-svg whatif-svg');
+    this.svgNode.setAttribute('role', 'img');
+    this.svgNode.setAttribute('aria-label', 'Predicted peak against batch size');
+    this.svgNode.style.height = `${HEIGHT}px`;
+    this.layers = new DataTable<WhatIfLayer>({
+      columns: LAYER_COLUMNS,
+      testId: 'whatif-layers',
+      initialSort: { key: 'at_peak_bytes', direction: 'desc' },
+      fileName: () => [...fileBase(), 'whatif_layers'],
+      compact: true,
+    });
+    this.body = el(
+      'div',
+      { class: 'panel-body' },
+      this.headline,
+      el('div', { class: 'whatif-meta' }, this.method, this.maxBatch),
+      el('div', { 'data-testid': 'whatif-chart' }, this.svgNode),
+      el('div', { class: 'panel-toolbar', style: 'margin-top:4px' }, el('h2', {}, 'Layers at the predicted peak'), el('span', { class: 'spacer' }), this.layers.exports),
+      this.layers.element,
+    );
+    this.element = el(
+      'section',
+      { class: 'panel whatif-panel', 'data-testid': 'whatif', 'aria-label': 'Batch-size what-if' },
+      el(
+        'div',
+        { class: 'panel-toolbar' },
+        el('h2', {}, 'What if the batch were'),
+        this.batchInput,
+        el('label', {}, 'limit', this.limitInput),
+        this.inputNote,
+      ),
+      el('div', { class: 'whatif-runs' }, el('label', { class: 'muted' }, 'fit with runs of the same model', this.runsSelect)),
+      this.body,
+    );
+    this.batchInput.addEventListener('input', () => this.changed(true));
+    this.limitInput.addEventListener('input', () => this.changed(true));
+    this.runsSelect.addEventListener('change', () => this.changed(false));
+    if (typeof ResizeObserver !== 'undefined') {
+      let last = 0;
+      new ResizeObserver(() => {
+        const w = this.svgNode.clientWidth;
+        if (w !== last) {
+          last = w;
+          this.draw();
+        }
+      }).observe(this.svgNode);
+    }
+  }
+
+  /** What to ask the route for; null while the batch or limit typed is not valid. */
+  request(): WhatIfRequest | null {
+    const batch = parseBatch(this.batchInput.value);
+    const limitText = this.limitInput.value.trim();
+    const limit = limitText === '' ? null : parseLimit(limitText);
+    if (batch === null || (limitText !== '' && limit === null)) return null;
+    const runs = [...this.runsSelect.selectedOptions].map((o) => o.value);
+    return { batch, runs, limit };
+  }
+
+  /** The runs the user may add (the current one left out); those still listed stay picked. */
+  setRuns(runs: readonly string[]): void {
+    const picked = new Set([...this.runsSelect.selectedOptions].map((o) => o.value));
+    clear(this.runsSelect);
+    for (const run of runs) this.runsSelect.append(el('option', { value: run, selected: picked.has(run) }, run));
+    this.runsSelect.disabled = runs.length === 0;
+  }
+
+  setLoading(loading: boolean): void {
+    setLoading(this.element, loading);
+  }
+
+  /** An error answer (an XPlane step, no feed with a shape, two runs at one batch size) says so in place of the chart. */
+  setError(message: string | null): void {
+    showPanelError(this.element, message);
+    this.body.classList.toggle('hidden', message !== null);
+  }
+
+  setData(data: WhatIfResponse | null): void {
+    this.data = data;
+    clear(this.headline);
+    this.method.textContent = '';
+    this.maxBatch.textContent = '';
+    if (!data) {
+      this.layers.setRows([]);
+      this.draw();
+      return;
+    }
+    const absolute = data.predicted_peak_bytes !== null;
+    const peak = absolute ? data.predicted_peak_bytes! : data.predicted_peak_rise_bytes;
+    this.headline.setAttribute('data-bytes', String(peak));
+    this.headline.setAttribute('data-batch', String(data.batch));
+    this.headline.append(
+      `Batch ${formatCount(data.batch)}: predicted peak `,
+      el('b', { title: formatExactBytes(peak) }, absolute ? formatBytes(peak) : `${formatBytesDelta(peak)} over the step’s start`),
+    );
+    if (absolute) {
+      this.headline.append(el('span', { class: 'muted' }, ` (start ${formatBytes(data.predicted_start_bytes)} + rise ${formatBytes(data.predicted_peak_rise_bytes)})`));
+    }
+    const first = data.runs[0];
+    if (first) {
+      const traced = first.peak_bytes ?? first.peak_rise_bytes;
+      this.headline.append(el('span', { class: 'muted' }, ` · traced at batch ${formatCount(first.batch)}: ${formatBytes(traced)}`));
+    }
+    this.method.textContent = methodText(data);
+    this.maxBatch.textContent =
+      data.limit_bytes === null ? maxBatchText(data) : `${maxBatchText(data)} (limit ${formatBytes(data.limit_bytes)}${data.limit_source === 'capacity' ? ', the allocator’s capacity' : ''})`;
+    this.maxBatch.setAttribute('data-max-batch', data.max_batch === null ? '' : String(data.max_batch));
+    this.layers.omitColumns(data.method === 'fit' ? ONE_STEP_ONLY : FIT_ONLY, { key: 'at_peak_bytes', direction: 'desc' });
+    this.layers.setRows(data.layers);
+    this.draw();
+  }
+
+  private changed(typing: boolean): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    const valid = this.request() !== null;
+    this.inputNote.textContent = valid ? '' : 'a whole batch from 1, a limit such as 16 GiB';
+    if (!valid) return;
+    const fire = () => {
+      this.timer = null;
+      this.onRequest?.();
+    };
+    if (typing) this.timer = setTimeout(fire, DEBOUNCE_MS);
+    else fire();
+  }
+
+  private draw(): void {
+    const svg = select(this.svgNode);
+    svg.selectAll('*').remove();
+    const data = this.data;
+    if (!data) return;
+    const chart = whatIfChart(data);
+    const width = Math.max(240, this.svgNode.clientWidth || 480);
+    svg.attr('viewBox', `0 0 ${width} ${HEIGHT}`);
+    const x = scaleLinear().domain(chart.xDomain).range([MARGIN.left, width - MARGIN.right]);
+    const y = scaleLinear().domain(chart.yDomain).nice(4).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
+    const label = (b: number) => (chart.absolute ? formatBytes(b) : formatBytesDelta(b));
+
+    const grid = svg.append('g').attr('class', 'grid');
+    const axis = svg.append('g').attr('class', 'axis');
+    for (const t of y.ticks(4)) {
+      grid.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', y(t)).attr('y2', y(t));
+      axis.append('text').attr('x', MARGIN.left - 6).attr('y', y(t) + 3).attr('text-anchor', 'end').text(label(t));
+    }
+    axis.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', HEIGHT - MARGIN.bottom).attr('y2', HEIGHT - MARGIN.bottom);
+    for (const t of x.ticks(Math.max(2, Math.floor(width / 70))).filter(Number.isInteger)) {
+      axis.append('text').attr('x', x(t)).attr('y', HEIGHT - 8).attr('text-anchor', 'middle').text(formatCount(t));
+    }
+    axis.append('text').attr('x', width - MARGIN.right).attr('y', HEIGHT - 8 - 10).attr('text-anchor', 'end').text('batch size');
+
+    if (chart.limitBytes !== null) {
+      const g = svg.append('g').attr('class', 'capacity').attr('data-testid', 'whatif-limit-line');
+      g.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', y(chart.limitBytes)).attr('y2', y(chart.limitBytes));
+      g.append('text').attr('x', width - MARGIN.right - 2).attr('y', y(chart.limitBytes) - 3).attr('text-anchor', 'end').text(`limit ${formatBytes(chart.limitBytes)}`);
+    }
+    if (chart.maxBatch !== null && chart.maxBatch > 0) {
+      const g = svg.append('g').attr('class', 'whatif-max').attr('data-testid', 'whatif-max-marker');
+      g.append('line').attr('x1', x(chart.maxBatch)).attr('x2', x(chart.maxBatch)).attr('y1', MARGIN.top).attr('y2', HEIGHT - MARGIN.bottom);
+      g.append('text').attr('x', x(chart.maxBatch) + 3).attr('y', MARGIN.top + 8).text(`max ${formatCount(chart.maxBatch)}`);
+    }
+    const path = line<{ batch: number; bytes: number }>()
+      .x((p) => x(p.batch))
+      .y((p) => y(p.bytes));
+    svg.append('path').attr('class', 'line').attr('d', path(chart.points) ?? '');
+    const dots = svg.append('g').attr('class', 'whatif-points');
+    for (const p of chart.points) {
+      dots.append('circle').attr('cx', x(p.batch)).attr('cy', y(p.bytes)).attr('r', 2).append('title').text(`batch ${formatCount(p.batch)}: ${label(p.bytes)}`);
+    }
+    for (const run of data.runs) {
+      const traced = chart.absolute ? run.peak_bytes : run.peak_rise_bytes;
+      if (traced === null) continue;
+      const g = svg.append('g').attr('class', 'whatif-traced');
+      g.append('rect').attr('x', x(run.batch) - 3.5).attr('y', y(traced) - 3.5).attr('width', 7).attr('height', 7);
+      g.append('title').text(`traced: ${run.run} ${run.tag} at batch ${formatCount(run.batch)}: ${label(traced)}`);
+    }
+    if (chart.asked) {
+      const g = svg.append('g').attr('class', 'peak').attr('data-testid', 'whatif-asked');
+      g.append('circle').attr('cx', x(chart.asked.batch)).attr('cy', y(chart.asked.bytes)).attr('r', 4);
+      g.append('text')
+        .attr('x', x(chart.asked.batch) + (x(chart.asked.batch) > width - 140 ? -6 : 6))
+        .attr('y', y(chart.asked.bytes) - 6)
+        .attr('text-anchor', x(chart.asked.batch) > width - 140 ? 'end' : 'start')
+        .text(`batch ${formatCount(chart.asked.batch)}: ${label(chart.asked.bytes)}`);
+    }
+  }
+}
