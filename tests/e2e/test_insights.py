@@ -1,0 +1,120 @@
+"""Browser tests of what to change so a step fits (issue 12): the findings panel, the batch-size what-if
+and the model's resident memory, each against the routes' own answers."""
+
+from __future__ import annotations
+
+import e2e_logdata as logdata
+from e2e_helpers import format_bytes, tid
+from test_dashboard import UNET, _assert_details_match, _open_run
+
+
+def _whatif_shown(dash) -> dict:
+    headline = dash.loc(tid("whatif-predicted"))
+    return {"batch": int(headline.get_attribute("data-batch")), "bytes": int(headline.get_attribute("data-bytes")),
+            "method": dash.loc(tid("whatif-method")).text_content(),
+            "max_batch": dash.loc(tid("whatif-max-batch")).get_attribute("data-max-batch")}
+
+
+def _type(dash, testid: str, text: str) -> None:
+    """Types into an input and waits for the debounced request's answer."""
+    dash.watch_ready()
+    dash.loc(tid(testid)).fill(text)
+    dash.wait_reloaded()
+
+
+def test_findings_select_their_layer(dashboard):
+    """The U-Net's findings (the allocator gap oneDNN leaves on CPU) are listed as the summary route gives
+    them; a click selects the finding's layer: details, treemap and graph follow, with its parameters."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    findings = tb.api("summary", run=UNET, tag=tag)["findings"]
+    assert findings, "the demo U-Net should produce a finding (allocator_gap)"
+    items = dash.loc(tid("finding"))
+    assert items.count() == len(findings)
+    first, shown = findings[0], items.first
+    assert shown.get_attribute("data-kind") == first["kind"]
+    assert int(shown.get_attribute("data-bytes")) == first["bytes"]
+    assert first["message"] in shown.text_content() and first["suggestion"] in shown.text_content()
+    assert first["scope"], first
+
+    shown.click()
+    _assert_details_match(dash, UNET, tag, device, first["scope"])
+    parent = first["scope"].rpartition("/")[0]
+    dash.wait_focus(parent)
+    assert dash.tile(first["scope"]).get_attribute("aria-selected") == "true"
+    assert shown.get_attribute("aria-pressed") == "true"
+    # The layer's own parameters, from the scope route (the run has its graph).
+    scope = tb.api("scope", run=UNET, tag=tag, device=device, scope=first["scope"])
+    if scope["param_count"]:
+        assert int(dash.loc(tid("details-params")).get_attribute("data-count")) == scope["param_count"]
+    dash.screenshot("finding-selected")
+
+
+def test_whatif_predicts_the_peak_at_batch_8(dashboard):
+    """Batch 8 from one traced step, then fitted with the batch-4 run; a limit gives the largest batch that
+    fits, marked on the chart; the figures are the whatif route's."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    _type(dash, "whatif-batch", "3")
+    _type(dash, "whatif-batch", "8")
+    one = tb.api("whatif", run=UNET, tag=tag, device=device, batch=8)
+    assert one["predicted_peak_bytes"] is not None
+    assert _whatif_shown(dash) == {"batch": 8, "bytes": one["predicted_peak_bytes"],
+                                   "method": "from one step (batch 2)", "max_batch": ""}
+    assert format_bytes(one["predicted_peak_bytes"]) in dash.loc(tid("whatif-predicted")).text_content()
+    assert dash.loc(f'{tid("whatif-chart")} {tid("whatif-asked")}').count() == 1
+    assert dash.loc(f'{tid("whatif-layers")} tbody tr').count() == len(one["layers"])
+
+    dash.watch_ready()
+    dash.loc(tid("whatif-runs")).select_option(["unet_b4"])
+    dash.wait_reloaded()
+    fit = tb.api("whatif", run=UNET, tag=tag, device=device, batch=8, runs="unet_b4")
+    shown = _whatif_shown(dash)
+    assert shown["bytes"] == fit["predicted_peak_bytes"] and shown["method"].startswith("fitted over 2 runs")
+
+    limit = 64 << 20
+    _type(dash, "whatif-limit", "64 MiB")
+    limited = tb.api("whatif", run=UNET, tag=tag, device=device, batch=8, runs="unet_b4", limit=limit)
+    assert limited["max_batch"] is not None
+    assert _whatif_shown(dash)["max_batch"] == str(limited["max_batch"])
+    assert dash.loc(tid("whatif-limit-line")).count() == 1
+    if limited["max_batch"] > 0:
+        assert dash.loc(tid("whatif-max-marker")).count() == 1
+    dash.loc(tid("whatif")).scroll_into_view_if_needed()
+    dash.screenshot("whatif")
+
+
+def test_whatif_says_why_it_cannot_answer(dashboard):
+    """A step without feeds (the hand-built two-device run) cannot tell its batch: the panel says so."""
+    dash, tb = dashboard, dashboard.tb
+    _open_run(dash, logdata.TWODEV_RUN)
+    error = dash.loc(f'{tid("whatif")} {tid("error")}')
+    error.wait_for()
+    assert "feed" in error.text_content()
+    assert dash.loc(tid("whatif-predicted")).text_content() == ""
+
+
+def test_resident_memory_and_the_peak_as_absolute_or_rise(dashboard):
+    """The U-Net's parameter count and layers as the summary's `resident` gives them; categories show their
+    resident bytes; the summary switches between absolute memory at the peak and the rise."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    entry = next(d for d in tb.api("summary", run=UNET, tag=tag)["devices"] if d["id"] == device)
+    resident = entry["resident"]
+    count = dash.loc(tid("resident-param-count"))
+    assert int(count.get_attribute("data-count")) == resident["param_count"] > 0
+    assert f"{resident['param_count']:,} parameters" in count.text_content()
+    assert dash.loc(f'{tid("resident-layers")} tbody tr').count() == len(resident["layers"])
+    parameters = dash.loc(f'{tid("resident-categories")} tr[data-category="parameters"] td[data-bytes]')
+    assert int(parameters.get_attribute("data-bytes")) == resident["param_bytes"] > 0
+
+    peak = dash.loc(tid("summary-peak"))
+    assert peak.get_attribute("data-mode") == "absolute"
+    assert peak.text_content() == format_bytes(entry["peak_bytes"])
+    dash.loc(tid("summary-peak-mode")).click()
+    assert peak.get_attribute("data-mode") == "rise"
+    assert peak.text_content() == "+" + format_bytes(entry["peak_rise_bytes"])
+    dash.loc(tid("summary-peak-mode")).click()
+    assert peak.text_content() == format_bytes(entry["peak_bytes"])
+    dash.loc(tid("resident")).scroll_into_view_if_needed()
+    dash.screenshot("resident")
