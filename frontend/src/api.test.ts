@@ -12,6 +12,13 @@ describe('routeUrl', () => {
       './scopes?run=a+b%2F%26c&scope=&tag=step_1',
     );
   });
+
+  it('repeats a parameter given a list (the what-if’s runs=)', async () => {
+    expect(routeUrl('whatif', { run: 'a', runs: ['b', 'c d'], limit: null })).toBe('./whatif?run=a&runs=b&runs=c+d');
+    const fetcher = vi.fn(async (_url: string) => jsonResponse({}));
+    await new Api(fetcher).whatif({ run: 'r', tag: 't', batch: 8, runs: ['r4'], limit: 1024, device: 'CPU:0/mklcpu' });
+    expect(fetcher).toHaveBeenCalledWith('./whatif?run=r&tag=t&batch=8&runs=r4&limit=1024&device=CPU%3A0%2Fmklcpu');
+  });
 });
 
 describe('Api', () => {

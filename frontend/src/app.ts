@@ -201,6 +201,7 @@ export class App {
     this.page.stepOps.setDevice(device);
     this.page.findings.setData(summary?.findings, device);
     this.page.resident.setDevice(device);
+    this.page.details.setStepCategories(device?.categories ?? []);
     this.whatif.setStep(
       summary && device ? { run: summary.run, tag: summary.tag, device: device.id } : null,
       otherRuns(this.state.runs, summary?.run ?? null),

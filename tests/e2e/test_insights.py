@@ -107,6 +107,8 @@ def test_resident_memory_and_the_peak_as_absolute_or_rise(dashboard):
     assert dash.loc(f'{tid("resident-layers")} tbody tr').count() == len(resident["layers"])
     parameters = dash.loc(f'{tid("resident-categories")} tr[data-category="parameters"] td[data-bytes]')
     assert int(parameters.get_attribute("data-bytes")) == resident["param_bytes"] > 0
+    # The whole step's details (nothing selected) name them beside its at-peak categories.
+    assert f"parameters {format_bytes(resident['param_bytes'])}" in dash.loc(tid("details-resident")).text_content()
 
     peak = dash.loc(tid("summary-peak"))
     assert peak.get_attribute("data-mode") == "absolute"

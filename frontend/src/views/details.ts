@@ -1,12 +1,12 @@
 // Details of the selected scope (every figure explained, share of the peak,
 // categories, op types, top nodes) and the op-type table of the whole step.
 
-import { CATEGORY_NAMES, type DeviceSummary, type FigureName, type NodeExecution, type OpTypeTotal, type ScopeDetails } from '../api';
+import { CATEGORY_NAMES, type CategoryTotal, type DeviceSummary, type FigureName, type NodeExecution, type OpTypeTotal, type ScopeDetails } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatCount, formatExactBytes, formatPercent, formatTime, shareOf } from '../format';
 import { CATEGORY_COLORS } from '../lib/colors';
 import { PEAK_ONLY_KEYS, existingFigures } from '../lib/peak-figures';
-import { paramsText } from '../lib/resident';
+import { categoryRows, paramsText } from '../lib/resident';
 import { isFullDetails, type ScopePreview } from '../lib/scope-preview';
 import type { Column } from '../lib/table';
 import type { Selection } from '../selection';
@@ -80,6 +80,8 @@ export class DetailsView {
   /** False for a trace without allocation records: at-peak figures do not exist and are left out. */
   private hasCurve = true;
   private shown: ScopeDetails | ScopePreview | null = null;
+  /** The step's categories with their resident bytes (from the summary): shown beside the whole step's at-peak ones. */
+  private stepCategories: readonly CategoryTotal[] = [];
 
   constructor(private readonly selection: Selection) {
     const fileBase = (table: string) => () => {
@@ -120,6 +122,11 @@ export class DetailsView {
   }
 
   /** Whether the step has a curve; without one, at peak and the share of the peak are left out (redrawn at once). */
+  /** The step's categories from the summary; their resident bytes go beside the root's at-peak ones. */
+  setStepCategories(categories: readonly CategoryTotal[]): void {
+    this.stepCategories = categories;
+  }
+
   setHasCurve(hasCurve: boolean): void {
     if (hasCurve === this.hasCurve) return;
     this.hasCurve = hasCurve;
@@ -202,6 +209,7 @@ export class DetailsView {
     this.spanLine = el('div', { style: 'margin-top:6px' });
     this.body.append(this.spanLine);
     if (this.hasCurve) this.body.append(this.categoriesBlock(d));
+    if (this.hasCurve && d.scope === '') this.body.append(this.residentLine());
   }
 
   /** The time span and the tables: from the full details, or "loading" for a preview. */
@@ -237,6 +245,17 @@ export class DetailsView {
       ),
       this.nodeTable.element,
       el('div', { class: 'table-note' }, 'Raw names as the runtime logged them; click a column to sort.'),
+    );
+  }
+
+  /** "Resident before the step: parameters 1.82 MiB · optimizer 3.65 MiB · other 749 KiB": what at peak (a rise) leaves out. */
+  private residentLine(): HTMLElement | string {
+    const resident = categoryRows(this.stepCategories).filter((r) => r.residentBytes);
+    if (resident.length === 0) return '';
+    return el(
+      'div',
+      { class: 'muted', style: 'font-size:12px;margin-top:4px', 'data-testid': 'details-resident', title: 'In memory before the step (from the run’s graph): add it to the at-peak bytes for absolute memory at the peak' },
+      `Resident before the step: ${resident.map((r) => `${r.name} ${formatBytes(r.residentBytes)}`).join(' · ')}`,
     );
   }
 
