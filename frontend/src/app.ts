@@ -203,7 +203,7 @@ export class App {
     this.page.resident.setDevice(device);
     this.page.details.setStepCategories(device?.categories ?? []);
     this.whatif.setStep(
-      summary && device ? { run: summary.run, tag: summary.tag, device: device.id } : null,
+      summary && device ? { run: summary.run, tag: summary.tag, device: device.id, source: summary.source } : null,
       otherRuns(this.state.runs, summary?.run ?? null),
     );
     if (!device) return;

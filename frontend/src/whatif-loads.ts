@@ -3,6 +3,7 @@
 // typing). Part of the controller: only it, app.ts and the other *-loads fetch.
 
 import type { Api } from './api';
+import { whatIfErrorText } from './lib/whatif';
 import { Latest, loadInto, message } from './loading';
 import type { Readiness } from './readiness';
 import type { WhatIfView } from './views/whatif';
@@ -11,6 +12,8 @@ export interface WhatIfStep {
   run: string;
   tag: string;
   device: string;
+  /** The trace's source (`xplane` steps cannot be scaled yet). */
+  source?: string;
 }
 
 export class WhatIfLoads {
@@ -47,9 +50,9 @@ export class WhatIfLoads {
       this.readiness,
       this.latest,
       this.view,
-      () => this.api.whatif({ ...step, batch: request.batch, runs: request.runs, limit: request.limit }),
+      () => this.api.whatif({ run: step.run, tag: step.tag, device: step.device, batch: request.batch, runs: request.runs, limit: request.limit }),
       (data) => this.view.setData(data),
-      (e) => `No what-if for ${step.run} ${step.tag}: ${message(e)}`,
+      (e) => whatIfErrorText(step, message(e)),
     );
   }
 }

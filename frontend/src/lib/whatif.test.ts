@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WhatIfResponse } from '../api';
-import { maxBatchText, methodText, otherRuns, parseBatch, parseLimit, whatIfChart } from './whatif';
+import { maxBatchText, methodText, otherRuns, parseBatch, parseLimit, whatIfChart, whatIfErrorText } from './whatif';
 
 function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
   return {
@@ -85,6 +85,11 @@ describe('words', () => {
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 0 }))).toBe('not even batch 1 fits');
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: null }))).toMatch(/every batch fits/);
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 12 }))).toBe('largest batch that fits: 12');
+  });
+
+  it('says plainly why a step cannot answer', () => {
+    expect(whatIfErrorText({ run: 'r', tag: 't' }, 'no feed (HTTP 422)')).toBe('No what-if for r t: no feed (HTTP 422)');
+    expect(whatIfErrorText({ run: 'k', tag: 'profile/s/step_3', source: 'xplane' }, 'x')).toMatch(/^No what-if for k profile\/s\/step_3: profiled \(XPlane\) steps are not supported yet.* \(x\)$/);
   });
 
   it('offers the other runs', () => {

@@ -86,6 +86,12 @@ export function maxBatchText(w: WhatIfResponse): string {
   return `largest batch that fits: ${w.max_batch}`;
 }
 
+/** The route's error in plain words: a profiled step cannot be scaled yet (it records no output shapes). */
+export function whatIfErrorText(step: { run: string; tag: string; source?: string }, error: string): string {
+  const why = step.source === 'xplane' ? 'profiled (XPlane) steps are not supported yet, their trace keeps no output shapes to find the batch in' : null;
+  return `No what-if for ${step.run} ${step.tag}: ${why ?? error}${why ? ` (${error})` : ''}`;
+}
+
 function sharedPrefix(a: string, b: string): number {
   let n = 0;
   while (n < a.length && n < b.length && a[n] === b[n]) n++;
