@@ -9,29 +9,34 @@ Memory tab is its cold figure, then the warm loads alternate between the
 steps, then TensorBoard's Graphs dashboard is timed on each. A directory that
 does not hold a step is skipped, with how to generate it.
 
-Measured on 2026-11-21 (2-core shared VM, load average ~1.2), 117,428 node stats:
+Measured on 2026-11-23 at commit 605d0ff (2-core shared VM, load average ~0.1-2):
 
-    step ./step_1, logdir /tmp/tb_memory_big, Chromium /usr/bin/chromium, 1280x800
+    loop: /tmp/tb_memory_big, deep: /tmp/tb_memory_deep
+    Chromium /usr/bin/chromium, 1280x800; warm: best of 2
+                                                                  loop                  deep
+    step                                                      ./step_1              ./step_1
     Memory tab (ours)
-      tab opened -> interactive, cold            1037 ms   (server caches empty)
-      tab opened -> interactive, warm (best)      467 ms
-      page load -> interactive, warm (best)      2817 ms   (TensorBoard's app load included)
-      click -> details shown, in page             8.2 ms   median of 8, 6, 16 ms
-      click -> details, through Playwright       97.6 ms   median of 93, 103 ms (its round trips included)
-    TensorBoard Graphs dashboard, same run and step
-      graph rendered                             7019 ms
-        tag chosen -> run_metadata answered      3768 ms
-      tag chosen -> stats attached, Memory on    11810 ms
-      Memory clicked -> nodes coloured            144 ms
-      run_metadata response size                  9.2 MiB
-      total (graph + tag + memory)              18973 ms
-    ratio TensorBoard total / our cold time to interactive: 18.3x (page load, warm: 6.7x); targets:
-    interactive within 1.5 s (cold 1.04 s: met), click within 100 ms (median 8 ms: met)
+      tab opened -> interactive, cold                          1544 ms               5161 ms   server caches empty; target <= 1.5 s
+      tab opened -> interactive, warm (best)                    635 ms                719 ms
+      page load -> interactive, warm (best)                    2776 ms               2911 ms   TensorBoard's app load included
+      click -> details shown, in page (median)                  6.4 ms               16.9 ms   target <= 100 ms
+        clicks                                             6, 6, 15 ms          9, 17, 18 ms
+      click -> details, through Playwright                    126.3 ms              102.4 ms   its round trips included
+    TensorBoard Graphs dashboard
+      graph rendered                                           7299 ms              19616 ms
+        tag chosen -> run_metadata answered                    3718 ms               3453 ms
+      tag chosen -> stats attached, Memory on                 12109 ms              12736 ms
+      Memory clicked -> nodes coloured                          198 ms                141 ms
+      run_metadata response size                               8.9 MiB               5.4 MiB
+      total (graph + tag + memory)                            19606 ms              32493 ms
+    TensorBoard total / our cold interactive                     12.7x                  6.3x
+    loop: interactive within 1.5 s (cold 1.54 s): MISSED; click within 100 ms (median 6 ms): met
+    deep: interactive within 1.5 s (cold 5.16 s): MISSED; click within 100 ms (median 17 ms): met
 
-The five clicks were on the tiles one level below "model" (at peak the top level
-is a single tile, so the script drills in with a double click first, untimed).
+The clicks were on tiles one level below the top (where the top level at peak
+is a single tile, the script drills in with a double click first, untimed).
 Choosing the tag switches TensorBoard to the "Profile" graph and re-renders it;
-its colouring was checked on the screenshot /tmp/bench_browser_graphs_memory.png.
+its colouring was checked on the screenshots /tmp/bench_browser_graphs_memory_<shape>.png.
 
 Starts `tensorboard --logdir <dir> --samples_per_plugin graph_tagged_run_metadata=0`
 (PYTHONPATH=<repo>, so the working tree's plugin and bundle are served; the
