@@ -112,14 +112,16 @@ def reference(profile_path) -> dict:
     return {"memory": memory, "ops": ops, "runs": runs}
 
 
-def _window(reference: dict, step_id: int) -> tuple[int, int]:
-    times = [e["time_ps"] for e in reference["memory"] if e["allocation"] and e["id"] == step_id]
-    times += reference["runs"].get(step_id, [])
+def _window(reference: dict, step_ids: list[int]) -> tuple[int, int]:
+    """The span of the executor steps' own allocations and runs (a profiled step may merge several)."""
+    times = [e["time_ps"] for e in reference["memory"] if e["allocation"] and e["id"] in step_ids]
+    for step_id in step_ids:
+        times += reference["runs"].get(step_id, [])
     return min(times), max(times)
 
 
-def _in_window(reference: dict, step_id: int) -> list[dict]:
-    start, end = _window(reference, step_id)
+def _in_window(reference: dict, step_ids: list[int]) -> list[dict]:
+    start, end = _window(reference, step_ids)
     return [e for e in reference["memory"] if start <= e["time_ps"] <= end]
 
 
@@ -146,10 +148,10 @@ def test_profiled_batches_are_the_steps(profile, reference):
     assert [s.number for s in profile.steps] == [b - 1 for b in PROFILE_BATCHES]
     assert profile.memory_event_count == len(reference["memory"])
     for step in profile.steps:
-        allocations = [e for e in _in_window(reference, step.step_id) if e["allocation"]]
+        allocations = [e for e in _in_window(reference, step.step_ids) if e["allocation"]]
         ids = collections.Counter(e["id"] for e in allocations)
         assert ids.most_common(1)[0][0] == step.step_id  # the step's own allocations dominate its window
-        assert (step.start_ps, step.end_ps) == _window(reference, step.step_id)
+        assert (step.start_ps, step.end_ps) == _window(reference, step.step_ids)
         assert step.devices == ["/device:CPU:0"]
 
 
@@ -169,7 +171,7 @@ def test_at_peak_adds_up_exactly(steps):
 def test_curve_is_the_allocators_bytes_in_use(steps, reference):
     """Absolute: the start is the allocator's bytes in use before the window, the peak one of its readings."""
     for profile_step, step in steps:
-        events = _in_window(reference, profile_step.step_id)
+        events = _in_window(reference, profile_step.step_ids)
         readings = [e["bytes_allocated"] for e in events]
         first = events[0]
         before = first["bytes_allocated"] - (first["allocation_bytes"] if first["allocation"] else
@@ -186,8 +188,8 @@ def test_curve_is_the_allocators_bytes_in_use(steps, reference):
 def test_largest_layer_at_peak_agrees_with_the_allocation_events(steps, reference):
     for profile_step, step in steps:
         (space,) = step.spaces
-        events = _in_window(reference, profile_step.step_id)
-        start = _window(reference, profile_step.step_id)[0]  # times count from the step's first event
+        events = _in_window(reference, profile_step.step_ids)
+        start = _window(reference, profile_step.step_ids)[0]  # times count from the step's first event
         # The peak: the highest running total after all events of a microsecond.
         per_us = collections.OrderedDict()
         total = 0
@@ -227,7 +229,7 @@ def test_largest_layer_at_peak_agrees_with_the_allocation_events(steps, referenc
 def test_frees_are_paired_by_address(steps, reference):
     """Each free is owned by the op whose allocation at that address it frees; frees of earlier
     allocations by `(before this step)`."""
-    windows = {s.step_id: _window(reference, s.step_id) for s, _ in steps}
+    windows = {s.step_id: _window(reference, s.step_ids) for s, _ in steps}
     expected = {step_id: collections.Counter() for step_id in windows}
     allocation_at: dict[int, dict] = {}
     for e in reference["memory"]:
@@ -305,7 +307,7 @@ def test_op_types_come_from_op_events(steps, reference):
 def test_temp_regions_feed_temporaries(steps, reference):
     for profile_step, step in steps:
         (space,) = step.spaces
-        temp = sum(e["allocation_bytes"] for e in _in_window(reference, profile_step.step_id)
+        temp = sum(e["allocation_bytes"] for e in _in_window(reference, profile_step.step_ids)
                    if e["allocation"] and e.get("region_type") == "temp")
         assert temp > 0
         assert int(space.trace.temp.sum()) == temp
@@ -509,14 +511,14 @@ def test_curve_route_shows_reserved_bytes_fragmentation_and_capacity(tb, steps, 
     (device,) = _get(tb, "summary", run="keras/train", tag=tag)["devices"]
     assert device["capacity_bytes"] == engine.spaces[0].trace.capacity_bytes > device["peak_bytes"]
     assert device["memory_kind"] == "host"
-    assert len(_in_window(reference, profile_step.step_id)) <= 20000
+    assert len(_in_window(reference, profile_step.step_ids)) <= 20000
     curve = _get(tb, "curve", run="keras/train", tag=tag, points=20000)
     snapshots = curve["snapshots"]
     assert curve["capacity_bytes"] == device["capacity_bytes"]
     # Every reading kept (points above the event count): compare them with the events one by one.
     by_time = {}
-    start_ps = _window(reference, profile_step.step_id)[0]
-    for event in _in_window(reference, profile_step.step_id):
+    start_ps = _window(reference, profile_step.step_ids)[0]
+    for event in _in_window(reference, profile_step.step_ids):
         by_time.setdefault((event["time_ps"] - start_ps) // 1_000_000, []).append(event)
     assert set(snapshots["series"]) == {"reserved_bytes", "fragmentation"}
     for t, total, reserved in zip(snapshots["t_us"], snapshots["bytes"], snapshots["series"]["reserved_bytes"]):

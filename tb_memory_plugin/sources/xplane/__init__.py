@@ -23,7 +23,7 @@ and Keras"). This importer turns them into the same columns as RunMetadata:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -308,6 +308,10 @@ class ProfileStep:
     start_ps: int
     end_ps: int
     devices: list[str]
+    step_ids: list[int] = field(default_factory=list)  # every executor step merged into it (step_id first)
+
+    def __post_init__(self) -> None:
+        self.step_ids = self.step_ids or [self.step_id]
 
 
 def _device_of(allocator: str) -> tuple[str, str, int]:
@@ -386,6 +390,7 @@ class _PlaneSteps:
         if not steps and memory["time_ps"].size:  # no step ids: the whole profile is one step
             steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), []))
         steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
+        steps = _merge_numbered(steps)
         # A step run inside another one's window (Keras slicing a batch in a tf.function of its
         # own) is part of that step: its events are in the window already.
         outer_end = np.maximum.accumulate([s.end_ps for s in steps]) if steps else []
@@ -556,6 +561,26 @@ def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> n
     within = running - np.repeat(before, np.diff(np.r_[starts, grouped.size]))
     peaks[grouped[starts]] = np.maximum(np.maximum.reduceat(within, starts), 0)
     return peaks
+
+
+def _merge_numbered(steps: list[ProfileStep]) -> list[ProfileStep]:
+    """Executor steps under one profiler step number are one profiled step (a busy machine can
+    start Keras' small helper functions outside the batch's own executor window); the longest
+    one names it. `steps` is sorted by start."""
+    merged: list[ProfileStep] = []
+    by_number: dict[int, ProfileStep] = {}
+    for step in steps:
+        into = by_number.get(step.number) if step.number is not None else None
+        if into is None:
+            merged.append(step)
+            if step.number is not None:
+                by_number[step.number] = step
+            continue
+        if step.end_ps - step.start_ps > into.end_ps - into.start_ps:
+            into.step_id = step.step_id
+        into.step_ids = sorted({*into.step_ids, step.step_id}, key=lambda i: (i != into.step_id, i))
+        into.start_ps, into.end_ps = min(into.start_ps, step.start_ps), max(into.end_ps, step.end_ps)
+    return merged
 
 
 def _step_number(markers: dict, start_ps: int) -> int | None:
