@@ -405,8 +405,13 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     for i, op in fixed.items():
         ops[i] = op
     if None in ops or "" in ops:
-        for i in [i for i, op in enumerate(ops) if not op]:
-            ops[i] = op_type_from_label(label_of.get(runtime[i], "")) or UNKNOWN_OP
+        missing = [i for i, op in enumerate(ops) if not op]
+        wanted = [runtime[i] for i in missing]
+        # A source whose labels cost a parse each reads many at once (`many`).
+        many = getattr(label_of, "many", None)
+        labels = many(wanted) if many is not None else [label_of.get(name, "") for name in wanted]
+        for i, label in zip(missing, labels):
+            ops[i] = op_type_from_label(label) or UNKNOWN_OP
     return ops  # type: ignore[return-value]
 
 

@@ -478,3 +478,13 @@ def test_text_that_is_not_utf8_shows_replacement_characters(where):
         assert list(columns.allocator_codes) == ["bad\ufffd"]
         table = columns.outputs if where == "output" else columns.memory
         assert table.tolist()[0][:3] == [0, 0, 64]
+
+
+def test_labels_read_together_equal_labels_read_one_by_one(unet_trace):
+    """A step without a run graph asks for every name's label at once (`many`): the same text."""
+    columns = _columns_of(unet_trace.proto.step_stats)
+    for column in columns:
+        names = column.distinct_names + ["not/a/node"]
+        one_by_one = [column.label_of.get(name, "") for name in names]
+        assert column.label_of.many(names) == one_by_one
+        assert sum(1 for label in one_by_one if " = " in label) > len(names) // 2  # real labels, not empties

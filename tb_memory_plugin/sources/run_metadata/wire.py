@@ -84,25 +84,41 @@ class Labels(Mapping):
     on deep models, where every node has its own name.
     """
 
-    def __init__(self, distinct_names: list[str], node_stats, first_exec: np.ndarray) -> None:
+    def __init__(self, distinct_names: list[str], node_stats, first_exec: np.ndarray,
+                 mk: Markers | None = None) -> None:
         self._names = distinct_names
         self._node_stats = node_stats  # the serialized nodes
         self._first_exec = first_exec  # the first node of each distinct name, in name order
+        self._mk = mk or COMPACT  # the markers the nodes were read with
         self._code: dict[str, int] | None = None
 
-    def __getitem__(self, name: str) -> str:
+    def _codes(self) -> dict[str, int]:
         if self._code is None:
             self._code = dict(zip(self._names, range(len(self._names))))
-        node = self._node_stats[int(self._first_exec[self._code[name]])]
+        return self._code
+
+    def __getitem__(self, name: str) -> str:
+        node = self._node_stats[int(self._first_exec[self._codes()[name]])]
         labels = classes()["Labels"].FromString(node).timeline_label
         return labels[-1].decode("utf-8", "replace") if labels else ""
+
+    def many(self, names: list[str]) -> list[str]:
+        """The labels of many names (empty for a name it does not have) in one merged parse
+        of their first nodes: a step without a run graph asks for every name's."""
+        codes = self._codes()
+        known = [codes[name] for name in names if name in codes]
+        nodes = [self._node_stats[i] for i in self._first_exec[known].tolist()]
+        try:
+            merged = classes()["Labels"].FromString(with_sentinels(nodes, self._mk.text_field(8))).timeline_label
+            texts = iter(_decode_all(self._mk.text(merged, len(nodes))))
+        except (Misaligned, DecodeError):  # a label equal to a marker: one by one
+            texts = iter([self[self._names[code]] for code in known])
+        return [next(texts) if name in codes else "" for name in names]
 
     def outputs(self, name: str) -> list[tuple[tuple[int, ...], int]]:
         """(shape, requested bytes) of each output of the name's first node (the what-if's
         batch dimension), read through the protos when asked: not in the columns."""
-        if self._code is None:
-            self._code = dict(zip(self._names, range(len(self._names))))
-        index = self._code.get(name)
+        index = self._codes().get(name)
         try:
             if index is None:
                 return []
@@ -159,7 +175,7 @@ class _ColumnarReading:
             "name_code": name_code,
             **{key: joined(key, (0,)) for key in ("start", "end", "temp", "persistent")},
             **{key: joined(key, (0, width)) for key, width in (("memory", 6), ("records", 4), ("outputs", 3))},
-            "label_of": Labels(distinct_names, node_stats, first_exec),
+            "label_of": Labels(distinct_names, node_stats, first_exec, self.mk),
             "allocator_codes": self.allocator_codes,
             "named_from": self.named_from,
             "read_by": "wire",
