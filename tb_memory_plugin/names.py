@@ -21,6 +21,7 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .figures import ACTIVATIONS, GRADIENTS, INPUTS, OPTIMIZER, OTHER, PARAMETERS
+from .trace import labels_of
 
 # Kinds of runtime name.
 OP = "op"
@@ -406,11 +407,7 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
         ops[i] = op
     if None in ops or "" in ops:
         missing = [i for i, op in enumerate(ops) if not op]
-        wanted = [runtime[i] for i in missing]
-        # A source whose labels cost a parse each reads many at once (`many`).
-        many = getattr(label_of, "many", None)
-        labels = many(wanted) if many is not None else [label_of.get(name, "") for name in wanted]
-        for i, label in zip(missing, labels):
+        for i, label in zip(missing, labels_of(label_of, [runtime[i] for i in missing])):
             ops[i] = op_type_from_label(label) or UNKNOWN_OP
     return ops  # type: ignore[return-value]
 

@@ -112,5 +112,12 @@ class Trace:
     source: str = "run_metadata"  # or "xplane"
 
 
+def labels_of(label_of: Mapping[str, str], names: list[str]) -> list[str]:
+    """The label of each name ("" where none): in one read where the source offers `many`
+    (RunMetadata labels cost a parse each)."""
+    many = getattr(label_of, "many", None)
+    return many(names) if many is not None else [label_of.get(name, "") for name in names]
+
+
 def empty_trace() -> Trace:
     return Trace([], [], 0, 0, 0)

@@ -24,6 +24,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import AT_PEAK, INPUTS
+from .trace import labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
 # (or its gradient, or a slot), even when its first dimension equals the batch.
@@ -101,11 +102,11 @@ def _outputs(step: StepAnalysis, batch: int) -> _Outputs:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        for index, name in enumerate(space.names.raw):
-            if name in shapes:
-                continue
+        fresh = [(index, name) for index, name in enumerate(space.names.raw) if name not in shapes]
+        wanted = [name for _, name in fresh]
+        labels.update(zip(wanted, labels_of(space.trace.label_of, wanted)))
+        for index, name in fresh:
             shapes[name] = outputs_of(name)
-            labels[name] = space.trace.label_of.get(name, "")
             if space.names.op_types[index] in _VARIABLE_READS:
                 parameter_shapes.update(shape for shape, _ in shapes[name] if shape)
     batch_bytes, other_bytes, carries = {}, {}, {}
