@@ -83,7 +83,7 @@ def main() -> None:
         }
         print(f"== {model} {args.size}x{args.size}, {spaces[2].trace.id} (traced and measured in "
               f"{time.perf_counter() - started:.0f} s); peak rise: measured, then predicted (error)")
-        print(f"   traced: " + ", ".join(f"batch {b} {format_bytes(spaces[b].peak_rise_bytes)}" for b in TRACED)
+        print("   traced: " + ", ".join(f"batch {b} {format_bytes(spaces[b].peak_rise_bytes)}" for b in TRACED)
               + f"; batch read from the feeds: {predictors['one step from 2'].batch}, "
               f"{predictors['one step from 4'].batch}")
         print(f"   {'batch':>5}  {'measured':>14}" + "".join(f"  {name:>28}" for name in predictors))

@@ -12,7 +12,6 @@ their ratio and peak RSS against the file's size. Needs `pip install xprof`.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import shutil

@@ -16,10 +16,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .curve import build_curve
-from .figures import (  # noqa: F401 - the figure and category names are part of this module's vocabulary
-    ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, GRADIENTS, INPUTS, LIVE, OP_PEAK, OPTIMIZER, OTHER,
-    OUTPUT, PARAMETERS, PERSISTENT, TEMP, TEMPORARIES,
-)
+from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMP, TEMPORARIES
 from .names import NameTable, op_type_from_label
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import SpaceTrace, Trace, empty_trace

@@ -13,8 +13,8 @@ import pytest
 
 import protos
 from tracedata import UNET_STEPS, exec_names, read_blob_bytes
-from tb_memory_plugin import analysis, curve as curve_mod, report, scope_tree, store
-from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
+from tb_memory_plugin import analysis, curve as curve_mod, figures, report, scope_tree, store
+from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
 
 REAL = lambda device: "stream:" not in device and "memcpy" not in device  # noqa: E731
 
@@ -160,7 +160,7 @@ def test_scope_sums_equal_sums_over_their_nodes(unet_trace, space):
             assert members, scope
             assert int(tree.figures[node, ALLOCATED]) == sum(r[1] for r in members), (group, scope)
             assert int(tree.figures[node, OUTPUT]) == sum(r[2] for r in members), (group, scope)
-            assert int(tree.figures[node, analysis.TEMP]) == sum(r[3] for r in members), (group, scope)
+            assert int(tree.figures[node, figures.TEMP]) == sum(r[3] for r in members), (group, scope)
             assert int(tree.exec_count[node]) == len(members), (group, scope)
 
 
@@ -237,7 +237,7 @@ def test_categories_of_forward_gradient_and_optimizer_nodes(space):
     assert category["shared_model/unet_01/weights/Adam"] == "optimizer"  # a slot variable
     # Forward activations held at the peak are activations bytes, not other.
     held = [names.index(n) for n in forward if space.exec_figures[names.index(n), AT_PEAK] > 0]
-    assert held and all(space.category_split([i])[analysis.ACTIVATIONS] > 0 for i in held)
+    assert held and all(space.category_split([i])[figures.ACTIVATIONS] > 0 for i in held)
 
 
 def test_layer_group_folds_backward_and_optimizer_into_the_layer(space):
@@ -253,7 +253,7 @@ def test_layer_group_folds_backward_and_optimizer_into_the_layer(space):
     assert rows["gradients"][1] > 0
     # Adam updates variables in place on CPU (ResourceApplyAdam allocates nothing):
     # the optimizer's share of unet_01 is its slot handles and update reads.
-    optimizer = [i for i in execs if space.category[i] == analysis.OPTIMIZER]
+    optimizer = [i for i in execs if space.category[i] == figures.OPTIMIZER]
     assert optimizer
     assert int(space.exec_figures[optimizer, OUTPUT].sum()) > 0
     assert rows["optimizer"][1] == int(space.exec_figures[optimizer, ALLOCATED].sum())
@@ -423,7 +423,7 @@ def test_persistent_bytes_make_parameters():
     ]})
     space = store.analyse_bytes(payload).space(None)
     assert [CATEGORIES[c] for c in space.category] == ["parameters", "activations"]
-    assert int(space.exec_figures[0, analysis.PERSISTENT]) == 64
+    assert int(space.exec_figures[0, figures.PERSISTENT]) == 64
 
 
 def test_top_op_type_is_the_biggest_name_in_each_subtree(space):
@@ -469,9 +469,9 @@ def test_tree_of_awkward_paths():
     root-level leaf, a deep path and a name left empty: every node under its prefix."""
     leaf_paths = sorted({"a", "a/b", "a/b/c", "a-b/c", "a.b", "a(x)/d", "b/c/d/e", "", "z"})
     n = len(leaf_paths)
-    width = len(analysis.FIGURES) + len(CATEGORIES) + 1
+    width = len(figures.FIGURES) + len(CATEGORIES) + 1
     tree = scope_tree.build_tree(leaf_paths, np.arange(n), np.ones((n, width), dtype=np.int64), np.arange(n),
-                               len(analysis.FIGURES))
+                               len(figures.FIGURES))
     assert tree.paths[0] == "" and tree.parent[0] == -1
     for node, path in enumerate(tree.paths[1:], 1):
         expected = path[:path.rfind("/")] if path.rfind("/") > 0 else ""

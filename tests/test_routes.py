@@ -13,7 +13,7 @@ from werkzeug.test import Client
 
 from tracedata import REPO, UNET_STEPS, engine_step, read_blob_bytes
 from tb_memory_plugin import graph, report, store
-from tb_memory_plugin.analysis import ALLOCATED, AT_PEAK, OUTPUT
+from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, OUTPUT
 
 PREFIX = "/data/plugin/memory/"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"

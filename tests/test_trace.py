@@ -12,7 +12,7 @@ import pytest
 
 import protos
 from tracedata import exec_names
-from tb_memory_plugin import analysis, report, store
+from tb_memory_plugin import analysis, figures, report, store
 from tb_memory_plugin.sources.run_metadata import decode as decode_run_metadata, scan_devices
 from tb_memory_plugin.trace import parse_device
 
@@ -122,21 +122,21 @@ def test_gpu_node_names_are_mapped():
     assert "shared_model/unet_01/Conv2D" in raw_in_unet01
     # The layout transpose's bytes are the scope's: 8192 held at the peak? No: it runs
     # after the peak (t=14), so its at-peak is 0 but its allocated is there.
-    assert int(gpu.exec_figures[layout, analysis.ALLOCATED]) == 8192
+    assert int(gpu.exec_figures[layout, figures.ALLOCATED]) == 8192
     # ConstantFolding/ prefix stripped: charged to shared_model/unet_02.
     folded = names.index("ConstantFolding/shared_model/unet_02/Conv2D-folded-1")
     assert scope_tree.paths[scope_tree.leaf_of_exec[folded]] == "shared_model/unet_02/Conv2D"
     # Feed.
     arg = names.index("_arg_frames_0_0")
     assert gpu.op_type(arg) == "_Arg"
-    assert analysis.CATEGORIES[gpu.category[arg]] == "inputs"
+    assert figures.CATEGORIES[gpu.category[arg]] == "inputs"
     assert scope_tree.paths[scope_tree.leaf_of_exec[arg]] == "(feeds)/frames"
     # Fused op: op type from the timeline label when there is no graph.
     relu = names.index("shared_model/unet_01/Relu")
     assert gpu.op_type(relu) == "_FusedConv2D"
     # A node with no memory is kept with zero figures.
     shape = names.index("shared_model/unet_01/Shape")
-    assert gpu.exec_figures[shape].tolist() == [0] * len(analysis.FIGURES)
+    assert gpu.exec_figures[shape].tolist() == [0] * len(figures.FIGURES)
     # The peak's op is the conv (its scratch makes the peak).
     assert names[gpu.peak_exec()] == "shared_model/unet_01/Conv2D"
 
@@ -144,13 +144,13 @@ def test_gpu_node_names_are_mapped():
 def test_gpu_at_peak_split_and_temporaries():
     gpu = _by_id(store.analyse_bytes(protos.gpu_trace()))["GPU:0/GPU_0_bfc"]
     names = exec_names(gpu.trace)
-    at_peak = dict(zip(names, gpu.exec_figures[:, analysis.AT_PEAK].tolist()))
+    at_peak = dict(zip(names, gpu.exec_figures[:, figures.AT_PEAK].tolist()))
     assert at_peak["_arg_frames_0_0"] == 4096
     assert at_peak["shared_model/unet_01/Conv2D"] == 8192 + 65536
     assert sum(at_peak.values()) == gpu.peak_rise_bytes
     conv = names.index("shared_model/unet_01/Conv2D")
-    assert gpu.category_split([conv])[analysis.TEMPORARIES] == 65536  # freed inside the op
-    assert gpu.category_split([conv])[analysis.ACTIVATIONS] == 8192
+    assert gpu.category_split([conv])[figures.TEMPORARIES] == 65536  # freed inside the op
+    assert gpu.category_split([conv])[figures.ACTIVATIONS] == 8192
 
 
 def test_stream_suffix_on_real_device_names():
@@ -267,7 +267,7 @@ def test_repeated_node_and_unnamed_outputs():
     tree = space.tree("scope")
     leaf = tree.index["loop/body/MatMul"]
     assert tree.kinds[leaf] == "node" and int(tree.exec_count[leaf]) == 2
-    assert int(tree.figures[leaf, analysis.AT_PEAK]) == 96
+    assert int(tree.figures[leaf, figures.AT_PEAK]) == 96
     details = report.scope_details(space, "scope", "loop/body/MatMul")
     assert details["exec_count"] == 2
     assert [n["figures"]["at_peak_bytes"] for n in details["nodes"]] == [64, 32]

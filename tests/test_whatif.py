@@ -7,14 +7,11 @@ import contextlib
 import functools
 import io
 import json
-import shutil
 
 import numpy as np
 import pytest
-from werkzeug.test import Client
 
-import protos
-from tracedata import REPO, engine_step
+from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client
 from tb_memory_plugin import cli, graph, store, whatif, whatif_report
 from tb_memory_plugin.figures import AT_PEAK
 
@@ -201,23 +198,7 @@ def test_one_run_without_a_baseline_predicts_the_rise_only():
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory):
     """A werkzeug client over TensorBoard's WSGI app: the demo runs, a corrupt step, a GPU step."""
-    from tensorboard.backend import application
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-    from tensorboard.plugins import base_plugin
-
-    from tb_memory_plugin.loader import MemoryPluginLoader
-
-    logdir = tmp_path_factory.mktemp("whatif_logs")
-    for run in ("unet_b2", "unet_b4", "resnet9_b2"):
-        shutil.copytree(DEMO / run, logdir / run)
-    protos.write_tagged_run_metadata(logdir / "corrupt", "step_1", b"garbage")
-    protos.write_tagged_run_metadata(logdir / "gpu", "step_1", protos.gpu_trace())
-    multiplexer = plugin_event_multiplexer.EventMultiplexer()
-    multiplexer.AddRunsFromDirectory(str(logdir))
-    multiplexer.Reload()
-    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
-    plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(logdir)))
-    return Client(application.TensorBoardWSGI([plugin], data_provider=provider))
+    return memory_app_client(demo_runs_with_bad_steps(tmp_path_factory.mktemp("whatif_logs")))
 
 
 def get_json(tb, expect=200, **params):

@@ -19,7 +19,7 @@ import pytest
 from werkzeug.test import Client
 
 from tracedata import REPO
-from tb_memory_plugin import analysis, report, store
+from tb_memory_plugin import analysis, figures, report
 from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.sources import xplane
 from tb_memory_plugin.sources.xplane import names as xnames
@@ -137,7 +137,7 @@ def _layer(raw_tf_op: str) -> str | None:
 def _model_children(space, group="layer") -> dict[str, int]:
     tree = space.tree(group)
     node = tree.index[MODEL]
-    return {tree.paths[c].rsplit("/", 1)[-1]: int(tree.figures[c, analysis.AT_PEAK]) for c in tree.children[node]}
+    return {tree.paths[c].rsplit("/", 1)[-1]: int(tree.figures[c, figures.AT_PEAK]) for c in tree.children[node]}
 
 
 # -- steps -----------------------------------------------------------------------------------
@@ -162,10 +162,10 @@ def test_at_peak_adds_up_exactly(steps):
             assert rise > 0
             summary = report.device_summary(space, "layer")
             tree = space.tree("layer")
-            assert sum(int(tree.figures[c, analysis.AT_PEAK]) for c in tree.children[0]) == rise
+            assert sum(int(tree.figures[c, figures.AT_PEAK]) for c in tree.children[0]) == rise
             assert sum(row["figures"]["at_peak_bytes"] for row in summary["op_types"]) == rise
             assert sum(row["at_peak_bytes"] for row in summary["categories"]) == rise
-            assert int(space.exec_columns[analysis.AT_PEAK].sum()) == rise
+            assert int(space.exec_columns[figures.AT_PEAK].sum()) == rise
 
 
 def test_curve_is_the_allocators_bytes_in_use(steps, reference):

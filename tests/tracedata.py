@@ -72,3 +72,34 @@ def engine_step(logdir: Path, run: str, tag: str):
 def exec_names(space) -> list[str]:
     """The raw runtime name of every execution of a SpaceTrace, in order."""
     return [space.distinct_names[code] for code in space.name_code.tolist()]
+
+
+def demo_runs_with_bad_steps(logdir: Path) -> Path:
+    """Demo runs (two U-Net batch sizes, a ResNet) beside a corrupt step and a hand-built GPU step."""
+    import shutil
+
+    import protos
+
+    for run in ("unet_b2", "unet_b4", "resnet9_b2"):
+        shutil.copytree(REPO / "demo_logs" / run, logdir / run)
+    protos.write_tagged_run_metadata(logdir / "corrupt", "step_1", b"garbage")
+    protos.write_tagged_run_metadata(logdir / "gpu", "step_1", protos.gpu_trace())
+    return logdir
+
+
+def memory_app_client(logdir: Path):
+    """A werkzeug client over TensorBoard's WSGI app serving the Memory plugin (as the entry point
+    loads it) over a logdir, read by TensorBoard's multiplexer and data provider."""
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+    from werkzeug.test import Client
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+    plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(logdir)))
+    return Client(application.TensorBoardWSGI([plugin], data_provider=provider))
