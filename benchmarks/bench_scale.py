@@ -62,6 +62,10 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from tb_memory_plugin._protos import encode_varint  # noqa: E402
+
 TARGET_SUMMARY_S = 10.0
 TARGET_RSS_BYTES = 4 * 10**9
 TARGET_RUNS_WARM_S = 1.0
@@ -146,20 +150,8 @@ def rename_graph(graph, rename) -> None:
             values.extend(renamed)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _length_delimited(field: int, payload: bytes) -> bytes:
-    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+    return encode_varint(field << 3 | 2) + encode_varint(len(payload)) + payload
 
 
 def replicate(run_metadata_bytes: bytes, graph_bytes: bytes, replicas: int) -> tuple[bytes, bytes, int]:

@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from werkzeug.test import Client
 
-from tracedata import REPO
+from tracedata import REPO, memory_app_client
 from tb_memory_plugin import analysis, function_graph
 from tb_memory_plugin.figures import AT_PEAK
 from tb_memory_plugin.sources import xplane
@@ -98,19 +97,7 @@ def logdir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tb(logdir):
-    from tensorboard.backend import application
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-    from tensorboard.plugins import base_plugin
-
-    from tb_memory_plugin.loader import MemoryPluginLoader
-
-    multiplexer = plugin_event_multiplexer.EventMultiplexer()
-    multiplexer.AddRunsFromDirectory(str(logdir))
-    multiplexer.Reload()
-    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
-    context = base_plugin.TBContext(data_provider=provider, logdir=str(logdir))
-    app = application.TensorBoardWSGI([MemoryPluginLoader().load(context)], data_provider=provider)
-    return Client(app)
+    return memory_app_client(logdir)
 
 
 def _get(tb, route, expect=200, **params):
