@@ -11,6 +11,7 @@ import { formatBytes, formatBytesDelta, formatPercent, formatTime } from '../for
 import { bothAbsolute, overlayAt, overlayCurve, ownLengthFractions, type OverlayCurve } from '../lib/compare';
 import type { HighlightSeries } from '../lib/curve-data';
 import { CURVE_HEIGHT } from './curve';
+import { onResize } from './resize';
 
 const HEIGHT = CURVE_HEIGHT;
 const MARGIN = { top: 18, right: 14, bottom: 20, left: 66 };
@@ -53,16 +54,7 @@ export class CompareCurveView {
       this.svg.select('g.hover').selectAll('*').remove();
       this.tooltip.classList.add('hidden');
     });
-    if (typeof ResizeObserver !== 'undefined') {
-      let last = 0;
-      new ResizeObserver(() => {
-        const w = this.svgNode.clientWidth;
-        if (w !== last) {
-          last = w;
-          this.draw();
-        }
-      }).observe(this.svgNode);
-    }
+    onResize(this.svgNode, () => this.draw(), true);
   }
 
   /** Width in pixels of the plot: how many curve points are worth asking for. */

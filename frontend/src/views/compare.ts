@@ -24,6 +24,7 @@ import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
 import { parentScope, type Selection } from '../selection';
 import { CompareCurveView } from './compare-curve';
 import { DataTable } from './data-table';
+import { onResize } from './resize';
 
 /** Scope table rows asked of the route: the largest changes first. */
 export const COMPARE_TOP = 200;
@@ -111,16 +112,7 @@ export class CompareView {
     selection.subscribe((_state, changed) => {
       if (changed.has('compareSelected')) this.updateSelected();
     });
-    if (typeof ResizeObserver !== 'undefined') {
-      let last = '';
-      new ResizeObserver(() => {
-        const size = `${this.area.clientWidth}x${this.area.clientHeight}`;
-        if (size !== last) {
-          last = size;
-          this.renderTreemap();
-        }
-      }).observe(this.area);
-    }
+    onResize(this.area, () => this.renderTreemap());
   }
 
   show(on: boolean): void {

@@ -15,6 +15,7 @@ import { colorForRank } from '../lib/colors';
 import { nearestIndex, relativeBytes, stackSeries, zoomRange, type HighlightSeries, type StackedLayer } from '../lib/curve-data';
 import { curveToDraw, highlightOn, type DrawnCurve } from '../lib/curve-window';
 import type { Selection } from '../selection';
+import { onResize } from './resize';
 
 /** Plot height: low enough that the treemap and graph start on the first screen at 1280x800. */
 export const CURVE_HEIGHT = 140;
@@ -88,17 +89,10 @@ export class CurveView {
     selection.subscribe((_state, changed) => {
       if (changed.has('timeRange')) this.draw();
     });
-    if (typeof ResizeObserver !== 'undefined') {
-      let lastWidth = 0;
-      new ResizeObserver(() => {
-        const w = this.svgNode.clientWidth;
-        if (w !== lastWidth) {
-          lastWidth = w;
-          this.draw();
-          this.onWidthChange?.(this.plotWidth());
-        }
-      }).observe(this.svgNode);
-    }
+    onResize(this.svgNode, () => {
+      this.draw();
+      this.onWidthChange?.(this.plotWidth());
+    }, true);
   }
 
   /** Width in pixels of the plot: how many curve points are worth asking for. */

@@ -9,6 +9,7 @@ import { CATEGORY_COLORS, colorForName, dominantCategory } from '../lib/colors';
 import { paramsText } from '../lib/resident';
 import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
 import type { Selection } from '../selection';
+import { onResize } from './resize';
 
 export const SIZE_FIGURES: { figure: FigureName; label: string }[] = [
   { figure: 'at_peak_bytes', label: 'at peak' },
@@ -81,16 +82,7 @@ export class TreemapView {
     selection.subscribe((_state, changed) => {
       if (changed.has('selected')) this.updateSelected();
     });
-    if (typeof ResizeObserver !== 'undefined') {
-      let last = '';
-      new ResizeObserver(() => {
-        const size = `${this.area.clientWidth}x${this.area.clientHeight}`;
-        if (size !== last) {
-          last = size;
-          this.render();
-        }
-      }).observe(this.area);
-    }
+    onResize(this.area, () => this.render());
   }
 
   /**

@@ -12,6 +12,7 @@ import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '..
 import type { Column } from '../lib/table';
 import { maxBatchText, methodText, parseBatch, parseLimit, whatIfChart } from '../lib/whatif';
 import { DataTable } from './data-table';
+import { onResize } from './resize';
 
 /** The batch asked for first, before the user types one. */
 export const DEFAULT_BATCH = 8;
@@ -100,16 +101,7 @@ export class WhatIfView {
     this.batchInput.addEventListener('input', () => this.changed(true));
     this.limitInput.addEventListener('input', () => this.changed(true));
     this.runsSelect.addEventListener('change', () => this.changed(false));
-    if (typeof ResizeObserver !== 'undefined') {
-      let last = 0;
-      new ResizeObserver(() => {
-        const w = this.svgNode.clientWidth;
-        if (w !== last) {
-          last = w;
-          this.draw();
-        }
-      }).observe(this.svgNode);
-    }
+    onResize(this.svgNode, () => this.draw(), true);
   }
 
   /** What to ask the route for; null while the batch or limit typed is not valid. */
