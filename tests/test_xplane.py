@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from werkzeug.test import Client
 
-from tracedata import REPO
+from tracedata import REPO, memory_app_client
 from tb_memory_plugin import analysis, figures, report
 from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.sources import xplane
@@ -409,12 +408,6 @@ def test_profile_without_memory_events_says_what_to_set(profile_path):
 def tb(keras_logdir, profile_path, tmp_path_factory):
     """TensorBoard's WSGI app over: keras (fit: events + profile), profile_only (a profile and no event
     file), corrupt (garbage .xplane.pb), nomem (a profile without memory events)."""
-    from tensorboard.backend import application
-    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-    from tensorboard.plugins import base_plugin
-
-    from tb_memory_plugin.loader import MemoryPluginLoader
-
     root = tmp_path_factory.mktemp("mixed")
     shutil.copytree(keras_logdir / "keras", root / "keras")
     session = profile_path.parent.name
@@ -423,14 +416,7 @@ def tb(keras_logdir, profile_path, tmp_path_factory):
         target = root / run / "plugins" / "profile" / session / "host.xplane.pb"
         target.parent.mkdir(parents=True)
         target.write_bytes(data)
-    multiplexer = plugin_event_multiplexer.EventMultiplexer()
-    multiplexer.AddRunsFromDirectory(str(root))
-    multiplexer.Reload()
-    provider = data_provider.MultiplexerDataProvider(multiplexer, str(root))
-    context = base_plugin.TBContext(data_provider=provider, logdir=str(root))
-    plugin = MemoryPluginLoader().load(context)
-    app = application.TensorBoardWSGI([plugin], data_provider=provider)
-    return Client(app), session
+    return memory_app_client(root), session
 
 
 def _get(tb, route, expect=200, **params):
