@@ -78,9 +78,10 @@ class SpaceTrace:
     # + reserved): what a step must fit in. RunMetadata has neither.
     snapshot_series: Mapping[str, np.ndarray] = field(default_factory=dict)
     capacity_bytes: int | None = None
-    # (shape, requested bytes) of each output of a runtime name's first execution, read on
-    # demand where the source keeps them (the batch-size what-if); None where it cannot.
-    outputs_of: Callable[[str], list[tuple[tuple[int, ...], int]]] | None = None
+    # Runtime names -> for each, (shape, requested bytes) of every output of its first
+    # execution, read in one go on demand where the source keeps them (the batch-size
+    # what-if asks for every name of a step); None where the source cannot.
+    outputs_of: Callable[[list[str]], list[list[tuple[tuple[int, ...], int]]]] | None = None
 
     @property
     def exec_count(self) -> int:

@@ -73,8 +73,9 @@ def traced_batch(step: StepAnalysis) -> int:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        for index in np.flatnonzero(space.names.category == INPUTS).tolist():
-            for shape, _ in outputs_of(space.names.raw[index]):
+        inputs = [space.names.raw[i] for i in np.flatnonzero(space.names.category == INPUTS).tolist()]
+        for outputs in outputs_of(inputs):
+            for shape, _ in outputs:
                 if shape and shape[0] > 0:
                     leading[shape[0]] += 1
     if not leading:
@@ -105,8 +106,8 @@ def _outputs(step: StepAnalysis, batch: int) -> _Outputs:
         fresh = [(index, name) for index, name in enumerate(space.names.raw) if name not in shapes]
         wanted = [name for _, name in fresh]
         labels.update(zip(wanted, labels_of(space.trace.label_of, wanted)))
-        for index, name in fresh:
-            shapes[name] = outputs_of(name)
+        for (index, name), outputs in zip(fresh, outputs_of(wanted)):
+            shapes[name] = outputs
             if space.names.op_types[index] in _VARIABLE_READS:
                 parameter_shapes.update(shape for shape, _ in shapes[name] if shape)
     batch_bytes, other_bytes, carries = {}, {}, {}

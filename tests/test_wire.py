@@ -133,10 +133,12 @@ def test_output_shapes_of_each_name_are_its_first_nodes(unet_trace):
     for name, outputs in first.items():
         assert columns.label_of.outputs(name) == expected.label_of.outputs(name) == outputs, name
     assert columns.label_of.outputs("no such node") == expected.label_of.outputs("no such node") == []
+    asked = [*first, "no such node", *first]
+    assert columns.label_of.outputs_many(asked) == [*first.values(), [], *first.values()]
     feeds = [name for name in first if name.startswith("_arg_")]
     assert feeds and all(columns.label_of.outputs(name)[0][0][0] == UNET_BATCH for name in feeds)
     (space, *_) = run_metadata.decode(unet_trace.run_metadata_bytes).spaces
-    assert space.outputs_of(feeds[0]) == first[feeds[0]]
+    assert space.outputs_of([feeds[0]]) == [first[feeds[0]]]
 
 
 def test_nodes_with_nothing_set():

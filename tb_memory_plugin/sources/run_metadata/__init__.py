@@ -121,7 +121,7 @@ def _spaces_of_device(
                 device_type=device_type,
                 allocator=name,
                 label_of=columns.label_of,
-                outputs_of=getattr(columns.label_of, "outputs", None),
+                outputs_of=getattr(columns.label_of, "outputs_many", None),
                 distinct_names=distinct_names,
                 name_code=name_code.reshape(-1).astype(np.int64),
                 event_time_us=rec[:, 1] - step_start,

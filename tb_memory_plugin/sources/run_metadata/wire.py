@@ -126,6 +126,10 @@ class Labels(Mapping):
         except DecodeError:  # text the protos refuse (read by the columns with U+FFFD): no shapes
             return []
 
+    def outputs_many(self, names: list[str]) -> list[list[tuple[tuple[int, ...], int]]]:
+        """`outputs` of many names (the what-if reads every name of a step)."""
+        return [self.outputs(name) for name in names]
+
     def __iter__(self):
         return iter(self._names)
 
