@@ -32,10 +32,8 @@ class SpaceAnalysis:
         # Executions point (name_code) into the rows of `names`, one per distinct runtime name.
         name_code = self.name_code = space.name_code
         self.names = names
-        self.op_type_names = sorted(set(names.op_types))
-        op_code = {name: i for i, name in enumerate(self.op_type_names)}
-        self.name_op_code = np.fromiter(map(op_code.__getitem__, names.op_types), dtype=np.int64,
-                                        count=len(names.op_types))
+        self.op_type_names = names.op_type_names
+        self.name_op_code = names.op_code
         self.exec_op_code = self.name_op_code[name_code] if name_code.size else name_code
         self.curve = build_curve(space)
         self.has_curve = space.has_records
@@ -137,9 +135,12 @@ class SpaceAnalysis:
             return tree
 
     def _leaf_paths(self, group: str) -> list[str]:
+        return self._leaf_paths_and_parts(group)[0]
+
+    def _leaf_paths_and_parts(self, group: str):
         if group not in GROUPS:
             raise ValueError(f"unknown group {group!r}")
-        return self.names.layer_paths if group == "layer" else self.names.paths
+        return self.names.leaf_paths(group)
 
     def top_level(self, group: str) -> list[tuple[str, np.ndarray]]:
         """The root's children (path, figures), largest first; from the tree when it is built,
@@ -147,7 +148,8 @@ class SpaceAnalysis:
         with self._lock:
             tree = self._trees.get(group)
         if tree is None:
-            children = root_children(self._leaf_paths(group), self.name_figures, len(FIGURES))
+            paths, parts = self._leaf_paths_and_parts(group)
+            children = root_children(paths, self.name_figures, len(FIGURES), (parts.distinct, parts.code))
             if children is not None:
                 return children
             tree = self.tree(group)
@@ -160,8 +162,9 @@ class SpaceAnalysis:
         if tree is not None:
             leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
             return leaf[: -len(SELF) - 1] if leaf.endswith("/" + SELF) else leaf[: max(leaf.rfind("/"), 0)]
-        paths = self._leaf_paths(group)
-        return scope_of_leaf(paths[self.name_code[exec_index]], paths)
+        paths, parts = self._leaf_paths_and_parts(group)
+        lines = parts.lines
+        return scope_of_leaf(paths[self.name_code[exec_index]], paths, lines.any_starting_with if lines.ok else None)
 
     # -- step-level figures -----------------------------------------------------
 

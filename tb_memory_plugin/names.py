@@ -272,12 +272,16 @@ class _Lines:
             hits |= self.buf == char
         return self._mask(np.flatnonzero(hits))
 
-    def starting_with(self, prefix: bytes, among: np.ndarray | None = None) -> np.ndarray:
-        """Which names start with `prefix` (only `among` those, if given)."""
+    def starting_with(self, prefix: bytes, among: np.ndarray | None = None,
+                      offset: np.ndarray | None = None) -> np.ndarray:
+        """Which names start with `prefix` (only `among` those, if given), or hold it at
+        `offset` (per name)."""
         k = len(prefix)
-        long_enough = self.lengths >= k if among is None else among & (self.lengths >= k)
+        at = self.starts if offset is None else self.starts + offset
+        room = self.lengths if offset is None else self.lengths - offset
+        long_enough = room >= k if among is None else among & (room >= k)
         rows = np.flatnonzero(long_enough)
-        window = self.buf[self.starts[rows, None] + np.arange(k)]
+        window = self.buf[at[rows, None] + np.arange(k)]
         mask = np.zeros(self.count, dtype=bool)
         mask[rows[(window == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)]] = True
         return mask
@@ -290,19 +294,12 @@ class _Lines:
         mask[rows[(window == np.frombuffer(suffix, dtype=np.uint8)).all(axis=1)]] = True
         return mask
 
-    def char_positions(self, char: int) -> tuple[np.ndarray, np.ndarray]:
-        """(line, offset within the line) of every occurrence of a byte, in order."""
-        positions = np.flatnonzero(self.buf == char)
-        lines = self.line_of(positions)
-        return lines, positions - self.starts[lines]
-
-    def first_index(self, char: int) -> np.ndarray:
-        """Offset of the first occurrence of a byte in each name (its length if none)."""
-        lines, offsets = self.char_positions(char)
-        first = self.lengths.copy()
-        is_first = np.r_[True, lines[1:] != lines[:-1]] if lines.size else lines.astype(bool)
-        first[lines[is_first]] = offsets[is_first]
-        return first
+    def any_starting_with(self, prefix: str) -> bool:
+        """Whether some name starts with `prefix` (no newline in it)."""
+        if not prefix.isascii():
+            return False
+        needle = prefix.encode("ascii")
+        return self.data.startswith(needle) or (b"\n" + needle) in self.data
 
 
 def _special_literals() -> tuple[bytes, ...]:
@@ -325,13 +322,23 @@ class NameTable:
     paths: list[str]  # leaf path in the scope tree, grouped by name scope
     kind_code: np.ndarray  # into KINDS
     op_types: list[str]
+    op_type_names: list[str]  # each op type once, sorted
+    op_code: np.ndarray  # per name: index into op_type_names
     category: np.ndarray  # into figures.CATEGORIES
-    _path_parts: "_FirstComponents"
+    path_parts: "FirstComponents"  # first components of `paths`
 
     @cached_property
+    def _layer(self) -> tuple[list[str], "FirstComponents"]:
+        return layer_paths_and_parts(self.paths, self.path_parts)
+
+    @property
     def layer_paths(self) -> list[str]:
         """Leaf paths grouped by layer: gradients and optimizer updates folded in (built on first use)."""
-        return layer_paths(self.paths, self._path_parts)
+        return self._layer[0]
+
+    def leaf_paths(self, group: str) -> tuple[list[str], "FirstComponents"]:
+        """The leaf paths of a grouping ("layer" or "scope") and their first components."""
+        return self._layer if group == "layer" else (self.paths, self.path_parts)
 
     def kind(self, index: int) -> str:
         return KINDS[self.kind_code[index]]
@@ -342,25 +349,44 @@ class NameTable:
         lines = _Lines(raw)
         graph_names, paths, kind_code, fixed, runtime = _classify_all(raw, lines)
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops)
-        parts = _FirstComponents(paths, lines if paths == raw else _Lines(paths))
-        return cls(raw, graph_names, paths, kind_code, op_types, categorise_all(paths, kind_code, op_types, parts),
-                   parts)
+        op_type_names, op_code = _coded(op_types)
+        parts = FirstComponents(paths, lines if paths is raw else _Lines(paths))
+        category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
+        return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts)
 
 
-class _FirstComponents:
+def _coded(texts: list[str]) -> tuple[list[str], np.ndarray]:
+    """(each text once, sorted; the index of each text into that list)."""
+    distinct = sorted(dict.fromkeys(texts))
+    code = dict(zip(distinct, range(len(distinct))))
+    return distinct, np.fromiter(map(code.__getitem__, texts), dtype=np.int64, count=len(texts))
+
+
+def _coded_in_order(texts: list[str]) -> tuple[list[str], np.ndarray]:
+    """(each text once, in first-seen order; the index of each text into that list)."""
+    code = {text: i for i, text in enumerate(dict.fromkeys(texts))}
+    return list(code), np.fromiter(map(code.__getitem__, texts), dtype=np.int64, count=len(texts))
+
+
+class FirstComponents:
     """The first path component of many paths, coded (a model has few distinct ones)."""
 
-    def __init__(self, paths: list[str], lines: _Lines) -> None:
-        self.lines = lines
+    def __init__(self, paths: list[str], lines: "_Lines | None" = None, firsts: list[str] | None = None) -> None:
+        self._paths = paths
+        self._lines = lines
         n = len(paths)
-        lengths = lines.lengths if lines.ok else np.fromiter(map(len, paths), dtype=np.int64, count=n)
-        slash = np.fromiter(map(str.find, paths, itertools.repeat("/")), dtype=np.int64, count=n)
-        self.length = np.where(slash < 0, lengths, slash)
-        firsts = list(map(str.__getitem__, paths, map(slice, itertools.repeat(None), self.length.tolist())))
-        code = {first: i for i, first in enumerate(dict.fromkeys(firsts))}
-        self.distinct = list(code)
-        self.code = np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=n)
+        if firsts is None:
+            firsts = [path.partition("/")[0] for path in paths]
+        self.length = np.fromiter(map(len, firsts), dtype=np.int64, count=n)
+        self.distinct, self.code = _coded_in_order(firsts)
+        lengths = lines.lengths if lines is not None and lines.ok else np.fromiter(map(len, paths), np.int64, n)
         self.has_rest = self.length < lengths - 1
+
+    @property
+    def lines(self) -> _Lines:
+        if self._lines is None:
+            self._lines = _Lines(self._paths)
+        return self._lines
 
     def where(self, test) -> np.ndarray:
         """Which paths have a first component that passes `test`."""
@@ -400,9 +426,12 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
                       label_of: Mapping[str, str], source_ops: Mapping[str, str],
                       graph_ops: Mapping[str, str] | None) -> list[str]:
     """Op type: fixed by the name, else the source's own, the run graph's, the label's."""
-    ops: list[str | None] = list(map(graph_ops.get, graph_names)) if graph_ops else [None] * len(runtime)
     if source_ops:
-        ops = [known or found for known, found in zip(map(source_ops.get, runtime), ops)]
+        ops: list[str | None] = list(map(source_ops.get, runtime))
+        if graph_ops and (None in ops or "" in ops):
+            ops = [known or graph_ops.get(name) for known, name in zip(ops, graph_names)]
+    else:
+        ops = list(map(graph_ops.get, graph_names)) if graph_ops else [None] * len(runtime)
     for i, op in fixed.items():
         ops[i] = op
     if None in ops or "" in ops:
@@ -412,38 +441,67 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     return ops  # type: ignore[return-value]
 
 
-def layer_paths(paths: list[str], parts: _FirstComponents | None = None) -> list[str]:
-    """`layer_path` over many paths: only those starting with a gradients scope or
-    holding `update_` can change."""
-    parts = parts or _FirstComponents(paths, _Lines(paths))
-    if not parts.lines.ok:
-        return list(map(layer_path, paths))
+def layer_paths(paths: list[str], parts: FirstComponents | None = None) -> list[str]:
+    """`layer_path` over many paths."""
+    return layer_paths_and_parts(paths, parts or FirstComponents(paths))[0]
+
+
+def layer_paths_and_parts(paths: list[str], parts: FirstComponents) -> tuple[list[str], FirstComponents]:
+    """`layer_path` over many paths, and the first components of the result.
+
+    Only paths starting with a gradients scope or holding `update_` can change.
+    The two common forms are cut at offsets found with numpy (`gradients/<scope>/...`
+    loses its first component, `<optimizer>/update_<scope>/...` that and the
+    `update_`); the other paths holding `update_` go through the one-name rule.
+    """
+    lines = parts.lines
+    if not lines.ok:
+        out = list(map(layer_path, paths))
+        return out, FirstComponents(out)
+    n = len(paths)
     gradients_first = parts.where(_GRADIENTS_RE.match) & parts.has_rest
-    candidates = gradients_first | parts.lines.containing(b"update_")
+    has_update = lines.containing(b"update_")
+    if not (gradients_first.any() or has_update.any()):
+        return paths, parts
+    second = parts.length + 1  # where the second component starts
+    # Where the second component ends, for paths that go on below it (-1: they do not).
+    rows = np.flatnonzero((gradients_first | has_update) & parts.has_rest)
+    second_end = np.full(n, -1, dtype=np.int64)
+    second_end[rows] = np.fromiter(map(str.find, map(paths.__getitem__, rows.tolist()), itertools.repeat("/"),
+                                       second[rows].tolist()), dtype=np.int64, count=rows.size)
+    deeper = second_end >= 0
+    plain = gradients_first & deeper
+    update = ~gradients_first & deeper & lines.starting_with(b"update_", parts.has_rest, second)
+    cut = np.zeros(n, dtype=np.int64)
+    cut[plain] = second[plain]
+    cut[update] = second[update] + len("update_")
+    changed = np.flatnonzero(cut).tolist()
+    others = np.flatnonzero(has_update & ~plain & ~update).tolist()
+    if not (changed or others):
+        return paths, parts
     out = list(paths)
-    # `gradients/<scope>/...`, the common case: drop the first component.
-    slash_lines, _ = parts.lines.char_positions(ord("/"))
-    slashes = np.bincount(slash_lines, minlength=len(paths))
-    plain = gradients_first & (slashes >= 2)
-    for i, cut in zip(np.flatnonzero(plain).tolist(), (parts.length[plain] + 1).tolist()):
-        out[i] = paths[i][cut:]
-    for i in np.flatnonzero(candidates & ~plain).tolist():
+    firsts = list(map(parts.distinct.__getitem__, parts.code.tolist()))
+    for i, start, end in zip(changed, cut[changed].tolist(), second_end[changed].tolist()):
+        path = paths[i]
+        out[i], firsts[i] = path[start:], path[start:end]
+    for i in others:
         out[i] = layer_path(paths[i])
-    return out
+        firsts[i] = out[i].partition("/")[0]
+    return out, FirstComponents(out, None, firsts)
 
 
 def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
-                   parts: _FirstComponents | None = None) -> np.ndarray:
-    """`categorise` over many names, with numpy over the joined paths."""
+                   parts: FirstComponents | None = None,
+                   op_coding: tuple[list[str], np.ndarray] | None = None) -> np.ndarray:
+    """`categorise` over many names, with numpy over the joined paths; `op_coding` is the
+    op types coded (`_coded`), where the caller has them."""
     n = len(paths)
-    parts = parts or _FirstComponents(paths, _Lines(paths))
+    parts = parts or FirstComponents(paths)
     lines = parts.lines
     if not lines.ok:
         return np.fromiter(map(categorise, paths, op_types, (KINDS[k] for k in kind_code.tolist())),
                            dtype=np.int64, count=n)
-    distinct_ops = list(dict.fromkeys(op_types))
-    code = {op: i for i, op in enumerate(distinct_ops)}
-    op_code = np.fromiter(map(code.__getitem__, op_types), dtype=np.int64, count=n)
+    distinct_ops, op_code = op_coding or _coded(op_types)
 
     def op_flag(test) -> np.ndarray:
         return np.array([bool(test(op)) for op in distinct_ops], dtype=bool)[op_code] if n else np.zeros(0, bool)

@@ -304,32 +304,45 @@ def _top_name(tree_node_of_name: np.ndarray, name_figures: np.ndarray, subtree_s
     return best
 
 
-def root_children(leaf_paths: list[str], name_figures: np.ndarray, figure_count: int
-                  ) -> list[tuple[str, np.ndarray]] | None:
+def root_children(leaf_paths: list[str], name_figures: np.ndarray, figure_count: int,
+                  firsts: tuple[list[str], np.ndarray] | None = None) -> list[tuple[str, np.ndarray]] | None:
     """The root's children and their figures, ranked as `ScopeTree.children[0]` ranks them,
     without building the tree (a step's summary needs only these); None when a path starts
     with "/" (then only the tree knows where it goes).
 
     A root child is a path's first component; names left empty sit in "/(self)".
+    `firsts`: the paths' first components, coded (each once, and each path's index into them).
     """
-    if any(map(str.startswith, leaf_paths, itertools.repeat("/"))):
-        return None
-    slash = np.fromiter(map(str.find, leaf_paths, itertools.repeat("/")), dtype=np.int64, count=len(leaf_paths))
-    lengths = np.where(slash < 0, None, slash).tolist()
-    firsts = [path[:end] if path else "/" + SELF for path, end in zip(leaf_paths, lengths)]
-    code = {first: i for i, first in enumerate(dict.fromkeys(firsts))}
-    children = list(code)
-    figures = scatter_sum(np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=len(firsts)),
-                          name_figures[:, :figure_count], len(children))
+    if firsts is None:
+        firsts = _coded_first_components(leaf_paths)
+    distinct, code = firsts
+    if "" in distinct:  # empty paths, or paths starting with "/"
+        empty = distinct.index("")
+        if any(leaf_paths[i] for i in np.flatnonzero(code == empty).tolist()):
+            return None
+    children = ["/" + SELF if first == "" else first for first in distinct]
+    figures = scatter_sum(code, name_figures[:, :figure_count], len(children))
     # Ties go to preorder, where "/(self)" comes first (its sort key starts with the "/" key).
     ranked = sorted(range(len(children)), key=lambda i: (-int(figures[i, AT_PEAK]), -int(figures[i, ALLOCATED]),
                                                           "" if children[i] == "/" + SELF else "\x02" + children[i]))
     return [(children[i], figures[i]) for i in ranked]
 
 
-def scope_of_leaf(path: str, leaf_paths: list[str]) -> str:
-    """The scope a leaf path sits in: itself when other paths go on below it (its `(self)`), else its parent."""
-    if path and any(map(str.startswith, leaf_paths, itertools.repeat(path + "/"))):
+def _coded_first_components(paths: list[str]) -> tuple[list[str], np.ndarray]:
+    firsts = [path.partition("/")[0] for path in paths]
+    code = {first: i for i, first in enumerate(dict.fromkeys(firsts))}
+    return list(code), np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=len(firsts))
+
+
+def scope_of_leaf(path: str, leaf_paths: list[str], any_starting_with=None) -> str:
+    """The scope a leaf path sits in: itself when other paths go on below it (its `(self)`), else its parent.
+
+    `any_starting_with(prefix)`: whether some leaf path starts with it, where the caller has a
+    quicker way to tell than a scan of `leaf_paths`.
+    """
+    below = path + "/"
+    if path and (any_starting_with(below) if any_starting_with is not None
+                 else any(map(str.startswith, leaf_paths, itertools.repeat(below)))):
         return path
     slash = path.rfind("/")
     return "" if slash < 0 else path[:slash]

@@ -48,6 +48,15 @@ def assert_agrees(raw, label_of, source_ops, graph_ops):
         expected = names.categorise(info.path, op, info.kind)
         assert CATEGORIES[table.category[i]] == CATEGORIES[expected], (name, op)
         assert table.layer_paths[i] == names.layer_path(info.path), name
+    for group in ("layer", "scope"):  # the first components the summary ranks without a tree
+        paths, parts = table.leaf_paths(group)
+        assert [parts.distinct[c] for c in parts.code] == [p.partition("/")[0] for p in paths], group
+        assert parts.length.tolist() == [len(p.partition("/")[0]) for p in paths], group
+        assert parts.has_rest.tolist() == [bool(p.partition("/")[2]) for p in paths], group
+        if parts.lines.ok:
+            for path in paths[:40]:
+                for prefix in (path, path + "/", path[:3], path + "x"):
+                    assert parts.lines.any_starting_with(prefix) == any(p.startswith(prefix) for p in paths), prefix
 
 
 @settings(max_examples=300, deadline=None)
