@@ -411,16 +411,19 @@ class StepStore:
         def compute():
             if key is None:
                 return analysis.failed_step("empty", "This tag holds no RunMetadata blob.")
-            data = self._provider.read_blob(ctx, blob_key=key)
             graph = self.run_graph(ctx, experiment_id, ref.run)
-            return analyse_bytes(data, graph)
+            # Read by the decoder itself, which drops the bytes once parsed (a big step's
+            # bytes and their parsed copy are not held together).
+            return analyse_bytes(lambda: self._provider.read_blob(ctx, blob_key=key), graph)
 
         step = self._steps.get_or_compute(cache_key, compute)
         return self._point_to_profile(ctx, experiment_id, ref, step)
 
 
-def analyse_bytes(data: bytes, graph: graph_mod.RunGraph | None = None) -> analysis.StepAnalysis:
-    """Decode and analyse one serialized RunMetadata (the CLI, routes and tests share this)."""
+def analyse_bytes(data: bytes | Callable[[], bytes], graph: graph_mod.RunGraph | None = None
+                  ) -> analysis.StepAnalysis:
+    """Decode and analyse one serialized RunMetadata (the CLI, routes and tests share this);
+    `data` may be a function that reads the bytes (see run_metadata.decode)."""
     with gc_paused():
         try:
             decoded = run_metadata.decode(data)

@@ -203,6 +203,17 @@ def test_empty_run_metadata_is_empty():
         assert "FULL_TRACE" in step.message
 
 
+def test_bytes_read_by_the_decoder_give_the_same_step(unet_trace):
+    """The routes hand the decoder a function that reads the blob, so that it can drop the bytes
+    once parsed: the step is the same as from the bytes themselves."""
+    data = unet_trace.run_metadata_bytes
+    reads = []
+    from_bytes = report.step_summary(store.analyse_bytes(data), "layer")
+    from_reader = report.step_summary(store.analyse_bytes(lambda: reads.append(1) or data), "layer")
+    assert reads == [1]
+    assert from_reader == from_bytes and from_bytes["devices"]
+
+
 def test_nodes_without_memory_are_no_memory():
     step = store.analyse_bytes(protos.no_memory_trace())
     assert step.status == "no_memory"
@@ -219,11 +230,11 @@ def test_corrupt_bytes_are_reported_not_raised(unet_trace, which):
         data = b"garbage"
     else:
         data = random.Random(1234).randbytes(4096)
-    step = store.analyse_bytes(data)
-    assert step.status == "corrupt"
-    assert step.spaces == []
-    assert "not a valid RunMetadata" in step.message
-    assert f"({len(data)} B)" in step.message
+    for step in (store.analyse_bytes(data), store.analyse_bytes(lambda: data)):  # bytes, or read by the decoder
+        assert step.status == "corrupt"
+        assert step.spaces == []
+        assert "not a valid RunMetadata" in step.message
+        assert f"({len(data)} B)" in step.message
     if which != "half":  # a blob cut in half may still name its device before the cut
         assert scan_devices(data) == []
     assert report.step_summary(step, "layer")["devices"] == []

@@ -7,6 +7,8 @@ allocator, the device's main allocator keeping every execution.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import graph_pb2
@@ -21,16 +23,25 @@ def _check_bytes(data) -> None:
         raise TraceDecodeError(f"expected bytes, got {type(data).__name__}")
 
 
-def _corrupt(data, exc) -> TraceDecodeError:
-    return TraceDecodeError(f"the traced step's bytes ({len(data)} B) are not a valid RunMetadata: {exc}")
+def _corrupt(size: int, exc) -> TraceDecodeError:
+    return TraceDecodeError(f"the traced step's bytes ({size} B) are not a valid RunMetadata: {exc}")
 
 
-def decode(data: bytes) -> Trace:
-    """Decode serialized RunMetadata bytes into a Trace (columnar, see wire.py)."""
+def decode(data: bytes | Callable[[], bytes]) -> Trace:
+    """Decode serialized RunMetadata bytes into a Trace (columnar, see wire.py).
+
+    `data` may be a function returning the bytes: they are then dropped as soon as
+    they are parsed, so that a big step's bytes and their parsed copy (protobuf
+    copies them) are not held together.
+    """
+    if callable(data):
+        data = data()
     _check_bytes(data)
     data = bytes(data)
+    size = len(data)
     try:
         run = wire.parse_run(data)
+        del data
         devices: list[tuple[str, str, int, wire.NodeColumns]] = []
         for dev_stats in run.step_stats.dev_stats:
             parsed = parse_device(dev_stats.device)
@@ -42,7 +53,7 @@ def decode(data: bytes) -> Trace:
             graph = graph_pb2.GraphDef.FromString(graph_bytes)
             op_types.update((node.name, node.op) for node in graph.node)
     except (DecodeError, RuntimeError, ValueError) as exc:
-        raise _corrupt(data, exc) from None
+        raise _corrupt(size, exc) from None
     return _trace(devices, op_types)
 
 

@@ -127,8 +127,21 @@ class Labels(Mapping):
             return []
 
     def outputs_many(self, names: list[str]) -> list[list[tuple[tuple[int, ...], int]]]:
-        """`outputs` of many names (the what-if reads every name of a step)."""
-        return [self.outputs(name) for name in names]
+        """`outputs` of many names (the what-if reads every name of a step), read in bulk
+        from their first nodes (shapes.py); a name asked twice shares its list."""
+        from . import shapes
+
+        codes = self._codes()
+        asked = [codes.get(name) for name in names]
+        wanted = list(dict.fromkeys(code for code in asked if code is not None))
+        first = self._first_exec[wanted].tolist()
+        if len(first) * 4 >= len(self._node_stats):  # most nodes: one C-level copy, then pick
+            every = self._node_stats[:]
+            blobs = every if first == list(range(len(every))) else [every[i] for i in first]
+        else:
+            blobs = [self._node_stats[i] for i in first]
+        found = dict(zip(wanted, shapes.outputs(blobs)))
+        return [found[code] if code is not None else [] for code in asked]
 
     def __iter__(self):
         return iter(self._names)
@@ -171,6 +184,10 @@ class _ColumnarReading:
 
         # Names from other writers may not be UTF-8: shown with U+FFFD rather than refused.
         distinct_names = _decode_all(list(self.name_index))
+        # The index refers to itself (its default factory): a cycle that would keep every
+        # name's bytes alive until the next collection, which big steps decode without.
+        self.name_index.default_factory = None
+        self.name_index = None
         name_code = joined("name_code", (0,))
         # The first execution of each distinct name, in code order: its node holds the label.
         first_exec = np.unique(name_code, return_index=True)[1]  # codes are 0..k-1, all present
