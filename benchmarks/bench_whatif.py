@@ -12,6 +12,12 @@ rise (the allocator's records, as the Memory tab shows it). Predicted:
   (batch-carrying events scaled, the records replayed: tb_memory_plugin/whatif.py);
 - fit: fixed + per-sample bytes per layer through the batch-2 and batch-4 traces.
 
+Then the same for a TF2 profile (XPlane): the Keras 3 U-Net of demo_logs/keras_unet.py
+(depth 2, width 8, `--keras-size`, Adam) profiled with `tf.profiler.experimental` around
+`train_on_batch` at batch 4 and 8 and measured at 16 and 32 (BFC allocator, one inter-op
+thread, each in a fresh process). Measured there is the absolute peak (the allocator's bytes
+in use), predicted the absolute peak too (`--xplane-only` skips the step-stats models).
+
 Target (issue 12): within 10%, aiming for 5%. `--keep DIR` keeps the traces and
 reads them from there next time.
 """
@@ -19,7 +25,9 @@ reads them from there next time.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
+import subprocess
 import sys
 import time
 
@@ -28,10 +36,44 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "demo_logs"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tb_memory_plugin import graph, store, whatif  # noqa: E402
+from tb_memory_plugin import analysis, graph, store, whatif  # noqa: E402
+from tb_memory_plugin.sources import xplane  # noqa: E402
 from tb_memory_plugin.cli import format_bytes  # noqa: E402
 
 TRACED = (2, 4)
+PROFILED = (4, 8)
+# A Keras 3 U-Net trained with train_on_batch, two steps profiled (markers 0 and 1); the tests'
+# profiles (tests/test_whatif.py) are made by this script too.
+KERAS_PROFILE_SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+sys.path.insert(0, sys.argv[1])
+import keras_unet
+logdir, batch, size = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+model = keras_unet.build(size, 0, depth=2, width=8)
+model.compile(optimizer="adam", loss="mse")
+rng = np.random.default_rng(0)
+x = rng.standard_normal((batch, size, size, 3)).astype("float32")
+y = rng.standard_normal((batch, size, size, 2)).astype("float32")
+model.train_on_batch(x, y)  # traces the train function before the profile
+tf.profiler.experimental.start(logdir)
+for step in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+        model.train_on_batch(x, y)
+tf.profiler.experimental.stop()
+"""
+# The BFC allocator records CPU memory (set before TensorFlow starts); one inter-op thread runs the
+# ops in one order, so two convolutions' scratch does not overlap by chance.
+KERAS_PROFILE_ENV = {"TF_CPU_ALLOCATOR_USE_BFC": "true", "TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2",
+                     "TF_NUM_INTEROP_THREADS": "1"}
+
+
+def keras_profile_process(logdir: str, batch: int, size: int) -> subprocess.Popen:
+    """Start profiling the Keras U-Net at `batch` into `logdir` (`plugins/profile/<session>/...`)."""
+    return subprocess.Popen([sys.executable, "-c", KERAS_PROFILE_SCRIPT, os.path.join(REPO, "demo_logs"), logdir,
+                             str(batch), str(size)], env=dict(os.environ, **KERAS_PROFILE_ENV),
+                            stderr=subprocess.PIPE)
 
 
 def traced(model: str, batch: int, size: int, keep: str | None) -> tuple[bytes, bytes]:
@@ -59,6 +101,52 @@ def analysed(model: str, batch: int, size: int, keep: str | None):
     return step
 
 
+def profiled_steps(batch: int, size: int, keep: str | None) -> list:
+    """The analysed steps of one Keras profile at `batch` (made unless `keep` has it)."""
+    logdir = os.path.join(keep or os.path.join(REPO, "build", "bench_whatif"), f"keras_b{batch}_s{size}")
+    paths = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+    if not paths or not keep:
+        job = keras_profile_process(logdir, batch, size)
+        _, err = job.communicate(timeout=1200)
+        if job.returncode:
+            sys.exit(f"keras batch {batch}: the profile failed: {err.decode()[-2000:]}")
+        paths = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+    with open(max(paths, key=os.path.getmtime), "rb") as f:
+        decoded = xplane.decode(f.read())
+    steps = [analysis.analyse(decoded.trace(i)) for i in range(len(decoded.steps))]
+    if not steps or any(step.status != "ok" for step in steps):
+        sys.exit(f"keras batch {batch}: no analysable profiled step")
+    return steps
+
+
+def bench_xplane(size: int, measured_batches: list[int], keep: str | None, errors: dict) -> None:
+    started = time.perf_counter()
+    steps = {}
+    for batch in (*PROFILED, *measured_batches):
+        # The step with the lowest peak: a busy machine can overlap two scratches by chance.
+        steps[batch] = min(profiled_steps(batch, size, keep), key=lambda s: s.space(None).peak_rise_bytes)
+    spaces = {batch: step.space(None) for batch, step in steps.items()}
+    predictors = {
+        f"one step from {PROFILED[0]}": whatif.one_step(steps[PROFILED[0]], spaces[PROFILED[0]]),
+        f"one step from {PROFILED[1]}": whatif.one_step(steps[PROFILED[1]], spaces[PROFILED[1]]),
+        f"fit through {PROFILED[0]}, {PROFILED[1]}": whatif.Fitted([(b, spaces[b]) for b in PROFILED]),
+    }
+    print(f"== keras_unet (XPlane profile) {size}x{size}, {spaces[PROFILED[0]].trace.id} (profiled and measured "
+          f"in {time.perf_counter() - started:.0f} s); absolute peak: measured, then predicted (error)")
+    print("   profiled: " + ", ".join(f"batch {b} {format_bytes(spaces[b].start_bytes + spaces[b].peak_rise_bytes)}"
+                                      for b in PROFILED)
+          + "; batch read from the forward pass: " + ", ".join(str(whatif.traced_batch(steps[b])) for b in PROFILED))
+    print(f"   {'batch':>5}  {'measured':>14}" + "".join(f"  {name:>28}" for name in predictors))
+    for batch in measured_batches:
+        measured = spaces[batch].start_bytes + spaces[batch].peak_rise_bytes
+        cells = []
+        for name, predictor in predictors.items():
+            predicted = whatif.predicted_bytes(predictor, batch, True)
+            errors.setdefault(f"xplane {name}", []).append(abs(predicted - measured) / measured)
+            cells.append(f"{predicted:,} ({error(predicted, measured)})")
+        print(f"   {batch:>5}  {measured:>14,}" + "".join(f"  {cell:>28}" for cell in cells))
+
+
 def error(predicted: int, measured: int) -> str:
     return f"{100.0 * (predicted - measured) / measured:+.2f}%"
 
@@ -69,10 +157,13 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--measure", default="8,16", help="batch sizes to measure (comma-separated)")
     parser.add_argument("--keep", help="directory to keep the traces in (and read them from)")
+    parser.add_argument("--keras-size", type=int, default=64, help="image size of the profiled Keras U-Net")
+    parser.add_argument("--keras-measure", default="16,32", help="batch sizes to profile and measure it at")
+    parser.add_argument("--xplane-only", action="store_true", help="only the Keras profile (XPlane)")
     args = parser.parse_args()
     measured_batches = [int(b) for b in args.measure.split(",") if b]
     errors: dict[str, list[float]] = {"one step from 2": [], "one step from 4": [], "fit through 2, 4": []}
-    for model in [m for m in args.models.split(",") if m]:
+    for model in [m for m in args.models.split(",") if m and not args.xplane_only]:
         started = time.perf_counter()
         steps = {batch: analysed(model, batch, args.size, args.keep) for batch in (*TRACED, *measured_batches)}
         spaces = {batch: step.space(None) for batch, step in steps.items()}
@@ -95,6 +186,7 @@ def main() -> None:
                 errors[name].append(abs(predicted - measured) / measured)
                 cells.append(f"{predicted:,} ({error(predicted, measured)})")
             print(f"   {batch:>5}  {measured:>14,}" + "".join(f"  {cell:>28}" for cell in cells))
+    bench_xplane(args.keras_size, [int(b) for b in args.keras_measure.split(",") if b], args.keep, errors)
     print("largest |error|: " + ", ".join(f"{name} {100 * max(values):.2f}%" for name, values in errors.items()
                                           if values) + " (target 10%, aiming for 5%)")
 

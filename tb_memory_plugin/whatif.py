@@ -23,7 +23,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
-from .figures import AT_PEAK, INPUTS
+from .figures import ACTIVATIONS, AT_PEAK, INPUTS, OPTIMIZER
 from .trace import labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -32,6 +32,9 @@ _VARIABLE_READS = frozenset({"ReadVariableOp", "_ReadVariablesOp", "VariableV2",
 # GPU allocators round a request up (BFC: to 256 bytes): a record this much above an
 # output's requested bytes is still that output.
 _ROUNDING = 256
+# Profiles record the BFC chunk an allocation got: a chunk is split only when it is at least
+# twice the rounded request, so it can be up to twice the request (rounded to 256 bytes).
+_CHUNK_SOURCES = frozenset({"xplane"})
 # `[cpu 0.1MB 0.1MB] name = Op(in_1, in_2:1, ^control)`
 _INPUTS_RE = re.compile(r"=\s*[^(]*\((?P<inputs>.*)\)\s*$")
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
@@ -65,23 +68,41 @@ def _label_inputs(label: str) -> list[str]:
     return [name.split(":", 1)[0] for name in names if name and not name.startswith("^")]
 
 
-def traced_batch(step: StepAnalysis) -> int:
-    """The batch size the step ran at: the commonest first dimension of the feeds' outputs
-    (`_arg_*`, placeholders, iterators) over all memory spaces."""
+def _leading_dims(step: StepAnalysis, category: int, min_rank: int, weight) -> collections.Counter:
+    """First dimensions of the outputs of the names of one category, over all memory spaces."""
     leading: collections.Counter = collections.Counter()
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        inputs = [space.names.raw[i] for i in np.flatnonzero(space.names.category == INPUTS).tolist()]
-        for outputs in outputs_of(inputs):
+        names = [space.names.raw[i] for i in np.flatnonzero(space.names.category == category).tolist()]
+        for outputs in outputs_of(names):
             for shape, _ in outputs:
-                if shape and shape[0] > 0:
-                    leading[shape[0]] += 1
+                if len(shape) >= min_rank and shape[0] > 0:
+                    leading[shape[0]] += weight(shape)
+    return leading
+
+
+def traced_batch(step: StepAnalysis) -> int:
+    """The batch size the step ran at: the commonest first dimension of the feeds' outputs
+    (`_arg_*`, placeholders, iterators) over all memory spaces.
+
+    A profile (XPlane) holds no feed: the input pipeline prefetched the batch before the step
+    and the step's function takes it as an argument, allocating nothing. There the batch is the
+    commonest first dimension of the forward pass's tensors (activations) of rank 2 or more,
+    each counted by its rank: a matmul's `[batch x seq, d]` is the reshaped `[batch, seq, d]`
+    of the ops around it.
+    """
+    leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
+    if not leading and step.trace.source in _CHUNK_SOURCES:
+        leading = _leading_dims(step, ACTIVATIONS, 2, len)
     if not leading:
         if not any(space.trace.outputs_of for space in step.spaces):
             raise WhatIfError(f"a {step.trace.source} trace keeps no output shapes here: "
                               "the batch dimension cannot be found")
+        if step.trace.source in _CHUNK_SOURCES:
+            raise WhatIfError("no input op and no forward-pass tensor with a shape of rank 2 or more: "
+                              "cannot tell the traced batch size")
         raise WhatIfError("no feed or input op with a shape: cannot tell the traced batch size")
     return max(leading.items(), key=lambda item: (item[1], item[0]))[0]
 
@@ -108,7 +129,9 @@ def _outputs(step: StepAnalysis, batch: int) -> _Outputs:
         labels.update(zip(wanted, labels_of(space.trace.label_of, wanted)))
         for (index, name), outputs in zip(fresh, outputs_of(wanted)):
             shapes[name] = outputs
-            if space.names.op_types[index] in _VARIABLE_READS:
+            # Variable reads (graphs) and optimizer updates (profiles, where reads allocate
+            # nothing) have parameters' shapes.
+            if space.names.op_types[index] in _VARIABLE_READS or space.names.category[index] == OPTIMIZER:
                 parameter_shapes.update(shape for shape, _ in shapes[name] if shape)
     batch_bytes, other_bytes, carries = {}, {}, {}
     for name, outputs in shapes.items():
@@ -127,8 +150,12 @@ def _outputs(step: StepAnalysis, batch: int) -> _Outputs:
     return _Outputs(batch_bytes, other_bytes, uses)
 
 
-def _matches(size: int, sizes: set[int]) -> bool:
-    return any(0 <= size - s < _ROUNDING for s in sizes if s > 0)
+def _best_match(size: int, sizes: set[int], chunks: bool) -> int:
+    """The largest requested size an allocation of `size` bytes can hold (0: none): within the
+    allocator's 256-byte rounding, or for a BFC chunk (`chunks`) below twice the rounded request."""
+    def fits(s: int) -> bool:
+        return s > 0 and s <= size < (2 * -(-s // _ROUNDING) * _ROUNDING if chunks else s + _ROUNDING)
+    return max((s for s in sizes if fits(s)), default=0)
 
 
 # -- one traced step ------------------------------------------------------------------------
@@ -165,12 +192,17 @@ class OneStep:
         event_name = trace.name_code[trace.event_exec] if trace.event_exec.size else trace.event_exec
         sizes = np.abs(trace.event_bytes)
         scales = uses[event_name] if event_name.size else np.zeros(0, dtype=bool)
+        chunks = step.trace.source in _CHUNK_SOURCES
         for position in np.flatnonzero(uses[event_name] if event_name.size else scales).tolist():
             name = names[int(event_name[position])]
             size = int(sizes[position])
-            if not _matches(size, outputs.batch_bytes.get(name, empty)) and \
-                    _matches(size, outputs.other_bytes.get(name, empty)):
-                scales[position] = False  # a non-batch output of a batch op (a max-pool's indices, say)
+            # The tensor it holds: the closest-fitting of the op's sizes (none: a temporary).
+            batch = _best_match(size, outputs.batch_bytes.get(name, empty), chunks)
+            other = _best_match(size, outputs.other_bytes.get(name, empty), chunks)
+            if other > batch:
+                # A non-batch tensor of a batch op: a max-pool's indices, a profiled convolution's
+                # fixed-size scratch.
+                scales[position] = False
         self.scales = scales
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants.
         resident = 0

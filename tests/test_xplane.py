@@ -521,3 +521,41 @@ def test_keras_optimizer_updates_are_optimizer_bytes(steps):
                 seen += 1
                 assert CATEGORIES[space.names.category[row]] == "optimizer", path
     assert seen > 0
+
+
+# -- output shapes (the batch-size what-if) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, shape", [("[32,28,28,1]", (32, 28, 28, 1)), ("[]", ()), ("[7]", (7,)),
+                                         ("[ 2, 3 ]", (2, 3)), ("[?,3]", None), ("[-1,3]", None), ("", None)])
+def test_parse_shape(text, shape):
+    assert xplane.parse_shape(text) == shape
+
+
+def test_output_shapes_are_the_allocations_shapes(steps, reference):
+    """Per name, the (shape, requested bytes) of its allocations in the step, in time order, as
+    TensorFlow's own parse of the memory events says (names made by one raw op only)."""
+    for profile_step, step in steps:
+        (space,) = step.spaces
+        trace = space.trace
+        expected: dict[str, list] = collections.defaultdict(list)
+        raw_of: dict[str, set] = collections.defaultdict(set)
+        for e in _in_window(reference, profile_step.step_ids):
+            if e["allocation"] and "tf_op" in e:
+                raw_of[xnames.clean(e["tf_op"])].add(e["tf_op"])
+                if "shape" in e:
+                    dims = e["shape"].strip("[]")
+                    expected[xnames.clean(e["tf_op"])].append(
+                        (tuple(int(d) for d in dims.split(",")) if dims else (), e["requested_bytes"]))
+        names = [n for n in trace.distinct_names if len(raw_of.get(n, ())) == 1]
+        assert len(names) > 50
+        assert dict(zip(names, trace.outputs_of(names))) == {n: expected.get(n, []) for n in names}
+        assert trace.outputs_of(["no such op", xplane.BEFORE_STEP]) == [[], []]
+
+
+def test_the_batch_of_a_keras_fit_profile_is_read_from_the_forward_pass(steps):
+    """The callback's fit prefetches its input before each step: no input op allocates in it."""
+    from tb_memory_plugin import whatif
+
+    for _, step in steps:
+        assert whatif.traced_batch(step) == 2

@@ -55,7 +55,10 @@ _MEMORY_STATS = (
     ("allocator_name", "string"), ("tf_op", "string"), ("region_type", "string"), ("id", "int"),
     ("addr", "int"), ("allocation_bytes", "int"), ("requested_bytes", "int"), ("bytes_allocated", "int"),
     ("bytes_reserved", "int"), ("bytes_available", "int"), ("fragmentation", "double"),
+    ("shape", "string"),  # the tensor's shape as text, `[32,28,28,1]` (`[]`: a scalar)
 )
+# Other names a stat has had: read as the declared one.
+_STAT_ALIASES = {"tensor_shape": "shape"}
 
 
 def _check_bytes(data) -> None:
@@ -203,7 +206,7 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
     strings = _Strings(data, plane.stat_names)
     stat_ids: dict[str, list[int]] = {}
     for metadata_id, name in plane.stat_names.items():
-        stat_ids.setdefault(name, []).append(metadata_id)
+        stat_ids.setdefault(_STAT_ALIASES.get(name, name), []).append(metadata_id)
     meta_ids, meta_kinds, meta_node, meta_op_type = _event_kinds(plane.event_names, strings)
     parts: dict[str, list] = {"memory": [], "ops": [], "processes": [], "markers": []}
     for line_index, line in enumerate(plane.lines):
@@ -523,6 +526,8 @@ class _PlaneSteps:
             snapshot_bytes=memory["bytes_allocated"][events],
             snapshot_series=series,
             capacity_bytes=int(capacity.max()) if capacity.size and int(capacity.max()) > 0 else None,
+            outputs_of=_Outputs(strings.values, distinct_names, name_code.reshape(-1), start, event_exec,
+                                np.where(is_allocation, memory["shape"][events], -1), requested),
             **columns,
         )
         return space, op_types
@@ -545,6 +550,59 @@ class _PlaneSteps:
             if op_type is not None:
                 op_types.setdefault(name, self.strings.values[op_type])
         return op_types
+
+
+_SHAPE_RE = re.compile(r"^\[(?P<dims>\d+(?:,\d+)*)?\]$")
+
+
+def parse_shape(text: str) -> tuple[int, ...] | None:
+    """`[32,28,28,1]` -> (32, 28, 28, 1); `[]` -> () (a scalar); None for anything else (an
+    unknown dimension, a shape TensorFlow did not know when it allocated)."""
+    match = _SHAPE_RE.match(text.replace(" ", ""))
+    if match is None:
+        return None
+    dims = match.group("dims")
+    return tuple(int(d) for d in dims.split(",")) if dims else ()
+
+
+class _Outputs:
+    """`SpaceTrace.outputs_of` of one space: for each runtime name, the (shape, requested bytes) of
+    every allocation of its first execution (the earliest to start) that carries a shape, in time
+    order. Those are its outputs and also its scratch (`region_type` temp), which profiles shape too:
+    the what-if then tells a batch-shaped buffer from a fixed-size one (a convolution's capped
+    im2col buffer). Built on the first question, from columns the space already holds."""
+
+    def __init__(self, strings: list[str], distinct_names: list[str], name_code: np.ndarray, start_us: np.ndarray,
+                 event_exec: np.ndarray, shape_code: np.ndarray, requested: np.ndarray) -> None:
+        self._strings, self._distinct_names = strings, distinct_names
+        self._name_code, self._start_us = name_code, start_us
+        self._event_exec, self._shape_code, self._requested = event_exec, shape_code, requested
+        self._by_name: dict[str, list[tuple[tuple[int, ...], int]]] | None = None
+
+    def __call__(self, names: list[str]) -> list[list[tuple[tuple[int, ...], int]]]:
+        if self._by_name is None:
+            self._by_name = self._build()
+        return [list(self._by_name.get(name, ())) for name in names]
+
+    def _build(self) -> dict[str, list[tuple[tuple[int, ...], int]]]:
+        count = self._name_code.size
+        is_first = np.zeros(count, dtype=bool)
+        if count:
+            order = np.lexsort((np.arange(count), self._start_us, self._name_code))
+            codes = self._name_code[order]
+            is_first[order[np.r_[True, codes[1:] != codes[:-1]]]] = True
+        shaped = np.flatnonzero(self._shape_code >= 0)
+        shaped = shaped[is_first[self._event_exec[shaped]]]
+        parsed: dict[int, tuple[int, ...] | None] = {}
+        by_name: dict[str, list[tuple[tuple[int, ...], int]]] = {}
+        for execution, code, size in zip(self._event_exec[shaped].tolist(), self._shape_code[shaped].tolist(),
+                                         self._requested[shaped].tolist()):
+            if code not in parsed:
+                parsed[code] = parse_shape(self._strings[code])
+            shape = parsed[code]
+            if shape is not None:
+                by_name.setdefault(self._distinct_names[self._name_code[execution]], []).append((shape, size))
+        return by_name
 
 
 def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> np.ndarray:
