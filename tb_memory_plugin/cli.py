@@ -463,17 +463,22 @@ def byte_count(text: str) -> int:
 
 
 def _whatif_steps(args: argparse.Namespace) -> list | None:
-    """The traced steps `whatif` reads: --tag of each run (the first run must have it), else its
-    latest step; each in the memory space --device names."""
+    """The traced steps `whatif` reads: the first run's --tag (else its latest step), and the
+    matching step of each other run (store.matching_step); each in the memory space --device names."""
     from . import whatif
+
+    from . import store
 
     steps = _Steps(args.logdir)
     picked = []
-    for position, run in enumerate(dict.fromkeys(args.run)):
+    first = None
+    for run in dict.fromkeys(args.run):
         refs = steps.refs(run)
         if refs is None:
             return None
-        ref = _pick_step(refs, run, args.tag if position == 0 else None, preferred_tag=args.tag)
+        # The first run's --tag (else its latest step); the others' step matching it.
+        ref = _pick_step(refs, run, args.tag) if first is None else store.matching_step(refs, first)
+        first = first or ref
         step = steps.analysis(ref)
         if step.status != "ok":
             raise _StepNotFound(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")

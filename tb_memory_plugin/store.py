@@ -96,6 +96,20 @@ def latest_step(refs: list[StepRef]) -> StepRef:
     return max(enumerate(refs), key=lambda pair: (pair[1].step, pair[1].wall_time, pair[0]))[1]
 
 
+def matching_step(refs: list[StepRef], like: StepRef) -> StepRef:
+    """Another run's step to read beside `like` (a what-if fit): the same tag; else a step of
+    the same source with the same step number (the Keras callback names each run's
+    profile after its own session); else that source's latest step; else the latest step."""
+    for ref in refs:
+        if ref.tag == like.tag:
+            return ref
+    same_source = [ref for ref in refs if ref.source == like.source]
+    for ref in same_source:
+        if ref.step == like.step:
+            return ref
+    return latest_step(same_source or refs)
+
+
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
     """Runs -> traced steps (tags) in event files, sorted by run then tag."""
     runs: dict[str, dict[str, StepRef]] = {}

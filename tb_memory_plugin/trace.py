@@ -79,8 +79,9 @@ class SpaceTrace:
     snapshot_series: Mapping[str, np.ndarray] = field(default_factory=dict)
     capacity_bytes: int | None = None
     # Runtime names -> for each, (shape, requested bytes) of every output of its first
-    # execution, read in one go on demand where the source keeps them (the batch-size
-    # what-if asks for every name of a step); None where the source cannot.
+    # execution (XPlane: of every shaped allocation, scratch included), read in one go on
+    # demand where the source keeps them (the batch-size what-if asks for every name of a
+    # step); None where the source cannot.
     outputs_of: Callable[[list[str]], list[list[tuple[tuple[int, ...], int]]]] | None = None
 
     @property

@@ -510,3 +510,20 @@ def _whatif_in(logdir, *argv):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(["whatif", str(logdir), *argv])
     return code, out.getvalue(), err.getvalue()
+
+
+def test_the_other_runs_step_matches_the_first_runs():
+    """A fit reads each other run's step matching the first run's: the same tag; else, for runs the
+    Keras callback wrote (each profile named after its own session, beside an empty `batch_N`
+    record), the step of the same source and number; else that source's latest step."""
+    def ref(tag, plugin, step, wall=0.0):
+        return store.StepRef("r", tag, plugin, step, wall)
+
+    keras_run = [ref("batch_3", store.TAGGED_RUN_METADATA, 3, 9.0), ref("host_b#2", store.PROFILE, 2, 1.0),
+                 ref("host_b#3", store.PROFILE, 3, 2.0)]
+    first = ref("host_a#3", store.PROFILE, 3)
+    assert store.matching_step(keras_run, first).tag == "host_b#3"
+    assert store.matching_step(keras_run, ref("host_a#7", store.PROFILE, 7)).tag == "host_b#3"  # latest profile
+    assert store.matching_step(keras_run, ref("host_b#2", store.PROFILE, 9)).tag == "host_b#2"  # same tag first
+    assert store.matching_step(keras_run, ref("step_1", store.TAGGED_RUN_METADATA, 1)).tag == "batch_3"
+    assert store.matching_step(keras_run[1:], ref("step_1", store.TAGGED_RUN_METADATA, 1)).tag == "host_b#3"
