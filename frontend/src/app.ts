@@ -1,10 +1,13 @@
 // The controller: fetches what the selection needs and hands it to the views.
 // Views draw and write the selection; only the controller (this file and
-// curve-loads.ts) talks to the API.
+// the *-loads.ts) talks to the API.
 // Loaded data lives in AppState, the layout in PageView, readiness in Readiness,
 // the curve's loads in CurveLoads; loading.ts holds the one load-into-a-panel helper.
+// The main views (summary, curve, treemap, details) make the page ready; the
+// graph and the what-if are secondary panels with their own readiness, asked
+// for only once the main views are ready, so that they never hold them back.
 
-import { Api, ApiError, type DeviceParams, type RunInfo, type SummaryResponse } from './api';
+import { Api, ApiError, type DefaultStepResponse, type DeviceParams, type RunInfo, type SummaryResponse } from './api';
 import { AppState } from './app-state';
 import { CompareLoads } from './compare-loads';
 import { CurveLoads } from './curve-loads';
@@ -15,7 +18,7 @@ import { restorable, type SavedSelection } from './lib/saved-selection';
 import { otherRuns } from './lib/whatif';
 import { ScopePreviews } from './lib/scope-preview';
 import { Latest, afterPaint, loadInto, message } from './loading';
-import type { Readiness } from './readiness';
+import { LoadCounter, type Readiness, afterReady, allIdle } from './readiness';
 import { type Selection, type SelectionKey, type SelectionState, stepParams } from './selection';
 import type { PageView } from './views/page';
 import type { EmptyStateOptions } from './views/summary';
@@ -45,12 +48,16 @@ export class App {
     summary: new Latest(),
     scopes: new Latest(),
     graph: new Latest(),
+    /** The newest graph load waiting for the main views: one replaced meanwhile never asks the route. */
+    graphWanted: new Latest(),
     details: new Latest(),
     prefetch: new Latest(),
   };
   private readonly curves: CurveLoads;
   private readonly compare: CompareLoads;
   private readonly whatif: WhatIfLoads;
+  /** The graph panel's own readiness (data-ready on its element). */
+  private readonly graphReadiness: LoadCounter;
 
   constructor(
     private readonly selection: Selection,
@@ -60,7 +67,9 @@ export class App {
   ) {
     this.curves = new CurveLoads(api, readiness, selection, this.state, page.curve);
     this.compare = new CompareLoads(api, readiness, selection, page.compare, (comparing) => page.setCompareMode(comparing));
-    this.whatif = new WhatIfLoads(api, readiness, page.whatif);
+    this.graphReadiness = new LoadCounter(page.graph.element);
+    // The what-if is asked after the main views and the graph: its route is the slowest, and it is below the first screen.
+    this.whatif = new WhatIfLoads(api, new LoadCounter(page.whatif.element), [readiness, this.graphReadiness], page.whatif);
     selection.subscribe((state, changed) => this.onSelection(state, changed));
     page.curve.onWidthChange = (width) => this.onCurveWidth(width);
   }
@@ -82,9 +91,15 @@ export class App {
   // ---- the first step ----
 
   private async loadRuns(chosenBefore: Promise<SavedSelection | null>): Promise<void> {
+    const listed = this.api.runs();
+    listed.catch(() => {}); // its failure is handled below, once awaited
+    // With nothing chosen before, the opening step is asked at once, alongside the runs.
+    const before = await chosenBefore;
+    const opening = before ? null : this.api.defaultStep();
+    opening?.catch(() => {}); // openingSelection falls back on its own
     let runs: RunInfo[];
     try {
-      runs = (await this.api.runs()).runs;
+      runs = (await listed).runs;
     } catch (e) {
       this.showEmpty('Could not list runs', message(e), 'Could not list runs', { error: true });
       return;
@@ -95,7 +110,7 @@ export class App {
       this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.', 'No traced steps', { howTo: true });
       return;
     }
-    const first = restorable(await chosenBefore, runs) ?? (await this.openingSelection(runs));
+    const first = restorable(before, runs) ?? (await this.openingSelection(runs, opening ?? this.api.defaultStep()));
     if (this.selection.get().run !== null) {
       this.state.opening = null; // the user picked a run meanwhile: theirs wins
       return;
@@ -104,9 +119,9 @@ export class App {
   }
 
   /** Nothing chosen before: the step with the largest peak (`default_step`), else the first run's latest step. */
-  private async openingSelection(runs: readonly RunInfo[]): Promise<Partial<SelectionState>> {
+  private async openingSelection(runs: readonly RunInfo[], asked: Promise<DefaultStepResponse>): Promise<Partial<SelectionState>> {
     try {
-      const opening = await this.api.defaultStep();
+      const opening = await asked;
       const run = runs.find((r) => r.run === opening.run);
       if (run && run.steps.some((s) => s.tag === opening.tag)) {
         this.state.opening = opening;
@@ -203,7 +218,7 @@ export class App {
     this.page.resident.setDevice(device);
     this.page.details.setStepCategories(device?.categories ?? []);
     this.whatif.setStep(
-      summary && device ? { run: summary.run, tag: summary.tag, device: device.id, source: summary.source } : null,
+      summary && device ? { run: summary.run, tag: summary.tag, device: device.id } : null,
       otherRuns(this.state.runs, summary?.run ?? null),
     );
     if (!device) return;
@@ -269,13 +284,17 @@ export class App {
       (e) => `Could not load scope “${focus || '(all)'}”: ${message(e)}${scopeHint(e, group)}`,
     );
 
-    void loadInto(
-      this.readiness,
-      this.latest.graph,
-      graph,
-      () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus }),
-      (data) => graph.setData(data),
-      (e) => `No graph for “${focus || '(all)'}”: ${message(e)}`,
+    // The graph is a secondary panel: asked once the level, details and curve are drawn (dimmed meanwhile).
+    graph.setLoading(true);
+    void afterReady(this.graphReadiness, [this.readiness], this.latest.graphWanted.next(), () =>
+      loadInto(
+        this.graphReadiness,
+        this.latest.graph,
+        graph,
+        () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus }),
+        (data) => graph.setData(data),
+        (e) => `No graph for “${focus || '(all)'}”: ${message(e)}`,
+      ),
     );
 
     this.curves.load();
@@ -283,8 +302,9 @@ export class App {
 
   /**
    * Fetches, one at a time and only once nothing else loads (after the first
-   * paint), the details of the largest tiles drawn: the API cache then answers
-   * a click on them without a round trip. Prefetches never touch data-ready.
+   * paint, and the graph's), the details of the largest tiles drawn: the API
+   * cache then answers a click on them without a round trip. Prefetches never
+   * touch data-ready.
    */
   private async prefetchDetails(): Promise<void> {
     const isLatest = this.latest.prefetch.next();
@@ -292,7 +312,7 @@ export class App {
     if (!p) return;
     const targets = this.page.treemap.visibleScopes().slice(0, PREFETCH_DETAILS);
     for (const scope of targets) {
-      await this.readiness.idle();
+      await allIdle(this.readiness, this.graphReadiness);
       if (!isLatest() || stepKey(stepParams(this.selection.get())) !== stepKey(p)) return;
       try {
         await this.api.scope({ ...p, scope, top: TOP_NODES });

@@ -2,7 +2,7 @@
 // helper for "dim, fetch, draw the answer or its error", error texts.
 
 import { ApiError } from './api';
-import type { Readiness } from './readiness';
+import type { LoadCounter } from './readiness';
 
 /** Latest-wins guard: a response for an older request of the same kind is dropped. */
 export class Latest {
@@ -28,10 +28,10 @@ export function message(e: unknown): string {
  * Loads one request's answer into a panel: dimmed meanwhile (unless `dim` is
  * false), then `show(data)`, or its error and `show(null)`; an answer is
  * dropped when a newer load guarded by the same `latest` started since.
- * Counts as loading (data-ready "0") until it settles.
+ * Counts as loading on `readiness` (data-ready "0") until it settles.
  */
 export function loadInto<T>(
-  readiness: Readiness,
+  readiness: LoadCounter,
   latest: Latest,
   view: Loadable,
   request: (isLatest: () => boolean) => Promise<T>,

@@ -62,13 +62,20 @@ def css_string(value: str) -> str:
 
 
 READY_JS = "() => !!document.body && document.body.dataset.ready === '1'"
+# A secondary panel (the graph, the what-if) loads after the page is ready and says so on its own element.
+PANEL_READY_JS = """(testid) => {
+  const panel = document.querySelector(`[data-testid="${testid}"]`);
+  return !!panel && panel.dataset.ready === '1' && document.body.dataset.ready === '1';
+}"""
 
-# Records every value data-ready takes, so a fast 0 -> 1 is not missed.
-WATCH_READY_JS = """() => {
-  window.__readyLog = [document.body.dataset.ready];
+# Records every value data-ready takes on the page (no selector) or on one panel, so a fast 0 -> 1 is not missed.
+WATCH_READY_JS = """(selector) => {
+  const target = selector ? document.querySelector(selector) : document.body;
+  window.__readyLog = [target.dataset.ready];
+  window.__readyTarget = selector;
   if (window.__readyObserver) window.__readyObserver.disconnect();
-  window.__readyObserver = new MutationObserver(() => window.__readyLog.push(document.body.dataset.ready));
-  window.__readyObserver.observe(document.body, {attributes: true, attributeFilter: ['data-ready']});
+  window.__readyObserver = new MutationObserver(() => window.__readyLog.push(target.dataset.ready));
+  window.__readyObserver.observe(target, {attributes: true, attributeFilter: ['data-ready']});
 }"""
 
 
@@ -124,14 +131,26 @@ class Dashboard:
             raise AssertionError(f"Memory tab not ready (body.dataset.ready != '1'): {exc}; "
                                  f"errors={errors} status={status} page errors={self.page_errors}") from None
 
-    def watch_ready(self) -> None:
-        self.frame.evaluate(WATCH_READY_JS)
+    def wait_panel(self, testid: str, timeout_ms: int = 30_000) -> None:
+        """Waits until the page and a secondary panel (`graph-panel`, `whatif`) are both ready: such a
+        panel asks for its data only once the main views are drawn."""
+        self.frame.wait_for_function(PANEL_READY_JS, arg=testid, timeout=timeout_ms)
+
+    def wait_graph(self) -> None:
+        self.wait_panel("graph-panel")
+
+    def watch_ready(self, panel: str | None = None) -> None:
+        """Starts recording data-ready: the page's, or with `panel` (a data-testid) that panel's own."""
+        self.frame.evaluate(WATCH_READY_JS, tid(panel) if panel else None)
 
     def wait_reloaded(self) -> list[str]:
-        """After watch_ready() and an action: waits for ready to go 0 then 1; returns the log."""
+        """After watch_ready() and an action: waits for the watched ready to go 0 then 1 (and the page
+        to be ready); returns the log."""
         self.frame.wait_for_function(
             "() => { const l = window.__readyLog || []; const i = l.indexOf('0');"
-            " return i >= 0 && l.indexOf('1', i) > i && document.body.dataset.ready === '1'; }",
+            " const sel = window.__readyTarget; const target = sel ? document.querySelector(sel) : document.body;"
+            " return i >= 0 && l.indexOf('1', i) > i && target.dataset.ready === '1'"
+            " && document.body.dataset.ready === '1'; }",
             timeout=30_000)
         return self.frame.evaluate("() => window.__readyLog")
 

@@ -482,6 +482,7 @@ def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
     _assert_details_match(dash, run, tag, device, "", has_curve=False)
     details = dash.loc(tid("details")).inner_text()
     assert "at peak" not in details and "peak rise" not in details and "no curve" in details, details
+    dash.wait_graph()
     graph = dash.loc(tid("graph")).text_content()
     assert dash.loc(tid("graph-node")).count() > 0 and "allocated" in graph and "at peak" not in graph, graph
     dash.screenshot("no-curve")
@@ -520,6 +521,7 @@ def test_html_in_names_is_text_and_runs_no_script(dashboard):
     assert dash.loc(tid("details-scope")).inner_text().strip() == logdata.HTML_SCOPE
     assert f"{logdata.HTML_SCOPE}/{logdata.HTML_SCOPE}" in dash.loc(tid("node-table")).inner_text()
     # The graph (boxes from the trace, no GraphDef) shows the names as text too.
+    dash.wait_graph()
     assert dash.graph_node(logdata.HTML_SCOPE).count() == 1
     assert "<img" in dash.graph_node(logdata.HTML_SCOPE).text_content()
     dash.tile(logdata.HTML_SCOPE).dblclick()
@@ -640,6 +642,7 @@ def test_first_screen_at_1280x800(dashboard):
     scrolling; no table wider than the page; readable graph labels; the layout does not move on a click."""
     dash, tb = dashboard, dashboard.tb
     tag, device = _open_run(dash, UNET)
+    dash.wait_graph()
     dash.graph_node("shared_model").wait_for()
     assert dash.frame.evaluate("() => window.scrollY") == 0
 

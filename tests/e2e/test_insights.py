@@ -16,8 +16,10 @@ def _whatif_shown(dash) -> dict:
 
 
 def _type(dash, testid: str, text: str) -> None:
-    """Types into an input and waits for the debounced request's answer."""
-    dash.watch_ready()
+    """Types into an input and waits for the debounced request's answer (the what-if panel's own
+    readiness: it is not one of the main views)."""
+    dash.wait_panel("whatif")
+    dash.watch_ready("whatif")
     dash.loc(tid(testid)).fill(text)
     dash.wait_reloaded()
 
@@ -65,7 +67,7 @@ def test_whatif_predicts_the_peak_at_batch_8(dashboard):
     assert dash.loc(f'{tid("whatif-chart")} {tid("whatif-asked")}').count() == 1
     assert dash.loc(f'{tid("whatif-layers")} tbody tr').count() == len(one["layers"])
 
-    dash.watch_ready()
+    dash.watch_ready("whatif")
     dash.loc(tid("whatif-runs")).select_option(["unet_b4"])
     dash.wait_reloaded()
     fit = tb.api("whatif", run=UNET, tag=tag, device=device, batch=8, runs="unet_b4")

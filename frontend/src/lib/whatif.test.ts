@@ -89,7 +89,9 @@ describe('words', () => {
 
   it('says plainly why a step cannot answer', () => {
     expect(whatIfErrorText({ run: 'r', tag: 't' }, 'no feed (HTTP 422)')).toBe('No what-if for r t: no feed (HTTP 422)');
-    expect(whatIfErrorText({ run: 'k', tag: 'profile/s/step_3', source: 'xplane' }, 'x')).toMatch(/^No what-if for k profile\/s\/step_3: profiled \(XPlane\) steps are not supported yet.* \(x\)$/);
+    // A profiled step is asked like any other: the server's own error is shown, not a refusal made up here.
+    const why = 'this profile records no output shapes (HTTP 422)';
+    expect(whatIfErrorText({ run: 'k', tag: 'profile/s/step_3' }, why)).toBe(`No what-if for k profile/s/step_3: ${why}`);
   });
 
   it('offers the other runs', () => {

@@ -86,10 +86,9 @@ export function maxBatchText(w: WhatIfResponse): string {
   return `largest batch that fits: ${w.max_batch}`;
 }
 
-/** The route's error in plain words: a profiled step cannot be scaled yet (it records no output shapes). */
-export function whatIfErrorText(step: { run: string; tag: string; source?: string }, error: string): string {
-  const why = step.source === 'xplane' ? 'profiled (XPlane) steps are not supported yet, their trace keeps no output shapes to find the batch in' : null;
-  return `No what-if for ${step.run} ${step.tag}: ${why ?? error}${why ? ` (${error})` : ''}`;
+/** The route's error for a step, as the server words it (it says why a step cannot be scaled, XPlane steps included). */
+export function whatIfErrorText(step: { run: string; tag: string }, error: string): string {
+  return `No what-if for ${step.run} ${step.tag}: ${error}`;
 }
 
 function sharedPrefix(a: string, b: string): number {

@@ -74,7 +74,7 @@ export class GraphView {
     this.area.append(this.svg);
     this.element = el(
       'section',
-      { class: 'panel graph-panel', 'aria-label': 'Graph' },
+      { class: 'panel graph-panel', 'data-testid': 'graph-panel', 'aria-label': 'Graph' },
       el('div', { class: 'panel-toolbar one-row' }, el('h2', {}, 'Graph'), el('span', { class: 'spacer' }), this.fitButton, this.link),
       this.area,
       this.info,
