@@ -6,8 +6,10 @@ the GraphDef's inputs between nodes that fall in different children.
 
 from __future__ import annotations
 
-import itertools
+import bisect
+import collections
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,6 +41,7 @@ _CLASSES: dict | None = None
 _END_OF_NODE = "\x00"  # an input name no graph holds: closes each node's inputs
 _END_OF_NODE_FIELD = b"\x1a\x01\x00"  # input (3, LEN) = "\x00"
 _PORT = re.compile(r":[^\n]*")  # names hold no ":" and no "^"
+_COLLAPSED_KEPT = 64  # collapsed scopes kept per graph (the graph view asks each again on every visit)
 
 
 def _classes() -> dict:
@@ -55,6 +58,10 @@ class RunGraph:
     names: list[str]
     ops: list[str]
     data: bytes = field(repr=False, default=b"")  # the serialized GraphDef, for inputs
+    # Collapsed scopes, most recently used last (collapse()); shared by the route's threads.
+    _collapsed: collections.OrderedDict = field(default_factory=collections.OrderedDict, init=False, repr=False,
+                                                compare=False)
+    _collapsed_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @cached_property
     def op_types(self) -> dict[str, str]:
@@ -90,13 +97,43 @@ class RunGraph:
         # `^ctrl` and `name:port` -> `name`, all inputs at once; then each to its node index
         # (-1: outside the graph, -2: the end of a node).
         cleaned = _PORT.sub("", "\n".join(merged).replace("^", "")).split("\n") if merged else []
-        lookup = {name: i for i, name in enumerate(self.names)}
+        lookup = dict(zip(self.names, range(len(self.names))))
         lookup[_END_OF_NODE] = -2
-        codes = np.fromiter(map(lookup.get, cleaned, itertools.repeat(-1)), dtype=np.int64, count=len(cleaned))
+        get = lookup.get
+        codes = np.array([get(name, -1) for name in cleaned], dtype=np.int64)
         end = codes == -2
         target = np.cumsum(end) - end  # inputs before a node's end belong to it
         inside = codes >= 0
         return codes[inside], target[inside]
+
+
+    @cached_property
+    def _by_name(self) -> tuple[list[int], list[str]]:
+        """Node indices in name order, and the names in that order: the nodes under a scope are one range."""
+        order = sorted(range(len(self.names)), key=self.names.__getitem__)
+        return order, [self.names[i] for i in order]
+
+    def _under(self, scope: str) -> list[int]:
+        """Indices (in graph order) of the nodes whose names lie under `scope` (`scope/...`)."""
+        order, sorted_names = self._by_name
+        # Every name starting "scope/" sorts in ["scope/", "scope0"): "0" follows "/" in code points.
+        low = bisect.bisect_left(sorted_names, scope + "/")
+        high = bisect.bisect_left(sorted_names, scope + "0", low)
+        return sorted(order[low:high])
+
+    def collapsed(self, scope: str) -> "CollapsedGraph":
+        """The graph collapsed to `scope`'s children (see collapse); kept per scope, a fresh copy each call."""
+        with self._collapsed_lock:
+            found = self._collapsed.get(scope)
+            if found is not None:
+                self._collapsed.move_to_end(scope)
+        if found is None:
+            found = _collapse(self, scope)
+            with self._collapsed_lock:
+                self._collapsed[scope] = found
+                while len(self._collapsed) > _COLLAPSED_KEPT:
+                    self._collapsed.popitem(last=False)
+        return CollapsedGraph(dict(found.children), dict(found.child_ops), set(found.scopes), Counter(found.edges))
 
 
 def graph_blobs(data: bytes):
@@ -126,29 +163,45 @@ class CollapsedGraph:
 
 
 def collapse(graph: RunGraph, scope: str) -> CollapsedGraph:
-    keys = [child_key(name, scope) for name in graph.names]
-    children: Counter = Counter(k for k in keys if k is not None)
-    scopes = set()
-    child_ops = {}
-    for name, key, op in zip(graph.names, keys, graph.ops):
-        if key is None:
-            continue
-        if name == key:
-            child_ops[key] = op
-        else:
-            scopes.add(key)
+    """`graph` collapsed to the children of `scope` (`""`: the root): each child's node count, the
+    op of children that are single nodes, which children hold other nodes, and the edges between
+    different children with their counts. Each node belongs to the child `child_key` names."""
+    return graph.collapsed(scope)
+
+
+def _collapse(graph: RunGraph, scope: str) -> CollapsedGraph:
+    if scope:
+        members = graph._under(scope)
+        prefix = scope + "/"
+        cut = len(prefix)
+        rests = [graph.names[i][cut:] for i in members]
+        ops = [graph.ops[i] for i in members]
+    else:
+        members, prefix, rests, ops = None, "", graph.names, graph.ops
+    parts = [rest.partition("/") for rest in rests]  # (child's name, "/" when it goes deeper, ...)
+    heads = [part[0] for part in parts]
+    counts = Counter(heads)  # children in graph order of their first node
+    child_ops = {prefix + head: op for (head, deeper, _), op in zip(parts, ops) if not deeper}
+    scopes = {prefix + head for head, deeper, _ in parts if deeper}
+    names = [prefix + head for head in counts]
+    children = dict(zip(names, counts.values()))
+
     # Edges between different children, counted by (source child, target child).
-    code = {key: i for i, key in enumerate(children)}
-    key_code = np.fromiter((code.get(k, -1) if k is not None else -1 for k in keys), dtype=np.int64,
-                           count=len(keys))
+    code = dict(zip(counts, range(len(counts))))
+    head_code = np.array([code[head] for head in heads], dtype=np.int64)
+    if members is None:
+        key_code = head_code
+    else:
+        key_code = np.full(len(graph.names), -1, dtype=np.int64)
+        key_code[np.array(members, dtype=np.int64)] = head_code
     source, target = graph.edges
     source_key, target_key = key_code[source], key_code[target]
     crossing = (source_key >= 0) & (target_key >= 0) & (source_key != target_key)
-    pairs, counts = np.unique(np.stack([source_key[crossing], target_key[crossing]], axis=1), axis=0,
-                              return_counts=True)
-    names = list(children)
-    edges = Counter({(names[a], names[b]): int(c) for (a, b), c in zip(pairs.tolist(), counts.tolist())})
-    return CollapsedGraph(dict(children), child_ops, scopes, edges)
+    width = max(len(names), 1)
+    pairs, pair_counts = np.unique(source_key[crossing] * width + target_key[crossing], return_counts=True)
+    edges = Counter({(names[pair // width], names[pair % width]): count
+                     for pair, count in zip(pairs.tolist(), pair_counts.tolist())})
+    return CollapsedGraph(children, child_ops, scopes, edges)
 
 
 OTHER_ID = "(other)"

@@ -1,4 +1,7 @@
-"""RunGraph (names and ops in one merged parse, edges read when asked) against the compat protos."""
+"""RunGraph (names and ops in one merged parse, edges read when asked) against the compat protos;
+collapse (a scope's children and the edges between them) against a per-node reference."""
+
+from collections import Counter
 
 import pytest
 from google.protobuf.message import DecodeError
@@ -47,3 +50,65 @@ def test_hand_built_graph_inputs_ports_controls_and_strangers():
 def test_not_a_graph_raises_decode_error():
     with pytest.raises(DecodeError):
         graph.RunGraph.from_bytes(b"\x0a\xff\xff\xff")
+
+
+def _reference_collapse(graph_def: graph_pb2.GraphDef, scope: str):
+    """Each node's child of `scope` by graph.child_key, one node and one input at a time."""
+    key_of = {node.name: graph.child_key(node.name, scope) for node in graph_def.node}
+    children = Counter(k for k in key_of.values() if k is not None)
+    child_ops = {node.name: node.op for node in graph_def.node if key_of[node.name] == node.name}
+    scopes = {k for name, k in key_of.items() if k is not None and k != name}
+    edges = Counter()
+    for node in graph_def.node:
+        for source in node.input:
+            source = source.lstrip("^").split(":", 1)[0]
+            a, b = key_of.get(source), key_of[node.name]
+            if a is not None and b is not None and a != b:
+                edges[(a, b)] += 1
+    return dict(children), child_ops, scopes, edges
+
+
+def _scopes_of(names):
+    found = {""}
+    for name in names:
+        parts = name.split("/")
+        found.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return sorted(found)
+
+
+def test_collapse_matches_the_reference_at_every_scope_of_a_real_graph(unet_trace):
+    graph_def = graph_pb2.GraphDef.FromString(unet_trace.graph_def_bytes)
+    run_graph = graph.RunGraph.from_bytes(unet_trace.graph_def_bytes)
+    scopes = _scopes_of(run_graph.names)
+    assert len(scopes) > 20
+    with_edges = 0
+    for scope in scopes + ["no_such_scope", "shared_model/unet_0"]:  # the last one: a prefix of real scopes
+        collapsed = graph.collapse(run_graph, scope)
+        children, child_ops, inner, edges = _reference_collapse(graph_def, scope)
+        assert (collapsed.children, collapsed.child_ops, collapsed.scopes, collapsed.edges) == (
+            children, child_ops, inner, edges), scope
+        with_edges += bool(edges)
+    assert with_edges > 5
+
+
+def test_collapse_answers_a_fresh_copy_each_time():
+    """The graph view adds the trace's own boxes to what collapse answers: a kept answer must not change."""
+    graph_def = graph_pb2.GraphDef()
+    graph_def.node.add(name="s/a", op="Const")
+    graph_def.node.add(name="s/b", op="Identity", input=["s/a"])
+    graph_def.node.add(name="s/t/c", op="AddN", input=["s/b", "^s/a"])
+    graph_def.node.add(name="s0", op="NoOp", input=["s/t/c"])  # sorts right after the scope "s/": not in it
+    graph_def.node.add(name="s", op="NoOp")  # the scope's own node: not one of its children
+    run_graph = graph.RunGraph.from_bytes(graph_def.SerializeToString())
+    first = graph.collapse(run_graph, "s")
+    assert first.children == {"s/a": 1, "s/b": 1, "s/t": 1}
+    assert first.child_ops == {"s/a": "Const", "s/b": "Identity"} and first.scopes == {"s/t"}
+    assert first.edges == {("s/a", "s/b"): 1, ("s/b", "s/t"): 1, ("s/a", "s/t"): 1}
+    first.children["(before this step)"] = 3
+    first.scopes.add("(before this step)")
+    first.child_ops["x"] = "y"
+    first.edges[("s/a", "x")] += 1
+    again = graph.collapse(run_graph, "s")
+    assert again.children == {"s/a": 1, "s/b": 1, "s/t": 1} and again.scopes == {"s/t"}
+    assert "x" not in again.child_ops and ("s/a", "x") not in again.edges
+    assert graph.collapse(run_graph, "").children == {"s": 4, "s0": 1}
