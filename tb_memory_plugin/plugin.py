@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
@@ -29,8 +30,14 @@ class StepNotAnalysable(ValueError):
     """The step's blob is corrupt or carries no memory (HTTP 422)."""
 
 
-def _json(request, body, code=200):
-    return http_util.Respond(request, json.dumps(body), "application/json", code=code)
+def _json(request, body, code=200, started=None):
+    """The JSON response; with `started` (time.perf_counter() when the request came in), a
+    `Server-Timing: app;dur=<ms>` header says how long the server worked on it (the browser's
+    network panel and benchmarks/bench_browser.py show it beside each request)."""
+    headers = None
+    if started is not None:
+        headers = [("Server-Timing", f"app;dur={(time.perf_counter() - started) * 1e3:.1f}")]
+    return http_util.Respond(request, json.dumps(body), "application/json", code=code, headers=headers)
 
 
 def _route(handler):
@@ -38,18 +45,19 @@ def _route(handler):
 
     @wrappers.Request.application
     def wrapped(self, request):
+        started = time.perf_counter()
         if request.method != "GET":
             return _json(request, {"error": "only GET is allowed"}, 405)
         try:
             with store.gc_paused():  # a cold request decodes a whole step: see gc_paused
                 body = handler(self, request)
-            return _json(request, body)
+            return _json(request, body, started=started)
         except BadRequest as exc:
-            return _json(request, {"error": str(exc)}, 400)
+            return _json(request, {"error": str(exc)}, 400, started)
         except report.NotFound as exc:
-            return _json(request, {"error": str(exc)}, 404)
+            return _json(request, {"error": str(exc)}, 404, started)
         except StepNotAnalysable as exc:
-            return _json(request, {"error": str(exc)}, 422)
+            return _json(request, {"error": str(exc)}, 422, started)
 
     wrapped.__name__ = handler.__name__
     return wrapped
@@ -143,7 +151,9 @@ class MemoryPlugin(base_plugin.TBPlugin):
         """The step to open first: the largest peak among the latest steps of the most recent runs.
 
         `runs` stays cheap (it analyses nothing); this analyses one step per run, for at most
-        `max_runs` runs, and compares each step's default memory space.
+        `max_runs` runs, and compares each step's default memory space by the figures the summary
+        shows for it (`peak_bytes` / `peak_rise_bytes`, `has_curve`), read from the analysis without
+        building the summary: the page asks for the chosen step's summary next, with its run graph.
         """
         steps = self._store.list_steps(ctx, experiment)
         latest = [store.latest_step(refs) for refs in steps.values() if refs]
@@ -156,15 +166,15 @@ class MemoryPlugin(base_plugin.TBPlugin):
             step = self._store.analysis(ctx, experiment, ref)
             if step.status != "ok":
                 continue
-            summary = report.step_summary(step, "layer")
-            device = next((d for d in summary["devices"] if d["id"] == summary["default_device"]), None)
-            if device is None:
+            space = step.space(None)  # the summary's `default_device`
+            if space is None:
                 continue
-            absolute = device["peak_bytes"] is not None
-            peak = device["peak_bytes"] if absolute else device["peak_rise_bytes"]
-            rank = (device.get("has_curve", True), peak)
+            start, rise = space.start_bytes, space.peak_rise_bytes
+            absolute = start is not None
+            peak = start + rise if absolute else rise  # the summary's peak_bytes, else its peak_rise_bytes
+            rank = (bool(space.has_curve), peak)
             if best is None or rank > best[0]:
-                best = (rank, ref, device["id"], peak, absolute)
+                best = (rank, ref, space.trace.id, peak, absolute)
         body = {"run": None, "tag": None, "device": None, "reason": None, "peak_bytes": None, "absolute": None,
                 "compared_steps": len(compared), "run_count": len(latest)}
         if best is not None:
@@ -192,19 +202,22 @@ class MemoryPlugin(base_plugin.TBPlugin):
             lambda other: self._store.analysis(ctx, experiment, other), run_graph)
         return body
 
-    def _space(self, ctx, experiment, run, tag, device):
+    def _step_space(self, ctx, experiment, run, tag, device):
+        """(analysed step, its memory space `device`); 404 / 422 as the routes answer them."""
         _, step = self._step(ctx, experiment, run, tag)
         if step.status != "ok":
             raise StepNotAnalysable(step.message or f"step {tag!r} of run {run!r} cannot be analysed")
         space = step.space(device)
         if space is None:
             raise report.NotFound(f"unknown device {device!r} in {run!r} {tag!r}")
-        return space
+        return step, space
+
+    def _space(self, ctx, experiment, run, tag, device):
+        return self._step_space(ctx, experiment, run, tag, device)[1]
 
     def _space_resident(self, ctx, experiment, run, tag, device):
         """(memory space, the run graph's resident tensors in it or None), as summary_impl has them."""
-        space = self._space(ctx, experiment, run, tag, device)
-        _, step = self._step(ctx, experiment, run, tag)
+        step, space = self._step_space(ctx, experiment, run, tag, device)
         return space, report.space_resident(step, space, self._store.run_graph(ctx, experiment, run))
 
     def scopes_impl(self, ctx, experiment, run, tag, device=None, group="layer", scope=""):

@@ -325,6 +325,23 @@ def test_bad_parameters_are_400(tb, route, params):
     assert set(body) == {"error"}
 
 
+@pytest.mark.parametrize("route, params, expect", [
+    ("runs", {}, 200),
+    ("summary", {"run": "unet", "tag": "step_1"}, 200),
+    ("graph", {"run": "unet", "tag": "step_1"}, 200),
+    ("scopes", {"run": "unet", "tag": "step_1", "scope": "no/such/scope"}, 404),
+    ("curve", {"run": "unet", "tag": "step_1", "points": "5"}, 400),
+])
+def test_json_answers_say_how_long_the_server_worked(tb, route, params, expect):
+    """Every JSON answer, errors included, carries `Server-Timing: app;dur=<ms>` (the browser's network
+    panel and bench_browser.py's waterfall show it)."""
+    code, response = get(tb, route, **params)
+    assert code == expect
+    header = response.headers.get("Server-Timing", "")
+    name, _, duration = header.partition(";dur=")
+    assert name == "app" and float(duration) >= 0, header
+
+
 @pytest.mark.parametrize("route", ["runs", "summary", "scopes", "curve", "index.js"])
 def test_post_is_refused(tb, route):
     response = tb.client.post(PREFIX + route, query_string={"run": "unet", "tag": "step_1"})
