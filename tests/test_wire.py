@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import config_pb2, step_stats_pb2
 
 from tb_memory_plugin import analysis
 from tracedata import UNET_BATCH, exec_names
 from tb_memory_plugin.sources import run_metadata
-from tb_memory_plugin.sources.run_metadata import reference, wire
+from tb_memory_plugin.sources.run_metadata import reference, shapes, wire
 
 
 def _blobs(nodes) -> list[bytes]:
@@ -118,7 +120,7 @@ def test_real_trace_decodes_like_the_protos(unet_trace):
     assert any(n.all_end_rel_micros == 0 for d in devices for n in d.node_stats)
 
 
-def test_output_shapes_of_each_name_are_its_first_nodes(unet_trace):
+def test_output_shapes_of_each_name_are_its_first_nodes(unet_trace, monkeypatch):
     """The what-if's shapes: per distinct name, its first node's outputs, alike from both readers
     and from the protos; the feeds carry the batch."""
     device = next(d for d in unet_trace.proto.step_stats.dev_stats if d.node_stats)
@@ -135,6 +137,12 @@ def test_output_shapes_of_each_name_are_its_first_nodes(unet_trace):
     assert columns.label_of.outputs("no such node") == expected.label_of.outputs("no such node") == []
     asked = [*first, "no such node", *first]
     assert columns.label_of.outputs_many(asked) == [*first.values(), [], *first.values()]
+    # In bulk (shapes.py), in many chunks, without a node left to the protos.
+    monkeypatch.setattr(shapes, "CHUNK_NODES", 37)
+    monkeypatch.setattr(shapes, "_one", None)
+    assert columns.label_of.outputs_many(list(first)) == list(first.values())
+    assert shapes.outputs(blobs) == [reference.output_shapes(node) for node in device.node_stats]
+    assert sum(len(shape) > 1 for outputs in first.values() for shape, _ in outputs) > len(first) // 4  # real shapes
     feeds = [name for name in first if name.startswith("_arg_")]
     assert feeds and all(columns.label_of.outputs(name)[0][0][0] == UNET_BATCH for name in feeds)
     (space, *_) = run_metadata.decode(unet_trace.run_metadata_bytes).spaces
@@ -490,3 +498,160 @@ def test_labels_read_together_equal_labels_read_one_by_one(unet_trace):
         one_by_one = [column.label_of.get(name, "") for name in names]
         assert column.label_of.many(names) == one_by_one
         assert sum(1 for label in one_by_one if " = " in label) > len(names) // 2  # real labels, not empties
+
+
+# -- output shapes in bulk (shapes.py) against the protos, node by node ----------------------
+
+
+def _protos_outputs(blob: bytes):
+    """What Labels.outputs gives: the protos' outputs, or [] where they refuse the node."""
+    try:
+        return reference.output_shapes(reference.parse_node(blob))
+    except DecodeError:
+        return []
+
+
+def _labels(blobs: list[bytes]) -> wire.Labels:
+    return wire.Labels([f"n{i}" for i in range(len(blobs))], blobs, np.arange(len(blobs)))
+
+
+def _num(number: int, value: int, spell: bool = False) -> bytes:
+    """A varint field; a zero is left out, as proto3 writers do, unless spelt out."""
+    return _varint(number << 3) + _varint(value) if value or spell else b""
+
+
+def _output(dims=None, requested=None, spell=False, allocator=b"mklcpu", extra_shape=b"", dtype=1, slot=0):
+    """NodeOutput bytes: dims None for no shape, [] for a scalar; each dim a size or (size, name)."""
+    shape = None
+    if dims is not None:
+        shape = b"".join(_long_field(2, _num(1, d, spell) if isinstance(d, int) else
+                                     _num(1, d[0], spell) + _long_field(2, d[1])) for d in dims) + extra_shape
+    allocation = b"" if requested is None else _num(1, requested, spell) + _long_field(3, allocator)
+    description = _num(1, dtype, spell) + (b"" if shape is None else _long_field(2, shape))
+    description += _long_field(4, allocation) if requested is not None else b""
+    return _num(1, slot, spell) + _long_field(3, description)
+
+
+def _node(i: int, outputs: list[bytes], tail: bytes = b"") -> bytes:
+    return _plain(i) + b"".join(_long_field(7, output) for output in outputs) + tail
+
+
+_MIN = -(2**63)
+_EDGE_NODES = {
+    "no outputs": [],
+    "an output with nothing": [b""],
+    "no tensor description": [_num(1, 3)],
+    "no shape": [_output(None, 64)],
+    "a scalar": [_output([], 4)],
+    "unknown dims": [_output([-1, 3, -1], 12)],
+    "a dim of size 0": [_output([0, 5], 0)],
+    "dim names": [_output([(2, b"batch"), 7, (0, b"empty")], 56)],
+    "no requested bytes": [_output([4, 4], None)],
+    "several outputs": [_output([2], 8), b"", _output([], 4), _output([1, 2, 3, 4, 5, 6], 2880)],
+    "explicit zeros": [_output([0, 3, 0], 0, spell=True), _output([], 0, spell=True, dtype=0)],
+    "unknown rank": [_output([5], 20, extra_shape=_num(3, 1))],
+    "a shape written twice": [_output([2, 3], 24) + _long_field(3, _long_field(2, _long_field(2, _num(1, 9))))],
+    "bytes written twice": [_output([8], 32) + _long_field(3, _long_field(4, _num(1, 99)))],
+    "a size written twice": [_output([], 4, extra_shape=_long_field(2, _num(1, 5) + _num(1, 6)))],
+    "long varints": [_output([], 4, extra_shape=_long_field(2, b"\x08\x85\x00"))],  # size 5 in 2 bytes
+    # One dim, size 5 and name "\x08\x06", whose bytes read as varints look like two dims.
+    "a dim that looks like two": [_output([], 4, extra_shape=b"\x12\x06\x08\x05\x12\x02\x08\x06")],
+    "huge sizes": [_output([2**62, -(2**40), 127, 128], 2**62)],
+    "a size equal to a marker": [_output([_MIN, 3], 8)],
+    "bytes equal to a marker": [_output([3], _MIN)],
+    "a dim name that is not UTF-8": [_output([(3, b"bad\xff")], 8)],
+    "a dim name that ends in a continuation byte": [_output([(3, "caf\u00e9".encode())], 8)],
+    "an allocator that is not UTF-8": [_output([3], 8, allocator=b"bad\xff")],
+    "a shape cut short": [_output([], 4, extra_shape=b"\x12\x05\x08")],
+    "a lone zero byte for a shape": [_long_field(3, _long_field(2, b"\x00"))],
+    "a lone zero byte for an output": [b"\x00"],
+    "a lone zero byte for a dim": [_output([], 4, extra_shape=_long_field(2, b"\x00"))],
+}
+_EDGE_TAILS = {  # outputs of a plain node, after bytes that make the protos refuse the node, or not
+    "a label that is not UTF-8": _len_field(8, b"bad\xff"),
+    "a memory entry that is not UTF-8": _len_field(6, _len_field(1, b"bad\xff")),
+    "spelt-out zeros": b"\x28\x00\x10\x00",
+}
+
+
+def _edge_blobs() -> tuple[list[str], list[bytes]]:
+    cases, blobs = [], []
+    for case, outputs in _EDGE_NODES.items():
+        cases.append(case)
+        blobs.append(_node(len(blobs), outputs))
+    for case, tail in _EDGE_TAILS.items():
+        cases.append(case)
+        blobs.append(_node(len(blobs), [_output([7, 1], 28)], tail))
+    return cases, blobs
+
+
+@pytest.mark.parametrize("chunk", [shapes.CHUNK_NODES, 5, 1])
+def test_output_shapes_in_bulk_match_the_protos_on_odd_nodes(chunk, monkeypatch):
+    monkeypatch.setattr(shapes, "CHUNK_NODES", chunk)
+    monkeypatch.setattr(shapes, "_GROUP", 1)  # halves down to single nodes: the protos read only those they refuse
+    cases, blobs = _edge_blobs()
+    got = shapes.outputs(blobs)
+    for case, blob, outputs in zip(cases, blobs, got):
+        assert outputs == _protos_outputs(blob), case
+    by_case = dict(zip(cases, got))
+    # The protos' answers themselves, so the cases test what they say they do.
+    assert by_case["no outputs"] == [] and by_case["an output with nothing"] == [((), 0)]
+    assert by_case["no tensor description"] == [((), 0)] and by_case["no shape"] == [((), 64)]
+    assert by_case["a scalar"] == [((), 4)] and by_case["unknown dims"] == [((-1, 3, -1), 12)]
+    assert by_case["a dim of size 0"] == [((0, 5), 0)] and by_case["dim names"] == [((2, 7, 0), 56)]
+    assert by_case["no requested bytes"] == [((4, 4), 0)]
+    assert by_case["several outputs"] == [((2,), 8), ((), 0), ((), 4), ((1, 2, 3, 4, 5, 6), 2880)]
+    assert by_case["explicit zeros"] == [((0, 3, 0), 0), ((), 0)]
+    assert by_case["unknown rank"] == [((5,), 20)]
+    assert by_case["a shape written twice"] == [((2, 3, 9), 24)]  # merged, as protobuf merges
+    assert by_case["bytes written twice"] == [((8,), 99)]  # the last one wins
+    assert by_case["a size written twice"] == [((6,), 4)]
+    assert by_case["long varints"] == [((5,), 4)]
+    assert by_case["a dim that looks like two"] == [((5,), 4)]
+    assert by_case["a size equal to a marker"] == [((_MIN, 3), 8)]
+    assert by_case["bytes equal to a marker"] == [((3,), _MIN)]
+    assert by_case["a dim name that ends in a continuation byte"] == [((3,), 8)]
+    assert by_case["spelt-out zeros"] == [((7, 1), 28)]
+    refused = ["a dim name that is not UTF-8", "an allocator that is not UTF-8", "a shape cut short",
+               "a lone zero byte for a shape", "a lone zero byte for an output", "a lone zero byte for a dim",
+               "a label that is not UTF-8", "a memory entry that is not UTF-8"]
+    assert all(by_case[case] == [] for case in refused)
+    # Through Labels: names it does not have, names asked twice.
+    labels = _labels(blobs)
+    names = [f"n{i}" for i in range(len(blobs))]
+    asked = ["nope", *reversed(names), "n3", "", "n3"]
+    assert labels.outputs_many(asked) == [labels.outputs(name) for name in asked]
+    assert labels.outputs_many(names) == [labels.outputs(name) for name in names] == got
+    assert labels.outputs_many([]) == [] and labels.outputs_many(["nope"]) == [[]]
+
+
+def test_output_shapes_in_bulk_of_a_few_names_of_a_long_step():
+    """A few names of many nodes (read one by one), most of them (picked from one copy)."""
+    blobs = [_node(i, [_output([i % 5, 3], i)] * (i % 3)) for i in range(200)]
+    labels = _labels(blobs)
+    for asked in (["n7", "n150", "n7"], [f"n{i}" for i in range(0, 200, 2)], [f"n{i}" for i in range(199, -1, -1)]):
+        assert labels.outputs_many(asked) == [_protos_outputs(blobs[int(name[1:])]) for name in asked]
+
+
+_SIZES = st.one_of(st.sampled_from([0, 1, -1, 127, 128, _MIN, 2**63 - 1, 18, 8]), st.integers(-(2**63), 2**63 - 1))
+_DIMS = st.lists(st.one_of(_SIZES, st.tuples(_SIZES, st.binary(max_size=4))), max_size=5)
+_OUTPUTS = st.lists(st.one_of(
+    st.builds(_output, st.none() | _DIMS, st.none() | _SIZES, st.booleans(), st.sampled_from([b"mklcpu", b"", b"\xff"]),
+              st.sampled_from([b"", _num(3, 1), _long_field(2, _num(1, 4)), b"\x12\x00", b"\x12\x01"])
+              | st.binary(max_size=8)),  # any bytes after the dims
+    st.binary(max_size=6),  # any bytes for an output: refused by the protos, mostly
+), max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_OUTPUTS, st.sampled_from([b"", b"\x28\x00", _len_field(8, b"\xff")])), max_size=12),
+       st.sampled_from([1, 3, 64]))
+def test_output_shapes_in_bulk_are_the_protos(nodes, chunk):
+    blobs = [_node(i, outputs, tail) for i, (outputs, tail) in enumerate(nodes)]
+    old = shapes.CHUNK_NODES, shapes._GROUP
+    shapes.CHUNK_NODES, shapes._GROUP = chunk, 1
+    try:
+        got = shapes.outputs(blobs)
+    finally:
+        shapes.CHUNK_NODES, shapes._GROUP = old
+    assert got == [_protos_outputs(blob) for blob in blobs]

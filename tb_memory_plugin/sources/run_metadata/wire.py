@@ -127,21 +127,26 @@ class Labels(Mapping):
             return []
 
     def outputs_many(self, names: list[str]) -> list[list[tuple[tuple[int, ...], int]]]:
-        """`outputs` of many names (the what-if reads every name of a step), read in bulk
-        from their first nodes (shapes.py); a name asked twice shares its list."""
+        """`outputs` of many names (the what-if reads every name of a step), read in bulk from
+        their first nodes (shapes.py). Read the lists, don't change them: a name asked
+        twice, or two names it does not have, may share one."""
         from . import shapes
 
-        codes = self._codes()
-        asked = [codes.get(name) for name in names]
-        wanted = list(dict.fromkeys(code for code in asked if code is not None))
+        asked = np.fromiter(map(self._codes().get, names, itertools.repeat(-1)), dtype=np.int64, count=len(names))
+        wanted = np.unique(asked[asked >= 0])
         first = self._first_exec[wanted].tolist()
-        if len(first) * 4 >= len(self._node_stats):  # most nodes: one C-level copy, then pick
-            every = self._node_stats[:]
-            blobs = every if first == list(range(len(every))) else [every[i] for i in first]
+        if first == list(range(len(self._node_stats))):  # every node (a deep model's step): read in chunks
+            blobs = self._node_stats
+        elif len(first) * 4 >= len(self._node_stats):  # most nodes: one C-level copy, then pick
+            blobs = list(map(self._node_stats[:].__getitem__, first))
         else:
             blobs = [self._node_stats[i] for i in first]
-        found = dict(zip(wanted, shapes.outputs(blobs)))
-        return [found[code] if code is not None else [] for code in asked]
+        found = shapes.outputs(blobs)
+        if wanted.size == asked.size and (asked == wanted).all():  # every name once, in code order
+            return found
+        found.append([])
+        at = np.where(asked >= 0, np.searchsorted(wanted, asked), wanted.size)
+        return list(map(found.__getitem__, at.tolist()))
 
     def __iter__(self):
         return iter(self._names)
