@@ -74,9 +74,14 @@ export class App {
     page.curve.onWidthChange = (width) => this.onCurveWidth(width);
   }
 
-  /** Lists the runs, then opens what was chosen before (a link's or the last visit's selection), else the largest peak. */
-  start(chosenBefore: Promise<SavedSelection | null>): Promise<void> {
-    return this.readiness.track(() => this.loadRuns(chosenBefore));
+  /**
+   * Lists the runs, then opens what was chosen before (a link's or the last visit's selection), else the largest peak.
+   * `openingNow`: nothing can have been chosen before, so the largest peak (`default_step`) is asked at once, with the runs.
+   */
+  start(chosenBefore: Promise<SavedSelection | null>, openingNow = false): Promise<void> {
+    const early = openingNow ? this.api.defaultStep() : null;
+    early?.catch(() => {}); // openingSelection falls back on its own; unused when a selection turns up after all
+    return this.readiness.track(() => this.loadRuns(chosenBefore, early));
   }
 
   /** Asks for a curve with about one point per pixel again when the plot grew or shrank by a quarter. */
@@ -90,12 +95,12 @@ export class App {
 
   // ---- the first step ----
 
-  private async loadRuns(chosenBefore: Promise<SavedSelection | null>): Promise<void> {
+  private async loadRuns(chosenBefore: Promise<SavedSelection | null>, early: Promise<DefaultStepResponse> | null): Promise<void> {
     const listed = this.api.runs();
     listed.catch(() => {}); // its failure is handled below, once awaited
-    // With nothing chosen before, the opening step is asked at once, alongside the runs.
+    // With nothing chosen before, the opening step is asked alongside the runs (at once when that was known at once).
     const before = await chosenBefore;
-    const opening = before ? null : this.api.defaultStep();
+    const opening = before ? null : (early ?? this.api.defaultStep());
     opening?.catch(() => {}); // openingSelection falls back on its own
     let runs: RunInfo[];
     try {
