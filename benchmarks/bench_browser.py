@@ -2,7 +2,7 @@
 
     python benchmarks/make_big_trace.py                 # once: /tmp/tb_memory_big (loop shape)
     python benchmarks/make_big_trace.py --shape deep    # once, ~4 minutes: /tmp/tb_memory_deep
-    python benchmarks/bench_browser.py [--dirs /tmp/tb_memory_big /tmp/tb_memory_deep] [--clicks 5]
+    python benchmarks/bench_browser.py [--dirs /tmp/tb_memory_big /tmp/tb_memory_deep] [--clicks 5] [--ours-only]
 
 One TensorBoard per step, started together; each one's first load of the
 Memory tab is its cold figure, then the warm loads alternate between the
@@ -46,10 +46,20 @@ headless Chromium through Playwright at 1280x800, a fresh browser context
 around Playwright calls and waits, so they include Playwright's round trips
 (a few ms).
 
-ours, time to interactive: page.goto(/#memory) until the plugin's iframe
-    has document.body.dataset.ready == "1" and a [data-testid=treemap-tile] is
-    visible. "cold" is the first load after TensorBoard started (empty
-    caches on the server), "warm" the best of the next loads.
+ours, time to interactive: page.goto(/#memory) (or the tab switch) until the
+    plugin's iframe has document.body.dataset.ready == "1" and a
+    [data-testid=treemap-tile] is visible (a non-empty box, not hidden), both
+    checked in one predicate polled every animation frame. "cold" is the first
+    load after TensorBoard started (empty caches on the server), "warm" the
+    best of the next loads. "by the page's clock": from the hash change to the
+    frame the predicate first held, both read with Date.now() in the page.
+    The main views (summary, curve, treemap, details) make it ready; the
+    graph and the what-if load after them, each with its own data-ready on
+    its panel: the cold load also times when each of them was drawn.
+ours, request waterfall: every request of the cold (and first warm) load to
+    /data/plugin/memory/ with its start and end (ms from the tab opening,
+    Playwright's request timing) and the server's own time (the routes'
+    Server-Timing header), recorded until 3 s after ready.
 ours, click: click a treemap tile, until [data-testid=details-scope] reads
     that tile's data-scope; median over --clicks different tiles.
 TensorBoard Graphs:
@@ -69,6 +79,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -132,6 +143,10 @@ MEMORY_ENABLED_JS = "() => {" + DEEP + """
 }"""
 
 
+# How long a cold load's requests are still recorded after the page is ready (the waterfall).
+WATERFALL_AFTER_MS = 3000
+
+
 def start_tensorboards(logdirs: list[str], timeout_s: float = 300):
     """One checkout TensorBoard per logdir, keeping every traced step, started together (each
     loads its logdir meanwhile): [(server, run, tag)] once each one's Memory plugin lists a step."""
@@ -181,12 +196,68 @@ CLICK_IN_PAGE_JS = """(scope) => new Promise((resolve) => {
 })"""
 
 
-def wait_ready(frame) -> None:
-    frame.wait_for_function("() => !!document.body && document.body.dataset.ready === '1'", polling="raf")
-    frame.locator('[data-testid="treemap-tile"]').first.wait_for(state="visible")
+# The graph and the what-if load after the main views, each with its own data-ready on its panel.
+SECONDARY_PANELS = ("graph-panel", "whatif")
+PANEL_READY_JS = """(testid) => {
+  const panel = document.querySelector(`[data-testid="${testid}"]`);
+  return !!panel && panel.dataset.ready === '1';
+}"""
 
 
-def measure_ours(browser, url: str, clicks: int, opened: str = "page"):
+# Interactive: the page says ready and a treemap tile is visible (a box and not hidden), checked in one
+# predicate (one round trip); it answers the page's clock (Date.now()) when it first held.
+READY_JS = """() => {
+  if (!document.body || document.body.dataset.ready !== '1') return false;
+  const tile = document.querySelector('[data-testid="treemap-tile"]');
+  if (!tile) return false;
+  const box = tile.getBoundingClientRect();
+  return box.width > 0 && box.height > 0 && getComputedStyle(tile).visibility !== 'hidden' ? Date.now() : false;
+}"""
+
+
+def wait_ready(frame) -> float:
+    """Waits until interactive; the page's clock (ms) when it was seen."""
+    return frame.wait_for_function(READY_JS, polling="raf").json_value()
+
+
+def request_rows(requests, opened_at_ms: float | None, tti_s: float) -> list[dict]:
+    """The plugin's requests of one load as rows: route and query, start and end (ms from the tab
+    opening, else from the first request), the server's own time (its Server-Timing header) and
+    whether the request ended before the page said it was ready."""
+    rows = []
+    for request in requests:
+        if "/data/plugin/memory/" not in request.url:
+            continue
+        timing = request.timing
+        start = timing["startTime"]
+        end = start + max(timing["responseEnd"], 0)
+        server_ms = None
+        response = request.response()
+        if response is not None:
+            match = re.search(r"app;dur=([0-9.]+)", response.headers.get("server-timing", ""))
+            server_ms = float(match.group(1)) if match else None
+        rows.append({"url": request.url.split("/data/plugin/memory/", 1)[1], "start": start, "end": end,
+                     "server_ms": server_ms, "status": response.status if response else "failed"})
+    origin = opened_at_ms if opened_at_ms is not None else min((r["start"] for r in rows), default=0)
+    for row in rows:
+        row["start"] -= origin
+        row["end"] -= origin
+        row["before_ready"] = row["end"] <= tti_s * 1e3
+    return sorted(rows, key=lambda r: r["start"])
+
+
+def print_waterfall(shape: str, rows: list[dict], tti_s: float) -> None:
+    print(f"\n{shape} load: the plugin's requests, ms from the tab opening (ready at {tti_s * 1e3:.0f} ms)")
+    print(f"  {'start':>6} {'end':>6} {'server':>7}  status  route")
+    for row in rows:
+        server = f"{row['server_ms']:.0f}" if row["server_ms"] is not None else "-"
+        mark = "" if row["before_ready"] else "  (after ready)"
+        url = urllib.parse.unquote(row["url"])
+        print(f"  {row['start']:6.0f} {row['end']:6.0f} {server:>7}  {row['status']!s:>6}  {url[:90]}{mark}")
+
+
+def measure_ours(browser, url: str, clicks: int, opened: str = "page", waterfall: list | None = None,
+                 page_clock: list | None = None):
     """Time to interactive (s), and click latencies: [(in page s, through Playwright s, scope)].
 
     opened="page": from page.goto(/#memory), TensorBoard's own app load included.
@@ -196,18 +267,32 @@ def measure_ours(browser, url: str, clicks: int, opened: str = "page"):
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
+    finished = []
+    page.on("requestfinished", lambda request: finished.append(request))
+    page.on("requestfailed", lambda request: finished.append(request))
     if opened == "tab":
         page.goto(url + "/#tb-memory-bench-idle")
         page.wait_for_load_state("networkidle")
         page.wait_for_timeout(500)
+        finished.clear()
         start = time.perf_counter()
-        page.evaluate("() => { location.hash = '#memory'; }")
+        opened_at = page.evaluate("() => { const t = Date.now(); location.hash = '#memory'; return t; }")
     else:
         start = time.perf_counter()
         page.goto(url + "/#memory")
+        opened_at = None
     frame = memory_frame(page)
-    wait_ready(frame)
+    ready_at = wait_ready(frame)
     tti = time.perf_counter() - start
+    if page_clock is not None and opened_at is not None:
+        page_clock.append((ready_at - opened_at) / 1e3)
+    panels = {}
+    if waterfall is not None:  # the cold load: when the secondary panels (their own data-ready) were drawn too
+        for testid in SECONDARY_PANELS:
+            frame.wait_for_function(PANEL_READY_JS, arg=testid, polling="raf")
+            panels[testid] = time.perf_counter() - start
+        page.wait_for_timeout(WATERFALL_AFTER_MS)  # what the page asks for after it is ready (what-if, prefetches)
+        waterfall.extend(request_rows(finished, opened_at, tti))
 
     latencies = []
     tiles = frame.locator('[data-testid="treemap-tile"]')
@@ -253,7 +338,7 @@ def measure_ours(browser, url: str, clicks: int, opened: str = "page"):
             latencies.append((None, time.perf_counter() - t0, scope))
         page.wait_for_timeout(300)
     context.close()
-    return tti, latencies
+    return tti, latencies, panels
 
 
 def measure_graphs(browser, url: str, run: str, tag: str, shape: str):
@@ -321,6 +406,9 @@ class Shape:
         self.logdir, self.shape = logdir, shape_of(logdir)
         self.tb, self.run, self.tag = server
         self.tab_warm, self.page_warm = [], []
+        self.waterfall: list[dict] = []  # the plugin's requests of the cold load (request_rows)
+        self.waterfall_warm: list[dict] = []  # and of the first warm load
+        self.page_clock: list[float] = []  # the cold load's time to interactive by the page's own clock
 
     def clicks_ms(self, which: int) -> list[float]:
         return [c[which] * 1e3 for c in self.clicks if c[which] is not None]
@@ -335,6 +423,7 @@ def main():
     parser.add_argument("--dirs", nargs="+", default=DEFAULT_DIRS, help="make_big_trace.py outputs")
     parser.add_argument("--clicks", type=int, default=5)
     parser.add_argument("--warm", type=int, default=2, help="extra loads of the Memory tab")
+    parser.add_argument("--ours-only", action="store_true", help="skip TensorBoard's Graphs dashboard")
     args = parser.parse_args()
     logdirs = present(args.dirs, "events.out.tfevents.*")
 
@@ -345,13 +434,15 @@ def main():
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
             for s in shapes:  # each server's first load: its caches are empty
-                s.tab_cold, s.clicks = measure_ours(browser, s.tb.url, args.clicks, opened="tab")
+                s.tab_cold, s.clicks, s.panels_cold = measure_ours(browser, s.tb.url, args.clicks, opened="tab",
+                                                                   waterfall=s.waterfall, page_clock=s.page_clock)
             for round_index in range(max(args.warm, 1)):  # then the shapes alternate
                 for s in (shapes if round_index % 2 == 0 else shapes[::-1]):
-                    s.tab_warm.append(measure_ours(browser, s.tb.url, 0, opened="tab")[0])
+                    s.tab_warm.append(measure_ours(browser, s.tb.url, 0, opened="tab",
+                                                   waterfall=None if round_index else s.waterfall_warm)[0])
                     s.page_warm.append(measure_ours(browser, s.tb.url, 0)[0])
             for s in shapes:
-                s.graphs = measure_graphs(browser, s.tb.url, s.run, s.tag, s.shape)
+                s.graphs = {} if args.ours_only else measure_graphs(browser, s.tb.url, s.run, s.tag, s.shape)
             browser.close()
     finally:
         for s in shapes:
@@ -378,6 +469,12 @@ def main():
         row("Memory tab (ours)", lambda s: ""),
         row("  tab opened -> interactive, cold", lambda s: f"{s.tab_cold * 1e3:.0f} ms",
             f"server caches empty; target <= {TARGET_TTI_S:.1f} s"),
+        row("    by the page's clock", lambda s: f"{s.page_clock[0] * 1e3:.0f} ms" if s.page_clock else "-",
+            "hash change to seen ready, no Playwright return trip"),
+        row("    graph drawn (after the main views)", lambda s: f"{s.panels_cold['graph-panel'] * 1e3:.0f} ms",
+            "its own data-ready"),
+        row("    what-if shown (after the graph)", lambda s: f"{s.panels_cold['whatif'] * 1e3:.0f} ms",
+            "its own data-ready"),
         row("  tab opened -> interactive, warm (best)", lambda s: f"{min(s.tab_warm) * 1e3:.0f} ms"),
         row("  page load -> interactive, warm (best)", lambda s: f"{min(s.page_warm) * 1e3:.0f} ms",
             "TensorBoard's app load included"),
@@ -398,6 +495,10 @@ def main():
     print(", ".join(f"{s.shape}: {s.logdir}" for s in shapes))
     print(f"Chromium {executable}, {VIEWPORT['width']}x{VIEWPORT['height']}; warm: best of {max(args.warm, 1)}")
     print_table([s.shape for s in shapes], rows)
+    for s in shapes:
+        print_waterfall(f"{s.shape}: cold", s.waterfall, s.tab_cold)
+        print_waterfall(f"{s.shape}: warm", s.waterfall_warm, s.tab_warm[0])
+    print()
     for s in shapes:
         if "error" in s.graphs:
             print(f"{s.shape}: TensorBoard's Graphs dashboard stopped: {s.graphs['error']}")
