@@ -251,16 +251,16 @@ class MemoryPlugin(base_plugin.TBPlugin):
             compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top)
 
     def whatif_impl(self, ctx, experiment, run, tag, batch, runs=(), limit=None, device=None, series=True):
-        """The peak at `batch` from step (`run`, `tag`), fitted with the same tag (else the latest
-        step) of each of `runs` when they hold other batch sizes; the largest batch under `limit`."""
+        """The peak at `batch` from step (`run`, `tag`), fitted with the matching step
+        (store.matching_step) of each of `runs` when they hold other batch sizes; the largest
+        batch under `limit`."""
         steps = self._store.list_steps(ctx, experiment)
+        first = self._step(ctx, experiment, run, tag)[0]
         traced = []
         for other in dict.fromkeys((run, *runs)):
             if other not in steps:
                 raise report.NotFound(f"unknown run {other!r}")
-            ref = (next((r for r in steps[other] if r.tag == tag), None) if other != run
-                   else self._step(ctx, experiment, run, tag)[0])
-            ref = ref or store.latest_step(steps[other])
+            ref = first if other == run else store.matching_step(steps[other], first)
             space = self._side(ctx, experiment, other, ref.tag, device)[1]
             traced.append(whatif.Traced(other, ref.tag, ref.step, ref.source,
                                         self._store.analysis(ctx, experiment, ref), space))
