@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable
 
 import numpy as np
 from tensorboard.compat.proto import graph_pb2
@@ -58,6 +59,9 @@ class RunGraph:
     names: list[str]
     ops: list[str]
     data: bytes = field(repr=False, default=b"")  # the serialized GraphDef, for inputs
+    # Reads the serialized GraphDef again (TensorBoard holds it): with one, the bytes are
+    # dropped once the model is read, and read again only if the edges are asked for later.
+    reload: Callable[[], bytes] | None = field(repr=False, default=None, compare=False)
     # Collapsed scopes, most recently used last (collapse()); shared by the route's threads.
     _collapsed: collections.OrderedDict = field(default_factory=collections.OrderedDict, init=False, repr=False,
                                                 compare=False)
@@ -75,24 +79,32 @@ class RunGraph:
         from .resident import Model
 
         try:
-            return Model.from_bytes(self.data, self.names, self.ops)
+            return Model.from_bytes(self._bytes(), self.names, self.ops)
         except Exception:  # noqa: BLE001 - a graph we cannot read attributes of still names the nodes
             return None
+        finally:
+            if self.reload is not None:  # a big graph's bytes need not be held twice
+                self.data = b""
+
+    def _bytes(self) -> bytes:
+        data = self.data
+        return data if data or self.reload is None else self.reload()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "RunGraph":
-        """Raises protobuf's DecodeError on bytes that are not a GraphDef."""
+    def from_bytes(cls, data: bytes, reload: Callable[[], bytes] | None = None) -> "RunGraph":
+        """Raises protobuf's DecodeError on bytes that are not a GraphDef. `reload`: reads
+        the same bytes again (then they are not held once the model is read)."""
         merged = _classes()["Graph"].FromString(data).node
         names, ops = list(merged.name), list(merged.op)
         if len(names) != len(ops):  # a node without a name or op: read node by node
             graph_def = graph_pb2.GraphDef.FromString(data)
             names, ops = [node.name for node in graph_def.node], [node.op for node in graph_def.node]
-        return cls(names, ops, bytes(data))
+        return cls(names, ops, bytes(data), reload)
 
     @cached_property
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         """(source node, target node) of every data and control input inside the graph."""
-        blobs = graph_blobs(self.data)
+        blobs = graph_blobs(self._bytes())
         merged = _classes()["Inputs"].FromString(_END_OF_NODE_FIELD.join(blobs) + _END_OF_NODE_FIELD).input
         # `^ctrl` and `name:port` -> `name`, all inputs at once; then each to its node index
         # (-1: outside the graph, -2: the end of a node).

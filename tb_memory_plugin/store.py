@@ -350,7 +350,9 @@ class StepStore:
             try:
                 data = self._provider.read_blob(ctx, blob_key=key)
                 with gc_paused():
-                    return graph_mod.RunGraph.from_bytes(data)
+                    # TensorBoard holds the bytes: read again, not kept, after the model is read.
+                    return graph_mod.RunGraph.from_bytes(
+                        data, reload=lambda: self._provider.read_blob(ctx, blob_key=key))
             except Exception:  # noqa: BLE001 - a bad graph must not break the memory view
                 return None
 

@@ -32,6 +32,30 @@ def test_real_graph_reads_like_the_protos(unet_trace):
     assert any(i.startswith("^") for n in graph_def.node for i in n.input)
 
 
+def test_a_graph_that_can_be_read_again_drops_its_bytes_once_the_model_is_read(unet_trace):
+    """Served graphs are read again from TensorBoard rather than held twice: the same model and
+    edges whichever is asked first, and the bytes read again only when the edges come later."""
+    data = unet_trace.graph_def_bytes
+    kept = graph.RunGraph.from_bytes(data)
+    reads = []
+
+    def reload():
+        reads.append(1)
+        return data
+
+    for edges_first in (False, True):
+        reads.clear()
+        served = graph.RunGraph.from_bytes(data, reload=reload)
+        if edges_first:
+            assert [e.tolist() for e in served.edges] == [e.tolist() for e in kept.edges]
+            assert served.data == data  # the model still needs them
+        assert served.model.tensors == kept.model.tensors and served.model.graph_bytes == len(data)
+        assert served.data == b""
+        assert [e.tolist() for e in served.edges] == [e.tolist() for e in kept.edges]
+        assert reads == ([] if edges_first else [1])
+    assert kept.data == data  # without a way to read them again, the bytes stay
+
+
 def test_hand_built_graph_inputs_ports_controls_and_strangers():
     graph_def = graph_pb2.GraphDef()
     graph_def.node.add(name="a", op="Const")
