@@ -351,8 +351,11 @@ class StepStore:
                 data = self._provider.read_blob(ctx, blob_key=key)
                 with gc_paused():
                     # TensorBoard holds the bytes: read again, not kept, after the model is read.
-                    return graph_mod.RunGraph.from_bytes(
+                    graph = graph_mod.RunGraph.from_bytes(
                         data, reload=lambda: self._provider.read_blob(ctx, blob_key=key))
+                    del data
+                    graph.model  # noqa: B018 - read now: a big graph's bytes go before a step is decoded
+                    return graph
             except Exception:  # noqa: BLE001 - a bad graph must not break the memory view
                 return None
 
