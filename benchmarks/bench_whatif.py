@@ -20,6 +20,9 @@ in use), predicted the absolute peak too (`--xplane-only` skips the step-stats m
 
 Target (issue 12): within 10%, aiming for 5%. `--keep DIR` keeps the traces and
 reads them from there next time.
+
+`--speed` instead times building the one-step predictor (the `whatif` route's first request
+after the step is analysed) on make_big_trace.py's steps: CPU seconds, best of 5.
 """
 
 from __future__ import annotations
@@ -147,6 +150,30 @@ def bench_xplane(size: int, measured_batches: list[int], keep: str | None, error
         print(f"   {batch:>5}  {measured:>14,}" + "".join(f"  {cell:>28}" for cell in cells))
 
 
+def bench_speed(dirs: list[str], rounds: int = 5) -> None:
+    """CPU time to build the one-step predictor of each benchmark step, best of `rounds`."""
+    from benchlib import present, shape_of
+
+    for directory in present(dirs, "run_metadata.pb"):
+        with open(os.path.join(directory, "run_metadata.pb"), "rb") as f:
+            run_metadata = f.read()
+        graph_path = os.path.join(directory, "graph.pb")
+        run_graph = None
+        if os.path.isfile(graph_path):
+            with open(graph_path, "rb") as f:
+                run_graph = graph.RunGraph.from_bytes(f.read())
+        step = store.analyse_bytes(run_metadata, run_graph)
+        space = step.space(None)
+        times = []
+        for _ in range(rounds):
+            started = time.process_time()
+            whatif.OneStep(step, space)
+            times.append(time.process_time() - started)
+        print(f"== one-step predictor, {shape_of(directory)} step ({len(space.trace.distinct_names):,} names, "
+              f"{space.trace.event_bytes.size:,} events): {1000 * min(times):.0f} ms CPU, best of {rounds} "
+              f"(first {1000 * times[0]:.0f} ms)")
+
+
 def error(predicted: int, measured: int) -> str:
     return f"{100.0 * (predicted - measured) / measured:+.2f}%"
 
@@ -160,7 +187,14 @@ def main() -> None:
     parser.add_argument("--keras-size", type=int, default=64, help="image size of the profiled Keras U-Net")
     parser.add_argument("--keras-measure", default="16,32", help="batch sizes to profile and measure it at")
     parser.add_argument("--xplane-only", action="store_true", help="only the Keras profile (XPlane)")
+    parser.add_argument("--speed", action="store_true",
+                        help="only time the one-step predictor on make_big_trace.py's steps (/tmp/tb_memory_*)")
     args = parser.parse_args()
+    if args.speed:
+        from benchlib import DEFAULT_DIRS
+
+        bench_speed(DEFAULT_DIRS)
+        return
     measured_batches = [int(b) for b in args.measure.split(",") if b]
     errors: dict[str, list[float]] = {"one step from 2": [], "one step from 4": [], "fit through 2, 4": []}
     for model in [m for m in args.models.split(",") if m and not args.xplane_only]:

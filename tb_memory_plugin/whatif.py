@@ -15,6 +15,8 @@ one), the largest batch whose predicted peak fits. Plain Python + numpy.
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -57,6 +59,18 @@ def layer_of(layer_path: str) -> str:
     parts = layer_path.split("/")
     cut = next((i for i, part in enumerate(parts) if part.endswith("_grad")), len(parts) - 1)
     return "/".join(parts[:cut]) or layer_path
+
+
+def _layer_of_path(layer_path: str) -> str:
+    """`layer_of` by string searches (no split): the first component ending in `_grad` is the
+    first `_grad/`, else a last one; the layer is what precedes that component."""
+    grad = layer_path.find("_grad/")
+    if grad < 0:
+        if not layer_path.endswith("_grad"):
+            return layer_path.rpartition("/")[0] or layer_path
+        grad = len(layer_path) - len("_grad")
+    slash = layer_path.rfind("/", 0, grad)
+    return layer_path[:slash] if slash > 0 else layer_path
 
 
 def _label_inputs(label: str) -> list[str]:
@@ -107,52 +121,161 @@ def traced_batch(step: StepAnalysis) -> int:
     return max(leading.items(), key=lambda item: (item[1], item[0]))[0]
 
 
-@dataclass
+class _SizeSets:
+    """A set of sizes per row, as (row, size) pairs sorted once: `_best_match` of many
+    (row, size) questions at once (numpy: the last pair at or below each, then the rule)."""
+
+    def __init__(self, rows: np.ndarray, sizes: np.ndarray) -> None:
+        order = np.lexsort((sizes, rows))
+        rows, sizes = rows[order], sizes[order]
+        distinct = np.ones(rows.size, dtype=bool)
+        distinct[1:] = (rows[1:] != rows[:-1]) | (sizes[1:] != sizes[:-1])
+        self.rows, self.sizes = rows[distinct], sizes[distinct]
+
+    def _at_or_below(self, rows: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, size): per question, the row's largest size at or below the asked size."""
+        if self.rows.size == 0 or rows.size == 0:
+            return np.zeros(rows.size, dtype=bool), np.zeros(rows.size, dtype=np.int64)
+        # (row, size) pairs ordered as one int64 key: sizes by their rank among all sizes here.
+        values = np.unique(np.concatenate([self.sizes, sizes]))
+        width = values.size
+        keys = self.rows * width + np.searchsorted(values, self.sizes)
+        asked = rows * width + np.searchsorted(values, sizes)
+        at = np.searchsorted(keys, asked, side="right") - 1
+        found = (at >= 0) & (rows >= 0)
+        at = np.maximum(at, 0)
+        found &= self.rows[at] == rows
+        return found, np.where(found, self.sizes[at], 0)
+
+    def best(self, rows: np.ndarray, sizes: np.ndarray, chunks: bool) -> np.ndarray:
+        """`_best_match(size, sizes of row, chunks)` per question (row -1: no sizes, 0)."""
+        found, below = self._at_or_below(rows, sizes)
+        # `fits` holds for a prefix of the sizes up to the asked one (its upper bound never falls
+        # as the size grows): the largest at or below it is the best match, or none is.
+        upper = 2 * -(-below // _ROUNDING) * _ROUNDING if chunks else below + _ROUNDING
+        return np.where(found & (below > 0) & (sizes < upper), below, 0)
+
+    def holds(self, rows: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """Per question, whether the row's sizes hold the size."""
+        found, below = self._at_or_below(rows, sizes)
+        return found & (below == sizes)
+
+    def sums(self, count: int) -> np.ndarray:
+        """Per row, the sum of its sizes."""
+        return scatter_sum(self.rows, self.sizes, count)
+
+
 class _Outputs:
-    """What the outputs of each distinct name of one step say about the batch."""
+    """What the outputs of each distinct name of one step say about the batch: one row per name,
+    read from the first memory space holding it (with output shapes)."""
 
-    batch_bytes: dict[str, set[int]]  # requested bytes of its outputs that carry the batch
-    other_bytes: dict[str, set[int]]  # of its other outputs
-    uses_batch: dict[str, bool]  # an output or a data input carries the batch
-
-
-def _outputs(step: StepAnalysis, batch: int) -> _Outputs:
-    shapes: dict[str, list[tuple[tuple[int, ...], int]]] = {}
-    labels: dict[str, str] = {}
-    parameter_shapes: set[tuple[int, ...]] = set()
-    for space in step.spaces:
-        outputs_of = space.trace.outputs_of
-        if outputs_of is None:
-            continue
-        fresh = [(index, name) for index, name in enumerate(space.names.raw) if name not in shapes]
-        wanted = [name for _, name in fresh]
-        labels.update(zip(wanted, labels_of(space.trace.label_of, wanted)))
-        for (index, name), outputs in zip(fresh, outputs_of(wanted)):
-            shapes[name] = outputs
+    def __init__(self, step: StepAnalysis, batch: int) -> None:
+        self.names: list[str] = []  # per row
+        self.label_of: list = []  # per row: the label source of its space
+        self._rows: dict[str, np.ndarray] = {}  # per space id: each of its names' row (-1: none)
+        self._row_of: dict[str, int] = {}
+        per_space = []
+        for space in step.spaces:
+            outputs_of = space.trace.outputs_of
+            if outputs_of is None:
+                continue
+            raw = space.names.raw
+            first = len(self.names)
+            if self._row_of:
+                rows = np.fromiter(map(self._row_of.get, raw, itertools.repeat(-1)), dtype=np.int64, count=len(raw))
+                fresh = np.flatnonzero(rows < 0)
+                wanted = [raw[i] for i in fresh.tolist()]
+            else:
+                rows, fresh, wanted = np.full(len(raw), -1, dtype=np.int64), np.arange(len(raw)), raw
+            rows[fresh] = np.arange(first, first + fresh.size)
+            self._rows[space.trace.id] = rows
+            self._row_of.update(zip(wanted, range(first, first + fresh.size)))
+            self.names.extend(wanted)
+            self.label_of.extend(itertools.repeat(space.trace.label_of, fresh.size))
+            outputs = outputs_of(wanted)
+            counts = np.fromiter(map(len, outputs), dtype=np.int64, count=len(outputs))
             # Variable reads (graphs) and optimizer updates (profiles, where reads allocate
             # nothing) have parameters' shapes.
-            if space.names.op_types[index] in _VARIABLE_READS or space.names.category[index] == OPTIMIZER:
-                parameter_shapes.update(shape for shape, _ in shapes[name] if shape)
-    batch_bytes, other_bytes, carries = {}, {}, {}
-    for name, outputs in shapes.items():
-        batched = [shape for shape, _ in outputs if shape and shape[0] == batch and shape not in parameter_shapes]
+            names = space.names
+            reads = np.fromiter((op in _VARIABLE_READS for op in names.op_type_names), dtype=bool,
+                                count=len(names.op_type_names))[names.op_code] | (names.category == OPTIMIZER)
+            per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
+                              list(itertools.chain.from_iterable(outputs))))
+        self.count = len(self.names)
+        out_row = np.concatenate([rows for rows, _, _ in per_space]) if per_space else np.zeros(0, np.int64)
+        from_reads = np.concatenate([reads for _, reads, _ in per_space]) if per_space else np.zeros(0, bool)
+        flat = [output for _, _, outputs in per_space for output in outputs]
+        shapes = [shape for shape, _ in flat]
+        sizes = np.fromiter((size for _, size in flat), dtype=np.int64, count=len(flat))
+        parameter_shapes = {shape for shape in itertools.compress(shapes, from_reads.tolist()) if shape}
+        rank = np.fromiter(map(len, shapes), dtype=np.int64, count=len(shapes))
+        shaped = np.flatnonzero(rank > 0)
+        first_dim = np.zeros(len(shapes), dtype=np.int64)
+        first_dim[shaped] = np.fromiter(map(operator.itemgetter(0), map(shapes.__getitem__, shaped.tolist())),
+                                        dtype=np.int64, count=shaped.size)
+        # Only shapes that could carry the batch are looked up among the parameters'.
+        maybe = np.flatnonzero((rank > 0) & ((first_dim == batch) | ((rank == 1) & (first_dim % batch == 0))))
+        parameter = np.zeros(len(shapes), dtype=bool)
+        if parameter_shapes:
+            parameter[maybe] = np.fromiter(map(parameter_shapes.__contains__, map(shapes.__getitem__, maybe.tolist())),
+                                           dtype=bool, count=maybe.size)
+        batched = (rank > 0) & (first_dim == batch) & ~parameter
         # oneDNN's workspaces (batch norm, max pool) are flat: one dimension, a multiple of the
         # batch, longer than a per-channel vector of the op's batch output.
-        channels = max((shape[-1] for shape in batched), default=None)
-        with_batch = {size for shape, size in outputs if shape in batched or (
-            channels is not None and len(shape) == 1 and shape[0] % batch == 0 and shape[0] > channels
-            and shape not in parameter_shapes)}
-        batch_bytes[name] = with_batch
-        other_bytes[name] = {size for _, size in outputs} - with_batch
-        carries[name] = bool(with_batch)
-    uses = {name: carries[name] or any(carries.get(i, False) for i in _label_inputs(labels[name]))
-            for name in shapes}
-    return _Outputs(batch_bytes, other_bytes, uses)
+        with_channels = np.zeros(self.count, dtype=bool)
+        with_channels[out_row[batched]] = True
+        channels = np.zeros(self.count, dtype=np.int64)
+        at = np.flatnonzero(batched)
+        if at.size:
+            last_dim = np.fromiter(map(operator.itemgetter(-1), map(shapes.__getitem__, at.tolist())),
+                                   dtype=np.int64, count=at.size)
+            channels[:] = last_dim.min()
+            np.maximum.at(channels, out_row[at], last_dim)
+        workspace = ((rank == 1) & with_channels[out_row] & (first_dim % batch == 0)
+                     & (first_dim > channels[out_row]) & ~parameter)
+        with_batch = batched | workspace
+        # Requested bytes of the outputs that carry the batch, and of the other outputs (a size
+        # that is both is a batch size).
+        self.batch_sizes = _SizeSets(out_row[with_batch], sizes[with_batch])
+        other = ~with_batch
+        other_rows, other_sizes = out_row[other], sizes[other]
+        also_batch = self.batch_sizes.holds(other_rows, other_sizes)
+        self.other_sizes = _SizeSets(other_rows[~also_batch], other_sizes[~also_batch])
+        # Per row, and False last (for row -1: a name no space with shapes holds).
+        self.carries = np.zeros(self.count + 1, dtype=bool)
+        self.carries[self.batch_sizes.rows] = True
+
+    def rows(self, space: SpaceAnalysis) -> np.ndarray:
+        """The row of each distinct name of a space (-1: no space with shapes holds it)."""
+        rows = self._rows.get(space.trace.id)
+        if rows is None:
+            rows = np.fromiter(map(self._row_of.get, space.names.raw, itertools.repeat(-1)),
+                               dtype=np.int64, count=len(space.names.raw))
+        return rows
+
+    def uses_batch(self, rows: np.ndarray) -> np.ndarray:
+        """Per row: an output or a data input (from its label) carries the batch."""
+        uses = self.carries[rows]
+        ask = np.flatnonzero(~uses).tolist()
+        if not ask:
+            return uses
+        carrying = set(itertools.compress(self.names, self.carries.tolist()))
+        rows = rows.tolist()
+        by_source: dict[int, tuple] = {}  # the names asked, by the space whose labels they have
+        for i in ask:
+            label_of = self.label_of[rows[i]]
+            by_source.setdefault(id(label_of), (label_of, []))[1].append(i)
+        for label_of, positions in by_source.values():
+            labels = labels_of(label_of, [self.names[rows[i]] for i in positions])
+            for i, label in zip(positions, labels):
+                uses[i] = any(name in carrying for name in _label_inputs(label))
+        return uses
 
 
 def _best_match(size: int, sizes: set[int], chunks: bool) -> int:
     """The largest requested size an allocation of `size` bytes can hold (0: none): within the
-    allocator's 256-byte rounding, or for a BFC chunk (`chunks`) below twice the rounded request."""
+    allocator's 256-byte rounding, or for a BFC chunk (`chunks`) below twice the rounded request.
+    The rule for one allocation; `_SizeSets.best` applies it to every event at once."""
     def fits(s: int) -> bool:
         return s > 0 and s <= size < (2 * -(-s // _ROUNDING) * _ROUNDING if chunks else s + _ROUNDING)
     return max((s for s in sizes if fits(s)), default=0)
@@ -183,38 +306,31 @@ class OneStep:
     def __init__(self, step: StepAnalysis, space: SpaceAnalysis) -> None:
         self.space = space
         self.batch = traced_batch(step)
-        outputs = _outputs(step, self.batch)
+        outputs = _Outputs(step, self.batch)
         trace = space.trace
-        names = [trace.distinct_names[code] for code in range(len(trace.distinct_names))]
-        empty: set[int] = set()
-        # Per event: does it scale? Per distinct name first, then per event by its size.
-        uses = np.array([outputs.uses_batch.get(n, False) for n in names], dtype=bool)
-        event_name = trace.name_code[trace.event_exec] if trace.event_exec.size else trace.event_exec
-        sizes = np.abs(trace.event_bytes)
-        scales = uses[event_name] if event_name.size else np.zeros(0, dtype=bool)
+        rows = outputs.rows(space)
+        event_row = rows[trace.name_code[trace.event_exec]] if trace.event_exec.size else np.zeros(0, np.int64)
+        sizes = np.abs(trace.event_bytes).astype(np.int64)
         chunks = step.trace.source in _CHUNK_SOURCES
-        for position in np.flatnonzero(uses[event_name] if event_name.size else scales).tolist():
-            name = names[int(event_name[position])]
-            size = int(sizes[position])
-            # The tensor it holds: the closest-fitting of the op's sizes (none: a temporary).
-            batch = _best_match(size, outputs.batch_bytes.get(name, empty), chunks)
-            other = _best_match(size, outputs.other_bytes.get(name, empty), chunks)
-            if other > batch:
-                # A non-batch tensor of a batch op: a max-pool's indices, a profiled convolution's
-                # fixed-size scratch.
-                scales[position] = False
-        self.scales = scales
+        # The tensor an event holds: the closest-fitting of its op's sizes (none: a temporary).
+        # A non-batch tensor of a batch op (a max-pool's indices, a profiled convolution's
+        # fixed-size scratch) fits one of the op's other sizes better than its batch sizes.
+        as_batch = outputs.batch_sizes.best(event_row, sizes, chunks)
+        keep = ~(outputs.other_sizes.best(event_row, sizes, chunks) > as_batch)
+        known = event_row >= 0
+        # Does the event's op use the batch? Its labels are read only where that decides an event:
+        # an op whose outputs carry no batch, with an event that would scale if it did.
+        uses = outputs.carries.copy()  # per row, False last (row -1)
+        asked = np.unique(event_row[known & keep & ~outputs.carries[event_row]])
+        uses[asked] = outputs.uses_batch(asked)
+        self.scales = keep & uses[event_row]
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants.
-        resident = 0
-        for code, name in enumerate(names):
-            if space.names.category[code] == INPUTS:
-                resident += sum(outputs.batch_bytes.get(name, empty))
+        feeds = rows[(space.names.category == INPUTS) & (rows >= 0)]
+        resident = int(outputs.batch_sizes.sums(outputs.count)[feeds].sum())
         persistent = np.flatnonzero(trace.persistent > 0)
-        for execution in persistent.tolist():
-            kept = int(trace.persistent[execution])
-            if kept in outputs.batch_bytes.get(trace.name(execution), empty):
-                resident += kept
-        self.resident_batch_bytes = resident
+        kept = trace.persistent[persistent].astype(np.int64)
+        batch_shaped = outputs.batch_sizes.holds(rows[trace.name_code[persistent]], kept)
+        self.resident_batch_bytes = resident + int(kept[batch_shaped].sum())
         self._layer_names, self._layer_of_name = _layers(space)
 
     @cached_property
@@ -272,10 +388,10 @@ class OneStep:
 def _layers(space: SpaceAnalysis) -> tuple[list[str], np.ndarray]:
     """Layer names, and the layer of each distinct name (grouped by layer: gradients and
     optimizer updates folded into their layer)."""
-    of_name = [layer_of(path) for path in space.names.layer_paths]
+    of_name = list(map(_layer_of_path, space.names.layer_paths))
     layer_names = sorted(set(of_name))
-    code = {name: i for i, name in enumerate(layer_names)}
-    return layer_names, np.fromiter((code[n] for n in of_name), dtype=np.int64, count=len(of_name))
+    code = dict(zip(layer_names, range(len(layer_names))))
+    return layer_names, np.fromiter(map(code.__getitem__, of_name), dtype=np.int64, count=len(of_name))
 
 
 def one_step(step: StepAnalysis, space: SpaceAnalysis) -> OneStep:

@@ -12,12 +12,14 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client
 sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_whatif  # noqa: E402  (the Keras profiling script the accuracy benchmark runs too)
 from tb_memory_plugin import analysis, cli, graph, store, whatif, whatif_report
-from tb_memory_plugin.figures import AT_PEAK
+from tb_memory_plugin import trace as trace_mod
+from tb_memory_plugin.figures import AT_PEAK, INPUTS, OPTIMIZER
 from tb_memory_plugin.sources import xplane
 
 DEMO = REPO / "demo_logs"
@@ -161,6 +163,160 @@ def test_the_allocators_capacity_is_the_limit_without_one():
     body = whatif_report.whatif_dict(question)
     assert body["max_batch"] == whatif.max_batch(question.one_step, 64 << 20, True) > 2
     assert whatif.WhatIf(question.steps, 8, limit=1 << 30).limit_source == "limit"
+
+
+# -- the vectorised rules against the per-name ones ------------------------------------------------
+
+
+def _reference_one_step(step, space) -> tuple[list[bool], int]:
+    """(scales per event, resident batch bytes) by the rules of docs/figures.md applied one name and
+    one event at a time (whatif.py before it was vectorised), `_best_match` per event."""
+    batch = whatif.traced_batch(step)
+    shapes, labels, parameter_shapes = {}, {}, set()
+    for other in step.spaces:
+        if other.trace.outputs_of is None:
+            continue
+        fresh = [(index, name) for index, name in enumerate(other.names.raw) if name not in shapes]
+        wanted = [name for _, name in fresh]
+        labels.update(zip(wanted, trace_mod.labels_of(other.trace.label_of, wanted)))
+        for (index, name), outputs in zip(fresh, other.trace.outputs_of(wanted)):
+            shapes[name] = outputs
+            if other.names.op_types[index] in whatif._VARIABLE_READS or other.names.category[index] == OPTIMIZER:
+                parameter_shapes.update(shape for shape, _ in outputs if shape)
+    batch_bytes, other_bytes = {}, {}
+    for name, outputs in shapes.items():
+        batched = [shape for shape, _ in outputs if shape and shape[0] == batch and shape not in parameter_shapes]
+        channels = max((shape[-1] for shape in batched), default=None)
+        batch_bytes[name] = {size for shape, size in outputs if shape in batched or (
+            channels is not None and len(shape) == 1 and shape[0] % batch == 0 and shape[0] > channels
+            and shape not in parameter_shapes)}
+        other_bytes[name] = {size for _, size in outputs} - batch_bytes[name]
+    uses = {name: bool(batch_bytes[name]) or any(bool(batch_bytes.get(i)) for i in whatif._label_inputs(labels[name]))
+            for name in shapes}
+    trace, chunks = space.trace, step.trace.source == "xplane"
+    scales = []
+    for execution, signed in zip(trace.event_exec.tolist(), trace.event_bytes.tolist()):
+        name = trace.name(execution)
+        held = whatif._best_match(abs(signed), batch_bytes.get(name, set()), chunks)
+        other = whatif._best_match(abs(signed), other_bytes.get(name, set()), chunks)
+        scales.append(uses.get(name, False) and not other > held)
+    resident = sum(sum(batch_bytes.get(name, ())) for code, name in enumerate(trace.distinct_names)
+                   if space.names.category[code] == INPUTS)
+    resident += sum(int(kept) for execution, kept in enumerate(trace.persistent.tolist())
+                    if kept > 0 and kept in batch_bytes.get(trace.name(execution), ()))
+    return scales, resident
+
+
+def _assert_one_step_is_the_reference(step, space):
+    one = whatif.OneStep(step, space)
+    scales, resident = _reference_one_step(step, space)
+    assert one.scales.tolist() == scales
+    assert one.resident_batch_bytes == resident
+    names, of_name = whatif._layers(space)
+    layers = [whatif.layer_of(path) for path in space.names.layer_paths]
+    assert names == sorted(set(layers)) and [names[i] for i in of_name.tolist()] == layers
+    return one
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_one_step_is_the_per_name_rules_on_the_demos(run):
+    for tag in TAGS:
+        one = _assert_one_step_is_the_reference(demo_step(run, tag), demo_step(run, tag).space(None))
+        assert one.scales.any() and not one.scales.all() and one.resident_batch_bytes > 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.integers(-1, 6), st.sets(st.integers(-300, 5000), max_size=6), max_size=6),
+       st.lists(st.tuples(st.integers(-1, 7), st.integers(-10, 6000)), max_size=40), st.booleans())
+def test_size_sets_are_best_match_for_every_event(sets, asked, chunks):
+    rows = [row for row, sizes in sets.items() if row >= 0 for _ in sizes]
+    sizes = [size for row, sizes in sets.items() if row >= 0 for size in sizes]
+    # Each size twice: the sets are sets.
+    table = whatif._SizeSets(np.array(rows * 2, dtype=np.int64), np.array(sizes * 2, dtype=np.int64))
+    asked_rows = np.array([row for row, _ in asked], dtype=np.int64)
+    asked_sizes = np.array([size for _, size in asked], dtype=np.int64)
+    expected = [whatif._best_match(size, sets.get(row, set()) if row >= 0 else set(), chunks) for row, size in asked]
+    assert table.best(asked_rows, asked_sizes, chunks).tolist() == expected
+    assert table.holds(asked_rows, asked_sizes).tolist() == [row >= 0 and size in sets.get(row, ())
+                                                             for row, size in asked]
+    assert table.sums(8).tolist() == [sum(sets.get(row, ())) for row in range(8)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b_grad", "_grad", "grad", "c_gradient", "x_grad_grad", ""]), min_size=1,
+                max_size=6))
+def test_the_layer_of_a_path_by_string_searches_is_layer_of(parts):
+    path = "/".join(parts)
+    assert whatif._layer_of_path(path) == whatif.layer_of(path)
+
+
+BATCH = 4
+# Outputs a name can have: batch-carrying, a parameter's shape whose first dimension is the batch,
+# oneDNN-like flat workspaces (a multiple of the batch) and per-channel vectors, scalars.
+SHAPES = [(BATCH, 3), (BATCH, 8), (BATCH, 2, 5), (8, BATCH), (BATCH * 6,), (BATCH * 2,), (5,), (BATCH,), (),
+          (BATCH * 4,)]
+SIZES = [0, 4, 96, 100, 255, 256, 300, 512, 700, 1024, 2048]
+NAMES = ["_arg_x_0_0", "w/read", "Adam/update_w/ResourceApplyAdam", "l1/conv", "l1/relu", "l2/pool",
+         "gradients/l1/conv_grad/Conv2DBackpropFilter", "gradients/l2/pool_grad/MaxPoolGrad", "loss/mul", "tmp"]
+OP_TYPES = {"w/read": "ReadVariableOp", "Adam/update_w/ResourceApplyAdam": "ResourceApplyAdam"}
+
+
+@st.composite
+def _synthetic_steps(draw):
+    """Two memory spaces sharing some names (a name's outputs and label come from the first space
+    with shapes that holds it), random outputs, labels naming inputs in either space or none, and
+    allocation events near the outputs' sizes or not."""
+    spaces = []
+    for index in range(2):
+        names = draw(st.lists(st.sampled_from(NAMES[1:]), unique=True, min_size=1, max_size=len(NAMES) - 1))
+        names = (["_arg_x_0_0"] if index == 0 else []) + names
+        outputs = {name: draw(st.lists(st.tuples(st.sampled_from(SHAPES), st.sampled_from(SIZES)), max_size=3))
+                   for name in names}
+        outputs["_arg_x_0_0"] = [((BATCH, 3), 48)]
+        labels = {}
+        for name in names:
+            if draw(st.booleans()):
+                inputs = draw(st.lists(st.sampled_from(NAMES + ["elsewhere"]), max_size=3))
+                ports = [f"{i}:1" if draw(st.booleans()) else i for i in inputs]
+                control = ["^l1/relu"] if draw(st.booleans()) else []
+                labels[name] = f"[cpu 0.1MB 0.1MB] {name} = Op({', '.join(ports + control)})"
+        events = []
+        for execution, name in enumerate(names):
+            for _ in range(draw(st.integers(0, 3))):
+                sizes = [size for _, size in outputs[name]] or [64]
+                size = draw(st.sampled_from(sizes)) + draw(st.sampled_from([0, 1, 200, 255, 256, 600]))
+                events.append((execution, size))
+        if not events:
+            events.append((len(names) - 1, 128))
+        persistent = [draw(st.sampled_from([0, 0, 48, 96, 256])) for _ in names]
+        with_shapes = index == 0 or draw(st.booleans())
+        spaces.append(_space(f"CPU:{index}/cpu", names, outputs if with_shapes else None, labels, events, persistent))
+    source = draw(st.sampled_from(["run_metadata", "xplane"]))
+    step = analysis.analyse(trace_mod.Trace(spaces, ["CPU:0", "CPU:1"], 0, 100, 20, OP_TYPES, source))
+    assert step.status == "ok", step.message
+    return step
+
+
+def _space(space_id, names, outputs, labels, events, persistent):
+    n = len(names)
+    timed = sorted((2 * execution + 1, i) for i, (execution, _) in enumerate(events))
+    event_exec = np.array([events[i][0] for _, i in timed] * 2, dtype=np.int64)
+    event_bytes = np.array([events[i][1] for _, i in timed] + [-events[i][1] for _, i in timed], dtype=np.int64)
+    event_time = np.array([t for t, _ in timed] + [t + 100 for t, _ in timed], dtype=np.int64)
+    zeros = np.zeros(n, dtype=np.int64)
+    return trace_mod.SpaceTrace(
+        space_id, space_id.split("/")[0], "CPU", "cpu", labels, list(names), np.arange(n, dtype=np.int64),
+        np.arange(n, dtype=np.int64) * 2, np.arange(n, dtype=np.int64) * 2 + 1, zeros, zeros, zeros, zeros, zeros,
+        np.array(persistent, dtype=np.int64), event_time, event_bytes, event_exec, np.zeros(0, np.int64),
+        np.zeros(0, np.int64), outputs_of=None if outputs is None else lambda asked: [outputs.get(name, [])
+                                                                                        for name in asked])
+
+
+@settings(max_examples=150, deadline=None)
+@given(_synthetic_steps())
+def test_one_step_is_the_per_name_rules_on_synthetic_steps(step):
+    for space in step.spaces:
+        _assert_one_step_is_the_reference(step, space)
 
 
 # -- the JSON, the route, the CLI ----------------------------------------------------------------
@@ -388,6 +544,12 @@ def test_one_step_on_a_profile_predicts_the_other_profiled_batch(profiled):
         unscaled = traced_step.space.peak_rise_bytes
         assert abs(unscaled - measured.peak_rise_bytes) > 2 * PROFILE_TOLERANCE * measured.peak_rise_bytes
 
+
+def test_one_step_is_the_per_name_rules_on_profiles(profiled):
+    for steps in profiled.values():
+        for traced_step in steps:
+            one = _assert_one_step_is_the_reference(traced_step.step, traced_step.space)
+            assert one.scales.any() and not one.scales.all()
 
 def test_a_profiled_convolutions_fixed_scratch_does_not_scale(profiled):
     """XPlane shapes every allocation: the im2col buffer of a convolution's gradient has no batch
