@@ -61,7 +61,7 @@ x = rng.standard_normal((batch, size, size, 3)).astype("float32")
 y = rng.standard_normal((batch, size, size, 2)).astype("float32")
 model.train_on_batch(x, y)  # traces the train function before the profile
 tf.profiler.experimental.start(logdir)
-for step in range(2):
+for step in range(4):  # the tests read the step with the lowest peak (a busy machine can shift one)
     with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
         model.train_on_batch(x, y)
 tf.profiler.experimental.stop()
