@@ -9,29 +9,36 @@ Memory tab is its cold figure, then the warm loads alternate between the
 steps, then TensorBoard's Graphs dashboard is timed on each. A directory that
 does not hold a step is skipped, with how to generate it.
 
-Measured on 2026-11-23 at commit 605d0ff (2-core shared VM, load average ~0.1-2):
+Measured on 2026-11-23 at commit 3dbcd59 (2-core shared VM, load average ~2.2-2.6), one run:
 
     loop: /tmp/tb_memory_big, deep: /tmp/tb_memory_deep
     Chromium /usr/bin/chromium, 1280x800; warm: best of 2
                                                                   loop                  deep
     step                                                      ./step_1              ./step_1
     Memory tab (ours)
-      tab opened -> interactive, cold                          1544 ms               5161 ms   server caches empty; target <= 1.5 s
-      tab opened -> interactive, warm (best)                    635 ms                719 ms
-      page load -> interactive, warm (best)                    2776 ms               2911 ms   TensorBoard's app load included
-      click -> details shown, in page (median)                  6.4 ms               16.9 ms   target <= 100 ms
-        clicks                                             6, 6, 15 ms          9, 17, 18 ms
-      click -> details, through Playwright                    126.3 ms              102.4 ms   its round trips included
+      tab opened -> interactive, cold                          1088 ms               1898 ms   server caches empty; target <= 1.5 s
+        by the page's clock                                    1073 ms               1888 ms   hash change to seen ready, no Playwright return trip
+        graph drawn (after the main views)                     1181 ms               3187 ms   its own data-ready
+        what-if shown (after the graph)                        1339 ms               3782 ms   its own data-ready
+      tab opened -> interactive, warm (best)                    522 ms                434 ms
+      page load -> interactive, warm (best)                    2680 ms               2464 ms   TensorBoard's app load included
+      click -> details shown, in page (median)                  8.9 ms               13.2 ms   target <= 100 ms
+        clicks                                             9, 7, 14 ms          9, 13, 15 ms
+      click -> details, through Playwright                    151.7 ms              135.9 ms   its round trips included
     TensorBoard Graphs dashboard
-      graph rendered                                           7299 ms              19616 ms
-        tag chosen -> run_metadata answered                    3718 ms               3453 ms
-      tag chosen -> stats attached, Memory on                 12109 ms              12736 ms
-      Memory clicked -> nodes coloured                          198 ms                141 ms
+      graph rendered                                           6554 ms              17349 ms
+        tag chosen -> run_metadata answered                    2678 ms               2121 ms
+      tag chosen -> stats attached, Memory on                  9086 ms              13564 ms
+      Memory clicked -> nodes coloured                          179 ms                167 ms
       run_metadata response size                               8.9 MiB               5.4 MiB
-      total (graph + tag + memory)                            19606 ms              32493 ms
-    TensorBoard total / our cold interactive                     12.7x                  6.3x
-    loop: interactive within 1.5 s (cold 1.54 s): MISSED; click within 100 ms (median 6 ms): met
-    deep: interactive within 1.5 s (cold 5.16 s): MISSED; click within 100 ms (median 17 ms): met
+      total (graph + tag + memory)                            15820 ms              31080 ms
+    TensorBoard total / our cold interactive                     14.5x                 16.4x
+    loop: interactive within 1.5 s (cold 1.09 s): met; click within 100 ms (median 9 ms): met
+    deep: interactive within 1.5 s (cold 1.90 s): MISSED; click within 100 ms (median 13 ms): met
+
+The same script on commit 4afe655 (before the graph and the what-if left the page's readiness),
+run just before: cold 1129 ms (loop), 4825 ms (deep); warm 519 ms, 719 ms.
+The cold load's request waterfall (printed after the table) shows where the rest goes.
 
 The clicks were on tiles one level below the top (where the top level at peak
 is a single tile, the script drills in with a double click first, untimed).
