@@ -241,12 +241,8 @@ def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_figures: np
     leaf_index = layout.leaf_entry
     tree_node_of_name = leaf_index[leaf_of_name] if leaf_of_name.size else np.zeros(0, dtype=np.int64)
     subtree_size = _subtree_sizes(depth, parent)
-    # Preorder makes a subtree the span [i, i + size): its sums are differences of running sums.
-    own = scatter_sum(tree_node_of_name, name_figures, count)
-    running = np.zeros((count + 1, own.shape[1]), dtype=np.int64)
-    np.cumsum(own, axis=0, out=running[1:])
+    table = _subtree_sums(tree_node_of_name, name_figures, subtree_size)
     entries = np.arange(count)
-    table = running[entries + subtree_size] - running[entries]
     figures = np.ascontiguousarray(table[:, :figure_count])
     top_name = _top_name(tree_node_of_name, name_figures, subtree_size)
     # Children largest first (at peak, then allocated, then path order), as every view wants.
@@ -265,6 +261,26 @@ def build_tree(leaf_paths: list[str], leaf_of_name: np.ndarray, name_figures: np
         leaf_of_exec=tree_node_of_name[name_of_exec] if name_of_exec.size else name_of_exec,
         top_name=top_name,
     )
+
+
+def _subtree_sums(tree_node_of_name: np.ndarray, name_figures: np.ndarray, subtree_size: np.ndarray) -> np.ndarray:
+    """Per tree entry, the sums of `name_figures` over the names in its subtree.
+
+    Preorder makes a subtree the span [i, i + size): its sums are differences of
+    running sums, column by column (contiguous), taken only for entries with
+    something below them; a leaf's sums are its own names'.
+    """
+    count, width = subtree_size.size, name_figures.shape[1]
+    if tree_node_of_name.size and np.bincount(tree_node_of_name, minlength=count).max() == 1:
+        own = np.zeros((width, count), dtype=np.int64)  # one name per leaf: placed, not summed
+        own[:, tree_node_of_name] = np.asarray(name_figures, dtype=np.int64).T
+    else:
+        own = np.ascontiguousarray(scatter_sum(tree_node_of_name, name_figures, count).T)
+    running = np.zeros((width, count + 1), dtype=np.int64)
+    np.cumsum(own, axis=1, out=running[:, 1:])
+    above = np.flatnonzero(subtree_size > 1)
+    own[:, above] = running[:, above + subtree_size[above]] - running[:, above]
+    return own.T
 
 
 def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:

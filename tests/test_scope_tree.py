@@ -75,3 +75,22 @@ def test_root_children_and_leaf_scopes_without_the_tree_match_the_tree(paths):
         leaf = tree.paths[int(tree.leaf_of_exec[i])]
         expected = leaf[: -len("/(self)")] if leaf.endswith("/(self)") else leaf[: max(leaf.rfind("/"), 0)]
         assert scope_tree.scope_of_leaf(path, paths) == expected, path
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(path_strategy, min_size=1, max_size=30), st.integers(0, 2**32 - 1))
+def test_every_entry_sums_the_names_below_it(paths, seed):
+    """Each entry's figures, categories and executions are the sums over the names whose leaf is it
+    or below it (walked up the parents), with one name per leaf or several (repeated paths)."""
+    n = len(paths)
+    figures = np.random.default_rng(seed).integers(0, 1 << 40, size=(n, 16))
+    tree = scope_tree.build_tree(paths, np.arange(n), figures, np.arange(n), 7)
+    expected = np.zeros((len(tree.paths), 16), dtype=np.int64)
+    for i in range(n):
+        entry = int(tree.leaf_of_exec[i])
+        while entry >= 0:
+            expected[entry] += figures[i]
+            entry = int(tree.parent[entry])
+    assert tree.figures.tolist() == expected[:, :7].tolist()
+    assert tree.categories.tolist() == expected[:, 7:-1].tolist()
+    assert tree.exec_count.tolist() == expected[:, -1].tolist()
