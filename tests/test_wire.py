@@ -498,6 +498,14 @@ def test_labels_read_together_equal_labels_read_one_by_one(unet_trace):
         one_by_one = [column.label_of.get(name, "") for name in names]
         assert column.label_of.many(names) == one_by_one
         assert sum(1 for label in one_by_one if " = " in label) > len(names) // 2  # real labels, not empties
+    # A few names (the op types a run graph lacks) are found without indexing every name; the same
+    # text, for names it has, names it does not, repeats, and before or after the index exists.
+    for column in _columns_of(unet_trace.proto.step_stats):
+        labels = column.label_of
+        few = [column.distinct_names[-1], "not/a/node", column.distinct_names[0], column.distinct_names[-1]]
+        fresh = wire.Labels(column.distinct_names, labels._node_stats, labels._first_exec, labels._mk)
+        assert fresh.many(few) == [labels.get(name, "") for name in few] and fresh._code is None
+        assert fresh.many(few[:1]) != [""]
 
 
 # -- output shapes in bulk (shapes.py) against the protos, node by node ----------------------

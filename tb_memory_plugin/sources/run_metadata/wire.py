@@ -22,6 +22,7 @@ from . import quick, reference
 from .merged import COMPACT, ROBUST, Markers, Misaligned, classes, items, requested, with_sentinels
 
 CHUNK_NODES = 8192  # nodes per merged parse: a few MB of blobs, buffers and arenas at a time
+_FEW_NAMES = 16  # labels asked for this few names are found without indexing every name
 
 
 def parse_run(data: bytes):
@@ -102,10 +103,23 @@ class Labels(Mapping):
         labels = classes()["Labels"].FromString(node).timeline_label
         return labels[-1].decode("utf-8", "replace") if labels else ""
 
+    def _codes_of(self, names: list[str]) -> Mapping[str, int]:
+        """Codes of the asked names that it has: a few are found by scanning the names (the
+        op types a run graph lacks, often one name), rather than indexing every name."""
+        if self._code is not None or len(names) > _FEW_NAMES:
+            return self._codes()
+        found = {}
+        for name in names:
+            try:
+                found[name] = self._names.index(name)
+            except ValueError:
+                pass
+        return found
+
     def many(self, names: list[str]) -> list[str]:
         """The labels of many names (empty for a name it does not have) in one merged parse
         of their first nodes: a step without a run graph asks for every name's."""
-        codes = self._codes()
+        codes = self._codes_of(names)
         known = [codes[name] for name in names if name in codes]
         nodes = [self._node_stats[i] for i in self._first_exec[known].tolist()]
         try:
