@@ -441,11 +441,6 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     return ops  # type: ignore[return-value]
 
 
-def layer_paths(paths: list[str], parts: FirstComponents | None = None) -> list[str]:
-    """`layer_path` over many paths."""
-    return layer_paths_and_parts(paths, parts or FirstComponents(paths))[0]
-
-
 def layer_paths_and_parts(paths: list[str], parts: FirstComponents) -> tuple[list[str], FirstComponents]:
     """`layer_path` over many paths, and the first components of the result.
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .figures import ALLOCATED, AT_PEAK
+from .names import FirstComponents
 
 SELF = "(self)"
 
@@ -330,7 +331,8 @@ def root_children(leaf_paths: list[str], name_figures: np.ndarray, figure_count:
     `firsts`: the paths' first components, coded (each once, and each path's index into them).
     """
     if firsts is None:
-        firsts = _coded_first_components(leaf_paths)
+        parts = FirstComponents(leaf_paths)
+        firsts = parts.distinct, parts.code
     distinct, code = firsts
     if "" in distinct:  # empty paths, or paths starting with "/"
         empty = distinct.index("")
@@ -342,12 +344,6 @@ def root_children(leaf_paths: list[str], name_figures: np.ndarray, figure_count:
     ranked = sorted(range(len(children)), key=lambda i: (-int(figures[i, AT_PEAK]), -int(figures[i, ALLOCATED]),
                                                           "" if children[i] == "/" + SELF else "\x02" + children[i]))
     return [(children[i], figures[i]) for i in ranked]
-
-
-def _coded_first_components(paths: list[str]) -> tuple[list[str], np.ndarray]:
-    firsts = [path.partition("/")[0] for path in paths]
-    code = {first: i for i, first in enumerate(dict.fromkeys(firsts))}
-    return list(code), np.fromiter(map(code.__getitem__, firsts), dtype=np.int64, count=len(firsts))
 
 
 def scope_of_leaf(path: str, leaf_paths: list[str], any_starting_with=None) -> str:

@@ -54,16 +54,10 @@ def layer_of(layer_path: str) -> str:
     """The layer a node belongs to: its layer path's scope, cut before a `*_grad` component.
 
     `shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput` -> `shared_model/unet_01`;
-    an op with no scope (`Mean`) is its own layer.
+    an op with no scope (`Mean`) is its own layer. By string searches (every distinct name
+    of a deep step asks): the first component ending in `_grad` is the first `_grad/`, else
+    a last one; the layer is what precedes that component.
     """
-    parts = layer_path.split("/")
-    cut = next((i for i, part in enumerate(parts) if part.endswith("_grad")), len(parts) - 1)
-    return "/".join(parts[:cut]) or layer_path
-
-
-def _layer_of_path(layer_path: str) -> str:
-    """`layer_of` by string searches (no split): the first component ending in `_grad` is the
-    first `_grad/`, else a last one; the layer is what precedes that component."""
     grad = layer_path.find("_grad/")
     if grad < 0:
         if not layer_path.endswith("_grad"):
@@ -388,7 +382,7 @@ class OneStep:
 def _layers(space: SpaceAnalysis) -> tuple[list[str], np.ndarray]:
     """Layer names, and the layer of each distinct name (grouped by layer: gradients and
     optimizer updates folded into their layer)."""
-    of_name = list(map(_layer_of_path, space.names.layer_paths))
+    of_name = list(map(layer_of, space.names.layer_paths))
     layer_names = sorted(set(of_name))
     code = dict(zip(layer_names, range(len(layer_names))))
     return layer_names, np.fromiter(map(code.__getitem__, of_name), dtype=np.int64, count=len(of_name))

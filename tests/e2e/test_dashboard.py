@@ -37,6 +37,16 @@ def _figures(body: dict) -> dict[str, int]:
     return {k: f[k] for k in ("at_peak_bytes", "allocated_bytes", "output_bytes")}
 
 
+def _select_unet_01(dash) -> tuple[str, str]:
+    """Opens the U-Net run, goes into shared_model and selects unet_01; returns (tag, device)."""
+    tag, device = _open_run(dash, UNET)
+    dash.tile("shared_model").dblclick()
+    dash.wait_focus("shared_model")
+    dash.tile(UNET_01).click()
+    dash.wait_details(UNET_01)
+    return tag, device
+
+
 def _open_run(dash, run: str) -> tuple[str, str]:
     """Picks a run; returns (tag, device) the page chose, after checking them against the routes."""
     if dash.value("run-picker") != run:
@@ -140,11 +150,7 @@ def test_selection_survives_a_reload_and_travels_in_a_link(dashboard, browser):
     """Select shared_model/unet_01 on unet_b2, reload TensorBoard's page: still selected (and the page does not
     claim to have opened on the largest peak). The view's link opens the same selection in a fresh browser."""
     dash, tb = dashboard, dashboard.tb
-    tag, device = _open_run(dash, UNET)
-    dash.tile("shared_model").dblclick()
-    dash.wait_focus("shared_model")
-    dash.tile(UNET_01).click()
-    dash.wait_details(UNET_01)
+    tag, device = _select_unet_01(dash)
 
     dash.reload()
     _assert_unet_01_selected(dash, tag, device)
@@ -538,11 +544,7 @@ def test_html_in_names_is_text_and_runs_no_script(dashboard):
 
 def test_node_table_exports_exact_bytes(dashboard):
     dash, tb = dashboard, dashboard.tb
-    tag, device = _open_run(dash, UNET)
-    dash.tile("shared_model").dblclick()
-    dash.wait_focus("shared_model")
-    dash.tile(UNET_01).click()
-    dash.wait_details(UNET_01)
+    tag, device = _select_unet_01(dash)
     nodes = tb.api("scope", run=UNET, tag=tag, device=device, group="layer", scope=UNET_01)["nodes"]
     with dash.page.expect_download() as info:
         dash.loc(tid("export-csv")).click()
