@@ -294,12 +294,66 @@ class _Lines:
         mask[rows[(window == np.frombuffer(suffix, dtype=np.uint8)).all(axis=1)]] = True
         return mask
 
+    @cached_property
+    def _slashes(self) -> np.ndarray:
+        """Where every "/" of the joined names is, with the buffer's end after the last."""
+        return np.append(np.flatnonzero(self.buf == ord("/")), self.buf.size)
+
+    def slash_from(self, offset: np.ndarray | int = 0) -> np.ndarray:
+        """Per name: where its first "/" at or after `offset` is, counted from the name's
+        start; -1 where it has none."""
+        begin = self.starts + offset
+        slashes = self._slashes
+        at = slashes[np.minimum(np.searchsorted(slashes, begin), slashes.size - 1)]
+        return np.where(at < self.starts + self.lengths, at - self.starts, -1)
+
+    def code_slices(self, begin: np.ndarray, length: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """`_coded_in_order` of the texts buf[begin:begin + length] (one per name), in numpy:
+        texts are grouped by a hash of their length and bytes, each is checked against its
+        group's first byte by byte, and only the distinct ones are decoded. (Should two texts
+        share a hash, which the check finds, all are coded as Python strings.)"""
+        n, buf = begin.size, self.buf
+        if not n:
+            return [], np.zeros(0, dtype=np.int64)
+        digest = length.astype(np.uint64) * np.uint64(_HASH_SEED)
+        for offset, rows in _byte_offsets(length):
+            digest[rows] = digest[rows] * np.uint64(_HASH_FACTOR) + buf[begin[rows] + offset]
+        _, first, group = np.unique(digest, return_index=True, return_inverse=True)
+        group = group.reshape(-1)
+        same = first[group]  # the first text with the same hash
+        exact = np.array_equal(length[same], length) and all(
+            np.array_equal(buf[begin[rows] + offset], buf[begin[same[rows]] + offset])
+            for offset, rows in _byte_offsets(length))
+        if not exact:
+            return _coded_in_order(self._texts(begin, length))
+        order = np.argsort(first, kind="stable")  # texts in first-seen order
+        rank = np.empty(order.size, dtype=np.int64)
+        rank[order] = np.arange(order.size)
+        return self._texts(begin[first[order]], length[first[order]]), rank[group]
+
+    def _texts(self, begin: np.ndarray, length: np.ndarray) -> list[str]:
+        data = self.data
+        return [data[b:b + k].decode("ascii") for b, k in zip(begin.tolist(), length.tolist())]
+
     def any_starting_with(self, prefix: str) -> bool:
         """Whether some name starts with `prefix` (no newline in it)."""
         if not prefix.isascii():
             return False
         needle = prefix.encode("ascii")
         return self.data.startswith(needle) or (b"\n" + needle) in self.data
+
+
+_HASH_SEED, _HASH_FACTOR = 0x9E3779B97F4A7C15, 0x100000001B3  # code_slices's hash (FNV's prime)
+
+
+def _byte_offsets(length: np.ndarray):
+    """(offset, the texts longer than it), offset by offset, for texts of these lengths."""
+    rows = np.flatnonzero(length > 0)
+    offset = 0
+    while rows.size:
+        yield offset, rows
+        offset += 1
+        rows = rows[length[rows] > offset]
 
 
 def _special_literals() -> tuple[bytes, ...]:
@@ -372,9 +426,16 @@ class FirstComponents:
     """The first path component of many paths, coded (a model has few distinct ones)."""
 
     def __init__(self, paths: list[str], lines: "_Lines | None" = None, firsts: list[str] | None = None) -> None:
+        """lines: the paths joined (numpy finds the components); firsts: the components, given."""
         self._paths = paths
         self._lines = lines
         n = len(paths)
+        if firsts is None and lines is not None and lines.ok:
+            slash = lines.slash_from()
+            self.length = np.where(slash >= 0, slash, lines.lengths)
+            self.distinct, self.code = lines.code_slices(lines.starts, self.length)
+            self.has_rest = self.length < lines.lengths - 1
+            return
         if firsts is None:
             firsts = [path.partition("/")[0] for path in paths]
         self.length = np.fromiter(map(len, firsts), dtype=np.int64, count=n)
@@ -460,29 +521,20 @@ def layer_paths_and_parts(paths: list[str], parts: FirstComponents) -> tuple[lis
         return paths, parts
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not).
-    rows = np.flatnonzero((gradients_first | has_update) & parts.has_rest)
-    second_end = np.full(n, -1, dtype=np.int64)
-    second_end[rows] = np.fromiter(map(str.find, map(paths.__getitem__, rows.tolist()), itertools.repeat("/"),
-                                       second[rows].tolist()), dtype=np.int64, count=rows.size)
+    second_end = np.where(parts.has_rest, lines.slash_from(second), -1)
     deeper = second_end >= 0
     plain = gradients_first & deeper
     update = ~gradients_first & deeper & lines.starting_with(b"update_", parts.has_rest, second)
     cut = np.zeros(n, dtype=np.int64)
     cut[plain] = second[plain]
     cut[update] = second[update] + len("update_")
-    changed = np.flatnonzero(cut).tolist()
     others = np.flatnonzero(has_update & ~plain & ~update).tolist()
-    if not (changed or others):
+    if not (others or cut.any()):
         return paths, parts
-    out = list(paths)
-    firsts = list(map(parts.distinct.__getitem__, parts.code.tolist()))
-    for i, start, end in zip(changed, cut[changed].tolist(), second_end[changed].tolist()):
-        path = paths[i]
-        out[i], firsts[i] = path[start:], path[start:end]
+    out = [path[start:] if start else path for path, start in zip(paths, cut.tolist())]
     for i in others:
         out[i] = layer_path(paths[i])
-        firsts[i] = out[i].partition("/")[0]
-    return out, FirstComponents(out, None, firsts)
+    return out, FirstComponents(out, _Lines(out))
 
 
 def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],

@@ -92,3 +92,34 @@ def test_a_deep_model_names_are_read_in_bulk():
     counts = np.bincount(table.category, minlength=len(CATEGORIES))
     assert counts[CATEGORIES.index("gradients")] == 4000
     assert counts[CATEGORIES.index("optimizer")] == 4000
+
+
+texts_strategy = st.lists(st.text(alphabet="ab/_0123456789", max_size=24), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=texts_strategy, weak_hash=st.booleans())
+def test_code_slices_codes_texts_as_python_strings_do(texts, weak_hash):
+    """Texts told apart in numpy (a hash, then a check of every byte) are coded exactly as
+    `_coded_in_order` codes the strings; with a hash that collides (the last byte only) the
+    check finds it and the strings are coded instead."""
+    lines = names._Lines(texts)
+    original = names._HASH_FACTOR
+    names._HASH_FACTOR = 0 if weak_hash else original
+    try:
+        distinct, code = lines.code_slices(lines.starts, lines.lengths)
+    finally:
+        names._HASH_FACTOR = original
+    expected_distinct, expected_code = names._coded_in_order(texts)
+    assert distinct == expected_distinct
+    assert code.tolist() == expected_code.tolist()
+
+
+def test_first_components_of_long_scopes_that_share_their_beginning():
+    """Top-level scopes alike in their first bytes and length (`transformer_layer_01`, `_02`)
+    are told apart by their later bytes."""
+    paths = [f"transformer_layer_{i % 12:02d}/attention/MatMul_{i}" for i in range(600)] + ["loss", "transformer_layer_x"]
+    parts = names.FirstComponents(paths, names._Lines(paths))
+    assert [parts.distinct[c] for c in parts.code] == [p.partition("/")[0] for p in paths]
+    assert parts.distinct[:3] == ["transformer_layer_00", "transformer_layer_01", "transformer_layer_02"]
+    assert len(parts.distinct) == 14
