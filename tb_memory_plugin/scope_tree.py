@@ -120,21 +120,20 @@ def _layout(leaf_paths: list[str]) -> _Layout:
     data = joined.encode("utf-8", "replace")
     if not leaf_paths or b"\x00" in data or _SLASH_KEY in data or joined.count("\n") != len(leaf_paths) - 1:
         return _layout_by_strings(leaf_paths)
-    keys = np.array(data.replace(b"/", _SLASH_KEY).split(b"\n"))
+    split = data.replace(b"/", _SLASH_KEY).split(b"\n")
+    key_lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+    width = -(-int(key_lengths.max()) // 8) * 8 or 8  # whole 8-byte words
+    keys = np.array(split, dtype=f"S{width}")
     order = np.argsort(keys, kind="stable")
-    width = keys.dtype.itemsize
     rows = keys[order].view(np.uint8).reshape(len(keys), width)
-    # Common prefix with the row before; equal rows are one leaf.
-    differs = rows[1:] != rows[:-1]
-    repeated = ~differs.any(axis=1)
-    lcp = np.r_[0, np.where(repeated, width, differs.argmax(axis=1))]
+    lcp, repeated = _common_prefixes(rows)  # with the row before; equal rows are one leaf
     first = np.r_[True, ~repeated]
     leaf_of_row = np.cumsum(first) - 1
     leaf_entry_of_path = np.empty(len(keys), dtype=np.int64)
     leaf_entry_of_path[order] = leaf_of_row  # for now: the distinct leaf, made an entry below
     leaves = rows[first]
     lcp = lcp[first]
-    lengths = (leaves != 0).sum(axis=1)
+    lengths = key_lengths[order[first]]
     source = order[first]  # an input path of each distinct leaf
     # A scope ends at a "/" that the leaf before did not reach (its first leaf in order).
     flat = np.flatnonzero(leaves.reshape(-1) == _SLASH_KEY[0])  # row by row, left to right
@@ -188,6 +187,23 @@ def _layout(leaf_paths: list[str]) -> _Layout:
         kind=kind[final],
         leaf_entry=position[1 + len(scopes) + leaf_entry_of_path],
     )
+
+
+def _common_prefixes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes each row shares with the row before, 0 for the first; whether it equals it) for
+    rows of whole 8-byte words: words compared at once, then the first differing byte of the
+    first differing word, its lowest set bit (the words are little-endian)."""
+    n, width = rows.shape
+    words = rows.view("<u8")
+    differs = words[1:] != words[:-1]
+    repeated = ~differs.any(axis=1)
+    word = differs.argmax(axis=1)
+    at = np.arange(n - 1)
+    xor = words[1:][at, word] ^ words[:-1][at, word]
+    lowest = xor & (~xor + np.uint64(1))  # the lowest set bit alone: a power of two, exact as a float
+    byte = np.log2(np.where(repeated, 1, lowest).astype(np.float64)).astype(np.int64) // 8
+    lcp = np.where(repeated, width, 8 * word + byte)
+    return np.r_[0, lcp].astype(np.int64), repeated
 
 
 def _pick(items: list, indices: np.ndarray) -> list:
