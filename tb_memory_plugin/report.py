@@ -162,7 +162,7 @@ def _step_summary(step: StepAnalysis, group: str, run_graph: graph_mod.RunGraph 
 
 def _tree_node(space: SpaceAnalysis, group: str, scope: str):
     tree = space.tree(group)
-    node = tree.index.get(scope)
+    node = tree.entry(scope)
     if node is None:
         raise NotFound(f"unknown scope {scope!r} in group {group!r}")
     return tree, node

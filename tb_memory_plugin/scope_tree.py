@@ -42,6 +42,11 @@ class ScopeTree:
         """Entry of each path (built on first use: the summary needs none)."""
         return dict(zip(self.paths, range(len(self.paths))))
 
+    def entry(self, path: str) -> int | None:
+        """Entry of a path, None if the tree has none; the root's without building the index
+        (the page's first questions are about the root)."""
+        return 0 if path == "" else self.index.get(path)
+
     @cached_property
     def exec_order(self) -> np.ndarray:
         """Executions sorted by their leaf's preorder position (built on first use)."""
