@@ -10,6 +10,8 @@ asked (docs/figures.md, "Resident memory").
 
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -158,7 +160,8 @@ class Model:
         if present & CONV_OPS:  # a conv's filter, and the ops fused after it
             wanted |= _PASS_THROUGH | _FUSED_AFTER_CONV
         blobs = graph_blobs(data)
-        picked = [node_def_pb2.NodeDef.FromString(blobs[i]) for i, op in enumerate(ops) if op in wanted]
+        wanted_at = itertools.compress(range(len(ops)), map(wanted.__contains__, ops))
+        picked = [node_def_pb2.NodeDef.FromString(blobs[i]) for i in wanted_at]
         return cls.from_nodes(picked, len(data))
 
     @cached_property
