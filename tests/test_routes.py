@@ -127,6 +127,40 @@ def test_summary_equals_engine(tb, logdir, group):
     assert [t["scope"] for t in device["top_scopes"]] == [tree.paths[c] for c in tree.children[0][:10]]
 
 
+class _OverTheWire:
+    """A data provider that is not the in-process multiplexer (as TensorBoard's gRPC client to its
+    Rust data server is not): delegates everything, and notes which thread read each blob."""
+
+    def __init__(self, provider):
+        self._provider = provider
+        self.readers: list[str] = []
+
+    def __getattr__(self, name):
+        return getattr(self._provider, name)
+
+    def read_blob(self, ctx, blob_key):
+        self.readers.append(threading.current_thread().name)
+        return self._provider.read_blob(ctx, blob_key=blob_key)
+
+
+def test_summary_over_the_wire_reads_the_graph_while_the_step_is_decoded(tb, logdir):
+    """With blobs that come over gRPC (--load_fast), the run graph is read in a thread while the
+    step is read and decoded in the request's; the answer is the in-process provider's."""
+    from tensorboard.backend import application
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    provider = _OverTheWire(tb.provider)
+    plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(logdir)))
+    wire = TensorBoardApp(Client(application.TensorBoardWSGI([plugin], data_provider=provider)), plugin, provider)
+    body = get_json(wire, "summary", run="unet", tag="step_2", group="layer")
+    assert body == get_json(tb, "summary", run="unet", tag="step_2", group="layer")
+    assert body["devices"][0]["resident"] is not None  # the run graph was read and used
+    assert any(name.startswith("tb-memory-read") for name in provider.readers)  # the graph
+    assert threading.current_thread().name in provider.readers  # the step
+
+
 def test_summary_of_hand_built_gpu_step(tb):
     body = get_json(tb, "summary", run="gpu", tag="step_1")
     assert body["default_device"] == "GPU:0/GPU_0_bfc"
