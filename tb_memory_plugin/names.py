@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -496,7 +497,7 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     for i, op in fixed.items():
         ops[i] = op
     if None in ops or "" in ops:
-        missing = [i for i, op in enumerate(ops) if not op]
+        missing = list(itertools.compress(range(len(ops)), map(operator.not_, ops)))
         for i, label in zip(missing, labels_of(label_of, [runtime[i] for i in missing])):
             ops[i] = op_type_from_label(label) or UNKNOWN_OP
     return ops  # type: ignore[return-value]
