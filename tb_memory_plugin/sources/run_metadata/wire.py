@@ -9,7 +9,6 @@ How and why, and what the reading takes on trust: docs/run_metadata_decoding.md.
 
 from __future__ import annotations
 
-import collections
 import itertools
 from dataclasses import dataclass, fields
 from collections.abc import Mapping
@@ -63,6 +62,20 @@ class NodeColumns:
         others = [0] + list(range(2, table.shape[1]))
         on_it = table[:, 1] == code
         return table[:, others] if on_it.all() else table[on_it][:, others]
+
+
+def _interned(names: list[bytes]) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+    """(each name once, in first-seen order; each execution's index into them; the first
+    execution of each). C-level dict passes: on a deep model every name is distinct, and
+    then the codes are just the executions' own order."""
+    index = dict.fromkeys(names)
+    if len(index) == len(names):
+        code = np.arange(len(names), dtype=np.int64)
+        return names, code, code.copy()
+    distinct = list(index)
+    index = dict(zip(distinct, range(len(distinct))))
+    code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
+    return distinct, code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
 
 
 def _decode_all(texts: list[bytes]) -> list[str]:
@@ -191,9 +204,6 @@ class _ColumnarReading:
         # Chunks are read by quick.py until one is not all on one allocator, with at most
         # one memory entry per node; from then on (a GPU step, say) as "NodesNamed".
         self.named_from: int | None = None
-        # Distinct names -> code in first-seen order; a missing name gets the next code.
-        self.name_index: collections.defaultdict = collections.defaultdict()
-        self.name_index.default_factory = self.name_index.__len__
 
     def read(self, node_stats) -> dict:
         parts = [self._chunk(node_stats[i:i + CHUNK_NODES], i) for i in range(0, len(node_stats), CHUNK_NODES)]
@@ -201,15 +211,9 @@ class _ColumnarReading:
         def joined(key: str, empty_shape: tuple) -> np.ndarray:
             return np.concatenate([part[key] for part in parts]) if parts else np.zeros(empty_shape, np.int64)
 
+        distinct, name_code, first_exec = _interned(list(itertools.chain.from_iterable(p.pop("names") for p in parts)))
         # Names from other writers may not be UTF-8: shown with U+FFFD rather than refused.
-        distinct_names = _decode_all(list(self.name_index))
-        # The index refers to itself (its default factory): a cycle that would keep every
-        # name's bytes alive until the next collection, which big steps decode without.
-        self.name_index.default_factory = None
-        self.name_index = None
-        name_code = joined("name_code", (0,))
-        # The first execution of each distinct name, in code order: its node holds the label.
-        first_exec = np.unique(name_code, return_index=True)[1]  # codes are 0..k-1, all present
+        distinct_names = _decode_all(distinct)
         return {
             "distinct_names": distinct_names,
             "name_code": name_code,
@@ -241,11 +245,9 @@ class _ColumnarReading:
         for key in ("outputs", "memory", "records"):
             columns[key][:, 0] += offset
 
-        names = mk.dense_bytes(nodes.node_name, n)
-        name_code = np.fromiter(map(self.name_index.__getitem__, names), dtype=np.int64, count=n)
         start = mk.dense_scalar(nodes.all_start_micros, n)
         columns.update({
-            "name_code": name_code,
+            "names": mk.dense_bytes(nodes.node_name, n),  # interned once all chunks are read
             "start": start,
             "end": start + mk.scalar(nodes.all_end_rel_micros, n),
             "temp": mk.scalar(nodes.memory_stats.temp_memory_size, n),
