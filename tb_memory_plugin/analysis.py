@@ -8,6 +8,7 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
+import functools
 import threading
 from functools import cached_property
 from typing import Mapping
@@ -22,6 +23,11 @@ from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_lea
 from .trace import SpaceTrace, Trace, empty_trace
 
 GROUPS = ("layer", "scope")
+
+
+def _check_group(group: str) -> None:
+    if group not in GROUPS:
+        raise ValueError(f"unknown group {group!r}")
 
 
 class SpaceAnalysis:
@@ -124,32 +130,23 @@ class SpaceAnalysis:
     # -- trees ----------------------------------------------------------------
 
     def tree(self, group: str) -> ScopeTree:
-        if group not in GROUPS:
-            raise ValueError(f"unknown group {group!r}")
+        _check_group(group)
         with self._lock:
             tree = self._trees.get(group)
             if tree is None:
-                paths = self._leaf_paths(group)
+                paths = self.names.leaf_paths(group)
                 tree = self._trees[group] = build_tree(paths, np.arange(len(paths)), self.name_figures,
                                                        self.name_code, len(FIGURES))
             return tree
 
-    def _leaf_paths(self, group: str) -> list[str]:
-        return self._leaf_paths_and_parts(group)[0]
-
-    def _leaf_paths_and_parts(self, group: str):
-        if group not in GROUPS:
-            raise ValueError(f"unknown group {group!r}")
-        return self.names.leaf_paths(group)
-
     def top_level(self, group: str) -> list[tuple[str, np.ndarray]]:
         """The root's children (path, figures), largest first; from the tree when it is built,
         else without it (the summary needs no more)."""
+        _check_group(group)
         with self._lock:
             tree = self._trees.get(group)
         if tree is None:
-            paths, parts = self._leaf_paths_and_parts(group)
-            children = root_children(paths, self.name_figures, len(FIGURES), (parts.distinct, parts.code))
+            children = root_children(self.names.leaf_parts(group), self.name_figures, len(FIGURES))
             if children is not None:
                 return children
             tree = self.tree(group)
@@ -162,9 +159,10 @@ class SpaceAnalysis:
         if tree is not None:
             leaf = tree.paths[int(tree.leaf_of_exec[exec_index])]
             return leaf[: -len(SELF) - 1] if leaf.endswith("/" + SELF) else leaf[: max(leaf.rfind("/"), 0)]
-        paths, parts = self._leaf_paths_and_parts(group)
-        lines = parts.lines
-        return scope_of_leaf(paths[self.name_code[exec_index]], paths, lines.any_starting_with if lines.ok else None)
+        _check_group(group)
+        names = self.names
+        return scope_of_leaf(names.leaf_path(group, int(self.name_code[exec_index])),
+                             functools.partial(names.any_leaf_starting_with, group))
 
     # -- step-level figures -----------------------------------------------------
 

@@ -125,7 +125,7 @@ def layout_transposes(space) -> list[Finding]:
     at_peak = space.name_figures[layout, AT_PEAK]
     by_layer: dict[str, list[int]] = {}
     for i in layout[at_peak > 0].tolist():
-        by_layer.setdefault(_layer_of(names.layer_paths[i]), []).append(i)
+        by_layer.setdefault(_layer_of(names.leaf_path("layer", i)), []).append(i)
     threshold = max(LAYOUT_MIN_BYTES, LAYOUT_MIN_SHARE * space.peak_rise_bytes)
     found = []
     for layer, rows in by_layer.items():
@@ -214,7 +214,7 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
     found = []
     for i in flagged.tolist():
         graph_name, scratch, out = names.graph_names[i], int(per_exec_temp[i]), int(per_exec_output[i])
-        layer = _layer_of(names.layer_paths[i])
+        layer = _layer_of(names.leaf_path("layer", i))
         estimate = im2col_estimate(space, _forward_conv(graph_name, model))
         ratio = f"{scratch / out:,.0f}x its output" if out else "with no output"
         text = (f"{graph_name} ({names.op_types[i]}) uses {format_bytes(scratch)} of scratch, {ratio} "
@@ -310,7 +310,7 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         by_graph_name[names.graph_names[i]] = by_graph_name.get(names.graph_names[i], 0) + int(held[i])
     nodes = list(by_graph_name)
     top = keepers[0] if keepers else None
-    scope = _layer_of(names.layer_paths[top]) if top is not None else ""
+    scope = _layer_of(names.leaf_path("layer", top)) if top is not None else ""
     holders = ", ".join(f"{name} ({format_bytes(b)})" for name, b in by_graph_name.items())
     if len(history) > 1:
         steps = ", ".join(str(h[0]) for h in history)
@@ -356,7 +356,7 @@ def allocator_gap(space) -> list[Finding]:
     node = int(finished[np.argmax(trace.end_us[finished])]) if finished.size else None
     names = space.names
     node_name = names.graph_names[space.name_code[node]] if node is not None else None
-    scope = _layer_of(names.layer_paths[space.name_code[node]]) if node is not None else ""
+    scope = _layer_of(names.leaf_path("layer", int(space.name_code[node]))) if node is not None else ""
     above = int(excess.max())
     below = int(-excess.min())
     direction = (f"exceed the allocation records by up to {format_bytes(above)}" if gap > 0 else

@@ -336,12 +336,27 @@ class _Lines:
         data = self.data
         return [data[b:b + k].decode("ascii") for b, k in zip(begin.tolist(), length.tolist())]
 
-    def any_starting_with(self, prefix: str) -> bool:
-        """Whether some name starts with `prefix` (no newline in it)."""
+    def any_starting_with(self, prefix: str, offset: np.ndarray | None = None) -> bool | None:
+        """Whether some name starts with `prefix` (no newline in it), or with `offset`, holds it
+        at offset[i]: each place the prefix occurs is checked, at most `_MAX_LOOKS` of them
+        (None: undecided after those)."""
         if not prefix.isascii():
             return False
         needle = prefix.encode("ascii")
-        return self.data.startswith(needle) or (b"\n" + needle) in self.data
+        if offset is None:
+            return self.data.startswith(needle) or (b"\n" + needle) in self.data
+        at = self.data.find(needle)
+        for _ in range(_MAX_LOOKS):
+            if at < 0:
+                return False
+            line = int(np.searchsorted(self.starts, at, side="right")) - 1
+            if at == self.starts[line] + offset[line] and len(needle) <= self.lengths[line] - offset[line]:
+                return True
+            at = self.data.find(needle, at + 1)
+        return None
+
+
+_MAX_LOOKS = 64  # places a prefix occurs that any_starting_with checks one by one
 
 
 _HASH_SEED, _HASH_FACTOR = 0x9E3779B97F4A7C15, 0x100000001B3  # code_slices's hash (FNV's prime)
@@ -383,17 +398,59 @@ class NameTable:
     path_parts: "FirstComponents"  # first components of `paths`
 
     @cached_property
-    def _layer(self) -> tuple[list[str], "FirstComponents"]:
-        return layer_paths_and_parts(self.paths, self.path_parts)
+    def _layer_cut(self) -> tuple[np.ndarray | None, dict[int, str]]:
+        return layer_cut(self.paths, self.path_parts)
 
-    @property
+    @cached_property
     def layer_paths(self) -> list[str]:
-        """Leaf paths grouped by layer: gradients and optimizer updates folded in (built on first use)."""
-        return self._layer[0]
+        """Leaf paths grouped by layer: gradients and optimizer updates folded in (built on first
+        use: the summary needs only their first components, and a few of them)."""
+        cut, others = self._layer_cut
+        if cut is None:
+            return self.paths
+        out = [path[start:] if start else path for path, start in zip(self.paths, cut.tolist())]
+        for i, text in others.items():
+            out[i] = text
+        return out
 
-    def leaf_paths(self, group: str) -> tuple[list[str], "FirstComponents"]:
-        """The leaf paths of a grouping ("layer" or "scope") and their first components."""
-        return self._layer if group == "layer" else (self.paths, self.path_parts)
+    @cached_property
+    def _layer_parts(self) -> "FirstComponents":
+        cut, others = self._layer_cut
+        if cut is None:
+            return self.path_parts
+        if others:  # paths the one-name rule changed: from the layer paths themselves
+            return FirstComponents(self.layer_paths, _Lines(self.layer_paths))
+        # Each layer path is its path from cut[i] on: found in the paths' own joined lines.
+        return FirstComponents(lambda: self.layer_paths, self.path_parts.lines, offset=cut)
+
+    def leaf_paths(self, group: str) -> list[str]:
+        """The leaf paths of a grouping ("layer" or "scope")."""
+        return self.layer_paths if group == "layer" else self.paths
+
+    def leaf_parts(self, group: str) -> "FirstComponents":
+        """The first components of a grouping's leaf paths (without building the layer paths)."""
+        return self._layer_parts if group == "layer" else self.path_parts
+
+    def leaf_path(self, group: str, index: int) -> str:
+        """One name's leaf path in a grouping."""
+        if group != "layer" or "layer_paths" in self.__dict__:
+            return self.leaf_paths(group)[index]
+        cut, others = self._layer_cut
+        if cut is None:
+            return self.paths[index]
+        return others[index] if index in others else self.paths[index][int(cut[index]):]
+
+    def any_leaf_starting_with(self, group: str, prefix: str) -> bool:
+        """Whether some leaf path of a grouping starts with `prefix`."""
+        cut, others = self._layer_cut if group == "layer" else (None, {})
+        if cut is not None and not others and "layer_paths" not in self.__dict__:
+            found = self.path_parts.lines.any_starting_with(prefix, cut)
+            if found is not None:
+                return found
+        parts = self.leaf_parts(group)
+        if parts.lines.ok:
+            return bool(parts.lines.any_starting_with(prefix))
+        return any(map(str.startswith, self.leaf_paths(group), itertools.repeat(prefix)))
 
     def kind(self, index: int) -> str:
         return KINDS[self.kind_code[index]]
@@ -426,27 +483,36 @@ def _coded_in_order(texts: list[str]) -> tuple[list[str], np.ndarray]:
 class FirstComponents:
     """The first path component of many paths, coded (a model has few distinct ones)."""
 
-    def __init__(self, paths: list[str], lines: "_Lines | None" = None, firsts: list[str] | None = None) -> None:
-        """lines: the paths joined (numpy finds the components); firsts: the components, given."""
+    def __init__(self, paths, lines: "_Lines | None" = None, firsts: list[str] | None = None,
+                 offset: np.ndarray | None = None) -> None:
+        """paths: the paths, or a function that makes them (called when `lines` is asked);
+        lines: the paths joined (numpy finds the components), or with `offset`, lines whose
+        i-th holds path i from offset[i] on; firsts: the components, given."""
         self._paths = paths
-        self._lines = lines
-        n = len(paths)
+        self._lines = lines if offset is None else None
         if firsts is None and lines is not None and lines.ok:
-            slash = lines.slash_from()
-            self.length = np.where(slash >= 0, slash, lines.lengths)
-            self.distinct, self.code = lines.code_slices(lines.starts, self.length)
-            self.has_rest = self.length < lines.lengths - 1
+            start = 0 if offset is None else offset
+            self.path_length = lines.lengths - start
+            slash = lines.slash_from(start)
+            self.length = np.where(slash >= 0, slash - start, self.path_length)
+            self.distinct, self.code = lines.code_slices(lines.starts + start, self.length)
+            self.has_rest = self.length < self.path_length - 1
             return
+        paths = self._paths = paths() if callable(paths) else paths
+        n = len(paths)
         if firsts is None:
             firsts = [path.partition("/")[0] for path in paths]
         self.length = np.fromiter(map(len, firsts), dtype=np.int64, count=n)
         self.distinct, self.code = _coded_in_order(firsts)
-        lengths = lines.lengths if lines is not None and lines.ok else np.fromiter(map(len, paths), np.int64, n)
-        self.has_rest = self.length < lengths - 1
+        ok = lines is not None and lines.ok and offset is None
+        self.path_length = lines.lengths if ok else np.fromiter(map(len, paths), np.int64, n)
+        self.has_rest = self.length < self.path_length - 1
 
     @property
     def lines(self) -> _Lines:
         if self._lines is None:
+            if callable(self._paths):
+                self._paths = self._paths()
             self._lines = _Lines(self._paths)
         return self._lines
 
@@ -503,23 +569,25 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     return ops  # type: ignore[return-value]
 
 
-def layer_paths_and_parts(paths: list[str], parts: FirstComponents) -> tuple[list[str], FirstComponents]:
-    """`layer_path` over many paths, and the first components of the result.
+def layer_cut(paths: list[str], parts: FirstComponents) -> tuple[np.ndarray | None, dict[int, str]]:
+    """`layer_path` over many paths, as (per path, how many characters its layer path drops
+    from its start, None when no path changes; the layer paths of the few paths the one-name
+    rule gives, by index).
 
     Only paths starting with a gradients scope or holding `update_` can change.
     The two common forms are cut at offsets found with numpy (`gradients/<scope>/...`
     loses its first component, `<optimizer>/update_<scope>/...` that and the
     `update_`); the other paths holding `update_` go through the one-name rule.
     """
+    n = len(paths)
     lines = parts.lines
     if not lines.ok:
-        out = list(map(layer_path, paths))
-        return out, FirstComponents(out)
-    n = len(paths)
+        others = {i: layer for i, (path, layer) in enumerate(zip(paths, map(layer_path, paths))) if layer != path}
+        return (np.zeros(n, dtype=np.int64) if others else None), others
     gradients_first = parts.where(_GRADIENTS_RE.match) & parts.has_rest
     has_update = lines.containing(b"update_")
     if not (gradients_first.any() or has_update.any()):
-        return paths, parts
+        return None, {}
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not).
     second_end = np.where(parts.has_rest, lines.slash_from(second), -1)
@@ -529,13 +597,11 @@ def layer_paths_and_parts(paths: list[str], parts: FirstComponents) -> tuple[lis
     cut = np.zeros(n, dtype=np.int64)
     cut[plain] = second[plain]
     cut[update] = second[update] + len("update_")
-    others = np.flatnonzero(has_update & ~plain & ~update).tolist()
+    others = {i: layer_path(paths[i]) for i in np.flatnonzero(has_update & ~plain & ~update).tolist()}
+    others = {i: layer for i, layer in others.items() if layer != paths[i]}
     if not (others or cut.any()):
-        return paths, parts
-    out = [path[start:] if start else path for path, start in zip(paths, cut.tolist())]
-    for i in others:
-        out[i] = layer_path(paths[i])
-    return out, FirstComponents(out, _Lines(out))
+        return None, {}
+    return cut, others
 
 
 def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],

@@ -342,23 +342,18 @@ def _top_name(tree_node_of_name: np.ndarray, name_figures: np.ndarray, subtree_s
     return best
 
 
-def root_children(leaf_paths: list[str], name_figures: np.ndarray, figure_count: int,
-                  firsts: tuple[list[str], np.ndarray] | None = None) -> list[tuple[str, np.ndarray]] | None:
+def root_children(firsts: FirstComponents, name_figures: np.ndarray, figure_count: int
+                  ) -> list[tuple[str, np.ndarray]] | None:
     """The root's children and their figures, ranked as `ScopeTree.children[0]` ranks them,
     without building the tree (a step's summary needs only these); None when a path starts
     with "/" (then only the tree knows where it goes).
 
-    A root child is a path's first component; names left empty sit in "/(self)".
-    `firsts`: the paths' first components, coded (each once, and each path's index into them).
+    A root child is a path's first component (`firsts`: the leaf paths' first components,
+    coded); names left empty sit in "/(self)".
     """
-    if firsts is None:
-        parts = FirstComponents(leaf_paths)
-        firsts = parts.distinct, parts.code
-    distinct, code = firsts
-    if "" in distinct:  # empty paths, or paths starting with "/"
-        empty = distinct.index("")
-        if any(leaf_paths[i] for i in np.flatnonzero(code == empty).tolist()):
-            return None
+    distinct, code = firsts.distinct, firsts.code
+    if ((firsts.length == 0) & (firsts.path_length > 0)).any():  # a path starting with "/"
+        return None
     children = ["/" + SELF if first == "" else first for first in distinct]
     figures = scatter_sum(code, name_figures[:, :figure_count], len(children))
     # Ties go to preorder, where "/(self)" comes first (its sort key starts with the "/" key).
@@ -367,15 +362,12 @@ def root_children(leaf_paths: list[str], name_figures: np.ndarray, figure_count:
     return [(children[i], figures[i]) for i in ranked]
 
 
-def scope_of_leaf(path: str, leaf_paths: list[str], any_starting_with=None) -> str:
+def scope_of_leaf(path: str, any_starting_with) -> str:
     """The scope a leaf path sits in: itself when other paths go on below it (its `(self)`), else its parent.
 
-    `any_starting_with(prefix)`: whether some leaf path starts with it, where the caller has a
-    quicker way to tell than a scan of `leaf_paths`.
+    `any_starting_with(prefix)`: whether some leaf path starts with it.
     """
-    below = path + "/"
-    if path and (any_starting_with(below) if any_starting_with is not None
-                 else any(map(str.startswith, leaf_paths, itertools.repeat(below)))):
+    if path and any_starting_with(path + "/"):
         return path
     slash = path.rfind("/")
     return "" if slash < 0 else path[:slash]

@@ -49,7 +49,19 @@ def assert_agrees(raw, label_of, source_ops, graph_ops):
         assert CATEGORIES[table.category[i]] == CATEGORIES[expected], (name, op)
         assert table.layer_paths[i] == names.layer_path(info.path), name
     for group in ("layer", "scope"):  # the first components the summary ranks without a tree
-        paths, parts = table.leaf_paths(group)
+        paths, parts = table.leaf_paths(group), table.leaf_parts(group)
+        # A fresh table answers for one name, and its first components, without building every path.
+        fresh = names.NameTable.build(raw, label_of, source_ops, graph_ops)
+        fresh_parts = fresh.leaf_parts(group)
+        assert [fresh_parts.distinct[c] for c in fresh_parts.code] == [parts.distinct[c] for c in parts.code]
+        assert fresh_parts.has_rest.tolist() == parts.has_rest.tolist()
+        assert fresh_parts.path_length.tolist() == [len(p) for p in paths]
+        for i, path in enumerate(paths[:40]):
+            assert fresh.leaf_path(group, i) == path
+            for prefix in (path + "/", path[:3], path + "x", path):
+                assert fresh.any_leaf_starting_with(group, prefix) == any(p.startswith(prefix) for p in paths), prefix
+        assert "layer_paths" not in fresh.__dict__ or group == "scope" or not fresh._layer_parts.lines.ok or \
+            fresh._layer_cut[1], "the layer paths were built for questions about a few names"
         assert [parts.distinct[c] for c in parts.code] == [p.partition("/")[0] for p in paths], group
         assert parts.length.tolist() == [len(p.partition("/")[0]) for p in paths], group
         assert parts.has_rest.tolist() == [bool(p.partition("/")[2]) for p in paths], group
