@@ -14,12 +14,12 @@ import functools
 import gc
 import os
 import posixpath
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Hashable
 
-from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
 from tensorboard.data import provider as provider_mod
 
 from . import analysis, function_graph, graph as graph_mod, trace as trace_mod
@@ -225,7 +225,7 @@ class StepStore:
         # 26 MB graph): reading the run graph while the step is decoded overlaps the two. The
         # multiplexer's are in this process's memory already: a copy, nothing to overlap, and a
         # big step is better decoded after the graph's bytes are dropped (peak memory).
-        self._reads_over_the_wire = not isinstance(data_provider, MultiplexerDataProvider)
+        self._reads_over_the_wire = not _in_process(data_provider)
         self._only_run = only_run  # the CLI's --run: profiles of other runs are not even read
         # The logdir TensorBoard was given; the CLI's provider keeps it as `_logdir`.
         self._logdir = logdir if logdir is not None else getattr(data_provider, "_logdir", None)
@@ -447,6 +447,14 @@ class StepStore:
 
         step = self._steps.get_or_compute(cache_key, compute)
         return self._point_to_profile(ctx, experiment_id, ref, step)
+
+
+def _in_process(provider) -> bool:
+    """Whether the provider is TensorBoard's multiplexer (blobs in this process's memory). Its module
+    is not imported here: a provider made by it has imported it already (the CLI avoids the import
+    where it can, for start-up time)."""
+    module = sys.modules.get("tensorboard.backend.event_processing.data_provider")
+    return module is not None and isinstance(provider, module.MultiplexerDataProvider)
 
 
 _PREFETCH: concurrent.futures.ThreadPoolExecutor | None = None
