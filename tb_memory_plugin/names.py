@@ -310,27 +310,47 @@ class _Lines:
 
     def code_slices(self, begin: np.ndarray, length: np.ndarray) -> tuple[list[str], np.ndarray]:
         """`_coded_in_order` of the texts buf[begin:begin + length] (one per name), in numpy:
-        texts are grouped by a hash of their length and bytes, each is checked against its
-        group's first byte by byte, and only the distinct ones are decoded. (Should two texts
-        share a hash, which the check finds, all are coded as Python strings.)"""
-        n, buf = begin.size, self.buf
+        texts are grouped by a hash of their length, first 8 and last 8 bytes (which are the
+        whole of a text up to 16 bytes long, as first components mostly are), each is checked
+        against its group's first (those 3, and byte by byte between them for longer texts),
+        and only the distinct ones are decoded. (Should two texts share a hash, which the
+        check finds, all are coded as Python strings.)"""
+        n = begin.size
         if not n:
             return [], np.zeros(0, dtype=np.int64)
-        digest = length.astype(np.uint64) * np.uint64(_HASH_SEED)
-        for offset, rows in _byte_offsets(length):
-            digest[rows] = digest[rows] * np.uint64(_HASH_FACTOR) + buf[begin[rows] + offset]
-        _, first, group = np.unique(digest, return_index=True, return_inverse=True)
+        head = self._word(begin, np.minimum(length, 8))
+        tail = self._word(begin + np.maximum(length - 8, 0), np.minimum(length, 8))
+        digest = (head * np.uint64(_HASH_FACTOR) + tail) * np.uint64(_HASH_FACTOR) + length.astype(np.uint64)
+        _, first, group = np.unique(digest * np.uint64(_HASH_SEED), return_index=True, return_inverse=True)
         group = group.reshape(-1)
         same = first[group]  # the first text with the same hash
-        exact = np.array_equal(length[same], length) and all(
-            np.array_equal(buf[begin[rows] + offset], buf[begin[same[rows]] + offset])
-            for offset, rows in _byte_offsets(length))
+        exact = (np.array_equal(length[same], length) and np.array_equal(head[same], head)
+                 and np.array_equal(tail[same], tail))
+        long = np.flatnonzero(length > 16)
+        for offset in range(8, int(length.max(initial=0)) - 8):
+            if not exact or not long.size:
+                break
+            long = long[length[long] - 8 > offset]  # the middle bytes still to compare
+            exact = np.array_equal(self.buf[begin[long] + offset], self.buf[begin[same[long]] + offset])
         if not exact:
             return _coded_in_order(self._texts(begin, length))
         order = np.argsort(first, kind="stable")  # texts in first-seen order
         rank = np.empty(order.size, dtype=np.int64)
         rank[order] = np.arange(order.size)
         return self._texts(begin[first[order]], length[first[order]]), rank[group]
+
+    @cached_property
+    def _eight_bytes(self) -> np.ndarray:
+        """At each position of the buffer, the 8 bytes from there as one little-endian integer
+        (zeros past the end): a strided view over the buffer, padded once."""
+        padded = np.zeros(self.buf.size + 8, dtype=np.uint8)
+        padded[:self.buf.size] = self.buf
+        windows = np.lib.stride_tricks.as_strided(padded, shape=(self.buf.size + 1, 8), strides=(1, 1))
+        return windows.view("<u8").reshape(-1)
+
+    def _word(self, begin: np.ndarray, length: np.ndarray) -> np.ndarray:
+        """The `length` (at most 8) bytes from each begin as one integer, zero-filled."""
+        return self._eight_bytes[begin] & _LOW_BYTES[length]
 
     def _texts(self, begin: np.ndarray, length: np.ndarray) -> list[str]:
         data = self.data
@@ -359,17 +379,8 @@ class _Lines:
 _MAX_LOOKS = 64  # places a prefix occurs that any_starting_with checks one by one
 
 
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # a word's first k bytes
 _HASH_SEED, _HASH_FACTOR = 0x9E3779B97F4A7C15, 0x100000001B3  # code_slices's hash (FNV's prime)
-
-
-def _byte_offsets(length: np.ndarray):
-    """(offset, the texts longer than it), offset by offset, for texts of these lengths."""
-    rows = np.flatnonzero(length > 0)
-    offset = 0
-    while rows.size:
-        yield offset, rows
-        offset += 1
-        rows = rows[length[rows] > offset]
 
 
 def _special_literals() -> tuple[bytes, ...]:
