@@ -281,18 +281,22 @@ class _Lines:
         at = self.starts if offset is None else self.starts + offset
         room = self.lengths if offset is None else self.lengths - offset
         long_enough = room >= k if among is None else among & (room >= k)
-        rows = np.flatnonzero(long_enough)
-        window = self.buf[at[rows, None] + np.arange(k)]
-        mask = np.zeros(self.count, dtype=bool)
-        mask[rows[(window == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)]] = True
-        return mask
+        return self._holding(prefix, at, long_enough)
 
     def ending_with(self, suffix: bytes) -> np.ndarray:
-        k = len(suffix)
-        rows = np.flatnonzero(self.lengths >= k)
-        window = self.buf[(self.starts[rows] + self.lengths[rows] - k)[:, None] + np.arange(k)]
+        return self._holding(suffix, self.starts + self.lengths - len(suffix), self.lengths >= len(suffix))
+
+    def _holding(self, text: bytes, at: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Which names hold `text` at `at` (per name), among the candidates (with room for it)."""
+        k = len(text)
+        rows = np.flatnonzero(candidates)
+        if k <= 8:  # one 8-byte word per name
+            word = int.from_bytes(text, "little")
+            hits = (self._eight_bytes[at[rows]] & _LOW_BYTES[k]) == np.uint64(word)
+        else:
+            hits = (self.buf[at[rows, None] + np.arange(k)] == np.frombuffer(text, dtype=np.uint8)).all(axis=1)
         mask = np.zeros(self.count, dtype=bool)
-        mask[rows[(window == np.frombuffer(suffix, dtype=np.uint8)).all(axis=1)]] = True
+        mask[rows[hits]] = True
         return mask
 
     @cached_property
