@@ -292,7 +292,7 @@ class _Lines:
         rows = np.flatnonzero(candidates)
         if k <= 8:  # one 8-byte word per name
             word = int.from_bytes(text, "little")
-            hits = (self._eight_bytes[at[rows]] & _LOW_BYTES[k]) == np.uint64(word)
+            hits = (self._word(at[rows], np.full(rows.size, k))) == np.uint64(word)
         else:
             hits = (self.buf[at[rows, None] + np.arange(k)] == np.frombuffer(text, dtype=np.uint8)).all(axis=1)
         mask = np.zeros(self.count, dtype=bool)
@@ -314,47 +314,55 @@ class _Lines:
 
     def code_slices(self, begin: np.ndarray, length: np.ndarray) -> tuple[list[str], np.ndarray]:
         """`_coded_in_order` of the texts buf[begin:begin + length] (one per name), in numpy:
-        texts are grouped by a hash of their length, first 8 and last 8 bytes (which are the
-        whole of a text up to 16 bytes long, as first components mostly are), each is checked
-        against its group's first (those 3, and byte by byte between them for longer texts),
-        and only the distinct ones are decoded. (Should two texts share a hash, which the
-        check finds, all are coded as Python strings.)"""
+        texts are grouped by a hash of their words (`slice_words`), each is checked against its
+        group's first, and only the distinct ones are decoded. (Should two texts share a hash,
+        which the check finds, all are coded as Python strings.)"""
         n = begin.size
         if not n:
             return [], np.zeros(0, dtype=np.int64)
-        head = self._word(begin, np.minimum(length, 8))
-        tail = self._word(begin + np.maximum(length - 8, 0), np.minimum(length, 8))
-        digest = (head * np.uint64(_HASH_FACTOR) + tail) * np.uint64(_HASH_FACTOR) + length.astype(np.uint64)
-        _, first, group = np.unique(digest * np.uint64(_HASH_SEED), return_index=True, return_inverse=True)
+        words = self.slice_words(begin, length)
+        _, first, group = np.unique(_digests(words, length), return_index=True, return_inverse=True)
         group = group.reshape(-1)
         same = first[group]  # the first text with the same hash
-        exact = (np.array_equal(length[same], length) and np.array_equal(head[same], head)
-                 and np.array_equal(tail[same], tail))
-        long = np.flatnonzero(length > 16)
-        for offset in range(8, int(length.max(initial=0)) - 8):
-            if not exact or not long.size:
-                break
-            long = long[length[long] - 8 > offset]  # the middle bytes still to compare
-            exact = np.array_equal(self.buf[begin[long] + offset], self.buf[begin[same[long]] + offset])
-        if not exact:
+        if not (np.array_equal(length[same], length) and _same_words(words, same)):
             return _coded_in_order(self._texts(begin, length))
         order = np.argsort(first, kind="stable")  # texts in first-seen order
         rank = np.empty(order.size, dtype=np.int64)
         rank[order] = np.arange(order.size)
         return self._texts(begin[first[order]], length[first[order]]), rank[group]
 
+    def slice_words(self, begin: np.ndarray, length: np.ndarray) -> list[tuple[np.ndarray | None, np.ndarray]]:
+        """(rows, 8-byte words) that together hold every byte of each slice buf[begin:begin +
+        length]: its first 8 and its last 8 bytes (all of a slice up to 16 bytes long, as most
+        path components are; rows None: every slice), then for longer slices the 8 from each
+        8th byte on (rows: those slices)."""
+        first = np.minimum(length, 8)
+        words = [(None, self._word(begin, first)), (None, self._word(begin + length - first, first))]
+        offset, rows = 8, np.flatnonzero(length > 16)
+        while rows.size:
+            words.append((rows, self._word(begin[rows] + offset, np.full(rows.size, 8))))
+            offset += 8
+            rows = rows[length[rows] - 8 > offset]
+        return words
+
     @cached_property
-    def _eight_bytes(self) -> np.ndarray:
-        """At each position of the buffer, the 8 bytes from there as one little-endian integer
-        (zeros past the end): a strided view over the buffer, padded once."""
-        padded = np.zeros(self.buf.size + 8, dtype=np.uint8)
-        padded[:self.buf.size] = self.buf
-        windows = np.lib.stride_tricks.as_strided(padded, shape=(self.buf.size + 1, 8), strides=(1, 1))
+    def _windows(self) -> np.ndarray:
+        """At each position p <= size - 8 of the buffer, its 8 bytes from p as one little-endian
+        integer: a strided view, no copy."""
+        if self.buf.size < 8:
+            padded = np.zeros(8, dtype=np.uint8)
+            padded[:self.buf.size] = self.buf
+            return padded.view("<u8")
+        windows = np.lib.stride_tricks.as_strided(self.buf, shape=(self.buf.size - 7, 8), strides=(1, 1))
         return windows.view("<u8").reshape(-1)
 
     def _word(self, begin: np.ndarray, length: np.ndarray) -> np.ndarray:
         """The `length` (at most 8) bytes from each begin as one integer, zero-filled."""
-        return self._eight_bytes[begin] & _LOW_BYTES[length]
+        windows = self._windows
+        last = windows.size - 1
+        at = np.minimum(begin, last)  # near the end: the last window, shifted down
+        shift = ((begin - at) * 8).astype(np.uint64)
+        return (windows[at] >> shift) & _LOW_BYTES[length]
 
     def _texts(self, begin: np.ndarray, length: np.ndarray) -> list[str]:
         data = self.data
@@ -381,6 +389,30 @@ class _Lines:
 
 
 _MAX_LOOKS = 64  # places a prefix occurs that any_starting_with checks one by one
+
+
+def _digests(words: list, length: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each slice from its length and its words (`_Lines.slice_words`)."""
+    digest = length.astype(np.uint64) * np.uint64(_HASH_SEED)
+    for rows, word in words:
+        mixed = (digest if rows is None else digest[rows]) * np.uint64(_HASH_FACTOR) + word
+        mixed ^= mixed >> np.uint64(29)
+        if rows is None:
+            digest = mixed
+        else:
+            digest[rows] = mixed
+    return digest
+
+
+def _same_words(words: list, same: np.ndarray) -> bool:
+    """Whether every slice's words equal those of slice same[i] (of the same length)."""
+    for rows, word in words:
+        if rows is None:
+            if not np.array_equal(word[same], word):
+                return False
+        elif not np.array_equal(word[np.searchsorted(rows, same[rows])], word):
+            return False
+    return True
 
 
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # a word's first k bytes
