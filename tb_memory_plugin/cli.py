@@ -465,9 +465,7 @@ def byte_count(text: str) -> int:
 def _whatif_steps(args: argparse.Namespace) -> list | None:
     """The traced steps `whatif` reads: the first run's --tag (else its latest step), and the
     matching step of each other run (store.matching_step); each in the memory space --device names."""
-    from . import whatif
-
-    from . import store
+    from . import store, whatif
 
     steps = _Steps(args.logdir)
     picked = []

@@ -6,6 +6,7 @@ the GraphDef's inputs between nodes that fall in different children.
 
 from __future__ import annotations
 
+import functools
 import bisect
 import collections
 import re
@@ -38,18 +39,15 @@ _SCHEMA = {
                ("attr", 5, BYTES, OPTIONAL, None), ("debug_info", 6, BYTES, OPTIONAL, None),
                ("type", 7, BYTES, OPTIONAL, None)],
 }
-_CLASSES: dict | None = None
 _END_OF_NODE = "\x00"  # an input name no graph holds: closes each node's inputs
 _END_OF_NODE_FIELD = b"\x1a\x01\x00"  # input (3, LEN) = "\x00"
 _PORT = re.compile(r":[^\n]*")  # names hold no ":" and no "^"
 _COLLAPSED_KEPT = 64  # collapsed scopes kept per graph (the graph view asks each again on every visit)
 
 
+@functools.cache
 def _classes() -> dict:
-    global _CLASSES
-    if _CLASSES is None:
-        _CLASSES = message_classes("tb_memory.graph", _SCHEMA)
-    return _CLASSES
+    return message_classes("tb_memory.graph", _SCHEMA)
 
 
 @dataclass
@@ -117,7 +115,6 @@ class RunGraph:
         target = np.cumsum(end) - end  # inputs before a node's end belong to it
         inside = codes >= 0
         return codes[inside], target[inside]
-
 
     @cached_property
     def _by_name(self) -> tuple[list[int], list[str]]:

@@ -292,7 +292,7 @@ class _Lines:
         rows = np.flatnonzero(candidates)
         if k <= 8:  # one 8-byte word per name
             word = int.from_bytes(text, "little")
-            hits = (self._word(at[rows], np.full(rows.size, k))) == np.uint64(word)
+            hits = self._word(at[rows], k) == np.uint64(word)
         else:
             hits = (self.buf[at[rows, None] + np.arange(k)] == np.frombuffer(text, dtype=np.uint8)).all(axis=1)
         mask = np.zeros(self.count, dtype=bool)
@@ -340,7 +340,7 @@ class _Lines:
         words = [(None, self._word(begin, first)), (None, self._word(begin + length - first, first))]
         offset, rows = 8, np.flatnonzero(length > 16)
         while rows.size:
-            words.append((rows, self._word(begin[rows] + offset, np.full(rows.size, 8))))
+            words.append((rows, self._word(begin[rows] + offset, 8)))
             offset += 8
             rows = rows[length[rows] - 8 > offset]
         return words
@@ -356,8 +356,9 @@ class _Lines:
         windows = np.lib.stride_tricks.as_strided(self.buf, shape=(self.buf.size - 7, 8), strides=(1, 1))
         return windows.view("<u8").reshape(-1)
 
-    def _word(self, begin: np.ndarray, length: np.ndarray) -> np.ndarray:
-        """The `length` (at most 8) bytes from each begin as one integer, zero-filled."""
+    def _word(self, begin: np.ndarray, length: np.ndarray | int) -> np.ndarray:
+        """The `length` (at most 8; per slice, or one for all) bytes from each begin as one
+        integer, zero-filled."""
         windows = self._windows
         last = windows.size - 1
         at = np.minimum(begin, last)  # near the end: the last window, shifted down
@@ -508,13 +509,13 @@ class NameTable:
         lines = _Lines(raw)
         graph_names, paths, kind_code, fixed, runtime = _classify_all(raw, lines)
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops)
-        op_type_names, op_code = _coded(op_types)
+        op_type_names, op_code = coded(op_types)
         parts = FirstComponents(paths, lines if paths is raw else _Lines(paths))
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
         return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts)
 
 
-def _coded(texts: list[str]) -> tuple[list[str], np.ndarray]:
+def coded(texts: list[str]) -> tuple[list[str], np.ndarray]:
     """(each text once, sorted; the index of each text into that list)."""
     distinct = sorted(dict.fromkeys(texts))
     code = dict(zip(distinct, range(len(distinct))))
@@ -530,14 +531,13 @@ def _coded_in_order(texts: list[str]) -> tuple[list[str], np.ndarray]:
 class FirstComponents:
     """The first path component of many paths, coded (a model has few distinct ones)."""
 
-    def __init__(self, paths, lines: "_Lines | None" = None, firsts: list[str] | None = None,
-                 offset: np.ndarray | None = None) -> None:
+    def __init__(self, paths, lines: "_Lines | None" = None, offset: np.ndarray | None = None) -> None:
         """paths: the paths, or a function that makes them (called when `lines` is asked);
         lines: the paths joined (numpy finds the components), or with `offset`, lines whose
-        i-th holds path i from offset[i] on; firsts: the components, given."""
+        i-th holds path i from offset[i] on."""
         self._paths = paths
         self._lines = lines if offset is None else None
-        if firsts is None and lines is not None and lines.ok:
+        if lines is not None and lines.ok:
             start = 0 if offset is None else offset
             self.path_length = lines.lengths - start
             slash = lines.slash_from(start)
@@ -547,12 +547,10 @@ class FirstComponents:
             return
         paths = self._paths = paths() if callable(paths) else paths
         n = len(paths)
-        if firsts is None:
-            firsts = [path.partition("/")[0] for path in paths]
+        firsts = [path.partition("/")[0] for path in paths]
         self.length = np.fromiter(map(len, firsts), dtype=np.int64, count=n)
         self.distinct, self.code = _coded_in_order(firsts)
-        ok = lines is not None and lines.ok and offset is None
-        self.path_length = lines.lengths if ok else np.fromiter(map(len, paths), np.int64, n)
+        self.path_length = np.fromiter(map(len, paths), np.int64, n)
         self.has_rest = self.length < self.path_length - 1
 
     @property
@@ -655,14 +653,14 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
                    parts: FirstComponents | None = None,
                    op_coding: tuple[list[str], np.ndarray] | None = None) -> np.ndarray:
     """`categorise` over many names, with numpy over the joined paths; `op_coding` is the
-    op types coded (`_coded`), where the caller has them."""
+    op types coded (`coded`), where the caller has them."""
     n = len(paths)
     parts = parts or FirstComponents(paths)
     lines = parts.lines
     if not lines.ok:
         return np.fromiter(map(categorise, paths, op_types, (KINDS[k] for k in kind_code.tolist())),
                            dtype=np.int64, count=n)
-    distinct_ops, op_code = op_coding or _coded(op_types)
+    distinct_ops, op_code = op_coding or coded(op_types)
 
     def op_flag(test) -> np.ndarray:
         return np.array([bool(test(op)) for op in distinct_ops], dtype=bool)[op_code] if n else np.zeros(0, bool)

@@ -11,7 +11,6 @@ asked (docs/figures.md, "Resident memory").
 from __future__ import annotations
 
 import itertools
-
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence

@@ -26,6 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ACTIVATIONS, AT_PEAK, INPUTS, OPTIMIZER
+from .names import coded
 from .trace import labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -116,8 +117,8 @@ def traced_batch(step: StepAnalysis) -> int:
 
 
 class _SizeSets:
-    """A set of sizes per row, as (row, size) pairs sorted once: `_best_match` of many
-    (row, size) questions at once (numpy: the last pair at or below each, then the rule)."""
+    """A set of sizes per row, as (row, size) pairs sorted once, asked many (row, size) questions
+    at once (numpy: the last pair at or below each, then the rule)."""
 
     def __init__(self, rows: np.ndarray, sizes: np.ndarray) -> None:
         order = np.lexsort((sizes, rows))
@@ -142,7 +143,9 @@ class _SizeSets:
         return found, np.where(found, self.sizes[at], 0)
 
     def best(self, rows: np.ndarray, sizes: np.ndarray, chunks: bool) -> np.ndarray:
-        """`_best_match(size, sizes of row, chunks)` per question (row -1: no sizes, 0)."""
+        """Per question, the largest of the row's sizes an allocation of `size` bytes can hold (0:
+        none, or row -1): within the allocator's 256-byte rounding, or for a BFC chunk (`chunks`)
+        below twice the rounded request."""
         found, below = self._at_or_below(rows, sizes)
         # `fits` holds for a prefix of the sizes up to the asked one (its upper bound never falls
         # as the size grows): the largest at or below it is the best match, or none is.
@@ -266,15 +269,6 @@ class _Outputs:
         return uses
 
 
-def _best_match(size: int, sizes: set[int], chunks: bool) -> int:
-    """The largest requested size an allocation of `size` bytes can hold (0: none): within the
-    allocator's 256-byte rounding, or for a BFC chunk (`chunks`) below twice the rounded request.
-    The rule for one allocation; `_SizeSets.best` applies it to every event at once."""
-    def fits(s: int) -> bool:
-        return s > 0 and s <= size < (2 * -(-s // _ROUNDING) * _ROUNDING if chunks else s + _ROUNDING)
-    return max((s for s in sizes if fits(s)), default=0)
-
-
 # -- one traced step ------------------------------------------------------------------------
 
 
@@ -382,10 +376,7 @@ class OneStep:
 def _layers(space: SpaceAnalysis) -> tuple[list[str], np.ndarray]:
     """Layer names, and the layer of each distinct name (grouped by layer: gradients and
     optimizer updates folded into their layer)."""
-    of_name = list(map(layer_of, space.names.layer_paths))
-    layer_names = sorted(set(of_name))
-    code = dict(zip(layer_names, range(len(layer_names))))
-    return layer_names, np.fromiter(map(code.__getitem__, of_name), dtype=np.int64, count=len(of_name))
+    return coded(list(map(layer_of, space.names.layer_paths)))
 
 
 def one_step(step: StepAnalysis, space: SpaceAnalysis) -> OneStep:

@@ -168,6 +168,17 @@ def test_the_allocators_capacity_is_the_limit_without_one():
 # -- the vectorised rules against the per-name ones ------------------------------------------------
 
 
+def _best_match(size: int, sizes: set[int], chunks: bool) -> int:
+    """The rule for one allocation (docs/figures.md), the reference `_SizeSets.best` is held to:
+    the largest requested size an allocation of `size` bytes can hold (0: none), within the
+    allocator's 256-byte rounding, or for a BFC chunk (`chunks`) below twice the rounded request."""
+    rounding = whatif._ROUNDING
+
+    def fits(s: int) -> bool:
+        return s > 0 and s <= size < (2 * -(-s // rounding) * rounding if chunks else s + rounding)
+    return max((s for s in sizes if fits(s)), default=0)
+
+
 def _reference_one_step(step, space) -> tuple[list[bool], int]:
     """(scales per event, resident batch bytes) by the rules of docs/figures.md applied one name and
     one event at a time (whatif.py before it was vectorised), `_best_match` per event."""
@@ -197,8 +208,8 @@ def _reference_one_step(step, space) -> tuple[list[bool], int]:
     scales = []
     for execution, signed in zip(trace.event_exec.tolist(), trace.event_bytes.tolist()):
         name = trace.name(execution)
-        held = whatif._best_match(abs(signed), batch_bytes.get(name, set()), chunks)
-        other = whatif._best_match(abs(signed), other_bytes.get(name, set()), chunks)
+        held = _best_match(abs(signed), batch_bytes.get(name, set()), chunks)
+        other = _best_match(abs(signed), other_bytes.get(name, set()), chunks)
         scales.append(uses.get(name, False) and not other > held)
     resident = sum(sum(batch_bytes.get(name, ())) for code, name in enumerate(trace.distinct_names)
                    if space.names.category[code] == INPUTS)
@@ -235,7 +246,7 @@ def test_size_sets_are_best_match_for_every_event(sets, asked, chunks):
     table = whatif._SizeSets(np.array(rows * 2, dtype=np.int64), np.array(sizes * 2, dtype=np.int64))
     asked_rows = np.array([row for row, _ in asked], dtype=np.int64)
     asked_sizes = np.array([size for _, size in asked], dtype=np.int64)
-    expected = [whatif._best_match(size, sets.get(row, set()) if row >= 0 else set(), chunks) for row, size in asked]
+    expected = [_best_match(size, sets.get(row, set()) if row >= 0 else set(), chunks) for row, size in asked]
     assert table.best(asked_rows, asked_sizes, chunks).tolist() == expected
     assert table.holds(asked_rows, asked_sizes).tolist() == [row >= 0 and size in sets.get(row, ())
                                                              for row, size in asked]

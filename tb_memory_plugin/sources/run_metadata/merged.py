@@ -8,6 +8,7 @@ segment per node.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from functools import cached_property
@@ -100,19 +101,10 @@ _SCHEMA = {
 _PACKAGE = "tb_memory.wire"
 
 
-def _message_classes() -> dict:
-    return message_classes(_PACKAGE, _SCHEMA, unpacked_ints=True)  # how TF writes them: one varint per field
-
-
-_CLASSES: dict | None = None
-
-
+@functools.cache
 def classes() -> dict:
     """The merged message classes by schema name, built on first use."""
-    global _CLASSES
-    if _CLASSES is None:
-        _CLASSES = _message_classes()
-    return _CLASSES
+    return message_classes(_PACKAGE, _SCHEMA, unpacked_ints=True)  # how TF writes them: one varint per field
 
 
 # -- markers ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ small groups read one by one through the protos.
 
 from __future__ import annotations
 
+import functools
 import contextlib
 import gc
 import itertools
@@ -125,9 +126,10 @@ def _pool(changes: list[tuple[str, str, str]]):
     return files[-1].package, pool
 
 
-def _message_classes() -> dict:
+@functools.cache
+def _classes() -> dict:
     """The merged classes by name: each level of the items path, and the outputs with
-    shapes as tokens."""
+    shapes as tokens (built on first use)."""
     classes = {}
     for changes, names in ((_ITEMS, {name: name for name in ("NodeExecStats", "NodeOutput", "TensorShapeProto",
                                                               "TensorShapeProto.Dim")}),
@@ -136,16 +138,6 @@ def _message_classes() -> dict:
         classes.update((key, message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}")))
                        for key, name in names.items())
     return classes
-
-
-_CLASSES: dict | None = None
-
-
-def _classes() -> dict:
-    global _CLASSES
-    if _CLASSES is None:
-        _CLASSES = _message_classes()
-    return _CLASSES
 
 
 def outputs(blobs) -> list[Outputs]:

@@ -36,6 +36,7 @@ Bytes that do not follow the wire format raise `WireError`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -318,14 +319,11 @@ _SCHEMA = {
     "StatMetadata": [("id", 1, _INT64, _OPTIONAL, None), ("name", 2, _BYTES_TYPE, _OPTIONAL, None)],
 }
 _PACKAGE = "tb_memory.xplane"
-_METADATA_CLASS = None
 
 
+@functools.cache
 def _metadata_class():
-    global _METADATA_CLASS
-    if _METADATA_CLASS is None:
-        _METADATA_CLASS = _protos.message_classes(_PACKAGE, _SCHEMA)["Metadata"]
-    return _METADATA_CLASS
+    return _protos.message_classes(_PACKAGE, _SCHEMA)["Metadata"]
 
 
 @dataclass
