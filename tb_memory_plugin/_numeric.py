@@ -12,22 +12,23 @@ def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
 
     np.bincount is an order of magnitude faster than np.add.at; it sums in
     float64, which is exact while every partial sum stays below 2**53 bytes
-    (8 PiB), so that is checked and np.add.at is the fallback.
+    (8 PiB), so that is checked and np.add.at is the fallback. 2-D values are
+    summed column by column (one bincount each), into a column-major result:
+    each column is written, and read again by a later sum, in one stride.
     """
     values = np.asarray(values, dtype=np.int64)
-    shape = (size,) + values.shape[1:]
+    if values.ndim == 2:
+        out = np.empty((size, values.shape[1]), dtype=np.int64, order="F")
+        for column in range(values.shape[1]):
+            out[:, column] = scatter_sum(index, values[:, column], size)
+        return out
     if index.size == 0:
-        return np.zeros(shape, dtype=np.int64)
+        return np.zeros(size, dtype=np.int64)
     # Exact when every partial sum stays below 2**53: checked by the largest magnitude
-    # times the count first (two reductions), by the sums of magnitudes if that fails.
+    # times the count first (two reductions), by the sum of magnitudes if that fails.
     bound = max(int(values.max(initial=0)), -int(values.min(initial=0))) * len(values)
-    if bound >= _EXACT and int(np.abs(values).sum(axis=0).max()) >= _EXACT:
-        out = np.zeros(shape, dtype=np.int64)
+    if bound >= _EXACT and int(np.abs(values).sum()) >= _EXACT:
+        out = np.zeros(size, dtype=np.int64)
         np.add.at(out, index, values)
         return out
-    if values.ndim == 1:
-        return np.bincount(index, weights=values, minlength=size).astype(np.int64)
-    # One bincount over (row, column) pairs flattened into row * width + column.
-    width = values.shape[1]
-    flat = (np.asarray(index, dtype=np.int64)[:, None] * width + np.arange(width)).ravel()
-    return np.bincount(flat, weights=values.ravel(), minlength=size * width).astype(np.int64).reshape(shape)
+    return np.bincount(index, weights=values, minlength=size).astype(np.int64)

@@ -69,17 +69,30 @@ class SpaceAnalysis:
     def _name_figures(self, names: int) -> np.ndarray:
         """Per distinct runtime name: FIGURES, at-peak bytes per category, executions.
 
-        What the scope trees and whole-step op types aggregate (thousands of rows
-        instead of every execution); built column by column to keep big
-        temporaries out of the way.
+        What the scope trees and whole-step op types aggregate (one row per name,
+        not per execution), column-major: built and summed column by column. On a
+        deep model every execution has a name of its own, in order: the rows are
+        then the executions' own figures.
         """
         code = self.name_code
-        width = len(CATEGORIES)
-        by_category = scatter_sum(code * width + self.category, self.exec_columns[AT_PEAK] - self.temporaries,
-                                  names * width).reshape(names, width)
-        by_category[:, TEMPORARIES] += scatter_sum(code, self.temporaries, names)
-        columns = [scatter_sum(code, column, names) for column in self.exec_columns]
-        return np.column_stack([*columns, by_category, np.bincount(code, minlength=names)]).astype(np.int64)
+        width, figure_count = len(CATEGORIES), len(FIGURES)
+        out = np.empty((names, figure_count + width + 1), dtype=np.int64, order="F")
+        held = self.exec_columns[AT_PEAK] - self.temporaries
+        if names == code.size and np.array_equal(code, np.arange(names)):
+            for column, values in enumerate(self.exec_columns):
+                out[:, column] = values
+            for category in range(width):
+                np.multiply(held, self.category == category, out=out[:, figure_count + category])
+            out[:, figure_count + TEMPORARIES] += self.temporaries
+            out[:, -1] = 1
+            return out
+        for column, values in enumerate(self.exec_columns):
+            out[:, column] = scatter_sum(code, values, names)
+        out[:, figure_count:figure_count + width] = scatter_sum(code * width + self.category, held,
+                                                                names * width).reshape(names, width)
+        out[:, figure_count + TEMPORARIES] += scatter_sum(code, self.temporaries, names)
+        out[:, -1] = np.bincount(code, minlength=names)
+        return out
 
     def category_split(self, rows) -> np.ndarray:
         """At-peak bytes per category over some executions (an index array or a slice)."""

@@ -239,6 +239,18 @@ class _Lines:
 
     def __init__(self, texts: list[str]) -> None:
         self.count = len(texts)
+        joined = getattr(texts, "joined", None)  # trace.JoinedNames: joined by the source
+        if joined is not None and self.count:
+            self.ok = joined.isascii()
+            if not self.ok:
+                return
+            self.data = joined
+            self.buf = np.frombuffer(joined, dtype=np.uint8)
+            ends = np.append(np.flatnonzero(self.buf == ord("\n")), self.buf.size)
+            self.starts = np.zeros(self.count, dtype=np.int64)
+            self.starts[1:] = ends[:-1] + 1
+            self.lengths = ends - self.starts
+            return
         joined = "\n".join(texts)
         self.ok = joined.isascii() and joined.count("\n") == max(self.count - 1, 0)
         if not self.ok:
@@ -248,6 +260,30 @@ class _Lines:
         self.lengths = np.fromiter(map(len, texts), dtype=np.int64, count=self.count)
         self.starts = np.zeros(self.count, dtype=np.int64)
         np.cumsum(self.lengths[:-1] + 1, out=self.starts[1:])
+
+    def with_lines(self, texts: list[str], rows: list[int]) -> "_Lines":
+        """The lines of `texts`: these lines, but for the rows listed (a few names that
+        classify changed), spliced in rather than joined and encoded anew."""
+        if not rows:
+            return self
+        changed = [texts[i] for i in rows]
+        if not self.ok or len(rows) * 8 > self.count or not all(
+                text.isascii() and "\n" not in text for text in changed):
+            return _Lines(texts)
+        pieces, at = [], 0
+        for i, text in zip(rows, changed):
+            pieces += [self.data[at:int(self.starts[i])], text.encode("ascii")]
+            at = int(self.starts[i] + self.lengths[i])
+        pieces.append(self.data[at:])
+        lines = _Lines.__new__(_Lines)
+        lines.count, lines.ok = self.count, True
+        lines.data = b"".join(pieces)
+        lines.buf = np.frombuffer(lines.data, dtype=np.uint8)
+        lines.lengths = self.lengths.copy()
+        lines.lengths[rows] = [len(text) for text in changed]
+        lines.starts = np.zeros(self.count, dtype=np.int64)
+        np.cumsum(lines.lengths[:-1] + 1, out=lines.starts[1:])
+        return lines
 
     def line_of(self, positions: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.starts, positions, side="right") - 1
@@ -312,6 +348,25 @@ class _Lines:
         at = slashes[np.minimum(np.searchsorted(slashes, begin), slashes.size - 1)]
         return np.where(at < self.starts + self.lengths, at - self.starts, -1)
 
+    def with_component_head(self, heads: np.ndarray, k: int) -> np.ndarray:
+        """Which names may have a path component whose first k bytes (as an integer) are
+        one of the sorted `heads`, all of which start with a capital letter: the k bytes
+        after each capital that follows a "/", a line start or another byte below "0" are
+        compared (a superset: callers check names exactly)."""
+        buf = self.buf
+        follows = (buf[1:] - np.uint8(ord("A")) < 26) & (buf[:-1] < ord("0"))
+        begins = np.flatnonzero(follows) + 1
+        if buf.size and ord("A") <= buf[0] <= ord("Z"):
+            begins = np.concatenate([[0], begins])
+        return self._mask(begins[_in_sorted(heads, self._word(begins, k))])
+
+    def last_component_head(self, rows: np.ndarray, heads: np.ndarray, k: int) -> np.ndarray:
+        """Of the names `rows` (each holding a "/"), which have a last path component whose
+        first k bytes are one of the sorted `heads`."""
+        ends = self.starts[rows] + self.lengths[rows]
+        last = self._slashes[np.searchsorted(self._slashes, ends) - 1] + 1
+        return _in_sorted(heads, self._word(last, k))
+
     def code_slices(self, begin: np.ndarray, length: np.ndarray) -> tuple[list[str], np.ndarray]:
         """`_coded_in_order` of the texts buf[begin:begin + length] (one per name), in numpy:
         texts are grouped by a hash of their words (`slice_words`), each is checked against its
@@ -361,9 +416,15 @@ class _Lines:
         integer, zero-filled."""
         windows = self._windows
         last = windows.size - 1
-        at = np.minimum(begin, last)  # near the end: the last window, shifted down
-        shift = ((begin - at) * 8).astype(np.uint64)
-        return (windows[at] >> shift) & _LOW_BYTES[length]
+        if begin.size and int(begin.max()) > last:  # near the end: the last window, shifted down
+            at = np.minimum(begin, last)
+            words = windows[at] >> ((begin - at) * 8).astype(np.uint64)
+        else:
+            words = windows[begin]
+        if isinstance(length, int) and length == 8:
+            return words
+        words &= _LOW_BYTES[length]
+        return words
 
     def _texts(self, begin: np.ndarray, length: np.ndarray) -> list[str]:
         data = self.data
@@ -387,6 +448,11 @@ class _Lines:
                 return True
             at = self.data.find(needle, at + 1)
         return None
+
+
+def _in_sorted(values: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """Which words are among the sorted values."""
+    return values[np.minimum(np.searchsorted(values, words), values.size - 1)] == words
 
 
 _MAX_LOOKS = 64  # places a prefix occurs that any_starting_with checks one by one
@@ -420,15 +486,18 @@ _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  
 _HASH_SEED, _HASH_FACTOR = 0x9E3779B97F4A7C15, 0x100000001B3  # code_slices's hash (FNV's prime)
 
 
-def _special_literals() -> tuple[bytes, ...]:
-    """Substrings that may make `classify` change a name (a superset is fine: checked exactly)."""
-    parts = {b"__cf__"}
-    for component in _OPTIMIZER_COMPONENTS:
-        parts.add(b"Optimizer" if component.endswith("Optimizer") else component.encode())
-    return tuple(sorted(parts))
+def _heads(texts) -> np.ndarray:
+    """The first 8 bytes of each text (zero-filled) as one little-endian integer, sorted."""
+    return np.array(sorted({int.from_bytes(text.encode()[:8], "little") for text in texts}), dtype=np.uint64)
 
 
-_SPECIAL_LITERALS = _special_literals()
+# Path components that may make `classify` change a name, by their first 8 bytes (a
+# superset is fine: classify checks exactly). Every grappler component is that long.
+_OPTIMIZER_HEADS = _heads(_OPTIMIZER_COMPONENTS)
+assert all(len(name) >= 8 and name[0].isupper() for name in _OPTIMIZER_COMPONENTS)
+# Optimizer slot names, by their first 4 bytes (_SLOT_RE's alternatives are that long).
+_SLOT_HEADS = np.unique(_heads(["Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam"])
+                        & np.uint64(0xFFFFFFFF))
 
 
 @dataclass
@@ -507,10 +576,10 @@ class NameTable:
     def build(cls, raw: list[str], label_of: Mapping[str, str], source_ops: Mapping[str, str],
               graph_ops: Mapping[str, str] | None) -> "NameTable":
         lines = _Lines(raw)
-        graph_names, paths, kind_code, fixed, runtime = _classify_all(raw, lines)
+        graph_names, paths, kind_code, fixed, runtime, changed = _classify_all(raw, lines)
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops)
         op_type_names, op_code = coded(op_types)
-        parts = FirstComponents(paths, lines if paths is raw else _Lines(paths))
+        parts = FirstComponents(paths, lines.with_lines(paths, changed) if lines.ok else _Lines(paths))
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
         return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts)
 
@@ -568,31 +637,35 @@ class FirstComponents:
 
 
 def _classify_all(raw: list[str], lines: _Lines):
-    """`classify` over many names: (graph names, paths, kind codes, fixed op types, runtime names).
+    """`classify` over many names: (graph names, paths, kind codes, fixed op types, runtime names,
+    the rows whose path is not the raw name).
 
     Names with nothing for classify to change are their own graph name and path.
     """
     if lines.ok:
         special = lines.with_any_char(b"-:")  # layout helpers, grappler suffixes, stream suffixes
         special |= lines.starting_with(b"_")  # feeds and plumbing
-        for literal in _SPECIAL_LITERALS:
-            special |= lines.containing(literal)
+        special |= lines.containing(b"__cf__")  # constant folding's suffix
+        special |= lines.with_component_head(_OPTIMIZER_HEADS, 8)  # a grappler pass's component
         rows = np.flatnonzero(special).tolist()
     else:
         rows = range(len(raw))
     if not rows:
-        return raw, raw, np.zeros(len(raw), dtype=np.int64), {}, raw
+        return raw, raw, np.zeros(len(raw), dtype=np.int64), {}, raw, []
     graph_names, paths, runtime = list(raw), list(raw), list(raw)
     fixed: dict[int, str] = {}
     kind_code = np.zeros(len(raw), dtype=np.int64)
+    changed = []
     for i in rows:
         info = classify(raw[i])
         graph_names[i], paths[i] = info.graph_name, info.path
+        if info.path != raw[i]:
+            changed.append(i)
         if info.fixed_op_type:
             fixed[i] = info.fixed_op_type
         kind_code[i] = _KIND_CODE[info.kind]
         runtime[i] = strip_stream_suffix(raw[i])
-    return graph_names, paths, kind_code, fixed, runtime
+    return graph_names, paths, kind_code, fixed, runtime, changed
 
 
 def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
@@ -672,7 +745,8 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
     is_other = op_flag(_OTHER_OPS.__contains__)
     optimizer_first = parts.where(_OPTIMIZER_NAMES.__contains__)
     slot = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(is_variable & parts.has_rest).tolist():
+    rows = np.flatnonzero(is_variable & parts.has_rest)
+    for i in rows[lines.last_component_head(rows, _SLOT_HEADS, 4)].tolist():
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
     # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
     gradient = parts.where(_GRADIENTS_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")

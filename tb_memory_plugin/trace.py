@@ -44,6 +44,18 @@ def memory_kind(device_type: str, allocator: str) -> str:
     return DEVICE_MEMORY
 
 
+class JoinedNames(list):
+    """Distinct names (a list of str) that also carry their UTF-8 bytes joined by newlines,
+    where a source made those on the way (names.py then reads them without joining and
+    encoding the names again). Only for names without a newline."""
+
+    __slots__ = ("joined",)
+
+    def __init__(self, names: list[str], joined: bytes) -> None:
+        super().__init__(names)
+        self.joined = joined
+
+
 @dataclass
 class SpaceTrace:
     """Executions and allocation events of one allocator on one device.

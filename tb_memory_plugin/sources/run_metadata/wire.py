@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from ...trace import JoinedNames
 from . import quick, reference
 from .merged import COMPACT, ROBUST, Markers, Misaligned, classes, items, requested, with_sentinels
 
@@ -64,27 +65,41 @@ class NodeColumns:
         return table[:, others] if on_it.all() else table[on_it][:, others]
 
 
-def _interned(names: list[bytes]) -> tuple[list[bytes], np.ndarray, np.ndarray]:
-    """(each name once, in first-seen order; each execution's index into them; the first
-    execution of each). C-level dict passes: on a deep model every name is distinct, and
-    then the codes are just the executions' own order."""
-    index = dict.fromkeys(names)
-    if len(index) == len(names):
-        code = np.arange(len(names), dtype=np.int64)
-        return names, code, code.copy()
+def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(each name once, in first-seen order, decoded; each execution's index into them; the
+    first execution of each), in C-level passes.
+
+    On a deep model every name is distinct: the names are then decoded first and
+    interned as strings, whose hashes the run graph's lookups use again, and the
+    codes are the executions' own order. Where names repeat (a loop), a sample
+    shows it: they are interned as bytes and only the distinct ones decoded.
+    """
+    sample = names[::max(1, len(names) // 1024)]
+    if len(set(sample)) < len(sample):
+        index = dict.fromkeys(names)
+        distinct = list(index)
+        index = dict(zip(distinct, range(len(distinct))))
+        code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
+        return _decode_all(distinct), code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
+    texts = _decode_all(names)
+    index = dict.fromkeys(texts)
+    if len(index) == len(texts):
+        code = np.arange(len(texts), dtype=np.int64)
+        return texts, code, code.copy()
     distinct = list(index)
     index = dict(zip(distinct, range(len(distinct))))
-    code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
-    return distinct, code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
+    code = np.fromiter(map(index.__getitem__, texts), dtype=np.int64, count=len(texts))
+    return distinct, code, np.unique(code, return_index=True)[1]
 
 
 def _decode_all(texts: list[bytes]) -> list[str]:
-    """Each text decoded as UTF-8 (U+FFFD where it is not), in one C-level decode when no
-    text holds a newline or bytes that are not UTF-8."""
+    """Each text decoded as UTF-8 (U+FFFD where it is not: names from other writers are shown
+    rather than refused). In one C-level decode when no text holds a newline or bytes that are
+    not UTF-8: the texts then carry their joined bytes on (trace.JoinedNames)."""
     joined = b"\n".join(texts)
-    if joined.count(b"\n") == max(len(texts) - 1, 0):
+    if texts and joined.count(b"\n") == len(texts) - 1:
         try:
-            return joined.decode("utf-8").split("\n") if texts else []
+            return JoinedNames(joined.decode("utf-8").split("\n"), joined)
         except UnicodeDecodeError:
             pass
     return [text.decode("utf-8", "replace") for text in texts]
@@ -211,9 +226,8 @@ class _ColumnarReading:
         def joined(key: str, empty_shape: tuple) -> np.ndarray:
             return np.concatenate([part[key] for part in parts]) if parts else np.zeros(empty_shape, np.int64)
 
-        distinct, name_code, first_exec = _interned(list(itertools.chain.from_iterable(p.pop("names") for p in parts)))
-        # Names from other writers may not be UTF-8: shown with U+FFFD rather than refused.
-        distinct_names = _decode_all(distinct)
+        distinct_names, name_code, first_exec = _interned(
+            list(itertools.chain.from_iterable(p.pop("names") for p in parts)))
         return {
             "distinct_names": distinct_names,
             "name_code": name_code,
