@@ -255,9 +255,7 @@ def with_sentinels(items, sentinel: bytes) -> bytes:
     """Every item followed by the sentinel, in one buffer."""
     if not items:
         return b""
-    joined = sentinel.join(items)
-    joined += sentinel
-    return joined
+    return sentinel.join(itertools.chain(items, (b"",)))  # one copy: "+= sentinel" would copy it all again
 
 
 def items(values, n: int) -> tuple[list[bytes], np.ndarray]:
