@@ -97,7 +97,10 @@ class RunGraph:
         if len(names) != len(ops):  # a node without a name or op: read node by node
             graph_def = graph_pb2.GraphDef.FromString(data)
             names, ops = [node.name for node in graph_def.node], [node.op for node in graph_def.node]
-        return cls(names, ops, bytes(data), reload)
+        # One str per op type, shared by its nodes (a graph has a few hundred op types): less
+        # memory, and a step's op types come back as the same few objects, quick to code.
+        shared = {op: op for op in dict.fromkeys(ops)}
+        return cls(names, list(map(shared.__getitem__, ops)), bytes(data), reload)
 
     @cached_property
     def edges(self) -> tuple[np.ndarray, np.ndarray]:

@@ -376,15 +376,11 @@ class _Lines:
         if not n:
             return [], np.zeros(0, dtype=np.int64)
         words = self.slice_words(begin, length)
-        _, first, group = np.unique(_digests(words, length), return_index=True, return_inverse=True)
-        group = group.reshape(-1)
+        first, group = _factorized(_digests(words, length))
         same = first[group]  # the first text with the same hash
         if not (np.array_equal(length[same], length) and _same_words(words, same)):
             return _coded_in_order(self._texts(begin, length))
-        order = np.argsort(first, kind="stable")  # texts in first-seen order
-        rank = np.empty(order.size, dtype=np.int64)
-        rank[order] = np.arange(order.size)
-        return self._texts(begin[first[order]], length[first[order]]), rank[group]
+        return self._texts(begin[first], length[first]), group
 
     def slice_words(self, begin: np.ndarray, length: np.ndarray) -> list[tuple[np.ndarray | None, np.ndarray]]:
         """(rows, 8-byte words) that together hold every byte of each slice buf[begin:begin +
@@ -458,6 +454,37 @@ def _in_sorted(values: np.ndarray, words: np.ndarray) -> np.ndarray:
 _MAX_LOOKS = 64  # places a prefix occurs that any_starting_with checks one by one
 
 
+def _factorized(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the first index of each distinct key, in first-seen order; each key's index into those).
+
+    Paths have few distinct first components, most of them under one or two: the
+    keys common in a sample are peeled off, one pass over the rest each, and only
+    what is left is sorted.
+    """
+    code = np.empty(keys.size, dtype=np.int64)
+    firsts: list[int] = []
+    rest, rest_keys = np.arange(keys.size), keys
+    sample = keys[::max(1, keys.size // _PEEL_SAMPLE)]
+    values, counts = np.unique(sample, return_counts=True)
+    for key in values[counts * _PEEL_SHARE >= sample.size]:
+        hit = rest_keys == key
+        code[rest[hit]] = len(firsts)
+        firsts.append(int(rest[np.argmax(hit)]))
+        rest, rest_keys = rest[~hit], rest_keys[~hit]
+    first = np.array(firsts, dtype=np.int64)
+    if rest.size:
+        _, at, group = np.unique(rest_keys, return_index=True, return_inverse=True)
+        code[rest] = first.size + group.reshape(-1)
+        first = np.concatenate([first, rest[at]])
+    order = np.argsort(first, kind="stable")  # groups in first-seen order
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[code]
+
+
+_PEEL_SAMPLE, _PEEL_SHARE = 64, 16  # keys holding 1/16 of a sample of 64 are peeled off
+
+
 def _digests(words: list, length: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each slice from its length and its words (`_Lines.slice_words`)."""
     digest = length.astype(np.uint64) * np.uint64(_HASH_SEED)
@@ -515,14 +542,14 @@ class NameTable:
     path_parts: "FirstComponents"  # first components of `paths`
 
     @cached_property
-    def _layer_cut(self) -> tuple[np.ndarray | None, dict[int, str]]:
+    def _layer_cut(self) -> "LayerCut":
         return layer_cut(self.paths, self.path_parts)
 
     @cached_property
     def layer_paths(self) -> list[str]:
         """Leaf paths grouped by layer: gradients and optimizer updates folded in (built on first
         use: the summary needs only their first components, and a few of them)."""
-        cut, others = self._layer_cut
+        cut, others, _ = self._layer_cut
         if cut is None:
             return self.paths
         out = [path[start:] if start else path for path, start in zip(self.paths, cut.tolist())]
@@ -532,13 +559,13 @@ class NameTable:
 
     @cached_property
     def _layer_parts(self) -> "FirstComponents":
-        cut, others = self._layer_cut
+        cut, others, slash = self._layer_cut
         if cut is None:
             return self.path_parts
         if others:  # paths the one-name rule changed: from the layer paths themselves
             return FirstComponents(self.layer_paths, _Lines(self.layer_paths))
         # Each layer path is its path from cut[i] on: found in the paths' own joined lines.
-        return FirstComponents(lambda: self.layer_paths, self.path_parts.lines, offset=cut)
+        return FirstComponents(lambda: self.layer_paths, self.path_parts.lines, offset=cut, slash=slash)
 
     def leaf_paths(self, group: str) -> list[str]:
         """The leaf paths of a grouping ("layer" or "scope")."""
@@ -552,14 +579,14 @@ class NameTable:
         """One name's leaf path in a grouping."""
         if group != "layer" or "layer_paths" in self.__dict__:
             return self.leaf_paths(group)[index]
-        cut, others = self._layer_cut
+        cut, others, _ = self._layer_cut
         if cut is None:
             return self.paths[index]
         return others[index] if index in others else self.paths[index][int(cut[index]):]
 
     def any_leaf_starting_with(self, group: str, prefix: str) -> bool:
         """Whether some leaf path of a grouping starts with `prefix`."""
-        cut, others = self._layer_cut if group == "layer" else (None, {})
+        cut, others, _ = self._layer_cut if group == "layer" else _NO_CUT
         if cut is not None and not others and "layer_paths" not in self.__dict__:
             found = self.path_parts.lines.any_starting_with(prefix, cut)
             if found is not None:
@@ -600,16 +627,19 @@ def _coded_in_order(texts: list[str]) -> tuple[list[str], np.ndarray]:
 class FirstComponents:
     """The first path component of many paths, coded (a model has few distinct ones)."""
 
-    def __init__(self, paths, lines: "_Lines | None" = None, offset: np.ndarray | None = None) -> None:
+    def __init__(self, paths, lines: "_Lines | None" = None, offset: np.ndarray | None = None,
+                 slash: np.ndarray | None = None) -> None:
         """paths: the paths, or a function that makes them (called when `lines` is asked);
         lines: the paths joined (numpy finds the components), or with `offset`, lines whose
-        i-th holds path i from offset[i] on."""
+        i-th holds path i from offset[i] on; slash: where each path's first "/" is in its
+        line (-1: none), where the caller knows."""
         self._paths = paths
         self._lines = lines if offset is None else None
         if lines is not None and lines.ok:
             start = 0 if offset is None else offset
             self.path_length = lines.lengths - start
-            slash = lines.slash_from(start)
+            if slash is None:
+                slash = lines.slash_from(start)
             self.length = np.where(slash >= 0, slash - start, self.path_length)
             self.distinct, self.code = lines.code_slices(lines.starts + start, self.length)
             self.has_rest = self.length < self.path_length - 1
@@ -674,23 +704,32 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     """Op type: fixed by the name, else the source's own, the run graph's, the label's."""
     if source_ops:
         ops: list[str | None] = list(map(source_ops.get, runtime))
-        if graph_ops and (None in ops or "" in ops):
+        if graph_ops and not all(ops):  # a None or ""
             ops = [known or graph_ops.get(name) for known, name in zip(ops, graph_names)]
     else:
         ops = list(map(graph_ops.get, graph_names)) if graph_ops else [None] * len(runtime)
     for i, op in fixed.items():
         ops[i] = op
-    if None in ops or "" in ops:
+    if not all(ops):  # a None or ""
         missing = list(itertools.compress(range(len(ops)), map(operator.not_, ops)))
         for i, label in zip(missing, labels_of(label_of, [runtime[i] for i in missing])):
             ops[i] = op_type_from_label(label) or UNKNOWN_OP
     return ops  # type: ignore[return-value]
 
 
-def layer_cut(paths: list[str], parts: FirstComponents) -> tuple[np.ndarray | None, dict[int, str]]:
-    """`layer_path` over many paths, as (per path, how many characters its layer path drops
-    from its start, None when no path changes; the layer paths of the few paths the one-name
-    rule gives, by index).
+class LayerCut(NamedTuple):
+    """`layer_path` over many paths (see layer_cut)."""
+
+    cut: np.ndarray | None  # per path, how many characters its layer path drops from its start (None: none)
+    others: dict[int, str]  # the layer paths of the few paths the one-name rule gives, by index
+    slash: np.ndarray | None  # per path, where its layer path's first "/" is in the path (-1: none)
+
+
+_NO_CUT = LayerCut(None, {}, None)
+
+
+def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
+    """`layer_path` over many paths, as how much of each path its layer path drops.
 
     Only paths starting with a gradients scope or holding `update_` can change.
     The two common forms are cut at offsets found with numpy (`gradients/<scope>/...`
@@ -701,11 +740,11 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> tuple[np.ndarray | No
     lines = parts.lines
     if not lines.ok:
         others = {i: layer for i, (path, layer) in enumerate(zip(paths, map(layer_path, paths))) if layer != path}
-        return (np.zeros(n, dtype=np.int64) if others else None), others
+        return LayerCut(np.zeros(n, dtype=np.int64), others, None) if others else _NO_CUT
     gradients_first = parts.where(_GRADIENTS_RE.match) & parts.has_rest
     has_update = lines.containing(b"update_")
     if not (gradients_first.any() or has_update.any()):
-        return None, {}
+        return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not).
     second_end = np.where(parts.has_rest, lines.slash_from(second), -1)
@@ -718,8 +757,11 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> tuple[np.ndarray | No
     others = {i: layer_path(paths[i]) for i in np.flatnonzero(has_update & ~plain & ~update).tolist()}
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     if not (others or cut.any()):
-        return None, {}
-    return cut, others
+        return _NO_CUT
+    # A cut path's layer path starts at its second component (`update_` cut off it): its first
+    # "/" ends that component.
+    slash = np.where(cut > 0, second_end, np.where(parts.length < parts.path_length, parts.length, -1))
+    return LayerCut(cut, others, slash)
 
 
 def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],

@@ -127,6 +127,22 @@ def test_code_slices_codes_texts_as_python_strings_do(texts, weak_hash):
     assert code.tolist() == expected_code.tolist()
 
 
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(st.integers(0, 5), max_size=80) | st.lists(st.integers(0, 60), max_size=80),
+       common=st.integers(0, 200))
+def test_factorized_codes_keys_in_first_seen_order(keys, common):
+    """Keys peeled off one by one (a few common ones), then sorted (many rare ones), are coded
+    as a dict codes them in first-seen order."""
+    keys = np.array([common] * (len(keys) // 2) + keys, dtype=np.uint64)
+    np.random.default_rng(len(keys)).shuffle(keys)
+    first, code = names._factorized(keys)
+    seen: dict[int, int] = {}
+    expected = [seen.setdefault(key, len(seen)) for key in keys.tolist()]
+    assert code.tolist() == expected
+    assert keys[first].tolist() == list(seen)
+    assert all(expected.index(c) == f for c, f in enumerate(first.tolist()))
+
+
 def test_first_components_of_long_scopes_that_share_their_beginning():
     """Top-level scopes alike in their first bytes and length (`transformer_layer_01`, `_02`)
     are told apart by their later bytes."""
