@@ -731,10 +731,11 @@ _NO_CUT = LayerCut(None, {}, None)
 def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     """`layer_path` over many paths, as how much of each path its layer path drops.
 
-    Only paths starting with a gradients scope or holding `update_` can change.
-    The two common forms are cut at offsets found with numpy (`gradients/<scope>/...`
-    loses its first component, `<optimizer>/update_<scope>/...` that and the
-    `update_`); the other paths holding `update_` go through the one-name rule.
+    Only paths starting with a gradients scope or with a second or third component
+    starting with `update_` can change. The two common forms are cut at offsets
+    found with numpy (`gradients/<scope>/...` loses its first component,
+    `<optimizer>/update_<scope>/...` that and the `update_`); the third-component
+    form goes through the one-name rule.
     """
     n = len(paths)
     lines = parts.lines
@@ -742,8 +743,7 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
         others = {i: layer for i, (path, layer) in enumerate(zip(paths, map(layer_path, paths))) if layer != path}
         return LayerCut(np.zeros(n, dtype=np.int64), others, None) if others else _NO_CUT
     gradients_first = parts.where(_GRADIENTS_RE.match) & parts.has_rest
-    has_update = lines.containing(b"update_")
-    if not (gradients_first.any() or has_update.any()):
+    if not (gradients_first.any() or b"update_" in lines.data):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not).
@@ -754,7 +754,10 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     cut = np.zeros(n, dtype=np.int64)
     cut[plain] = second[plain]
     cut[update] = second[update] + len("update_")
-    others = {i: layer_path(paths[i]) for i in np.flatnonzero(has_update & ~plain & ~update).tolist()}
+    # The one-name rule's other form (`training/Adam/update_<scope>/...`): a third component
+    # starting with `update_`.
+    third_update = deeper & ~plain & ~update & lines.starting_with(b"update_", deeper, second_end + 1)
+    others = {i: layer_path(paths[i]) for i in np.flatnonzero(third_update).tolist()}
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     if not (others or cut.any()):
         return _NO_CUT
