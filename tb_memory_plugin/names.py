@@ -295,15 +295,22 @@ class _Lines:
 
     def containing(self, literal: bytes) -> np.ndarray:
         """Which names contain `literal` (no newline in it)."""
-        if literal not in self.data:
-            return np.zeros(self.count, dtype=bool)
         k = len(literal)
-        found = np.flatnonzero(self.buf[: self.buf.size - k + 1] == literal[0])
-        for offset in range(1, k):
+        if self.buf.size < k:
+            return np.zeros(self.count, dtype=bool)
+        buf = self.buf[: self.buf.size - k + 1]
+        if k == 1:
+            return self._mask(np.flatnonzero(buf == literal[0]))
+        # Where its first two bytes stand (few places, even where one byte is common), then the rest.
+        found = np.flatnonzero((buf == literal[0]) & (self.buf[1:buf.size + 1] == literal[1]))
+        for offset in range(2, k):
             found = found[self.buf[found + offset] == literal[offset]]
         return self._mask(found)
 
     def with_any_char(self, chars: bytes) -> np.ndarray:
+        chars = bytes(char for char in chars if char in self.data)  # one memchr each
+        if not chars:
+            return np.zeros(self.count, dtype=bool)
         hits = self.buf == chars[0]
         for char in chars[1:]:
             hits |= self.buf == char
@@ -680,22 +687,34 @@ def _classify_all(raw: list[str], lines: _Lines):
         rows = np.flatnonzero(special).tolist()
     else:
         rows = range(len(raw))
-    if not rows:
-        return raw, raw, np.zeros(len(raw), dtype=np.int64), {}, raw, []
-    graph_names, paths, runtime = list(raw), list(raw), list(raw)
     fixed: dict[int, str] = {}
     kind_code = np.zeros(len(raw), dtype=np.int64)
-    changed = []
+    graph_names, paths, runtime = {}, {}, {}  # the rows classify changes, by column
     for i in rows:
         info = classify(raw[i])
-        graph_names[i], paths[i] = info.graph_name, info.path
-        if info.path != raw[i]:
-            changed.append(i)
+        name = raw[i]
+        if info.graph_name != name:
+            graph_names[i] = info.graph_name
+        if info.path != name:
+            paths[i] = info.path
         if info.fixed_op_type:
             fixed[i] = info.fixed_op_type
         kind_code[i] = _KIND_CODE[info.kind]
-        runtime[i] = strip_stream_suffix(raw[i])
-    return graph_names, paths, kind_code, fixed, runtime, changed
+        stripped = strip_stream_suffix(name)
+        if stripped != name:
+            runtime[i] = stripped
+    return (_with_rows(raw, graph_names), _with_rows(raw, paths), kind_code, fixed, _with_rows(raw, runtime),
+            sorted(paths))
+
+
+def _with_rows(texts: list[str], rows: dict[int, str]) -> list[str]:
+    """`texts` with some rows replaced (a copy only where there are any)."""
+    if not rows:
+        return texts
+    out = list(texts)
+    for i, text in rows.items():
+        out[i] = text
+    return out
 
 
 def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[int, str],

@@ -151,3 +151,14 @@ def test_first_components_of_long_scopes_that_share_their_beginning():
     assert [parts.distinct[c] for c in parts.code] == [p.partition("/")[0] for p in paths]
     assert parts.distinct[:3] == ["transformer_layer_00", "transformer_layer_01", "transformer_layer_02"]
     assert len(parts.distinct) == 14
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.text(alphabet="ab_/", max_size=8), min_size=1, max_size=6),
+       literal=st.text(alphabet="ab_/", min_size=1, max_size=6))
+def test_containing_and_any_char_agree_with_python(texts, literal):
+    """The numpy substring tests (two bytes first, then the rest) find what `in` finds,
+    at the very end of the joined names too."""
+    lines = names._Lines(texts)
+    assert lines.containing(literal.encode()).tolist() == [literal in text for text in texts]
+    assert lines.with_any_char(b"/_").tolist() == [("/" in text) or ("_" in text) for text in texts]
