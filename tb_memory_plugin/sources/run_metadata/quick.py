@@ -124,7 +124,11 @@ def _entry_tokens(tokens, n: int, name: np.ndarray) -> tuple[np.ndarray, np.ndar
     pair_count, odd = np.divmod(ends[entry_exec] - starts - header, 2)
     if (pair_count < 0).any() or odd.any():
         return None
-    if not (tokens[starts[:, None] + np.arange(header)] == np.concatenate(([_NAME_KEY, name.size], name))).all():
+    expected = np.concatenate(([_NAME_KEY, name.size], name))
+    alike = _alike_entries(tokens, starts, expected, pair_count, entry_exec)
+    if alike is not None:
+        return alike
+    if not (tokens[starts[:, None] + np.arange(header)] == expected).all():
         return None
     # Pair p of entry e: its key at starts[e] + header + 2 * (p - first pair of e).
     first_pair = np.cumsum(pair_count) - pair_count
@@ -158,4 +162,58 @@ def _entry_tokens(tokens, n: int, name: np.ndarray) -> tuple[np.ndarray, np.ndar
     records = np.zeros((r, 4), np.int64)
     records[:, 0] = entry_exec[entry_of_pair[opens_record]]
     records[:, 2:] = fields[:, :2]
+    return memory, records
+
+
+def _alike_entries(tokens: np.ndarray, starts: np.ndarray, header: np.ndarray, pair_count: np.ndarray,
+                   entry_exec: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """_entry_tokens's columns where all entries with as many pairs have the same keys in
+    the same order (TensorFlow writes every entry of a kind alike): each such group is a
+    table, its keys read once; None where a group's keys differ, or are not an entry's,
+    or an entry does not start with the `header` tokens (the allocator's name).
+
+    The entries start at `starts`. A record's length is checked entry by entry, as it
+    depends on the values.
+    """
+    k = entry_exec.size
+    memory = np.zeros((k, 6), np.int64)
+    memory[:, 0] = entry_exec
+    record_count = np.zeros(k, np.int64)
+    tables = []
+    for count in np.flatnonzero(np.bincount(pair_count)).tolist():
+        rows = np.flatnonzero(pair_count == count)
+        table = tokens[starts[rows, None] + np.arange(header.size + 2 * count)]
+        if not (table[:, :header.size] == header).all():
+            return None
+        pairs = table[:, header.size:].reshape(rows.size, count, 2)
+        keys, values = pairs[:, :, 0], pairs[:, :, 1]
+        pattern = keys[0]
+        if not (keys == pattern).all():
+            return None
+        opens = pattern == _RECORD_KEY
+        record = np.cumsum(opens) - 1  # each pair's record in its entry; -1: the entry's own numbers
+        column = _COLUMN[(record >= 0) * 64 + np.clip(pattern, 0, 63)]
+        if (column < 0).any():
+            return None
+        slot = np.where(record >= 0, 4 + 3 * record, 0) + column
+        if np.bincount(slot).max(initial=0) > 1:  # a field twice
+            return None
+        own = record < 0
+        memory[rows[:, None], 2 + column[own]] = values[:, own]
+        r = int(opens.sum())
+        fields = np.zeros((rows.size, r, 3), np.int64)  # micros, bytes, length
+        fields[:, record[~own], column[~own]] = values[:, ~own]
+        present = np.zeros((r, 3), np.int64)
+        present[record[~own], column[~own]] = 1
+        encoded = present[:, :2] * (1 + _varint_size(fields[:, :, :2]))
+        if not np.array_equal(encoded[:, :, 0] + encoded[:, :, 1], fields[:, :, 2]):
+            return None
+        record_count[rows] = r
+        tables.append((rows, fields))
+    first_record = np.cumsum(record_count) - record_count
+    records = np.zeros((int(record_count.sum()), 4), np.int64)
+    for rows, fields in tables:
+        at = (first_record[rows, None] + np.arange(fields.shape[1])).reshape(-1)
+        records[at, 0] = np.repeat(entry_exec[rows], fields.shape[1])
+        records[at, 2:] = fields[:, :, :2].reshape(-1, 2)
     return memory, records
