@@ -82,11 +82,10 @@ def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
         code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
         return _decode_all(distinct), code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
     texts = _decode_all(names)
-    index = dict.fromkeys(texts)
-    if len(index) == len(texts):
+    if len(set(texts)) == len(texts):  # a set: cheaper than a dict, and it keeps the hashes too
         code = np.arange(len(texts), dtype=np.int64)
         return texts, code, code.copy()
-    distinct = list(index)
+    distinct = list(dict.fromkeys(texts))
     index = dict(zip(distinct, range(len(distinct))))
     code = np.fromiter(map(index.__getitem__, texts), dtype=np.int64, count=len(texts))
     return distinct, code, np.unique(code, return_index=True)[1]
