@@ -262,8 +262,8 @@ class _Lines:
         np.cumsum(self.lengths[:-1] + 1, out=self.starts[1:])
 
     def with_lines(self, texts: list[str], rows: list[int]) -> "_Lines":
-        """The lines of `texts`: these lines, but for the rows listed (a few names that
-        classify changed), spliced in rather than joined and encoded anew."""
+        """The lines of `texts`, which are these lines' but for the rows listed (a few names
+        that classify changed): spliced in rather than joined and encoded anew."""
         if not rows:
             return self
         changed = [texts[i] for i in rows]
@@ -613,7 +613,7 @@ class NameTable:
         graph_names, paths, kind_code, fixed, runtime, changed = _classify_all(raw, lines)
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops)
         op_type_names, op_code = coded(op_types)
-        parts = FirstComponents(paths, lines.with_lines(paths, changed) if lines.ok else _Lines(paths))
+        parts = FirstComponents(paths, lines.with_lines(paths, changed))
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
         return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts)
 
