@@ -96,11 +96,12 @@ def _decode_all(texts: list[bytes]) -> list[str]:
     rather than refused). In one C-level decode when no text holds a newline or bytes that are
     not UTF-8: the texts then carry their joined bytes on (trace.JoinedNames)."""
     joined = b"\n".join(texts)
-    if texts and joined.count(b"\n") == len(texts) - 1:
-        try:
-            return JoinedNames(joined.decode("utf-8").split("\n"), joined)
-        except UnicodeDecodeError:
-            pass
+    try:
+        decoded = joined.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        decoded = []
+    if texts and len(decoded) == len(texts):  # more pieces: a text holds a newline
+        return JoinedNames(decoded, joined)
     return [text.decode("utf-8", "replace") for text in texts]
 
 
