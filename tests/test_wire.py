@@ -20,7 +20,7 @@ from tensorboard.compat.proto import config_pb2, step_stats_pb2
 from tb_memory_plugin import analysis
 from tracedata import UNET_BATCH, exec_names
 from tb_memory_plugin.sources import run_metadata
-from tb_memory_plugin.sources.run_metadata import reference, shapes, wire
+from tb_memory_plugin.sources.run_metadata import quick, reference, shapes, wire
 
 
 def _blobs(nodes) -> list[bytes]:
@@ -663,3 +663,44 @@ def test_output_shapes_in_bulk_are_the_protos(nodes, chunk):
     finally:
         shapes.CHUNK_NODES, shapes._GROUP = old
     assert got == [_protos_outputs(blob) for blob in blobs]
+
+
+def _entries_of_kinds(kinds: list[dict]) -> step_stats_pb2.StepStats:
+    """A CPU step whose node i holds one memory entry of kinds[i % len(kinds)]: which of the
+    entry's numbers are set, and how many records it has."""
+    step = step_stats_pb2.StepStats()
+    device = step.dev_stats.add(device="/job:localhost/replica:0/task:0/device:CPU:0")
+    for i in range(120):
+        node = device.node_stats.add(node_name=f"block_{i % 7}/op_{i}", all_start_micros=1_700_000_000_000_000 + i,
+                                     all_end_rel_micros=1 + i % 3)
+        kind = kinds[i % len(kinds)]
+        entry = node.memory.add(allocator_name="mklcpu", **{field: 64 * (i + 1) for field in kind["numbers"]})
+        for r in range(kind["records"]):
+            entry.allocation_records.add(alloc_micros=1_700_000_000_000_000 + i + r, alloc_bytes=(-1) ** r * 4096 * (i + 1))
+        description = node.output.add().tensor_description
+        description.dtype = 1
+        description.allocation_description.requested_bytes = 4096 * (i + 1)
+        description.allocation_description.allocator_name = "mklcpu"
+    return step
+
+
+@pytest.mark.parametrize("kinds, as_tables", [
+    # TensorFlow's own: every entry of a kind alike (kinds told apart by their number of pairs).
+    ([{"numbers": ["total_bytes", "peak_bytes", "live_bytes"], "records": 2},
+      {"numbers": ["total_bytes", "peak_bytes"], "records": 0},
+      {"numbers": ["total_bytes", "peak_bytes", "live_bytes", "allocator_bytes_in_use"], "records": 1}], True),
+    # As many pairs, other keys: read pair by pair.
+    ([{"numbers": ["total_bytes", "peak_bytes"], "records": 1},
+      {"numbers": ["total_bytes", "live_bytes"], "records": 1}], False),
+])
+def test_memory_entries_of_a_kind_are_read_as_tables(kinds, as_tables, monkeypatch):
+    """Entries with the same keys in the same order are read as one table per kind; kinds
+    with as many pairs but other keys are read pair by pair; both as the protos read them."""
+    seen = []
+    alike = quick._alike_entries
+    monkeypatch.setattr(quick, "_alike_entries", lambda *args: seen.append(alike(*args)) or seen[-1])
+    step = _entries_of_kinds(kinds)
+    (columns,) = _columns_of(step)
+    _assert_same(columns, _blobs(step.dev_stats[0].node_stats))
+    assert columns.named_from is None
+    assert seen and all((tables is not None) == as_tables for tables in seen)
