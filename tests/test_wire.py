@@ -392,6 +392,23 @@ def test_names_that_are_not_utf8_show_replacement_characters():
     assert "bad\ufffd/op" in analysis.analyse(decoded).space(None).tree("scope").index
 
 
+@pytest.mark.parametrize("repeats", [False, True])
+def test_names_told_apart_by_their_bytes_stay_apart_when_shown_alike(repeats):
+    """Two names that are not UTF-8 and decode to the same text remain two names, whether
+    the step's other names repeat (read as bytes) or not (decoded first)."""
+    step = _cpu_step(1, nodes=40)
+    nodes = step.dev_stats[0].node_stats
+    nodes[3].node_name, nodes[7].node_name = "bad#/op", "bad%/op"
+    if repeats:
+        nodes[9].node_name = nodes[8].node_name
+    data = (config_pb2.RunMetadata(step_stats=step).SerializeToString()
+            .replace(b"bad#/op", b"bad\xff/op").replace(b"bad%/op", b"bad\xfe/op"))
+    (space,) = run_metadata.decode(data).spaces
+    assert len(space.distinct_names) == 40 - repeats
+    assert exec_names(space)[3] == exec_names(space)[7] == "bad\ufffd/op"
+    assert space.name_code[3] != space.name_code[7]
+
+
 
 # -- bytes no TensorFlow writes, read as the protos read them (or refused as they are) -----
 

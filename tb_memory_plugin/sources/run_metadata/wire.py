@@ -67,28 +67,25 @@ class NodeColumns:
 
 def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(each name once, in first-seen order, decoded; each execution's index into them; the
-    first execution of each), in C-level passes.
+    first execution of each), in C-level passes. Names are told apart by their bytes.
 
-    On a deep model every name is distinct: the names are then decoded first and
-    interned as strings, whose hashes the run graph's lookups use again, and the
-    codes are the executions' own order. Where names repeat (a loop), a sample
-    shows it: they are interned as bytes and only the distinct ones decoded.
+    On a deep model every name is distinct: the names are then decoded first, and
+    a set of the strings (whose hashes the run graph's lookups use again) shows it;
+    the codes are the executions' own order. Where names repeat (a loop, as a
+    sample shows, or the set), they are interned as bytes and only the distinct
+    ones decoded: two names that are not UTF-8 may decode alike and stay two.
     """
     sample = names[::max(1, len(names) // 1024)]
-    if len(set(sample)) < len(sample):
-        index = dict.fromkeys(names)
-        distinct = list(index)
-        index = dict(zip(distinct, range(len(distinct))))
-        code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
-        return _decode_all(distinct), code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
-    texts = _decode_all(names)
-    if len(set(texts)) == len(texts):  # a set: cheaper than a dict, and it keeps the hashes too
-        code = np.arange(len(texts), dtype=np.int64)
-        return texts, code, code.copy()
-    distinct = list(dict.fromkeys(texts))
+    if len(set(sample)) == len(sample):
+        texts = _decode_all(names)
+        if len(set(texts)) == len(texts):  # a set: cheaper than a dict, and it keeps the hashes too
+            code = np.arange(len(texts), dtype=np.int64)
+            return texts, code, code.copy()
+    index = dict.fromkeys(names)
+    distinct = list(index)
     index = dict(zip(distinct, range(len(distinct))))
-    code = np.fromiter(map(index.__getitem__, texts), dtype=np.int64, count=len(texts))
-    return distinct, code, np.unique(code, return_index=True)[1]
+    code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
+    return _decode_all(distinct), code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
 
 
 def _decode_all(texts: list[bytes]) -> list[str]:
