@@ -25,9 +25,10 @@ def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     if index.size == 0:
         return np.zeros(size, dtype=np.int64)
     # Exact when every partial sum stays below 2**53: checked by the largest magnitude
-    # times the count first (two reductions), by the sum of magnitudes if that fails.
+    # times the count first (two reductions), by the sum of magnitudes if that fails (in
+    # float64, which cannot wrap as int64 would, with room for its rounding).
     bound = max(int(values.max(initial=0)), -int(values.min(initial=0))) * len(values)
-    if bound >= _EXACT and int(np.abs(values).sum()) >= _EXACT:
+    if bound >= _EXACT and float(np.abs(values.astype(np.float64)).sum()) >= _EXACT / 2:
         out = np.zeros(size, dtype=np.int64)
         np.add.at(out, index, values)
         return out

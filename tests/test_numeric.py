@@ -34,6 +34,13 @@ def test_sums_past_float64_precision_stay_exact():
         [2**53 + 2, -(2**53) - 2], [-(2**62) + 3, 2**62 - 3]]
 
 
+def test_magnitudes_whose_sum_passes_int64_still_take_the_exact_sum():
+    """Four magnitudes of ~2**62 add up past int64: the check must not wrap around and
+    hand them to float64 bincount, which would lose the odd bytes."""
+    values = np.array([2**62 + 1, 2**62 + 1, -(2**62), -(2**62)])
+    assert scatter_sum(np.zeros(4, dtype=np.int64), values, 1).tolist() == [2]
+
+
 def test_a_big_value_among_many_small_ones_is_summed_by_bincount_exactly(monkeypatch):
     """Largest magnitude times count passes 2**53 while the sum does not: bincount is
     still exact there, so it sums (not np.add.at), and to the byte."""
