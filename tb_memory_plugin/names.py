@@ -350,9 +350,13 @@ class _Lines:
     def slash_from(self, offset: np.ndarray | int = 0) -> np.ndarray:
         """Per name: where its first "/" at or after `offset` is, counted from the name's
         start; -1 where it has none."""
-        begin = self.starts + offset
+        return self.slash_at(np.searchsorted(self._slashes, self.starts + offset))
+
+    def slash_at(self, index: np.ndarray) -> np.ndarray:
+        """Per name: where the `index`-th "/" of the joined names is, counted from the name's
+        start; -1 where that one is not in the name (the next name's, or none)."""
         slashes = self._slashes
-        at = slashes[np.minimum(np.searchsorted(slashes, begin), slashes.size - 1)]
+        at = slashes[np.minimum(index, slashes.size - 1)]
         return np.where(at < self.starts + self.lengths, at - self.starts, -1)
 
     def with_component_head(self, heads: np.ndarray, k: int) -> np.ndarray:
@@ -642,10 +646,14 @@ class FirstComponents:
         line (-1: none), where the caller knows."""
         self._paths = paths
         self._lines = lines if offset is None else None
+        self.slash_index: np.ndarray | None = None  # which "/" of `lines` is each path's first
         if lines is not None and lines.ok:
             start = 0 if offset is None else offset
             self.path_length = lines.lengths - start
-            if slash is None:
+            if slash is None and offset is None:  # a path's second "/" is then the next one
+                self.slash_index = np.searchsorted(lines._slashes, lines.starts)
+                slash = lines.slash_at(self.slash_index)
+            elif slash is None:
                 slash = lines.slash_from(start)
             self.length = np.where(slash >= 0, slash - start, self.path_length)
             self.distinct, self.code = lines.code_slices(lines.starts + start, self.length)
@@ -765,8 +773,10 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     if not (gradients_first.any() or b"update_" in lines.data):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
-    # Where the second component ends, for paths that go on below it (-1: they do not).
-    second_end = np.where(parts.has_rest, lines.slash_from(second), -1)
+    # Where the second component ends, for paths that go on below it (-1: they do not): the
+    # "/" after the first one.
+    second_end = np.where(parts.has_rest, lines.slash_from(second) if parts.slash_index is None
+                          else lines.slash_at(parts.slash_index + 1), -1)
     deeper = second_end >= 0
     plain = gradients_first & deeper
     update = ~gradients_first & deeper & lines.starting_with(b"update_", parts.has_rest, second)
