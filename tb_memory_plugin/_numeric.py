@@ -10,7 +10,8 @@ _EXACT = 2**53  # float64 holds every integer below this exactly
 def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     """out[i] = sum of values[j] where index[j] == i, as int64; values may be 1-D or 2-D.
 
-    np.bincount is an order of magnitude faster than np.add.at; it sums in
+    Where each index comes once, in order, the values are placed as they are.
+    Otherwise np.bincount, an order of magnitude faster than np.add.at, sums in
     float64, which is exact while every partial sum stays below 2**53 bytes
     (8 PiB), so that is checked and np.add.at is the fallback. 2-D values are
     summed column by column (one bincount each), into a column-major result:
@@ -24,6 +25,12 @@ def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
         return out
     if index.size == 0:
         return np.zeros(size, dtype=np.int64)
+    if index.size == 1 or bool((index[1:] > index[:-1]).all()):
+        # Each index once (a deep step's names, a CPU step's one entry per op): the values
+        # are their own sums, placed.
+        out = np.zeros(size, dtype=np.int64)
+        out[index] = values
+        return out
     # Exact when every partial sum stays below 2**53: checked by the largest magnitude
     # times the count first (two reductions), by the sum of magnitudes if that fails (in
     # float64, which cannot wrap as int64 would, with room for its rounding).

@@ -195,7 +195,8 @@ _OPTIMIZER_NAMES = frozenset(
      # Keras 3 scopes an optimizer's update ops under its lowercase name.
      "adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion", "lamb"}
 )
-_SLOT_RE = re.compile(r"^(?:Adam|Momentum|RMSProp|Adagrad|Adadelta|Ftrl|Adamax|Nadam)(?:_\d+)?$")
+_SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam")
+_SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
 
 
@@ -242,24 +243,24 @@ class _Lines:
         joined = getattr(texts, "joined", None)  # trace.JoinedNames: joined by the source
         if joined is not None and self.count:
             self.ok = joined.isascii()
-            if not self.ok:
-                return
-            self.data = joined
-            self.buf = np.frombuffer(joined, dtype=np.uint8)
+            if self.ok:
+                self._hold(joined)
+            return
+        text = "\n".join(texts)
+        self.ok = text.isascii() and text.count("\n") == max(self.count - 1, 0)
+        if self.ok:
+            self._hold(text.encode("ascii"), np.fromiter(map(len, texts), dtype=np.int64, count=self.count))
+
+    def _hold(self, data: bytes, lengths: np.ndarray | None = None) -> None:
+        """Take the names joined by newlines (ASCII), with their lengths where known."""
+        self.data = data
+        self.buf = np.frombuffer(data, dtype=np.uint8)
+        if lengths is None:
             ends = np.append(np.flatnonzero(self.buf == ord("\n")), self.buf.size)
-            self.starts = np.zeros(self.count, dtype=np.int64)
-            self.starts[1:] = ends[:-1] + 1
-            self.lengths = ends - self.starts
-            return
-        joined = "\n".join(texts)
-        self.ok = joined.isascii() and joined.count("\n") == max(self.count - 1, 0)
-        if not self.ok:
-            return
-        self.data = joined.encode("ascii")
-        self.buf = np.frombuffer(self.data, dtype=np.uint8)
-        self.lengths = np.fromiter(map(len, texts), dtype=np.int64, count=self.count)
+            lengths = ends - np.concatenate(([0], ends[:-1] + 1))
+        self.lengths = lengths
         self.starts = np.zeros(self.count, dtype=np.int64)
-        np.cumsum(self.lengths[:-1] + 1, out=self.starts[1:])
+        np.cumsum(lengths[:-1] + 1, out=self.starts[1:])
 
     def with_lines(self, texts: list[str], rows: list[int]) -> "_Lines":
         """The lines of `texts`, which are these lines' but for the rows listed (a few names
@@ -275,14 +276,11 @@ class _Lines:
             pieces += [self.data[at:int(self.starts[i])], text.encode("ascii")]
             at = int(self.starts[i] + self.lengths[i])
         pieces.append(self.data[at:])
+        lengths = self.lengths.copy()
+        lengths[rows] = [len(text) for text in changed]
         lines = _Lines.__new__(_Lines)
         lines.count, lines.ok = self.count, True
-        lines.data = b"".join(pieces)
-        lines.buf = np.frombuffer(lines.data, dtype=np.uint8)
-        lines.lengths = self.lengths.copy()
-        lines.lengths[rows] = [len(text) for text in changed]
-        lines.starts = np.zeros(self.count, dtype=np.int64)
-        np.cumsum(lines.lengths[:-1] + 1, out=lines.starts[1:])
+        lines._hold(b"".join(pieces), lengths)
         return lines
 
     def line_of(self, positions: np.ndarray) -> np.ndarray:
@@ -361,7 +359,7 @@ class _Lines:
 
     def with_component_head(self, heads: np.ndarray, k: int) -> np.ndarray:
         """Which names may have a path component whose first k bytes (as an integer) are
-        one of the sorted `heads`, all of which start with a capital letter: the k bytes
+        one of `heads`, all of which start with a capital letter: the k bytes
         after each capital that follows a "/", a line start or another byte below "0" are
         compared (a superset: callers check names exactly)."""
         buf = self.buf
@@ -369,14 +367,14 @@ class _Lines:
         begins = np.flatnonzero(follows) + 1
         if buf.size and ord("A") <= buf[0] <= ord("Z"):
             begins = np.concatenate([[0], begins])
-        return self._mask(begins[_in_sorted(heads, self._word(begins, k))])
+        return self._mask(begins[np.isin(self._word(begins, k), heads)])
 
     def last_component_head(self, rows: np.ndarray, heads: np.ndarray, k: int) -> np.ndarray:
         """Of the names `rows` (each holding a "/"), which have a last path component whose
-        first k bytes are one of the sorted `heads`."""
+        first k bytes are one of `heads`."""
         ends = self.starts[rows] + self.lengths[rows]
         last = self._slashes[np.searchsorted(self._slashes, ends) - 1] + 1
-        return _in_sorted(heads, self._word(last, k))
+        return np.isin(self._word(last, k), heads)
 
     def code_slices(self, begin: np.ndarray, length: np.ndarray) -> tuple[list[str], np.ndarray]:
         """`_coded_in_order` of the texts buf[begin:begin + length] (one per name), in numpy:
@@ -457,11 +455,6 @@ class _Lines:
         return None
 
 
-def _in_sorted(values: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """Which words are among the sorted values."""
-    return values[np.minimum(np.searchsorted(values, words), values.size - 1)] == words
-
-
 _MAX_LOOKS = 64  # places a prefix occurs that any_starting_with checks one by one
 
 
@@ -524,18 +517,18 @@ _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  
 _HASH_SEED, _HASH_FACTOR = 0x9E3779B97F4A7C15, 0x100000001B3  # code_slices's hash (FNV's prime)
 
 
-def _heads(texts) -> np.ndarray:
-    """The first 8 bytes of each text (zero-filled) as one little-endian integer, sorted."""
-    return np.array(sorted({int.from_bytes(text.encode()[:8], "little") for text in texts}), dtype=np.uint64)
+def _heads(texts, k: int) -> np.ndarray:
+    """The first k bytes of each text as one little-endian integer (what `_Lines._word` reads)."""
+    return np.array([int.from_bytes(text.encode()[:k], "little") for text in texts], dtype=np.uint64)
 
 
 # Path components that may make `classify` change a name, by their first 8 bytes (a
 # superset is fine: classify checks exactly). Every grappler component is that long.
-_OPTIMIZER_HEADS = _heads(_OPTIMIZER_COMPONENTS)
+_OPTIMIZER_HEADS = _heads(_OPTIMIZER_COMPONENTS, 8)
 assert all(len(name) >= 8 and name[0].isupper() for name in _OPTIMIZER_COMPONENTS)
-# Optimizer slot names, by their first 4 bytes (_SLOT_RE's alternatives are that long).
-_SLOT_HEADS = np.unique(_heads(["Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam"])
-                        & np.uint64(0xFFFFFFFF))
+# Optimizer slot names, by their first 4 bytes (every one is that long).
+_SLOT_HEADS = _heads(_SLOT_NAMES, 4)
+assert all(len(name) >= 4 for name in _SLOT_NAMES)
 
 
 @dataclass

@@ -101,11 +101,10 @@ def _spaces_of_device(
     spaces = []
     for name in [primary] + [a for a in allocators if a != primary]:
         mem, rec, out = memory[name], records[name], outputs[name]
-        entry_sum = _per_execution(mem[:, 0], n)
         cols = {
-            "allocated": entry_sum(mem[:, 1].clip(min=0)),
-            "op_peak": entry_sum(mem[:, 2]),
-            "live": entry_sum(mem[:, 3]),
+            "allocated": scatter_sum(mem[:, 0], mem[:, 1].clip(min=0), n),
+            "op_peak": scatter_sum(mem[:, 0], mem[:, 2], n),
+            "live": scatter_sum(mem[:, 0], mem[:, 3], n),
             "output": scatter_sum(out[:, 0], out[:, 1], n),
             "temp": columns.temp if name == primary else zeros,
             "persistent": columns.persistent if name == primary else zeros,
@@ -146,18 +145,6 @@ def _spaces_of_device(
             )
         )
     return spaces
-
-
-def _per_execution(exec_index: np.ndarray, n: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Sums of values by execution: placed as they are where each execution has one entry
-    on the allocator (a CPU step: the entries in execution order), else summed."""
-    if exec_index.size < 2 or bool((exec_index[1:] > exec_index[:-1]).all()):
-        def placed(values: np.ndarray) -> np.ndarray:
-            out = np.zeros(n, dtype=np.int64)
-            out[exec_index] = values
-            return out
-        return placed
-    return lambda values: scatter_sum(exec_index, values, n)
 
 
 def scan_devices(data: bytes) -> list[str]:
