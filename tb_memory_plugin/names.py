@@ -179,9 +179,10 @@ _VARIABLE_OPS = frozenset(
     {"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "_ReadVariablesOp",
      "VarIsInitializedOp", "Assign", "AssignVariableOp", "ResourceGather"}
 )
+COPY_TO_DEVICE_OP_TYPE = "host-to-device copy"  # JAX's copies of arguments (sources/xplane)
 _INPUT_OPS = frozenset(
     {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorV2",
-     "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv"}
+     "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE}
 )
 _OTHER_OPS = frozenset(
     {"Const", "HostConst", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Retval",

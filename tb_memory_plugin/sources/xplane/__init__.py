@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._numeric import scatter_sum
+from ...names import COPY_TO_DEVICE_OP_TYPE
 from ...trace import SpaceTrace, Trace, TraceDecodeError
 from . import names as names_mod
 from . import wire
@@ -44,9 +45,24 @@ NO_MEMORY_HELP = (
     "setting it later has no effect."
 )
 
-_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED = range(6)
+_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER = range(7)
+# Keras 3 on JAX marks a profiled batch by name alone (`keras.callbacks.TensorBoard`); on
+# TensorFlow it is `Profiled batch` with a step_num stat, as `tf.profiler...Trace` writes.
+_BATCH_MARKER_RE = re.compile(r"^Profiled batch (?P<number>\d{1,18})$")
 # `<tf_op>:<OpType>`: node names hold no ':' or spaces; `ThreadpoolListener::Record` has two colons.
 _OP_EVENT_RE = re.compile(r"^(?P<node>[^:\s]+):(?P<type>[A-Za-z0-9_.]*)$")
+# JAX and Keras 3 on JAX: XLA allocates a program's buffers inside its execution
+# (`CommonPjRtLoadedExecutable::Execute (jit_train_step)`) and an argument's inside its copy
+# to the device (`...::BufferFromHostBuffer(f32[32,28,28,1])`); their allocations carry no
+# tf_op. These events stand for ops: the program, named as XLA names it, and the copies,
+# under one scope by the shape copied.
+_PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*Execute \((?P<program>[^()\s]+)\)$")
+_COPY_EVENT_RE = re.compile(r"^(?:\w+::)*BufferFromHostBuffer\((?P<shape>[^()\s]*)\)$")
+PROGRAM_OP_TYPE = "XLA program"
+COPY_SCOPE = "(copies to device)"  # op type COPY_TO_DEVICE_OP_TYPE: categorised as inputs
+# PjRt's own callbacks (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`) look like
+# `<tf_op>:<OpType>` and are none.
+_NOT_OPS = ("ThreadpoolListener::", "ThenExecuteCallback:")
 _GPU_ALLOCATOR_RE = re.compile(r"^(?:GPU|gpu)_(?P<index>\d+)_bfc$")
 _EVENTS_PER_CHUNK = 1 << 15  # events read in lockstep at once (bounds the field tables)
 
@@ -178,7 +194,8 @@ class _PlaneEvents:
 
 
 def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
-    """Sorted metadata ids, their kind, and for op events the (node, op type) codes."""
+    """Sorted metadata ids, their kind, and for op events the (node, op type) codes (for
+    markers named by their step number, node is that number)."""
     ids = np.array(sorted(event_names), dtype=np.int64)
     kinds = np.full(ids.size, _OTHER, dtype=np.int64)
     node = np.full(ids.size, -1, dtype=np.int64)
@@ -191,14 +208,23 @@ def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
             kinds[i] = _DEALLOCATION
         elif name == "ExecutorState::Process":
             kinds[i] = _PROCESS
-        elif name.startswith("ThreadpoolListener::"):
+        elif name.startswith(_NOT_OPS):
             kinds[i] = _SKIPPED
-        else:
-            match = _OP_EVENT_RE.match(name)
-            if match:
-                kinds[i] = _OP
-                node[i] = strings.code(match.group("node"))
-                op_type[i] = strings.code(match.group("type") or display_name or "(unknown)")
+        elif match := _OP_EVENT_RE.match(name):
+            kinds[i] = _OP
+            node[i] = strings.code(match.group("node"))
+            op_type[i] = strings.code(match.group("type") or display_name or "(unknown)")
+        elif match := _BATCH_MARKER_RE.match(name):
+            kinds[i] = _MARKER
+            node[i] = int(match.group("number"))
+        elif match := _PROGRAM_EVENT_RE.match(name):
+            kinds[i] = _OP
+            node[i] = strings.code(match.group("program"))
+            op_type[i] = strings.code(PROGRAM_OP_TYPE)
+        elif match := _COPY_EVENT_RE.match(name):
+            kinds[i] = _OP
+            node[i] = strings.code(f"{COPY_SCOPE}/{match.group('shape') or '(no shape)'}")
+            op_type[i] = strings.code(COPY_TO_DEVICE_OP_TYPE)
     return ids, kinds, node, op_type
 
 
@@ -236,7 +262,11 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
             if is_op.any():
                 parts["ops"].append({"start_ps": start_ps[is_op], "end_ps": end_ps[is_op], "line": line_column[is_op],
                                      "node": meta_node[at[is_op]], "op_type": meta_op_type[at[is_op]]})
-            with_stats = np.flatnonzero(~is_op)
+            named = kind == _MARKER
+            if named.any():
+                parts["markers"].append({"start_ps": start_ps[named], "end_ps": end_ps[named],
+                                         "step_num": meta_node[at[named]]})
+            with_stats = np.flatnonzero(~is_op & ~named)
             if with_stats.size == 0:
                 continue
             stat_owner, stat_start, stat_end = fields.of(4, wire.LEN)
@@ -389,7 +419,9 @@ class _PlaneSteps:
                     start = min(start, int(processes["start_ps"][runs].min()))
                     end = max(end, int(processes["end_ps"][runs].max()))
             steps.append(ProfileStep(step_id, _step_number(markers, start), start, end, []))
-        if not steps and memory["time_ps"].size:  # no step ids: the whole profile is one step
+        if not steps and memory["time_ps"].size:
+            steps = self._marked_steps(markers)
+        if not steps and memory["time_ps"].size:  # no step ids, no marked step: the whole profile is one step
             steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), []))
         steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
         steps = _merge_numbered(steps)
@@ -401,6 +433,21 @@ class _PlaneSteps:
             low, high = self._window(step)
             allocators = np.unique(memory["allocator_name"][low:high])
             step.devices = sorted({_device_of(self._text(a))[0] for a in allocators.tolist()})
+        return steps
+
+    def _marked_steps(self, markers: dict) -> list[ProfileStep]:
+        """Without executor step ids (JAX, Keras 3 on JAX): a step per step number the profiler
+        was given (`jax.profiler.StepTraceAnnotation("train", step_num=n)`), over its marker's
+        window, where memory events fall in it."""
+        if not markers:
+            return []
+        times = self.memory["time_ps"]
+        steps = []
+        for number in np.unique(markers["step_num"]).tolist():
+            marked = markers["step_num"] == number
+            start, end = int(markers["start_ps"][marked].min()), int(markers["end_ps"][marked].max())
+            if np.searchsorted(times, start, "left") < np.searchsorted(times, end, "right"):
+                steps.append(ProfileStep(0, number, start, end, []))
         return steps
 
     def _window(self, step: ProfileStep) -> tuple[int, int]:

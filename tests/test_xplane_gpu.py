@@ -1,0 +1,164 @@
+"""The XPlane source on real GPU profiles from JAX: Keras 3 on the JAX backend and plain JAX.
+
+The profiles in tests/data/jax_gpu were captured on an NVIDIA H200 (jax 0.11.2, Keras
+3.15.1) by scripts/device/capture_gpu_profiles.py (see tests/data/jax_gpu/README.md). XLA
+allocates through the same BFC allocator as TensorFlow (`GPU_0_bfc`, pinned host memory
+`xla_gpu_host_bfc`), but its allocations name no op and no executor step: steps come from
+the profiler's step markers, and allocations belong to the XLA program being run on their
+thread or to the copy of an argument to the device. Expectations are recomputed from
+TensorFlow's own `xplane_pb2` parse of the same bytes with plain loops.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tb_memory_plugin import analysis, figures, report
+from tb_memory_plugin.figures import CATEGORIES
+from tb_memory_plugin.sources import xplane
+
+DATA = Path(__file__).parent / "data" / "jax_gpu"
+RUNS = {"keras_jax": [2, 3, 4], "jax_mlp": [1, 2, 3]}  # the batches / steps each run profiled
+PROGRAM = "jit_train_step"
+_PROGRAM_RE = re.compile(r"Execute \((?P<program>[^()]+)\)$")
+_COPY_RE = re.compile(r"BufferFromHostBuffer\((?P<shape>[^()]*)\)$")
+
+
+def _path(run: str) -> Path:
+    (path,) = (DATA / run).glob("plugins/profile/*/*.xplane.pb")
+    return path
+
+
+def _reference(data: bytes) -> dict:
+    """Memory events (sorted by time) with the program or copy running on their thread, and
+    the step markers, read event by event with TensorFlow's protos."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace.FromString(data)
+    memory, markers = [], collections.defaultdict(list)
+    for plane in space.planes:
+        for line in plane.lines:
+            spans = []  # (start, end, owner) of the programs and copies on this line
+            events = []
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                start = line.timestamp_ns * 1000 + event.offset_ps
+                stats = {}
+                for stat in event.stats:
+                    kind = stat.WhichOneof("value")
+                    value = getattr(stat, kind)
+                    stats[plane.stat_metadata[stat.metadata_id].name] = (
+                        plane.stat_metadata[value].name if kind == "ref_value" else value)
+                if name.startswith("Profiled batch "):
+                    markers[int(name.split()[-1])].append((start, start + event.duration_ps))
+                elif "step_num" in stats:
+                    markers[stats["step_num"]].append((start, start + event.duration_ps))
+                if match := _PROGRAM_RE.search(name):
+                    spans.append((start, start + event.duration_ps, match.group("program")))
+                elif match := _COPY_RE.search(name):
+                    spans.append((start, start + event.duration_ps, f"{xplane.COPY_SCOPE}/{match.group('shape')}"))
+                elif name in ("MemoryAllocation", "MemoryDeallocation"):
+                    events.append({"time_ps": start, "allocation": name == "MemoryAllocation", **stats})
+            for e in events:
+                around = [s for s in spans if s[0] <= e["time_ps"] <= s[1]]
+                e["owner"] = max(around)[2] if around else xplane.UNATTRIBUTED  # the innermost: the latest start
+            memory += events
+    memory.sort(key=lambda e: e["time_ps"])
+    return {"memory": memory, "markers": {n: (min(s for s, _ in w), max(e for _, e in w)) for n, w in markers.items()}}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def run(request):
+    """(run, decoded profile, reference, [(ProfileStep, StepAnalysis)])."""
+    data = _path(request.param).read_bytes()
+    profile = xplane.decode(data)
+    steps = [(step, analysis.analyse(profile.trace(i))) for i, step in enumerate(profile.steps)]
+    return request.param, profile, _reference(data), steps
+
+
+def _window_events(reference: dict, step, allocator: str) -> list[dict]:
+    return [e for e in reference["memory"]
+            if step.start_ps <= e["time_ps"] <= step.end_ps and e["allocator_name"] == allocator]
+
+
+def test_each_marked_step_is_a_step(run):
+    """No executor step ids: a step per step number the profiler was given, over its marker."""
+    name, profile, reference, steps = run
+    assert [step.number for step, _ in steps] == RUNS[name] == sorted(reference["markers"])
+    for step, analysed in steps:
+        assert (step.start_ps, step.end_ps) == reference["markers"][step.number]
+        assert analysed.status == "ok", analysed.message
+        assert step.devices == ["/device:CPU:0", "/device:GPU:0"]
+    assert profile.memory_event_count == len(reference["memory"])
+
+
+def test_gpu_memory_and_pinned_host_memory_are_told_apart(run):
+    _, _, _, steps = run
+    for _, analysed in steps:
+        kinds = {(s.trace.allocator, s.trace.device, s.trace.device_type, s.trace.memory_kind) for s in analysed.spaces}
+        assert kinds == {("GPU_0_bfc", "/device:GPU:0", "GPU", "device"),
+                         ("xla_gpu_host_bfc", "/device:CPU:0", "CPU", "host")}
+        assert analysed.default_space_id == "GPU:0/GPU_0_bfc"
+
+
+def test_curve_is_the_allocators_own_bytes_and_at_peak_adds_up(run):
+    _, _, reference, steps = run
+    for step, analysed in steps:
+        for space in analysed.spaces:
+            events = _window_events(reference, step, space.trace.allocator)
+            first = events[0]
+            before = first["bytes_allocated"] - (first["allocation_bytes"] if first["allocation"]
+                                                 else -first["allocation_bytes"])
+            assert space.start_bytes == before
+            peak = space.start_bytes + space.peak_rise_bytes
+            assert peak == max(e["bytes_allocated"] for e in events)
+            rise = space.peak_rise_bytes
+            tree = space.tree("layer")
+            assert sum(int(tree.figures[c, figures.AT_PEAK]) for c in tree.children[0]) == rise
+            summary = report.device_summary(space, "layer")
+            assert sum(row["figures"]["at_peak_bytes"] for row in summary["op_types"]) == rise
+            assert sum(row["at_peak_bytes"] for row in summary["categories"]) == rise
+
+
+def test_allocations_belong_to_the_program_or_copy_running_on_their_thread(run):
+    _, _, reference, steps = run
+    for step, analysed in steps:
+        for space in analysed.spaces:
+            expected = collections.Counter()
+            for e in _window_events(reference, step, space.trace.allocator):
+                if e["allocation"]:
+                    expected[e["owner"]] += e["allocation_bytes"]
+            trace = space.trace
+            engine = collections.Counter()
+            for i in range(trace.exec_count):
+                if int(trace.allocated[i]):
+                    engine[trace.name(i)] += int(trace.allocated[i])
+            assert engine == expected
+        gpu = next(s for s in analysed.spaces if s.trace.device_type == "GPU")
+        summary = report.device_summary(gpu, "layer")
+        # The XLA program's buffers are what the GPU holds at its peak (its scratch, freed
+        # before it ends: temporaries); the copies of the batch are inputs.
+        program = {"name": PROGRAM, "scope": "", "op_type": xplane.PROGRAM_OP_TYPE, "graph_name": PROGRAM}
+        assert summary["peak_node"] == program
+        assert summary["largest_at_peak"]["name"] == PROGRAM
+        assert summary["largest_at_peak"]["at_peak_bytes"] > 0.9 * summary["peak_rise_bytes"]
+        copies = [i for i in range(gpu.trace.exec_count) if gpu.trace.name(i).startswith(xplane.COPY_SCOPE + "/")]
+        assert copies and all(CATEGORIES[gpu.category[i]] == "inputs" for i in copies)
+        assert all(gpu.names.op_types[gpu.name_code[i]] == "host-to-device copy" for i in copies)
+
+
+def test_cli_summarises_every_marked_step(capsys):
+    from tb_memory_plugin import cli
+
+    assert cli.main(["summary", str(DATA), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    tags = {(s["run"], s["tag"].rsplit("/", 1)[-1], s["status"]) for s in body["steps"]}
+    assert tags == {(run, f"step_{n}", "ok") for run, numbers in RUNS.items() for n in numbers}
+    assert cli.main(["summary", str(DATA / "keras_jax"), "--top", "3"]) == 0
+    text = capsys.readouterr().out
+    assert f"op at peak: {PROGRAM} ({xplane.PROGRAM_OP_TYPE})" in text
