@@ -162,3 +162,27 @@ def test_cli_summarises_every_marked_step(capsys):
     assert cli.main(["summary", str(DATA / "keras_jax"), "--top", "3"]) == 0
     text = capsys.readouterr().out
     assert f"op at peak: {PROGRAM} ({xplane.PROGRAM_OP_TYPE})" in text
+
+
+def test_routes_serve_the_gpu_steps():
+    """Through TensorBoard's own WSGI app and data provider: the run picker lists each marked
+    step on both devices, and the summary's default device is the GPU."""
+    from tracedata import memory_app_client
+
+    client = memory_app_client(DATA)
+
+    def get(route, **params):
+        response = client.get("/data/plugin/memory/" + route, query_string=params)
+        assert response.status_code == 200, response.get_data(as_text=True)[:300]
+        return json.loads(response.get_data(as_text=True))
+
+    runs = {r["run"]: r["steps"] for r in get("runs")["runs"]}
+    assert set(runs) == set(RUNS)
+    for run, numbers in RUNS.items():
+        assert [s["step"] for s in runs[run]] == numbers
+        assert all(s["source"] == "xplane" and s["devices"] == ["/device:CPU:0", "/device:GPU:0"] for s in runs[run])
+        body = get("summary", run=run, tag=runs[run][0]["tag"])
+        assert body["status"] == "ok"
+        gpu = next(d for d in body["devices"] if d["device_type"] == "GPU")
+        assert gpu["largest_at_peak"]["name"] == PROGRAM
+        assert gpu["figures"]["at_peak_bytes"] == gpu["peak_rise_bytes"] > 0
