@@ -8,7 +8,8 @@ _EXACT = 2**53  # float64 holds every integer below this exactly
 
 
 def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """out[i] = sum of values[j] where index[j] == i, as int64; values may be 1-D or 2-D.
+    """out[i] = sum of values[j] where index[j] == i, as int64; values may be 1-D or 2-D
+    (or a tuple or list of columns, as 2-D).
 
     Where each index comes once, in order, the values are placed as they are.
     Otherwise np.bincount, an order of magnitude faster than np.add.at, sums in
@@ -17,12 +18,14 @@ def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     summed column by column (one bincount each), into a column-major result:
     each column is written, and read again by a later sum, in one stride.
     """
+    if isinstance(values, (tuple, list)):  # the columns of 2-D values
+        out = np.empty((size, len(values)), dtype=np.int64, order="F")
+        for column, column_values in enumerate(values):
+            out[:, column] = scatter_sum(index, column_values, size)
+        return out
     values = np.asarray(values, dtype=np.int64)
     if values.ndim == 2:
-        out = np.empty((size, values.shape[1]), dtype=np.int64, order="F")
-        for column in range(values.shape[1]):
-            out[:, column] = scatter_sum(index, values[:, column], size)
-        return out
+        return scatter_sum(index, [values[:, column] for column in range(values.shape[1])], size)
     if index.size == 0:
         return np.zeros(size, dtype=np.int64)
     if index.size == 1 or bool((index[1:] > index[:-1]).all()):

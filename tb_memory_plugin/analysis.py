@@ -56,7 +56,10 @@ class SpaceAnalysis:
         self.category = np.where(kept_across_steps, PARAMETERS, category)
         # At-peak bytes split: an execution's category, except what it had freed before it ended.
         self.temporaries = self._temporaries_at_peak(at_peak)
-        self.name_figures = self._name_figures(len(names.raw))
+        # On a deep model every execution has a name of its own, in order: then a name's
+        # figures are its execution's, and sums over names read the execution columns.
+        code = self.name_code
+        self._one_name_each = len(names.raw) == code.size and bool((code == np.arange(code.size)).all())
         self.baseline, self.start_bytes, self.snapshot_gap = self._baseline()
 
     @cached_property
@@ -66,19 +69,28 @@ class SpaceAnalysis:
             return np.zeros((0, len(FIGURES)), dtype=np.int64)
         return np.stack(self.exec_columns, axis=1)
 
-    def _name_figures(self, names: int) -> np.ndarray:
+    def name_columns(self, width: int) -> np.ndarray | tuple:
+        """The first `width` FIGURES per distinct runtime name, for a sum over names
+        (`scatter_sum`): the execution columns themselves where each has its own name."""
+        if self._one_name_each and "name_figures" not in self.__dict__:
+            return self.exec_columns[:width]
+        return self.name_figures[:, :width]
+
+    @cached_property
+    def name_figures(self) -> np.ndarray:
         """Per distinct runtime name: FIGURES, at-peak bytes per category, executions.
 
-        What the scope trees and whole-step op types aggregate (one row per name,
-        not per execution), column-major: built and summed column by column. On a
-        deep model every execution has a name of its own, in order: the rows are
-        then the executions' own figures.
+        What the scope trees aggregate (one row per name, not per execution),
+        column-major: built and summed column by column; built on first use (a
+        summary sums names' figures with `name_columns`). On a deep model every
+        execution has a name of its own, in order: the rows are then the
+        executions' own figures.
         """
-        code = self.name_code
+        code, names = self.name_code, len(self.names.raw)
         width, figure_count = len(CATEGORIES), len(FIGURES)
         out = np.empty((names, figure_count + width + 1), dtype=np.int64, order="F")
         held = self.exec_columns[AT_PEAK] - self.temporaries
-        if names == code.size and np.array_equal(code, np.arange(names)):
+        if self._one_name_each:
             for column, values in enumerate(self.exec_columns):
                 out[:, column] = values
             for category in range(width):
@@ -159,7 +171,7 @@ class SpaceAnalysis:
         with self._lock:
             tree = self._trees.get(group)
         if tree is None:
-            children = root_children(self.names.leaf_parts(group), self.name_figures, len(FIGURES))
+            children = root_children(self.names.leaf_parts(group), self.name_columns(len(FIGURES)))
             if children is not None:
                 return children
             tree = self.tree(group)
@@ -210,8 +222,8 @@ class SpaceAnalysis:
         unique = self.op_type_names
         if execs is None:  # the whole step: from the per-name table (a few thousand rows)
             width = len(FIGURES)
-            sums = scatter_sum(self.name_op_code, self.name_figures[:, :width], len(unique))
-            counts = scatter_sum(self.name_op_code, self.name_figures[:, -1], len(unique))
+            sums = scatter_sum(self.name_op_code, self.name_columns(width), len(unique))
+            counts = np.bincount(self.exec_op_code, minlength=len(unique))
         else:
             if execs.size == 0:
                 return []

@@ -295,7 +295,7 @@ class _Lines:
     def containing(self, literal: bytes) -> np.ndarray:
         """Which names contain `literal` (no newline in it)."""
         k = len(literal)
-        if self.buf.size < k:
+        if literal not in self.data:  # one memmem: most literals asked for are rare
             return np.zeros(self.count, dtype=bool)
         buf = self.buf[: self.buf.size - k + 1]
         if k == 1:

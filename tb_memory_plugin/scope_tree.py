@@ -342,20 +342,20 @@ def _top_name(tree_node_of_name: np.ndarray, name_figures: np.ndarray, subtree_s
     return best
 
 
-def root_children(firsts: FirstComponents, name_figures: np.ndarray, figure_count: int
-                  ) -> list[tuple[str, np.ndarray]] | None:
+def root_children(firsts: FirstComponents, name_figures) -> list[tuple[str, np.ndarray]] | None:
     """The root's children and their figures, ranked as `ScopeTree.children[0]` ranks them,
     without building the tree (a step's summary needs only these); None when a path starts
     with "/" (then only the tree knows where it goes).
 
     A root child is a path's first component (`firsts`: the leaf paths' first components,
-    coded); names left empty sit in "/(self)".
+    coded), `name_figures` the figures per name (scatter_sum's values); names left empty
+    sit in "/(self)".
     """
     distinct, code = firsts.distinct, firsts.code
     if ((firsts.length == 0) & (firsts.path_length > 0)).any():  # a path starting with "/"
         return None
     children = ["/" + SELF if first == "" else first for first in distinct]
-    figures = scatter_sum(code, name_figures[:, :figure_count], len(children))
+    figures = scatter_sum(code, name_figures, len(children))
     # Ties go to preorder, where "/(self)" comes first (its sort key starts with the "/" key).
     ranked = sorted(range(len(children)), key=lambda i: (-int(figures[i, AT_PEAK]), -int(figures[i, ALLOCATED]),
                                                           "" if children[i] == "/" + SELF else "\x02" + children[i]))

@@ -66,7 +66,12 @@ def test_root_children_and_leaf_scopes_without_the_tree_match_the_tree(paths):
     figures = np.arange(n * 15, dtype=np.int64).reshape(n, 15) % 7  # ties on purpose
     tree = scope_tree.build_tree(paths, np.arange(n), figures, np.arange(n), 7)
     for firsts in (FirstComponents(paths), FirstComponents(paths, _Lines(paths))):  # by strings, by numpy
-        children = scope_tree.root_children(firsts, figures, 7)
+        # Figures per name as a 2-D array, or as its columns (a deep step's execution columns).
+        children = scope_tree.root_children(firsts, figures[:, :7])
+        by_columns = scope_tree.root_children(firsts, tuple(figures[:, k] for k in range(7)))
+        assert (children is None) == (by_columns is None)
+        if children is not None:
+            assert [(p, r.tolist()) for p, r in children] == [(p, r.tolist()) for p, r in by_columns]
         if any(p.startswith("/") for p in paths):
             assert children is None
             continue

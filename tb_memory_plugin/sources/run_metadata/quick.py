@@ -182,7 +182,8 @@ def _alike_entries(tokens: np.ndarray, starts: np.ndarray, header: np.ndarray, p
     tables = []
     for count in np.flatnonzero(np.bincount(pair_count)).tolist():
         rows = np.flatnonzero(pair_count == count)
-        table = tokens[starts[rows, None] + np.arange(header.size + 2 * count)]
+        # Each entry's tokens, a row each: rows of a strided view (no index table to build).
+        table = np.lib.stride_tricks.sliding_window_view(tokens, header.size + 2 * count)[starts[rows]]
         if not (table[:, :header.size] == header).all():
             return None
         pairs = table[:, header.size:].reshape(rows.size, count, 2)
