@@ -1,7 +1,8 @@
 """Fixtures for the browser tests: a logdir, real TensorBoard servers, Chromium.
 
 - ``logdir``: a copy of the repo's demo_logs/ plus the hand-built runs of
-  ``logdata`` (two devices; HTML in run, tag and node names).
+  ``logdata`` (two devices; HTML in run, tag and node names) and the real JAX
+  GPU profiles of tests/data/jax_gpu.
 - ``tensorboard_servers``: ``python -m tensorboard.main --logdir ... --host
   127.0.0.1 --port <free>`` subprocesses, one per ``--load_fast`` value,
   started on first use and killed at the end of the session. They run with
@@ -32,6 +33,7 @@ from tbserver import TensorBoard  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 DEMO_LOGS = os.path.join(REPO, "demo_logs")
+JAX_GPU = os.path.join(REPO, "tests", "data", "jax_gpu")
 BUNDLE = os.path.join(REPO, "tb_memory_plugin", "static", "index.js")
 OUTPUT = os.path.join(REPO, "test-output")
 
@@ -63,6 +65,9 @@ def logdir(tmp_path_factory) -> str:
         if os.path.isdir(src) and any(f.startswith("events.out.tfevents.") for f in os.listdir(src)):
             shutil.copytree(src, os.path.join(root, name))
     logdata.write_synthetic_runs(root)
+    for name in sorted(os.listdir(JAX_GPU)):  # real JAX / Keras 3 GPU profiles (tests/data/jax_gpu)
+        if os.path.isdir(os.path.join(JAX_GPU, name)):
+            shutil.copytree(os.path.join(JAX_GPU, name), os.path.join(root, name))
     return root
 
 

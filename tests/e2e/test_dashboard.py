@@ -509,6 +509,32 @@ def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
     assert dash.value("size-picker") == "at_peak_bytes" and not dash.loc(tid("curve-note")).is_visible()
 
 
+def test_jax_gpu_profile_opens_on_the_gpu_and_names_the_xla_program(dashboard):
+    """A real Keras 3 (JAX backend) GPU profile: one step per profiled batch, the GPU's allocator first,
+    the XLA program as the biggest holder at the peak; pinned host memory is a space of its own."""
+    dash, tb = dashboard, dashboard.tb
+    run = "keras_jax"
+    tag, device = _open_run(dash, run)
+    assert device == "GPU:0/GPU_0_bfc"
+    steps = dash.loc(f'{tid("step-picker")} option').evaluate_all("os => os.map(o => o.value)")
+    assert [t.rsplit("/", 1)[-1] for t in steps] == ["step_2", "step_3", "step_4"]
+    entry = next(d for d in tb.api("summary", run=run, tag=tag)["devices"] if d["id"] == device)
+    assert entry["largest_at_peak"]["name"] == "jit_train_step"
+    item = dash.loc(tid("summary-largest"))
+    assert item.locator("code").text_content() == "jit_train_step"
+    assert int(item.get_attribute("data-bytes")) == entry["largest_at_peak"]["at_peak_bytes"]
+    assert "XLA program" in dash.loc(tid("summary")).inner_text()
+    _assert_details_match(dash, run, tag, device, "")
+    dash.screenshot("jax-gpu")
+
+    dash.select("device-picker", "CPU:0/xla_gpu_host_bfc")
+    host = next(d for d in tb.api("summary", run=run, tag=tag)["devices"] if d["id"] == "CPU:0/xla_gpu_host_bfc")
+    assert host["memory_kind"] == "host"
+    assert dash.loc(tid("summary-largest")).locator("code").text_content() == host["largest_at_peak"]["name"]
+    assert host["largest_at_peak"]["name"].startswith("(copies to device)/")
+    _assert_details_match(dash, run, tag, "CPU:0/xla_gpu_host_bfc", "")
+
+
 def test_html_in_names_is_text_and_runs_no_script(dashboard):
     dash = dashboard
     run = logdata.XSS_RUN
