@@ -241,3 +241,63 @@ def write_tagged_run_metadata(logdir, tag: str, payload: bytes, step: int = 1) -
         writer.add_event(event)
     finally:
         writer.close()
+
+
+class XSpaceBuilder:
+    """A profiler XSpace built event by event (TensorFlow's own xplane_pb2), for what real
+    profiles do not show together: repeated step numbers, TensorFlow beside JAX, nested
+    op-like events. Times in microseconds; one plane, lines by thread id."""
+
+    def __init__(self, plane: str = "/host:CPU") -> None:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        self.space = xplane_pb2.XSpace()
+        self.plane = self.space.planes.add()
+        self.plane.name, self.plane.id = plane, 1
+        self._event_ids: dict[str, int] = {}
+        self._stat_ids: dict[str, int] = {}
+        self._lines: dict[int, object] = {}
+        self._bytes_in_use: dict[str, int] = {}
+        self._live: dict[int, tuple[str, int]] = {}
+        self._next_addr = 0x1000
+
+    def _id(self, table: dict, metadata, name: str) -> int:
+        if name not in table:
+            table[name] = len(table) + 1
+            entry = metadata[table[name]]
+            entry.id, entry.name = table[name], name
+        return table[name]
+
+    def event(self, thread: int, name: str, start_us: float, duration_us: float = 0, **stats) -> None:
+        if thread not in self._lines:
+            line = self._lines[thread] = self.plane.lines.add()
+            line.id = thread
+        event = self._lines[thread].events.add()
+        event.metadata_id = self._id(self._event_ids, self.plane.event_metadata, name)
+        event.offset_ps, event.duration_ps = int(start_us * 1e6), int(duration_us * 1e6)
+        for key, value in stats.items():
+            stat = event.stats.add()
+            stat.metadata_id = self._id(self._stat_ids, self.plane.stat_metadata, key)
+            if isinstance(value, str):
+                stat.str_value = value
+            else:
+                stat.int64_value = value
+
+    def allocate(self, thread: int, time_us: float, size: int, allocator: str = "GPU_0_bfc", **stats) -> int:
+        """A MemoryAllocation with the allocator's bytes in use after it; returns its address."""
+        self._next_addr += 0x1000
+        self._bytes_in_use[allocator] = self._bytes_in_use.get(allocator, 0) + size
+        self._live[self._next_addr] = (allocator, size)
+        self.event(thread, "MemoryAllocation", time_us, allocator_name=allocator, addr=self._next_addr,
+                   allocation_bytes=size, requested_bytes=size, bytes_allocated=self._bytes_in_use[allocator],
+                   bytes_available=1 << 30, **stats)
+        return self._next_addr
+
+    def free(self, thread: int, time_us: float, addr: int) -> None:
+        allocator, size = self._live.pop(addr)
+        self._bytes_in_use[allocator] -= size
+        self.event(thread, "MemoryDeallocation", time_us, allocator_name=allocator, addr=addr, allocation_bytes=size,
+                   bytes_allocated=self._bytes_in_use[allocator], bytes_available=1 << 30)
+
+    def serialized(self) -> bytes:
+        return self.space.SerializeToString()

@@ -186,3 +186,141 @@ def test_routes_serve_the_gpu_steps():
         gpu = next(d for d in body["devices"] if d["device_type"] == "GPU")
         assert gpu["largest_at_peak"]["name"] == PROGRAM
         assert gpu["figures"]["at_peak_bytes"] == gpu["peak_rise_bytes"] > 0
+
+
+# -- what the two captures do not show: hand-built profiles ------------------------------------
+
+
+def _steps(space) -> list[tuple]:
+    """(number, start us, {space id: [(execution, allocated bytes)]}) per decoded step."""
+    profile = xplane.decode(space.serialized())
+    out = []
+    for i, step in enumerate(profile.steps):
+        analysed = analysis.analyse(profile.trace(i))
+        assert analysed.status == "ok", analysed.message
+        spaces = {s.trace.id: sorted((s.trace.name(e), int(s.trace.allocated[e])) for e in range(s.trace.exec_count))
+                  for s in analysed.spaces}
+        out.append((step.number, step.start_ps // 10**6, spaces))
+    return out
+
+
+def _jax_step(space, start_us: float, number: int, program: str, size: int, marker: str = "train") -> None:
+    """A marked step that runs an XLA program allocating and freeing `size` bytes."""
+    if marker == "train":
+        space.event(1, "train", start_us, 200, step_num=number)
+    else:
+        space.event(1, f"{marker} {number}", start_us, 200)
+    space.event(1, f"CommonPjRtLoadedExecutable::Execute ({program})", start_us + 10, 100)
+    space.free(1, start_us + 90, space.allocate(1, start_us + 20, size))
+
+
+def test_step_numbers_that_come_again_are_other_steps():
+    """Keras numbers a batch within its epoch, and an eval loop counts from 0 again: each marked
+    step is its own, in time order."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    for k, (number, program, size) in enumerate([(0, "jit_train", 1000), (1, "jit_train", 2000),
+                                                  (0, "jit_eval", 300), (1, "jit_eval", 400)]):
+        _jax_step(space, 1000 * k, number, program, size, marker="Profiled batch" if k < 2 else "train")
+    assert [(n, start, spaces["GPU:0/GPU_0_bfc"]) for n, start, spaces in _steps(space)] == [
+        (0, 0, [("jit_train", 1000)]), (1, 1000, [("jit_train", 2000)]),
+        (0, 2000, [("jit_eval", 300)]), (1, 3000, [("jit_eval", 400)])]
+
+
+def test_tensorflow_executor_steps_beside_jax_steps_are_all_steps():
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(2, "ExecutorState::Process", 0, 100, id=7)
+    space.event(2, "dense/MatMul:MatMul", 10, 20)
+    space.free(2, 40, space.allocate(2, 15, 100, tf_op="dense/MatMul", id=7))
+    for number in (1, 2):
+        _jax_step(space, 1000 * number, number, "jit_step", 10_000)
+    steps = _steps(space)
+    assert [(n, spaces["GPU:0/GPU_0_bfc"]) for n, _, spaces in steps] == [
+        (None, [("dense/MatMul", 100)]), (1, [("jit_step", 10_000)]), (2, [("jit_step", 10_000)])]
+
+
+def test_a_repeated_keras_batch_number_in_tensorflow_is_another_step():
+    """TF executor steps merge under one marked step, not under one number."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    for k, step_id in enumerate((11, 12, 13)):
+        start = 1000 * k
+        space.event(1, "Profiled batch", start, 300, step_num=k % 2)
+        for offset, size in ((0, 100 * (k + 1)), (150, 1)):  # the batch, and a helper run beside it
+            space.event(2, "ExecutorState::Process", start + offset, 100, id=step_id * 10 + offset)
+            space.event(2, "dense/MatMul:MatMul", start + offset + 10, 20)
+            space.free(2, start + offset + 40, space.allocate(2, start + offset + 15, size, tf_op="dense/MatMul",
+                                                               id=step_id * 10 + offset))
+    steps = _steps(space)
+    assert [(n, start, spaces["GPU:0/GPU_0_bfc"]) for n, start, spaces in steps] == [
+        (0, 0, [("dense/MatMul", 101)]), (1, 1000, [("dense/MatMul", 201)]), (0, 2000, [("dense/MatMul", 301)])]
+
+
+def test_an_allocation_belongs_to_the_innermost_op_still_running():
+    """An op-like event inside the program that ended before the allocation does not take it."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 500, step_num=1)
+    space.event(1, "CommonPjRtLoadedExecutable::Execute (jit_step)", 10, 300)
+    space.event(1, "SomeCallback:Run", 20, 5)  # `<tf_op>:<OpType>`-like, ended
+    space.event(1, "Inner:Run", 30, 10)  # another, nested in nothing still running at 50
+    space.free(1, 90, space.allocate(1, 50, 10_000))
+    space.free(1, 400, space.allocate(1, 350, 7))  # after the program: no op
+    ((number, _, spaces),) = _steps(space)
+    assert number == 1
+    assert spaces["GPU:0/GPU_0_bfc"] == [(xplane.UNATTRIBUTED, 7), ("Inner", 0), ("SomeCallback", 0), ("jit_step", 10_000)]
+
+
+def test_marked_steps_without_memory_and_nested_marks():
+    """A marked step with no memory event is none; a step marked inside another is part of it."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 100, step_num=1)  # nothing allocated
+    space.event(1, "train", 200, 300, step_num=2)
+    space.event(1, "Profiled batch 0", 210, 100)
+    space.event(1, "CommonPjRtLoadedExecutable::Execute (jit_step)", 220, 50)
+    space.free(1, 260, space.allocate(1, 230, 10_000))
+    assert [(n, start) for n, start, _ in _steps(space)] == [(2, 200)]
+
+
+def test_a_secondary_allocator_lists_only_its_own_ops():
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 500, step_num=1)
+    space.event(1, "CommonPjRtLoadedExecutable::Execute (jit_step)", 10, 100)
+    space.free(1, 90, space.allocate(1, 20, 10_000))
+    space.event(1, "PjRtCApiCompiler::BufferFromHostBuffer(f32[8,4])", 200, 50)
+    space.free(1, 300, space.allocate(1, 210, 128, allocator="xla_gpu_host_bfc"))
+    ((_, _, spaces),) = _steps(space)
+    assert spaces["GPU:0/GPU_0_bfc"] == [("(copies to device)/f32[8,4]", 0), ("jit_step", 10_000)]
+    assert spaces["CPU:0/xla_gpu_host_bfc"] == [("(copies to device)/f32[8,4]", 128)]
+
+
+def test_a_jax_profile_without_memory_events_says_to_profile_on_a_gpu(tmp_path, capsys):
+    """JAX on CPU records no allocations (its CPU client has no BFC allocator): the real GPU
+    profile without its memory events reads as such a profile does."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    from tb_memory_plugin import cli
+
+    space = xplane_pb2.XSpace.FromString(_path("keras_jax").read_bytes())
+    for plane in space.planes:
+        memory = {i for i, m in plane.event_metadata.items() if m.name.startswith("Memory")}
+        for line in plane.lines:
+            kept = [e for e in line.events if e.metadata_id not in memory]
+            del line.events[:]
+            line.events.extend(kept)
+    profile = xplane.decode(space.SerializeToString())
+    assert profile.steps == [] and profile.message == xplane.JAX_NO_MEMORY_HELP
+    target = tmp_path / "jax_cpu" / "plugins" / "profile" / "2026_11_26_00_00_00" / "host.xplane.pb"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(space.SerializeToString())
+    assert cli.main(["summary", str(tmp_path)]) != 0
+    assert "profile the step on a gpu" in capsys.readouterr().err.lower()

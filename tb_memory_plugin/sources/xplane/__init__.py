@@ -1,16 +1,21 @@
 """Profiler XSpace (`plugins/profile/<session>/<host>.xplane.pb`) -> one `Trace` per profiled step.
 
-TF2 eager code and Keras `model.fit` write no step stats; their memory is in
-the profiler's `MemoryAllocation` / `MemoryDeallocation` events (README, "TF2
+TF2 eager code, Keras `model.fit` and JAX write no step stats; their memory is
+in the profiler's `MemoryAllocation` / `MemoryDeallocation` events (README, "TF2
 and Keras"). This importer turns them into the same columns as RunMetadata:
 
 * steps: one per executor step id (`id` on the allocations and on
   `ExecutorState::Process` events); a step's window runs from its first to its
   last such event, and every memory event of the allocator inside it counts
-  (the allocator's bytes are the truth, whoever asked for them);
+  (the allocator's bytes are the truth, whoever asked for them). Executor
+  steps inside one marked step (a `Profiled batch` or `step_num` marker) are
+  one step, numbered by it. Marked steps no executor step ran in (JAX and
+  Keras 3 on JAX name no executor step) are steps over their marker's window;
 * executions: one per distinct `tf_op` in the window (op events are named
-  `<tf_op>:<OpType>`: their op type, start and end); an allocation without a
-  `tf_op` belongs to the op running on its thread then;
+  `<tf_op>:<OpType>`: their op type, start and end); XLA's programs
+  (`...Execute (jit_train_step)`) and copies to the device
+  (`...BufferFromHostBuffer(f32[32,28,28,1])`) stand for ops; an allocation
+  without a `tf_op` belongs to the innermost op running on its thread then;
 * events: + `allocation_bytes` on allocation, - on free; a free belongs to the
   execution whose allocation it frees (paired by `addr`), or to the execution
   `(before this step)` when that allocation was made before the window (an
@@ -44,6 +49,13 @@ NO_MEMORY_HELP = (
     "Set it in the environment before TensorFlow starts (before `import tensorflow`): "
     "setting it later has no effect."
 )
+
+JAX_NO_MEMORY_HELP = (
+    "This JAX profile holds no memory events: JAX records its allocations where XLA's BFC "
+    "allocator makes them, on a GPU; on CPU it allocates without one. Profile the step on a GPU."
+)
+# Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
+_JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
 
 _ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER = range(7)
 # Keras 3 on JAX marks a profiled batch by name alone (`keras.callbacks.TensorBoard`); on
@@ -341,6 +353,7 @@ class ProfileStep:
     end_ps: int
     devices: list[str]
     step_ids: list[int] = field(default_factory=list)  # every executor step merged into it (step_id first)
+    marked: int | None = None  # the marked step it ran in (_MarkedSteps), if any
 
     def __post_init__(self) -> None:
         self.step_ids = self.step_ids or [self.step_id]
@@ -386,7 +399,8 @@ class _PlaneSteps:
         self.paired = paired
 
     def _attribute_unnamed(self) -> None:
-        """Allocations without a tf_op: the op running on their thread then (the op event around them)."""
+        """Allocations without a tf_op: the innermost op running on their thread then (a
+        thread's events nest: the op started last may have ended, inside one still running)."""
         memory, ops = self.memory, self.ops
         node = memory["tf_op"].copy()
         unnamed = np.flatnonzero(memory["is_allocation"] & (node < 0))
@@ -394,13 +408,23 @@ class _PlaneSteps:
             for line in np.unique(memory["line"][unnamed]).tolist():
                 rows = unnamed[memory["line"][unnamed] == line]
                 line_ops = np.flatnonzero(ops["line"] == line)
-                line_ops = line_ops[np.argsort(ops["start_ps"][line_ops], kind="stable")]
+                if not line_ops.size:
+                    continue
+                start, end = ops["start_ps"][line_ops], ops["end_ps"][line_ops]
+                order = np.lexsort((-end, start))  # by start; at one start, the outer first
+                line_ops, start, end = line_ops[order], start[order], end[order]
                 time = memory["time_ps"][rows]
-                before = np.searchsorted(ops["start_ps"][line_ops], time, side="right") - 1
-                running = before >= 0
-                before = line_ops[np.maximum(before, 0)] if line_ops.size else before
-                running &= ops["end_ps"][before] >= time if line_ops.size else False
-                node[rows[running]] = ops["node"][before[running]]
+                at = np.searchsorted(start, time, side="right") - 1  # the op started last by then
+                ended = np.flatnonzero(at >= 0)
+                ended = ended[end[at[ended]] < time[ended]]
+                if ended.size:  # up to the ops around it, until one still runs
+                    parent = _enclosing(end)
+                    while ended.size:
+                        at[ended] = parent[at[ended]]
+                        ended = ended[at[ended] >= 0]
+                        ended = ended[end[at[ended]] < time[ended]]
+                found = at >= 0
+                node[rows[found]] = ops["node"][line_ops[at[found]]]
         self.node = node
 
     def _find_steps(self, processes: dict, markers: dict) -> list[ProfileStep]:
@@ -409,6 +433,7 @@ class _PlaneSteps:
         ids = np.unique(allocation_step[allocation_step != 0])
         if processes:
             ids = ids[np.isin(ids, processes["step_id"])] if np.isin(ids, processes["step_id"]).any() else ids
+        marked = _MarkedSteps(markers)
         steps = []
         for step_id in ids.tolist():
             times = memory["time_ps"][allocation_step == step_id]
@@ -418,9 +443,11 @@ class _PlaneSteps:
                 if runs.any():
                     start = min(start, int(processes["start_ps"][runs].min()))
                     end = max(end, int(processes["end_ps"][runs].max()))
-            steps.append(ProfileStep(step_id, _step_number(markers, start), start, end, []))
-        if not steps and memory["time_ps"].size:
-            steps = self._marked_steps(markers)
+            group = marked.around(start)
+            steps.append(ProfileStep(step_id, marked.number[group] if group is not None else None, start, end, [],
+                                     marked=group))
+        # Marked steps no executor step ran in (JAX, Keras 3 on JAX; or beside TensorFlow's).
+        steps += self._marked_steps(marked, steps)
         if not steps and memory["time_ps"].size:  # no step ids, no marked step: the whole profile is one step
             steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), []))
         steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
@@ -435,19 +462,19 @@ class _PlaneSteps:
             step.devices = sorted({_device_of(self._text(a))[0] for a in allocators.tolist()})
         return steps
 
-    def _marked_steps(self, markers: dict) -> list[ProfileStep]:
-        """Without executor step ids (JAX, Keras 3 on JAX): a step per step number the profiler
-        was given (`jax.profiler.StepTraceAnnotation("train", step_num=n)`), over its marker's
-        window, where memory events fall in it."""
-        if not markers:
-            return []
+    def _marked_steps(self, marked: "_MarkedSteps", executor_steps: list[ProfileStep]) -> list[ProfileStep]:
+        """Steps the profiler was told of (`jax.profiler.StepTraceAnnotation("train", step_num=n)`,
+        Keras' `Profiled batch <n>`) that hold memory events and overlap no executor step:
+        without executor step ids (JAX, Keras 3 on JAX) these are the steps."""
         times = self.memory["time_ps"]
+        ran = np.array([(s.start_ps, s.end_ps) for s in executor_steps], dtype=np.int64).reshape(-1, 2)
         steps = []
-        for number in np.unique(markers["step_num"]).tolist():
-            marked = markers["step_num"] == number
-            start, end = int(markers["start_ps"][marked].min()), int(markers["end_ps"][marked].max())
-            if np.searchsorted(times, start, "left") < np.searchsorted(times, end, "right"):
-                steps.append(ProfileStep(0, number, start, end, []))
+        for group, (number, start, end) in enumerate(zip(marked.number, marked.start_ps, marked.end_ps)):
+            if np.searchsorted(times, start, "left") == np.searchsorted(times, end, "right"):
+                continue  # no memory event in it
+            if ((ran[:, 0] <= end) & (ran[:, 1] >= start)).any():
+                continue  # an executor step ran in it: that step is it
+            steps.append(ProfileStep(0, number, start, end, [], marked=group))
         return steps
 
     def _window(self, step: ProfileStep) -> tuple[int, int]:
@@ -479,9 +506,11 @@ class _PlaneSteps:
         spaces = []
         op_types: dict[str, str] = {}
         devices = []
+        main = self._main_allocator(window)
         for allocator in np.unique(allocators).tolist():
             rows = np.flatnonzero(allocators == allocator)
-            space, space_op_types = self._space(step, window[rows], node[rows], in_window, self._text(allocator))
+            space, space_op_types = self._space(step, window[rows], node[rows], in_window, self._text(allocator),
+                                                self._text(main))
             spaces.append(space)
             op_types.update(space_op_types)
             if space.device not in devices:
@@ -498,11 +527,11 @@ class _PlaneSteps:
         )
 
     def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
-               allocator: str) -> tuple[SpaceTrace, dict[str, str]]:
+               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str]]:
         memory, strings, ops = self.memory, self.strings, self.ops
         # Executions: the distinct ops holding events, then the other ops run in the window.
         op_rows = ops_in_window
-        if op_rows.size and allocator != self._text(self._main_allocator(events)):
+        if op_rows.size and allocator != main_allocator:
             op_rows = op_rows[np.isin(ops["node"][op_rows], node)]  # a secondary allocator lists only its own ops
         op_nodes = ops["node"][op_rows] if op_rows.size else np.zeros(0, dtype=np.int64)
         nodes, exec_of = np.unique(np.concatenate([node, op_nodes]), return_inverse=True)
@@ -668,17 +697,17 @@ def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> n
 
 
 def _merge_numbered(steps: list[ProfileStep]) -> list[ProfileStep]:
-    """Executor steps under one profiler step number are one profiled step (a busy machine can
-    start Keras' small helper functions outside the batch's own executor window); the longest
+    """Executor steps in one marked step are one profiled step (a busy machine can start
+    Keras' small helper functions outside the batch's own executor window); the longest
     one names it. `steps` is sorted by start."""
     merged: list[ProfileStep] = []
-    by_number: dict[int, ProfileStep] = {}
+    by_marked: dict[int, ProfileStep] = {}
     for step in steps:
-        into = by_number.get(step.number) if step.number is not None else None
+        into = by_marked.get(step.marked) if step.marked is not None else None
         if into is None:
             merged.append(step)
-            if step.number is not None:
-                by_number[step.number] = step
+            if step.marked is not None:
+                by_marked[step.marked] = step
             continue
         if step.end_ps - step.start_ps > into.end_ps - into.start_ps:
             into.step_id = step.step_id
@@ -687,16 +716,55 @@ def _merge_numbered(steps: list[ProfileStep]) -> list[ProfileStep]:
     return merged
 
 
-def _step_number(markers: dict, start_ps: int) -> int | None:
-    """The step number of the marker event (Keras `Profiled batch`, `tf.profiler...Trace(step_num=)`)
-    around a step's start."""
-    if not markers:
-        return None
-    around = np.flatnonzero((markers["start_ps"] <= start_ps) & (markers["end_ps"] >= start_ps))
-    if around.size == 0:
-        return None
-    innermost = around[np.argmax(markers["start_ps"][around])]
-    return int(markers["step_num"][innermost])
+def _enclosing(end: np.ndarray) -> np.ndarray:
+    """For one thread's events sorted by start (the outer first at one start), ending at `end`:
+    the innermost earlier event around each (the nearest earlier one ending no sooner), -1 for
+    none. Pointer jumping: each pointer skips what its target skipped, all at once."""
+    parent = np.arange(end.size) - 1
+    todo = np.arange(1, end.size)
+    todo = todo[end[parent[todo]] < end[todo]]
+    while todo.size:
+        parent[todo] = parent[parent[todo]]
+        todo = todo[parent[todo] >= 0]
+        todo = todo[end[parent[todo]] < end[todo]]
+    return parent
+
+
+class _MarkedSteps:
+    """The steps the profiler was told of: marker events (Keras' `Profiled batch`,
+    `tf.profiler...Trace(step_num=)`, `jax.profiler.StepTraceAnnotation`) with one step number
+    whose windows overlap are one marked step. A number can come again later (Keras numbers a
+    batch within its epoch; an eval loop counts from 0 again): that is another step."""
+
+    def __init__(self, markers: dict) -> None:
+        self.number: list[int] = []
+        self.start_ps: list[int] = []
+        self.end_ps: list[int] = []
+        self._group = np.zeros(0, dtype=np.int64)  # each marker's marked step
+        self._markers = markers
+        if not markers:
+            return
+        order = np.lexsort((markers["start_ps"], markers["step_num"]))
+        self._group = np.empty(order.size, dtype=np.int64)
+        for i in order.tolist():
+            number, start, end = (int(markers[key][i]) for key in ("step_num", "start_ps", "end_ps"))
+            if self.number and self.number[-1] == number and start <= self.end_ps[-1]:
+                self.end_ps[-1] = max(self.end_ps[-1], end)
+            else:
+                self.number.append(number)
+                self.start_ps.append(start)
+                self.end_ps.append(end)
+            self._group[i] = len(self.number) - 1
+
+    def around(self, time_ps: int) -> int | None:
+        """The marked step of the innermost marker around a time, or None."""
+        markers = self._markers
+        if not markers:
+            return None
+        around = np.flatnonzero((markers["start_ps"] <= time_ps) & (markers["end_ps"] >= time_ps))
+        if around.size == 0:
+            return None
+        return int(self._group[around[np.argmax(markers["start_ps"][around])]])
 
 
 # -- the profile -----------------------------------------------------------------------------
@@ -710,11 +778,14 @@ class Profile:
     memory_event_count: int
     start_ns: int  # wall-clock start of the profile (0 when the file does not say)
     _planes: list[tuple[_PlaneSteps, list[ProfileStep]]]
+    made_by_jax: bool = False  # PjRt's events in it
 
     @property
     def message(self) -> str | None:
         """Why the profile has no steps to show, or None."""
-        return NO_MEMORY_HELP if self.memory_event_count == 0 else None
+        if self.memory_event_count:
+            return None
+        return JAX_NO_MEMORY_HELP if self.made_by_jax else NO_MEMORY_HELP
 
     def trace(self, index: int) -> Trace:
         step = self.steps[index]
@@ -748,4 +819,6 @@ def decode(data) -> Profile:
     except (wire.WireError, IndexError, ValueError) as exc:
         raise TraceDecodeError(f"the profile's bytes ({len(data)} B) are not a valid XSpace: {exc}") from None
     all_steps = [step for _, steps in plane_steps for step in steps]
-    return Profile(all_steps, memory_events, profile_start_ns, plane_steps)
+    made_by_jax = not memory_events and any(
+        _JAX_EVENT_RE.search(name) for plane in planes for name, _ in plane.event_names.values())
+    return Profile(all_steps, memory_events, profile_start_ns, plane_steps, made_by_jax=made_by_jax)
