@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tracedata import REPO, memory_app_client
+from tracedata import REPO, memory_app_client, xplane_stat_values as _stat_values
+from tracedata import xplane_without_memory_events as _without_memory_events
 from tb_memory_plugin import analysis, figures, report
 from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.sources import xplane
@@ -77,16 +78,6 @@ def _space(data: bytes):
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     return xplane_pb2.XSpace.FromString(data)
-
-
-def _stat_values(plane, event) -> dict:
-    values = {}
-    for stat in event.stats:
-        kind = stat.WhichOneof("value")
-        value = getattr(stat, kind)
-        values[plane.stat_metadata[stat.metadata_id].name] = (
-            plane.stat_metadata[value].name if kind == "ref_value" else value)
-    return values
 
 
 @pytest.fixture(scope="session")
@@ -381,17 +372,6 @@ def test_garbage_raises_decode_error():
         xplane.decode(b"\xff" * 64)
     with pytest.raises(TraceDecodeError):
         xplane.decode("not bytes")
-
-
-def _without_memory_events(data: bytes) -> bytes:
-    space = _space(data)
-    for plane in space.planes:
-        memory_ids = {k for k, m in plane.event_metadata.items() if m.name.startswith("Memory")}
-        for line in plane.lines:
-            kept = [e for e in line.events if e.metadata_id not in memory_ids]
-            del line.events[:]
-            line.events.extend(kept)
-    return space.SerializeToString()
 
 
 def test_profile_without_memory_events_says_what_to_set(profile_path):

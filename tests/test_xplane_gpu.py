@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tb_memory_plugin import analysis, figures, report
+from tracedata import xplane_stat_values
 from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.sources import xplane
 
@@ -48,12 +49,7 @@ def _reference(data: bytes) -> dict:
             for event in line.events:
                 name = plane.event_metadata[event.metadata_id].name
                 start = line.timestamp_ns * 1000 + event.offset_ps
-                stats = {}
-                for stat in event.stats:
-                    kind = stat.WhichOneof("value")
-                    value = getattr(stat, kind)
-                    stats[plane.stat_metadata[stat.metadata_id].name] = (
-                        plane.stat_metadata[value].name if kind == "ref_value" else value)
+                stats = xplane_stat_values(plane, event)
                 if name.startswith("Profiled batch "):
                     markers[int(name.split()[-1])].append((start, start + event.duration_ps))
                 elif "step_num" in stats:
@@ -306,21 +302,14 @@ def test_a_secondary_allocator_lists_only_its_own_ops():
 def test_a_jax_profile_without_memory_events_says_to_profile_on_a_gpu(tmp_path, capsys):
     """JAX on CPU records no allocations (its CPU client has no BFC allocator): the real GPU
     profile without its memory events reads as such a profile does."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
     from tb_memory_plugin import cli
+    from tracedata import xplane_without_memory_events
 
-    space = xplane_pb2.XSpace.FromString(_path("keras_jax").read_bytes())
-    for plane in space.planes:
-        memory = {i for i, m in plane.event_metadata.items() if m.name.startswith("Memory")}
-        for line in plane.lines:
-            kept = [e for e in line.events if e.metadata_id not in memory]
-            del line.events[:]
-            line.events.extend(kept)
-    profile = xplane.decode(space.SerializeToString())
+    data = xplane_without_memory_events(_path("keras_jax").read_bytes())
+    profile = xplane.decode(data)
     assert profile.steps == [] and profile.message == xplane.JAX_NO_MEMORY_HELP
     target = tmp_path / "jax_cpu" / "plugins" / "profile" / "2026_11_26_00_00_00" / "host.xplane.pb"
     target.parent.mkdir(parents=True)
-    target.write_bytes(space.SerializeToString())
+    target.write_bytes(data)
     assert cli.main(["summary", str(tmp_path)]) != 0
     assert "profile the step on a gpu" in capsys.readouterr().err.lower()

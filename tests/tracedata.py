@@ -103,3 +103,28 @@ def memory_app_client(logdir: Path):
     provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
     plugin = MemoryPluginLoader().load(base_plugin.TBContext(data_provider=provider, logdir=str(logdir)))
     return Client(application.TensorBoardWSGI([plugin], data_provider=provider))
+
+
+def xplane_stat_values(plane, event) -> dict:
+    """An XPlane event's stats by name (TensorFlow's xplane_pb2), refs read as their names."""
+    values = {}
+    for stat in event.stats:
+        kind = stat.WhichOneof("value")
+        value = getattr(stat, kind)
+        values[plane.stat_metadata[stat.metadata_id].name] = (
+            plane.stat_metadata[value].name if kind == "ref_value" else value)
+    return values
+
+
+def xplane_without_memory_events(data: bytes) -> bytes:
+    """A serialized XSpace with its MemoryAllocation / MemoryDeallocation events taken out."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace.FromString(data)
+    for plane in space.planes:
+        memory_ids = {k for k, m in plane.event_metadata.items() if m.name.startswith("Memory")}
+        for line in plane.lines:
+            kept = [e for e in line.events if e.metadata_id not in memory_ids]
+            del line.events[:]
+            line.events.extend(kept)
+    return space.SerializeToString()
