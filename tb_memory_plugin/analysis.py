@@ -314,7 +314,7 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
         return StepAnalysis(trace, [], "no_memory",
                             f"This step was traced ({trace.node_stat_count} node stats) but carries no memory "
                             "figures (traced below FULL_TRACE?). " + NO_MEMORY_HELP)
-    message = None
+    message = trace.note
     if not any(s.has_curve for s in spaces):
         message = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
                    "allocated and output bytes are shown, but there is no curve and no at-peak figure.")

@@ -124,6 +124,9 @@ class Trace:
     node_stat_count: int  # executions over all devices, as the source counted them
     op_types: Mapping[str, str] = field(default_factory=dict)  # runtime name -> op type the source knows for sure
     source: str = "run_metadata"  # or "xplane"
+    # What the source knows the step misses (a device that ran work but whose allocations
+    # are not in the trace), said beside the figures; None when nothing is.
+    note: str | None = None
 
 
 def labels_of(label_of: Mapping[str, str], names: list[str]) -> list[str]:

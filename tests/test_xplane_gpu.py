@@ -313,3 +313,31 @@ def test_a_jax_profile_without_memory_events_says_to_profile_on_a_gpu(tmp_path, 
     target.write_bytes(data)
     assert cli.main(["summary", str(tmp_path)]) != 0
     assert "profile the step on a gpu" in capsys.readouterr().err.lower()
+
+
+def test_a_gpu_whose_allocations_are_not_recorded_is_said_to_be_missing(tmp_path, capsys):
+    """JAX with XLA_PYTHON_CLIENT_ALLOCATOR=platform records only the pinned host buffers (as seen
+    on the H200): the GPU ran the step, so each step says its allocations are missing."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    from tb_memory_plugin import cli
+
+    space = xplane_pb2.XSpace.FromString(_path("keras_jax").read_bytes())
+    for plane in space.planes:
+        for line in plane.lines:
+            kept = [e for e in line.events if xplane_stat_values(plane, e).get("allocator_name") != "GPU_0_bfc"]
+            del line.events[:]
+            line.events.extend(kept)
+    profile = xplane.decode(space.SerializeToString())
+    assert [s.number for s in profile.steps] == RUNS["keras_jax"]
+    for i in range(len(profile.steps)):
+        analysed = analysis.analyse(profile.trace(i))
+        assert analysed.status == "ok" and [s.trace.allocator for s in analysed.spaces] == ["xla_gpu_host_bfc"]
+        assert analysed.message == xplane.UNRECORDED_DEVICE_HELP.format(devices="/device:GPU:0")
+    for i in range(len(xplane.decode(_path("keras_jax").read_bytes()).steps)):  # recorded: nothing to say
+        assert analysis.analyse(xplane.decode(_path("keras_jax").read_bytes()).trace(i)).message is None
+    target = tmp_path / "platform" / "plugins" / "profile" / "2026_11_26_00_00_00" / "host.xplane.pb"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(space.SerializeToString())
+    assert cli.main(["summary", str(tmp_path)]) == 0
+    assert "note: /device:GPU:0 ran work in this profile" in capsys.readouterr().out

@@ -58,6 +58,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .summary .summary-line.secondary { font-size: 12px; line-height: 17px; }
 .summary .figure b { font-size: 15px; font-weight: 600; }
 .summary .note { color: var(--muted); }
+.summary .note.missing { color: var(--error-fg); }
 .summary .identity[data-holds="false"] { color: var(--error-fg); }
 .layout { display: grid; grid-template-columns: minmax(0, 1fr) 400px; gap: 8px; align-items: start; }
 .main-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }

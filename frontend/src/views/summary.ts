@@ -43,9 +43,14 @@ export class SummaryView {
       );
     }
     if (opening) secondary.append(openingItem(opening));
+    // What the trace misses (a GPU whose allocations were not recorded): first, in full on hover.
+    // A step without a curve says so on its own.
+    if (summary.message && device.has_curve !== false) {
+      secondary.append(el('span', { class: 'note missing shrink', 'data-testid': 'summary-note', title: summary.message }, summary.message));
+    }
     if (summary.source === 'xplane') {
       secondary.append(
-        el('span', { class: 'note', 'data-testid': 'summary-source', title: `A step of the TF2 profiler’s trace (plugins/profile/…/*.xplane.pb): ${summary.tag}` }, 'profiled step (XPlane)'),
+        el('span', { class: 'note', 'data-testid': 'summary-source', title: `A step of the profiler’s trace (plugins/profile/…/*.xplane.pb): ${summary.tag}` }, 'profiled step (XPlane)'),
       );
     }
     if (device.has_curve === false) this.noCurve(summary, device, main, secondary);

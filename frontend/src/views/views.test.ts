@@ -345,6 +345,21 @@ describe('SummaryView', () => {
     expect(document.querySelector('[data-testid=summary-source]')).toBeNull();
   });
 
+  it('says what the trace misses, in full on hover, and nothing when it misses nothing', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const text = '/device:GPU:0 ran work in this profile, but none of its allocations are in it: only the BFC allocator records them.';
+    view.setData({ ...summary, source: 'xplane', message: text }, device);
+    const note = document.querySelector<HTMLElement>('[data-testid=summary-note]')!;
+    expect(note.textContent).toBe(text);
+    expect(note.title).toBe(text);
+    view.setData({ ...summary, message: null }, device);
+    expect(document.querySelector('[data-testid=summary-note]')).toBeNull();
+    // A step without a curve says so itself (its message is about that): no second note.
+    view.setData({ ...summary, message: 'no allocation records' }, { ...device, has_curve: false });
+    expect(document.querySelector('[data-testid=summary-note]')).toBeNull();
+  });
+
   it('says why the page opened on this step', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);

@@ -54,6 +54,12 @@ JAX_NO_MEMORY_HELP = (
     "This JAX profile holds no memory events: JAX records its allocations where XLA's BFC "
     "allocator makes them, on a GPU; on CPU it allocates without one. Profile the step on a GPU."
 )
+UNRECORDED_DEVICE_HELP = (
+    "{devices} ran work in this profile, but none of its allocations are in it: only the "
+    "BFC allocator records them (the default; not with XLA_PYTHON_CLIENT_ALLOCATOR=platform in JAX, "
+    "nor TF_GPU_ALLOCATOR=cuda_malloc_async in TensorFlow)."
+)
+_DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its kernels and copies)
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
 
@@ -779,6 +785,7 @@ class Profile:
     start_ns: int  # wall-clock start of the profile (0 when the file does not say)
     _planes: list[tuple[_PlaneSteps, list[ProfileStep]]]
     made_by_jax: bool = False  # PjRt's events in it
+    busy_devices: list[str] = field(default_factory=list)  # device planes with events (`/device:GPU:0`)
 
     @property
     def message(self) -> str | None:
@@ -791,7 +798,11 @@ class Profile:
         step = self.steps[index]
         for plane, steps in self._planes:
             if any(s is step for s in steps):
-                return plane.trace(step)
+                trace = plane.trace(step)
+                unrecorded = [device for device in self.busy_devices if device not in trace.devices]
+                if unrecorded:
+                    trace.note = UNRECORDED_DEVICE_HELP.format(devices=", ".join(unrecorded))
+                return trace
         raise IndexError(index)
 
 
@@ -821,4 +832,7 @@ def decode(data) -> Profile:
     all_steps = [step for _, steps in plane_steps for step in steps]
     made_by_jax = not memory_events and any(
         _JAX_EVENT_RE.search(name) for plane in planes for name, _ in plane.event_names.values())
-    return Profile(all_steps, memory_events, profile_start_ns, plane_steps, made_by_jax=made_by_jax)
+    busy = sorted(plane.name for plane in planes
+                  if _DEVICE_PLANE_RE.match(plane.name) and any(line.body_start.size for line in plane.lines))
+    return Profile(all_steps, memory_events, profile_start_ns, plane_steps, made_by_jax=made_by_jax,
+                   busy_devices=busy)
