@@ -16,7 +16,9 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from tb_memory_plugin import analysis, figures, report
 from tracedata import xplane_stat_values
@@ -341,3 +343,25 @@ def test_a_gpu_whose_allocations_are_not_recorded_is_said_to_be_missing(tmp_path
     target.write_bytes(space.SerializeToString())
     assert cli.main(["summary", str(tmp_path)]) == 0
     assert "note: /device:GPU:0 ran work in this profile" in capsys.readouterr().out
+
+
+@settings(max_examples=300, deadline=None)
+@given(spans=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 60)), max_size=40),
+       times=st.lists(st.integers(0, 270), min_size=1, max_size=20))
+def test_innermost_event_around_a_time_is_what_a_scan_finds(spans, times):
+    """A thread's events nest (TraceMe scopes): the innermost one around a time is the one that
+    started last among those around it (the outer first at one start)."""
+    spans = sorted(((a, a + n) for a, n in spans), key=lambda s: (s[0], -s[1]))
+    nested, open_ends = [], []
+    for a, b in spans:  # keep the ones that nest in what was kept
+        while open_ends and open_ends[-1] < a:
+            open_ends.pop()
+        if not open_ends or b <= open_ends[-1]:
+            nested.append((a, b))
+            open_ends.append(b)
+    start = np.array([a for a, _ in nested], dtype=np.int64)
+    end = np.array([b for _, b in nested], dtype=np.int64)
+    got = xplane._innermost_around(start, end, np.array(times, dtype=np.int64)).tolist()
+    for t, index in zip(times, got):
+        around = [i for i, (a, b) in enumerate(nested) if a <= t <= b]
+        assert index == (max(around) if around else -1)

@@ -424,11 +424,7 @@ class _PlaneSteps:
                 ended = np.flatnonzero(at >= 0)
                 ended = ended[end[at[ended]] < time[ended]]
                 if ended.size:  # up to the ops around it, until one still runs
-                    parent = _enclosing(end)
-                    while ended.size:
-                        at[ended] = parent[at[ended]]
-                        ended = ended[at[ended] >= 0]
-                        ended = ended[end[at[ended]] < time[ended]]
+                    at[ended] = _innermost_around(start, end, time[ended])
                 found = at >= 0
                 node[rows[found]] = ops["node"][line_ops[at[found]]]
         self.node = node
@@ -720,6 +716,31 @@ def _merge_numbered(steps: list[ProfileStep]) -> list[ProfileStep]:
         into.step_ids = sorted({*into.step_ids, step.step_id}, key=lambda i: (i != into.step_id, i))
         into.start_ps, into.end_ps = min(into.start_ps, step.start_ps), max(into.end_ps, step.end_ps)
     return merged
+
+
+def _innermost_around(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """For one thread's events sorted by start (the outer first at one start): the innermost
+    event around each time (-1: none). Only events around some time can be it: those are
+    kept (a thread may hold a million ops), then each time climbs from the event started
+    last by then through the events around that one."""
+    ordered = np.sort(times)
+    around_some = np.searchsorted(ordered, end, "right") > np.searchsorted(ordered, start, "left")
+    kept = np.flatnonzero(around_some)
+    out = np.full(times.size, -1, dtype=np.int64)
+    if not kept.size:
+        return out
+    kept_start, kept_end = start[kept], end[kept]
+    at = np.searchsorted(kept_start, times, side="right") - 1
+    parent = _enclosing(kept_end)
+    climbing = np.flatnonzero(at >= 0)
+    climbing = climbing[kept_end[at[climbing]] < times[climbing]]
+    while climbing.size:
+        at[climbing] = parent[at[climbing]]
+        climbing = climbing[at[climbing] >= 0]
+        climbing = climbing[kept_end[at[climbing]] < times[climbing]]
+    found = at >= 0
+    out[found] = kept[at[found]]
+    return out
 
 
 def _enclosing(end: np.ndarray) -> np.ndarray:
