@@ -299,5 +299,13 @@ class XSpaceBuilder:
         self.event(thread, "MemoryDeallocation", time_us, allocator_name=allocator, addr=addr, allocation_bytes=size,
                    bytes_allocated=self._bytes_in_use[allocator], bytes_available=1 << 30)
 
+    def busy_gpu(self, index: int = 0, start_us: float = 0) -> None:
+        """A `/device:GPU:<index>` plane with one kernel on it (a GPU that ran work)."""
+        plane = self.space.planes.add()
+        plane.name, plane.id = f"/device:GPU:{index}", len(self.space.planes)
+        plane.event_metadata[1].id, plane.event_metadata[1].name = 1, "loop_fusion"
+        event = plane.lines.add().events.add()
+        event.metadata_id, event.offset_ps, event.duration_ps = 1, int(start_us * 1e6), 1_000_000
+
     def serialized(self) -> bytes:
         return self.space.SerializeToString()

@@ -307,7 +307,15 @@ def test_a_jax_profile_without_memory_events_says_to_profile_on_a_gpu(tmp_path, 
     from tb_memory_plugin import cli
     from tracedata import xplane_without_memory_events
 
-    data = xplane_without_memory_events(_path("keras_jax").read_bytes())
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace.FromString(xplane_without_memory_events(_path("keras_jax").read_bytes()))
+    busy_gpu = xplane.decode(space.SerializeToString())  # the GPU ran, and nothing was recorded
+    assert busy_gpu.steps == [] and busy_gpu.message == xplane.UNRECORDED_DEVICE_HELP.format(devices="/device:GPU:0")
+    kept = [plane for plane in space.planes if not plane.name.startswith("/device:GPU")]  # as on a CPU
+    del space.planes[:]
+    space.planes.extend(kept)
+    data = space.SerializeToString()
     profile = xplane.decode(data)
     assert profile.steps == [] and profile.message == xplane.JAX_NO_MEMORY_HELP
     target = tmp_path / "jax_cpu" / "plugins" / "profile" / "2026_11_26_00_00_00" / "host.xplane.pb"
@@ -365,3 +373,50 @@ def test_innermost_event_around_a_time_is_what_a_scan_finds(spans, times):
     for t, index in zip(times, got):
         around = [i for i, (a, b) in enumerate(nested) if a <= t <= b]
         assert index == (max(around) if around else -1)
+
+
+def test_no_note_when_the_gpu_allocated_in_another_step():
+    """The note is about the profile: a step that allocated only host memory, while the GPU's
+    allocations are recorded in another step, says nothing."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.busy_gpu(0, start_us=20)
+    _jax_step(space, 0, 1, "jit_step", 10_000)
+    space.event(1, "train", 1000, 200, step_num=2)
+    space.free(1, 1090, space.allocate(1, 1020, 64, allocator="xla_gpu_host_bfc"))
+    profile = xplane.decode(space.serialized())
+    assert [s.number for s in profile.steps] == [1, 2] and profile.unrecorded_devices == []
+    assert [analysis.analyse(profile.trace(i)).message for i in range(2)] == [None, None]
+
+
+def test_a_marked_step_that_starts_where_an_executor_step_ends_is_a_step():
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(2, "ExecutorState::Process", 0, 100, id=7)
+    space.event(2, "dense/MatMul:MatMul", 10, 20)
+    space.free(2, 40, space.allocate(2, 15, 100, tf_op="dense/MatMul", id=7))
+    _jax_step(space, 100, 1, "jit_step", 10_000)  # its marker starts at the executor step's last ps
+    assert [(n, start) for n, start, _ in _steps(space)] == [(None, 0), (1, 100)]
+
+
+def test_an_executor_step_across_epochs_does_not_swallow_the_marked_steps():
+    """tf.data runs its functions under one executor step id across epochs: a step outside any
+    marker that spans marked steps is none of them, and a batch number that comes again in the
+    next epoch is another step."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(3, "ExecutorState::Process", 0, 5000, id=99)  # tf.data's, spanning both epochs
+    space.free(3, 4900, space.allocate(3, 5, 8, tf_op="RangeDataset", id=99))
+    for k, number in enumerate((0, 1, 0, 1)):
+        start = 1000 * (k + 1)
+        space.event(1, "Profiled batch", start, 300, step_num=number)
+        space.event(2, "ExecutorState::Process", start + 10, 100, id=k + 1)
+        space.event(2, "dense/MatMul:MatMul", start + 20, 20)
+        space.free(2, start + 50, space.allocate(2, start + 25, 100 * (k + 1), tf_op="dense/MatMul", id=k + 1))
+    steps = _steps(space)
+    assert [(n, start) for n, start, _ in steps] == [(0, 1010), (1, 2010), (0, 3010), (1, 4010)]
+    assert [spaces["GPU:0/GPU_0_bfc"][-1] for _, _, spaces in steps] == [
+        ("dense/MatMul", 100), ("dense/MatMul", 200), ("dense/MatMul", 300), ("dense/MatMul", 400)]

@@ -55,7 +55,7 @@ JAX_NO_MEMORY_HELP = (
     "allocator makes them, on a GPU; on CPU it allocates without one. Profile the step on a GPU."
 )
 UNRECORDED_DEVICE_HELP = (
-    "{devices} ran work in this profile, but none of its allocations are in it: only the "
+    "{devices} ran work in this profile, but no GPU allocation is in it: only the "
     "BFC allocator records them (the default; not with XLA_PYTHON_CLIENT_ALLOCATOR=platform in JAX, "
     "nor TF_GPU_ALLOCATOR=cuda_malloc_async in TensorFlow)."
 )
@@ -454,6 +454,11 @@ class _PlaneSteps:
             steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), []))
         steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
         steps = _merge_numbered(steps)
+        # An executor step outside any marked step that spans marked ones (tf.data's, run
+        # across epochs) is none of them: the marked steps stand.
+        marked_spans = [(s.start_ps, s.end_ps) for s in steps if s.marked is not None]
+        steps = [s for s in steps if s.marked is not None
+                 or not any(s.start_ps <= start and end <= s.end_ps for start, end in marked_spans)]
         # A step run inside another one's window (Keras slicing a batch in a tf.function of its
         # own) is part of that step: its events are in the window already.
         outer_end = np.maximum.accumulate([s.end_ps for s in steps]) if steps else []
@@ -470,11 +475,12 @@ class _PlaneSteps:
         without executor step ids (JAX, Keras 3 on JAX) these are the steps."""
         times = self.memory["time_ps"]
         ran = np.array([(s.start_ps, s.end_ps) for s in executor_steps], dtype=np.int64).reshape(-1, 2)
+        ran_in = {s.marked for s in executor_steps}
         steps = []
         for group, (number, start, end) in enumerate(zip(marked.number, marked.start_ps, marked.end_ps)):
             if np.searchsorted(times, start, "left") == np.searchsorted(times, end, "right"):
                 continue  # no memory event in it
-            if ((ran[:, 0] <= end) & (ran[:, 1] >= start)).any():
+            if group in ran_in or ((ran[:, 0] < end) & (ran[:, 1] > start)).any():
                 continue  # an executor step ran in it: that step is it
             steps.append(ProfileStep(0, number, start, end, [], marked=group))
         return steps
@@ -750,11 +756,27 @@ def _enclosing(end: np.ndarray) -> np.ndarray:
     parent = np.arange(end.size) - 1
     todo = np.arange(1, end.size)
     todo = todo[end[parent[todo]] < end[todo]]
-    while todo.size:
+    for _ in range(_JUMP_ROUNDS):
+        if not todo.size:
+            return parent
         parent[todo] = parent[parent[todo]]
         todo = todo[parent[todo] >= 0]
         todo = todo[end[parent[todo]] < end[todo]]
-    return parent
+    if not todo.size:
+        return parent
+    # Nesting this deep (a long chain of spans inside spans): the plain stack, one pass.
+    stack: list[int] = []
+    ends = end.tolist()
+    out = [-1] * len(ends)
+    for i, value in enumerate(ends):
+        while stack and ends[stack[-1]] < value:
+            stack.pop()
+        out[i] = stack[-1] if stack else -1
+        stack.append(i)
+    return np.array(out, dtype=np.int64)
+
+
+_JUMP_ROUNDS = 64  # pointer-jumping rounds before _enclosing takes the sequential stack
 
 
 class _MarkedSteps:
@@ -806,13 +828,17 @@ class Profile:
     start_ns: int  # wall-clock start of the profile (0 when the file does not say)
     _planes: list[tuple[_PlaneSteps, list[ProfileStep]]]
     made_by_jax: bool = False  # PjRt's events in it
-    busy_devices: list[str] = field(default_factory=list)  # device planes with events (`/device:GPU:0`)
+    # GPUs that ran work (their planes hold events) while no GPU allocation is in the profile
+    # (its allocator records none unless it is the BFC one).
+    unrecorded_devices: list[str] = field(default_factory=list)
 
     @property
     def message(self) -> str | None:
         """Why the profile has no steps to show, or None."""
         if self.memory_event_count:
             return None
+        if self.unrecorded_devices:
+            return UNRECORDED_DEVICE_HELP.format(devices=", ".join(self.unrecorded_devices))
         return JAX_NO_MEMORY_HELP if self.made_by_jax else NO_MEMORY_HELP
 
     def trace(self, index: int) -> Trace:
@@ -820,9 +846,8 @@ class Profile:
         for plane, steps in self._planes:
             if any(s is step for s in steps):
                 trace = plane.trace(step)
-                unrecorded = [device for device in self.busy_devices if device not in trace.devices]
-                if unrecorded:
-                    trace.note = UNRECORDED_DEVICE_HELP.format(devices=", ".join(unrecorded))
+                if self.unrecorded_devices:
+                    trace.note = UNRECORDED_DEVICE_HELP.format(devices=", ".join(self.unrecorded_devices))
                 return trace
         raise IndexError(index)
 
@@ -855,5 +880,8 @@ def decode(data) -> Profile:
         _JAX_EVENT_RE.search(name) for plane in planes for name, _ in plane.event_names.values())
     busy = sorted(plane.name for plane in planes
                   if _DEVICE_PLANE_RE.match(plane.name) and any(line.body_start.size for line in plane.lines))
+    recorded_gpu = any(_GPU_ALLOCATOR_RE.match(plane_steps_.strings.values[code])
+                       for plane_steps_, _ in plane_steps
+                       for code in np.unique(plane_steps_.memory["allocator_name"]).tolist() if code >= 0)
     return Profile(all_steps, memory_events, profile_start_ns, plane_steps, made_by_jax=made_by_jax,
-                   busy_devices=busy)
+                   unrecorded_devices=[] if recorded_gpu else busy)
