@@ -420,3 +420,16 @@ def test_an_executor_step_across_epochs_does_not_swallow_the_marked_steps():
     assert [(n, start) for n, start, _ in steps] == [(0, 1010), (1, 2010), (0, 3010), (1, 4010)]
     assert [spaces["GPU:0/GPU_0_bfc"][-1] for _, _, spaces in steps] == [
         ("dense/MatMul", 100), ("dense/MatMul", 200), ("dense/MatMul", 300), ("dense/MatMul", 400)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ends=st.lists(st.integers(0, 50), max_size=60), rounds=st.sampled_from([0, 1, 64]))
+def test_enclosing_is_the_nearest_earlier_event_ending_no_sooner(ends, rounds):
+    """Pointer jumping, and the sequential stack it falls back to after its rounds, agree with a scan."""
+    original = xplane._JUMP_ROUNDS
+    xplane._JUMP_ROUNDS = rounds
+    try:
+        got = xplane._enclosing(np.array(ends, dtype=np.int64)).tolist()
+    finally:
+        xplane._JUMP_ROUNDS = original
+    assert got == [max((j for j in range(i) if ends[j] >= ends[i]), default=-1) for i in range(len(ends))]
