@@ -42,12 +42,12 @@ export class SummaryView {
         el('span', { class: 'figure', 'data-testid': 'summary-memory', title: `${device.id}: host memory pinned for the device (allocator ${device.allocator}), not the device's own memory` }, 'host memory'),
       );
     }
-    if (opening) secondary.append(openingItem(opening));
     // What the trace misses (a GPU whose allocations were not recorded): first, in full on hover.
     // A step without a curve says so on its own.
     if (summary.message && device.has_curve !== false) {
       secondary.append(el('span', { class: 'note missing shrink', 'data-testid': 'summary-note', title: summary.message }, summary.message));
     }
+    if (opening) secondary.append(openingItem(opening));
     if (summary.source === 'xplane') {
       secondary.append(
         el('span', { class: 'note', 'data-testid': 'summary-source', title: `A step of the profiler’s trace (plugins/profile/…/*.xplane.pb): ${summary.tag}` }, 'profiled step (XPlane)'),
