@@ -180,6 +180,7 @@ _VARIABLE_OPS = frozenset(
      "VarIsInitializedOp", "Assign", "AssignVariableOp", "ResourceGather"}
 )
 COPY_TO_DEVICE_OP_TYPE = "host-to-device copy"  # JAX's copies of arguments (sources/xplane)
+XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buffers (sources/xplane)
 _INPUT_OPS = frozenset(
     {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorV2",
      "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE}

@@ -26,7 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ACTIVATIONS, AT_PEAK, INPUTS, OPTIMIZER
-from .names import coded
+from .names import XLA_PROGRAM_OP_TYPE, coded
 from .trace import labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -102,6 +102,10 @@ def traced_batch(step: StepAnalysis) -> int:
     each counted by its rank: a matmul's `[batch x seq, d]` is the reshaped `[batch, seq, d]`
     of the ops around it.
     """
+    if any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces):
+        # What XLA allocates for a program is one buffer with no tensor shape: nothing to scale.
+        raise WhatIfError("XLA's buffers (JAX, Keras 3 on JAX) carry no tensor shapes: "
+                          "the batch-size what-if cannot scale a step of XLA programs")
     leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
     if not leading and step.trace.source in _CHUNK_SOURCES:
         leading = _leading_dims(step, ACTIVATIONS, 2, len)

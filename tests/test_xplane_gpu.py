@@ -184,6 +184,10 @@ def test_routes_serve_the_gpu_steps():
         gpu = next(d for d in body["devices"] if d["device_type"] == "GPU")
         assert gpu["largest_at_peak"]["name"] == PROGRAM
         assert gpu["figures"]["at_peak_bytes"] == gpu["peak_rise_bytes"] > 0
+        # XLA's buffers have no shapes to scale: the what-if says why, as a 422.
+        response = client.get("/data/plugin/memory/whatif", query_string={"run": run, "tag": runs[run][0]["tag"],
+                                                                           "batch": "64"})
+        assert response.status_code == 422 and "XLA's buffers" in response.get_data(as_text=True)
 
 
 # -- what the two captures do not show: hand-built profiles ------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._numeric import scatter_sum
-from ...names import COPY_TO_DEVICE_OP_TYPE
+from ...names import COPY_TO_DEVICE_OP_TYPE, XLA_PROGRAM_OP_TYPE
 from ...trace import SpaceTrace, Trace, TraceDecodeError
 from . import names as names_mod
 from . import wire
@@ -76,7 +76,7 @@ _OP_EVENT_RE = re.compile(r"^(?P<node>[^:\s]+):(?P<type>[A-Za-z0-9_.]*)$")
 # under one scope by the shape copied.
 _PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*Execute \((?P<program>[^()\s]+)\)$")
 _COPY_EVENT_RE = re.compile(r"^(?:\w+::)*BufferFromHostBuffer\((?P<shape>[^()\s]*)\)$")
-PROGRAM_OP_TYPE = "XLA program"
+PROGRAM_OP_TYPE = XLA_PROGRAM_OP_TYPE
 COPY_SCOPE = "(copies to device)"  # op type COPY_TO_DEVICE_OP_TYPE: categorised as inputs
 # PjRt's own callbacks (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`) look like
 # `<tf_op>:<OpType>` and are none.
