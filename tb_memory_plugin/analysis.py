@@ -72,7 +72,7 @@ class SpaceAnalysis:
     def name_columns(self, width: int) -> np.ndarray | tuple:
         """The first `width` FIGURES per distinct runtime name, for a sum over names
         (`scatter_sum`): the execution columns themselves where each has its own name."""
-        if self._one_name_each and "name_figures" not in self.__dict__:
+        if self._one_name_each:
             return self.exec_columns[:width]
         return self.name_figures[:, :width]
 
@@ -82,22 +82,13 @@ class SpaceAnalysis:
 
         What the scope trees aggregate (one row per name, not per execution),
         column-major: built and summed column by column; built on first use (a
-        summary sums names' figures with `name_columns`). On a deep model every
-        execution has a name of its own, in order: the rows are then the
-        executions' own figures.
+        summary sums names' figures with `name_columns`). Where every execution has
+        a name of its own, in order, scatter_sum places the executions' figures.
         """
         code, names = self.name_code, len(self.names.raw)
         width, figure_count = len(CATEGORIES), len(FIGURES)
         out = np.empty((names, figure_count + width + 1), dtype=np.int64, order="F")
         held = self.exec_columns[AT_PEAK] - self.temporaries
-        if self._one_name_each:
-            for column, values in enumerate(self.exec_columns):
-                out[:, column] = values
-            for category in range(width):
-                np.multiply(held, self.category == category, out=out[:, figure_count + category])
-            out[:, figure_count + TEMPORARIES] += self.temporaries
-            out[:, -1] = 1
-            return out
         for column, values in enumerate(self.exec_columns):
             out[:, column] = scatter_sum(code, values, names)
         out[:, figure_count:figure_count + width] = scatter_sum(code * width + self.category, held,

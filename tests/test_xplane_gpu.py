@@ -23,6 +23,7 @@ from hypothesis import given, settings, strategies as st
 from tb_memory_plugin import analysis, figures, report
 from tracedata import xplane_stat_values
 from tb_memory_plugin.figures import CATEGORIES
+from tb_memory_plugin.names import XLA_PROGRAM_OP_TYPE
 from tb_memory_plugin.sources import xplane
 
 DATA = Path(__file__).parent / "data" / "jax_gpu"
@@ -141,7 +142,7 @@ def test_allocations_belong_to_the_program_or_copy_running_on_their_thread(run):
         summary = report.device_summary(gpu, "layer")
         # The XLA program's buffers are what the GPU holds at its peak (its scratch, freed
         # before it ends: temporaries); the copies of the batch are inputs.
-        program = {"name": PROGRAM, "scope": "", "op_type": xplane.PROGRAM_OP_TYPE, "graph_name": PROGRAM}
+        program = {"name": PROGRAM, "scope": "", "op_type": XLA_PROGRAM_OP_TYPE, "graph_name": PROGRAM}
         assert summary["peak_node"] == program
         assert summary["largest_at_peak"]["name"] == PROGRAM
         assert summary["largest_at_peak"]["at_peak_bytes"] > 0.9 * summary["peak_rise_bytes"]
@@ -159,7 +160,7 @@ def test_cli_summarises_every_marked_step(capsys):
     assert tags == {(run, f"step_{n}", "ok") for run, numbers in RUNS.items() for n in numbers}
     assert cli.main(["summary", str(DATA / "keras_jax"), "--top", "3"]) == 0
     text = capsys.readouterr().out
-    assert f"op at peak: {PROGRAM} ({xplane.PROGRAM_OP_TYPE})" in text
+    assert f"op at peak: {PROGRAM} ({XLA_PROGRAM_OP_TYPE})" in text
 
 
 def test_routes_serve_the_gpu_steps():

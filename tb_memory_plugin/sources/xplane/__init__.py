@@ -76,7 +76,6 @@ _OP_EVENT_RE = re.compile(r"^(?P<node>[^:\s]+):(?P<type>[A-Za-z0-9_.]*)$")
 # under one scope by the shape copied.
 _PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*Execute \((?P<program>[^()\s]+)\)$")
 _COPY_EVENT_RE = re.compile(r"^(?:\w+::)*BufferFromHostBuffer\((?P<shape>[^()\s]*)\)$")
-PROGRAM_OP_TYPE = XLA_PROGRAM_OP_TYPE
 COPY_SCOPE = "(copies to device)"  # op type COPY_TO_DEVICE_OP_TYPE: categorised as inputs
 # PjRt's own callbacks (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`) look like
 # `<tf_op>:<OpType>` and are none.
@@ -238,7 +237,7 @@ def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
         elif match := _PROGRAM_EVENT_RE.match(name):
             kinds[i] = _OP
             node[i] = strings.code(match.group("program"))
-            op_type[i] = strings.code(PROGRAM_OP_TYPE)
+            op_type[i] = strings.code(XLA_PROGRAM_OP_TYPE)
         elif match := _COPY_EVENT_RE.match(name):
             kinds[i] = _OP
             node[i] = strings.code(f"{COPY_SCOPE}/{match.group('shape') or '(no shape)'}")
@@ -837,17 +836,20 @@ class Profile:
         """Why the profile has no steps to show, or None."""
         if self.memory_event_count:
             return None
-        if self.unrecorded_devices:
-            return UNRECORDED_DEVICE_HELP.format(devices=", ".join(self.unrecorded_devices))
-        return JAX_NO_MEMORY_HELP if self.made_by_jax else NO_MEMORY_HELP
+        return self._unrecorded_note or (JAX_NO_MEMORY_HELP if self.made_by_jax else NO_MEMORY_HELP)
+
+    @property
+    def _unrecorded_note(self) -> str | None:
+        """What every step misses: GPUs that ran but whose allocations are not in the profile."""
+        return UNRECORDED_DEVICE_HELP.format(devices=", ".join(self.unrecorded_devices)) \
+            if self.unrecorded_devices else None
 
     def trace(self, index: int) -> Trace:
         step = self.steps[index]
         for plane, steps in self._planes:
             if any(s is step for s in steps):
                 trace = plane.trace(step)
-                if self.unrecorded_devices:
-                    trace.note = UNRECORDED_DEVICE_HELP.format(devices=", ".join(self.unrecorded_devices))
+                trace.note = self._unrecorded_note
                 return trace
         raise IndexError(index)
 
@@ -880,8 +882,7 @@ def decode(data) -> Profile:
         _JAX_EVENT_RE.search(name) for plane in planes for name, _ in plane.event_names.values())
     busy = sorted(plane.name for plane in planes
                   if _DEVICE_PLANE_RE.match(plane.name) and any(line.body_start.size for line in plane.lines))
-    recorded_gpu = any(_GPU_ALLOCATOR_RE.match(plane_steps_.strings.values[code])
-                       for plane_steps_, _ in plane_steps
-                       for code in np.unique(plane_steps_.memory["allocator_name"]).tolist() if code >= 0)
+    recorded_gpu = any(_device_of(steps._text(code))[1] == "GPU" for steps, _ in plane_steps
+                       for code in np.unique(steps.memory["allocator_name"]).tolist())
     return Profile(all_steps, memory_events, profile_start_ns, plane_steps, made_by_jax=made_by_jax,
                    unrecorded_devices=[] if recorded_gpu else busy)
