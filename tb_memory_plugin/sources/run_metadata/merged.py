@@ -43,13 +43,14 @@ def _nodes(outputs: str, memory: tuple) -> list[tuple]:
     ]
 
 
-def _outputs(suffix: str, allocator_name_type: int) -> dict[str, list[tuple]]:
-    """NodeOutput -> TensorDescription -> AllocationDescription, merged over all outputs of all nodes."""
+def _outputs(suffix: str, allocator_name_type: int, dtype: tuple) -> dict[str, list[tuple]]:
+    """NodeOutput -> TensorDescription -> AllocationDescription, merged over all outputs of all nodes;
+    `dtype` is how the outputs' dtypes are read (counted to pair names with sizes, or not at all)."""
     return {
         f"Outputs{suffix}": [
             ("tensor_description", 3, _MESSAGE, _OPTIONAL, f"TensorDescription{suffix}"), *_IGNORED_INTS(1)],
         f"TensorDescription{suffix}": [
-            ("dtype", 1, _INT64, _REPEATED, None),  # counted: every real output has one
+            dtype,
             ("allocation_description", 4, _MESSAGE, _OPTIONAL, f"AllocationDescription{suffix}"),
             ("shape", 2, _BYTES, _OPTIONAL, None),
         ],
@@ -75,8 +76,10 @@ _SCHEMA = {
     # names as strings, and each memory entry as raw bytes, merged again ("Entries").
     "Nodes": _nodes("Outputs", ("memory", 6, _INT64, _REPEATED, None)),
     "NodesNamed": _nodes("OutputsNamed", ("memory", 6, _BYTES, _REPEATED, None)),
-    **_outputs("", _INT64),
-    **_outputs("Named", _BYTES),
+    # The quick reading pairs each node's sizes and allocator names by their counts alone:
+    # dtypes are not read (nor marked: a third of the markers' cost).
+    **_outputs("", _INT64, *_IGNORED_INTS(1)),
+    **_outputs("Named", _BYTES, ("dtype", 1, _INT64, _REPEATED, None)),  # counted: every real output has one
     "MemoryStats": [
         ("temp_memory_size", 1, _INT64, _REPEATED, None),
         ("persistent_memory_size", 3, _INT64, _REPEATED, None),
@@ -147,9 +150,9 @@ class Markers:
         """
         return self._node_named if named else self._node_packed
 
-    def _node_sentinel(self, allocator_name_mark: bytes, memory_mark: bytes) -> bytes:
+    def _node_sentinel(self, allocator_name_mark: bytes, memory_mark: bytes, dtype: bool) -> bytes:
         allocation = self.int_field(1) + _len_field(3, allocator_name_mark)
-        output = _len_field(3, self.int_field(1) + _len_field(4, allocation))
+        output = _len_field(3, (self.int_field(1) if dtype else b"") + _len_field(4, allocation))
         dense = self.text_field(1) + self.int_field(2) if self.mark_dense else b""
         return b"".join([
             dense, self.int_field(5), _len_field(6, memory_mark),
@@ -158,11 +161,11 @@ class Markers:
 
     @cached_property
     def _node_named(self) -> bytes:
-        return self._node_sentinel(self.mark_text, MARK_ITEM)
+        return self._node_sentinel(self.mark_text, MARK_ITEM, dtype=True)
 
     @cached_property
     def _node_packed(self) -> bytes:
-        return self._node_sentinel(TOKEN_MARK, TOKEN_MARK)
+        return self._node_sentinel(TOKEN_MARK, TOKEN_MARK, dtype=False)
 
     def dense_bytes(self, values, n: int) -> list[bytes]:
         if self.mark_dense:
@@ -266,14 +269,13 @@ def items(values, n: int) -> tuple[list[bytes], np.ndarray]:
     return list(itertools.compress(values, (~is_mark).tolist())), np.repeat(np.arange(n, dtype=np.int64), counts)
 
 
-def requested(description, n: int, mk: Markers) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Outputs' requested bytes (non-zero ones), their count per node, the node of each,
-    and each node's count of dtypes (one per real output), from merged outputs."""
-    _, dtype_count = mk.segments(description.dtype, n)
+def requested(description, n: int, mk: Markers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Outputs' requested bytes (non-zero ones), their count per node and the node of each,
+    from merged outputs."""
     requested_bytes, requested_count = mk.segments(description.allocation_description.requested_bytes, n)
     requested_exec = np.repeat(np.arange(n, dtype=np.int64), requested_count)
     if not requested_bytes.all():  # a spelt-out 0 (robust markers only): no bytes, as the protos say
         keep = requested_bytes != 0
         requested_bytes, requested_exec = requested_bytes[keep], requested_exec[keep]
         requested_count = np.bincount(requested_exec, minlength=n)
-    return requested_bytes, requested_count, requested_exec, dtype_count
+    return requested_bytes, requested_count, requested_exec

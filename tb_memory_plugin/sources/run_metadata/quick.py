@@ -28,16 +28,17 @@ def one_allocator(nodes, n: int, mk: Markers, codes: Codes) -> dict | None:
     repeat exactly once per output with bytes, node by node. So names and
     sizes pair in order, as TensorFlow fills them together from a buffer
     (Tensor::FillDescription); an output without a buffer (an empty tensor)
-    has a dtype and neither. (Byte counts stand in for name boundaries: only
+    has neither. Dtypes are not read: sizes count whatever outputs they are
+    beside, as the protos count them. (Byte counts stand in for name boundaries: only
     names cut from copies of each other, "a" + "bab" for "ab" + "ab", could
     pass for copies, and allocator names are never like that.) Memory
     entries must name the same allocator: see _entry_tokens.
     """
     description = nodes.output.tensor_description
-    requested_bytes, requested_count, requested_exec, dtype_count = requested(description, n, mk)
+    requested_bytes, requested_count, requested_exec = requested(description, n, mk)
     names = _spelt(description.allocation_description.allocator_name, n)
-    if names is None or (requested_count > dtype_count).any():
-        return None  # a 0 inside a name; sizes beside no output
+    if names is None:
+        return None  # a 0 inside a name
     chars, name_bytes = names
     if requested_bytes.size:
         first = int(np.argmax(requested_count > 0))

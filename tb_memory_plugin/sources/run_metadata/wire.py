@@ -297,7 +297,8 @@ class _ColumnarReading:
         is read by the reference.
         """
         n = len(node_blobs)
-        requested_bytes, requested_count, requested_exec, dtype_count = requested(description, n, self.mk)
+        requested_bytes, requested_count, requested_exec = requested(description, n, self.mk)
+        _, dtype_count = self.mk.segments(description.dtype, n)
         names, name_count = self.mk.text_counts(description.allocation_description.allocator_name, n)
         paired = (requested_count == dtype_count) & (name_count == dtype_count)
         if paired.all():
