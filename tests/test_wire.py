@@ -682,6 +682,32 @@ def test_output_shapes_in_bulk_are_the_protos(nodes, chunk):
     assert got == [_protos_outputs(blob) for blob in blobs]
 
 
+# Items that end in a field cut short (the protos refuse their node), and items after them whose
+# one-byte item stands in for the marker a merged parse reading on into the sentinel would swallow.
+_CUT_SHORT = {
+    "an output ending in a fixed64 cut short (found by hypothesis)": [
+        _node(0, [_output(None, 0, True), b"\x1a\x05\x08\x01\x12\x01\x00", b"\xe8\x00\x00\xf1\x00\x00"])],
+    "an output ending in a fixed64 cut short": [
+        _node(0, [_output([2], 8) + b"\x09\x00", _long_field(3, _long_field(2, b"\x00"))])],
+    "a shape ending in a fixed64 cut short": [
+        _node(0, [_output([], 4, extra_shape=_long_field(2, _num(1, 5)) + b"\x09\x00"), _output([(3, b"x")], 12)])],
+    "a dim ending in a key cut short": [
+        _node(0, [_output([], 4, extra_shape=_long_field(2, _num(1, 5) + b"\x10\x00\x80"))])],
+    "a node ending in a fixed64 cut short": [
+        _node(0, [_output([2], 8)], b"\x09\x00"), _node(1, [_output([3], 12), b"\x00"]), _node(2, [_output([4], 16)])],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CUT_SHORT))
+def test_output_shapes_in_bulk_of_items_cut_short_are_the_protos(case, monkeypatch):
+    """Each item's parse ends at its own end, as in the protos: a field cut short there does not
+    read on into the sentinel after it."""
+    monkeypatch.setattr(shapes, "_GROUP", 1)  # halves down to single nodes: the protos read only those they refuse
+    blobs = _CUT_SHORT[case]
+    assert _protos_outputs(blobs[0]) == []
+    assert shapes.outputs(blobs) == [_protos_outputs(blob) for blob in blobs]
+
+
 def _entries_of_kinds(kinds: list[dict]) -> step_stats_pb2.StepStats:
     """A CPU step whose node i holds one memory entry of kinds[i % len(kinds)]: which of the
     entry's numbers are set, and how many records it has."""

@@ -6,7 +6,10 @@ bytes) of each output, in order; `[]` where the protos refuse the node (as
 `wire.Labels.outputs` says).
 
 Each level's items are joined with a sentinel after each and parsed as ONE
-message (merged.py):
+message (merged.py), each item and each sentinel a record of a wrapper whose
+one field is that message, singular: the records merge into one message, and
+each record's parse ends at its length, so an item cut short fails as the
+protos fail rather than reading on into the sentinel:
 
     nodes   -> outputs, one item each    (a lone 0 byte after each node's)
     outputs -> requested bytes           (INT64_MIN after each output's)
@@ -42,13 +45,14 @@ from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import step_stats_pb2
 
 from . import reference
-from .merged import ROBUST, Misaligned, segment_counts, with_sentinels
+from .merged import ROBUST, Misaligned, segment_counts
 from .quick import _varint_size
 from ..._protos import encode_varint as _varint
 
 Outputs = list[tuple[tuple[int, ...], int]]
 
 _BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+_MESSAGE = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
 _INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
 _REPEATED = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
 _OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
@@ -82,6 +86,7 @@ def _len_field(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
+_RECORD_KEY = _varint(1 << 3 | 2)  # a wrapper's one field
 _AFTER_NODE = _len_field(7, _MARK_ITEM)  # an output item
 _AFTER_OUTPUT = _len_field(3, _len_field(2, _MARK_ITEM) + _len_field(4, b"\x08" + _varint(_MARK)))
 _AFTER_OUTPUT_TOKENS = _len_field(3, _len_field(2, _varint(_MARK)) + _len_field(4, b"\x08" + _varint(_MARK)))
@@ -104,8 +109,9 @@ def _file_protos() -> list[descriptor_pb2.FileDescriptorProto]:
     return list(protos.values())
 
 
-def _pool(changes: list[tuple[str, str, str]]):
-    """(the compat protos' package, a pool of their own with these fields changed)."""
+def _pool(changes: list[tuple[str, str, str]], wrapped: list[str]):
+    """(the compat protos' package, a pool of their own with these fields changed, and a
+    wrapper for each message named in `wrapped`)."""
     files = _file_protos()
     messages = {}
     for file in files:
@@ -120,24 +126,64 @@ def _pool(changes: list[tuple[str, str, str]]):
             field.ClearField("type_name")
         field.label = _OPTIONAL if change == "merged" else _REPEATED
         field.ClearField("proto3_optional")
+    package = files[-1].package
+    records = descriptor_pb2.FileDescriptorProto(name="tb_memory_records.proto", package=package, syntax="proto3",
+                                                 dependency=[file.name for file in files])
+    for name in wrapped:
+        records.message_type.add(name=_wrapper(name)).field.add(
+            name="item", number=1, type=_MESSAGE, label=_OPTIONAL, type_name=f".{package}.{name}")
     pool = descriptor_pool.DescriptorPool()
-    for file in files:
+    for file in [*files, records]:
         pool.Add(file)
-    return files[-1].package, pool
+    return package, pool
+
+
+def _wrapper(name: str) -> str:
+    return "Records" + name.replace(".", "")
 
 
 @functools.cache
 def _classes() -> dict:
-    """The merged classes by name: each level of the items path, and the outputs with
-    shapes as tokens (built on first use)."""
+    """The wrappers of the merged classes by name: each level of the items path, and the
+    outputs with shapes as tokens (built on first use)."""
     classes = {}
     for changes, names in ((_ITEMS, {name: name for name in ("NodeExecStats", "NodeOutput", "TensorShapeProto",
                                                               "TensorShapeProto.Dim")}),
                            (_TOKENS, {"NodeOutputTokens": "NodeOutput"})):
-        package, pool = _pool(changes)
-        classes.update((key, message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}")))
+        package, pool = _pool(changes, list(names.values()))
+        classes.update((key, message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{_wrapper(name)}")))
                        for key, name in names.items())
     return classes
+
+
+def _merged(key: str, items: list[bytes], sentinel: bytes):
+    """items parsed as ONE message of the merged class `key`, the sentinel after each."""
+    return _classes()[key].FromString(_records(items, sentinel)).item
+
+
+class _Prefixes(dict):
+    """By an item's length: the bytes before its record, `before` then the record's key and
+    length (made once per distinct length of a call)."""
+
+    def __init__(self, before: bytes) -> None:
+        self.before = before
+
+    def __missing__(self, length: int) -> bytes:
+        self[length] = prefix = self.before + _RECORD_KEY + _varint(length)
+        return prefix
+
+
+def _records(items: list[bytes], sentinel: bytes) -> bytes:
+    """Every item as a record, the sentinel's record after each, in one buffer: one join of
+    items and the bytes between them, interleaved by C-level slice assignments."""
+    if not items:
+        return b""
+    after = _RECORD_KEY + _varint(len(sentinel)) + sentinel
+    parts = [after] * (2 * len(items) + 1)
+    parts[0:-1:2] = map(_Prefixes(after).__getitem__, map(len, items))  # the sentinel's record, then the item's prefix
+    parts[0] = parts[0][len(after):]
+    parts[1::2] = items
+    return b"".join(parts)
 
 
 def outputs(blobs) -> list[Outputs]:
@@ -193,20 +239,19 @@ def _split(values, n: int) -> tuple[list[bytes], np.ndarray]:
 def _bulk(blobs: list[bytes]) -> list[Outputs]:
     """The outputs of each node: one parse for the nodes, one for their outputs with
     shapes as varints; the items path (`_item_shapes`) for the shapes that are not plain."""
-    cls = _classes()
     n = len(blobs)
-    nodes = cls["NodeExecStats"].FromString(with_sentinels(blobs, _AFTER_NODE))
+    nodes = _merged("NodeExecStats", blobs, _AFTER_NODE)
     output_items, output_count = _split(nodes.output, n)
     m = len(output_items)
     try:
-        description = cls["NodeOutputTokens"].FromString(with_sentinels(output_items, _AFTER_OUTPUT_TOKENS))
+        description = _merged("NodeOutputTokens", output_items, _AFTER_OUTPUT_TOKENS)
     except DecodeError:  # a shape whose bytes are no varints (text in it): read them as items
         description = None
     if description is not None:
         description = description.tensor_description
         plain, sizes, rank = _plain_shapes(np.asarray(description.shape, dtype=np.int64), m)
     else:
-        description = cls["NodeOutput"].FromString(with_sentinels(output_items, _AFTER_OUTPUT)).tensor_description
+        description = _merged("NodeOutput", output_items, _AFTER_OUTPUT).tensor_description
         plain, sizes, rank = np.zeros(m, dtype=bool), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     # The last requested bytes of each output win, as protobuf merges; 0 where absent.
     requested = ROBUST.scalar(description.allocation_description.requested_bytes, m)
@@ -248,15 +293,14 @@ def _plain_shapes(tokens: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, n
 
 def _item_shapes(output_items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """(sizes, rank) of outputs read as items, level by level: any shape the protos read."""
-    cls = _classes()
     m = len(output_items)
-    description = cls["NodeOutput"].FromString(with_sentinels(output_items, _AFTER_OUTPUT)).tensor_description
+    description = _merged("NodeOutput", output_items, _AFTER_OUTPUT).tensor_description
     shape_items, shape_count = _split(description.shape, m)
     # A shape written twice merges: its dims follow on. Dims are in output order throughout.
-    shape_dims = cls["TensorShapeProto"].FromString(with_sentinels(shape_items, _AFTER_SHAPE)).dim
+    shape_dims = _merged("TensorShapeProto", shape_items, _AFTER_SHAPE).dim
     dim_items, dim_count = _split(shape_dims, len(shape_items))
     d = len(dim_items)
-    sizes = ROBUST.scalar(cls["TensorShapeProto.Dim"].FromString(with_sentinels(dim_items, _AFTER_DIM)).size, d)
+    sizes = ROBUST.scalar(_merged("TensorShapeProto.Dim", dim_items, _AFTER_DIM).size, d)
     rank = np.bincount(np.repeat(np.arange(m), shape_count), weights=dim_count, minlength=m).astype(np.int64)
     return sizes, rank
 
