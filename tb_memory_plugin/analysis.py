@@ -52,7 +52,7 @@ class SpaceAnalysis:
         self.exec_columns = (at_peak, space.allocated, space.op_peak, space.live, space.output, space.temp,
                              space.persistent)
         category = names.category[name_code] if n else np.zeros(0, dtype=np.int64)
-        kept_across_steps = (space.persistent > 0) & np.isin(category, (ACTIVATIONS, OTHER))
+        kept_across_steps = (space.persistent > 0) & ((category == ACTIVATIONS) | (category == OTHER))
         self.category = np.where(kept_across_steps, PARAMETERS, category)
         # At-peak bytes split: an execution's category, except what it had freed before it ended.
         self.temporaries = self._temporaries_at_peak(at_peak)

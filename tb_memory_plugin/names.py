@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -733,10 +732,21 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     for i, op in fixed.items():
         ops[i] = op
     if not all(ops):  # a None or ""
-        missing = list(itertools.compress(range(len(ops)), map(operator.not_, ops)))
+        missing = sorted(_places_of(ops, None) + _places_of(ops, ""))
         for i, label in zip(missing, labels_of(label_of, [runtime[i] for i in missing])):
             ops[i] = op_type_from_label(label) or UNKNOWN_OP
     return ops  # type: ignore[return-value]
+
+
+def _places_of(values: list, value) -> list[int]:
+    """Where `value` stands in a list: C-level scans from one place to the next (few places)."""
+    places, at = [], -1
+    try:
+        while True:
+            at = values.index(value, at + 1)
+            places.append(at)
+    except ValueError:
+        return places
 
 
 class LayerCut(NamedTuple):

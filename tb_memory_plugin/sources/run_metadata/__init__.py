@@ -88,7 +88,7 @@ def _spaces_of_device(
     outputs = {name: columns.rows(columns.outputs, name) for name in allocators}
 
     def weight(name: str) -> int:
-        return int(memory[name][:, 1].clip(min=0).sum() + outputs[name][:, 1].sum())
+        return int(memory[name][:, 2].clip(min=0).sum() + outputs[name][:, 2].sum())
 
     primary = max(allocators, key=weight)
     unnamed = columns.rows(columns.outputs, "")
@@ -102,19 +102,19 @@ def _spaces_of_device(
     for name in [primary] + [a for a in allocators if a != primary]:
         mem, rec, out = memory[name], records[name], outputs[name]
         cols = {
-            "allocated": scatter_sum(mem[:, 0], mem[:, 1].clip(min=0), n),
-            "op_peak": scatter_sum(mem[:, 0], mem[:, 2], n),
-            "live": scatter_sum(mem[:, 0], mem[:, 3], n),
-            "output": scatter_sum(out[:, 0], out[:, 1], n),
+            "allocated": scatter_sum(mem[:, 0], mem[:, 2].clip(min=0), n),
+            "op_peak": scatter_sum(mem[:, 0], mem[:, 3], n),
+            "live": scatter_sum(mem[:, 0], mem[:, 4], n),
+            "output": scatter_sum(out[:, 0], out[:, 2], n),
             "temp": columns.temp if name == primary else zeros,
             "persistent": columns.persistent if name == primary else zeros,
             "start_us": start,
             "end_us": end,
         }
         ev_exec = rec[:, 0]
-        snapshot_rows = mem[mem[:, 4] > 0]
+        snapshot_rows = mem[mem[:, 5] > 0]
         snapshot_exec = snapshot_rows[:, 0]
-        snapshot_bytes = snapshot_rows[:, 4]
+        snapshot_bytes = snapshot_rows[:, 5]
         distinct_names, name_code = columns.distinct_names, columns.name_code
         if name != primary:  # only the executions that touched this allocator
             keep = np.unique(np.concatenate([mem[:, 0], out[:, 0]]))
@@ -135,8 +135,8 @@ def _spaces_of_device(
                 outputs_of=getattr(columns.label_of, "outputs_many", None),
                 distinct_names=distinct_names,
                 name_code=name_code.reshape(-1).astype(np.int64),
-                event_time_us=rec[:, 1] - step_start,
-                event_bytes=rec[:, 2],
+                event_time_us=rec[:, 2] - step_start,
+                event_bytes=rec[:, 3],
                 event_exec=ev_exec,
                 # The allocator is read when the op finishes.
                 snapshot_time_us=cols["end_us"][snapshot_exec],

@@ -58,11 +58,9 @@ class NodeColumns:
         vars(self).update({column.name: columns[column.name] for column in fields(self)})
 
     def rows(self, table: np.ndarray, allocator: str) -> np.ndarray:
-        """Rows of a table for one allocator, without the allocator column."""
-        code = self.allocator_codes.get(allocator, -1)
-        others = [0] + list(range(2, table.shape[1]))
-        on_it = table[:, 1] == code
-        return table[:, others] if on_it.all() else table[on_it][:, others]
+        """Rows of a table for one allocator (the table itself where all are on it)."""
+        on_it = table[:, 1] == self.allocator_codes.get(allocator, -1)
+        return table if on_it.all() else table[on_it]
 
 
 def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
