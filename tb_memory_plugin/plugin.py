@@ -147,6 +147,10 @@ class MemoryPlugin(base_plugin.TBPlugin):
             runs.append({"run": run, "has_graph": run in with_graph, "steps": steps})
         return {"runs": runs}
 
+    def _devices_of(self, ctx, experiment):
+        """A step's devices as the `runs` route lists them (cached by blob)."""
+        return lambda ref: self._store.step_devices(ctx, experiment, ref)
+
     def default_step_impl(self, ctx, experiment, max_runs=DEFAULT_STEP_MAX_RUNS):
         """The step to open first: the largest peak among the latest steps of the most recent runs.
 
@@ -156,7 +160,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         building the summary: the page asks for the chosen step's summary next, with its run graph.
         """
         steps = self._store.list_steps(ctx, experiment)
-        latest = [store.latest_step(refs) for refs in steps.values() if refs]
+        latest = [store.latest_step(refs, self._devices_of(ctx, experiment)) for refs in steps.values() if refs]
         compared = sorted(latest, key=lambda ref: ref.wall_time, reverse=True)[:max_runs]
         key = (experiment, tuple(compared))
         if self._default_step is not None and self._default_step[0] == key:
@@ -257,10 +261,11 @@ class MemoryPlugin(base_plugin.TBPlugin):
         steps = self._store.list_steps(ctx, experiment)
         first = self._step(ctx, experiment, run, tag)[0]
         traced = []
+        devices_of = self._devices_of(ctx, experiment)
         for other in dict.fromkeys((run, *runs)):
             if other not in steps:
                 raise report.NotFound(f"unknown run {other!r}")
-            ref = first if other == run else store.matching_step(steps[other], first)
+            ref = first if other == run else store.matching_step(steps[other], first, devices_of)
             space = self._side(ctx, experiment, other, ref.tag, device)[1]
             traced.append(whatif.Traced(other, ref.tag, ref.step, ref.source,
                                         self._store.analysis(ctx, experiment, ref), space))

@@ -94,12 +94,20 @@ class LRUCache:
         return len(self._items)
 
 
-def latest_step(refs: list[StepRef]) -> StepRef:
-    """A run's latest step as the page picks it: highest step, then latest wall time, then last tag."""
-    return max(enumerate(refs), key=lambda pair: (pair[1].step, pair[1].wall_time, pair[0]))[1]
+def latest_step(refs: list[StepRef], devices_of: Callable[[StepRef], list[str]] | None = None) -> StepRef:
+    """A run's latest step as the page picks it: highest step, then latest wall time, then last tag;
+    with `devices_of` (the `runs` route's devices of a step), first among the steps that hold
+    any. A record without step stats is no step to open: the Keras callback's `batch_N` graph
+    record (TensorFlow strips the step stats from it) is written after the profiled steps."""
+    def rank(pair: tuple[int, StepRef]) -> tuple:
+        index, ref = pair
+        return (devices_of is None or bool(devices_of(ref)), ref.step, ref.wall_time, index)
+
+    return max(enumerate(refs), key=rank)[1]
 
 
-def matching_step(refs: list[StepRef], like: StepRef) -> StepRef:
+def matching_step(refs: list[StepRef], like: StepRef,
+                  devices_of: Callable[[StepRef], list[str]] | None = None) -> StepRef:
     """Another run's step to read beside `like` (a what-if fit): the same tag; else a step of
     the same source with the same step number (the Keras callback names each run's
     profile after its own session); else that source's latest step; else the latest step."""
@@ -110,7 +118,7 @@ def matching_step(refs: list[StepRef], like: StepRef) -> StepRef:
     for ref in same_source:
         if ref.step == like.step:
             return ref
-    return latest_step(same_source or refs)
+    return latest_step(same_source or refs, devices_of)
 
 
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:

@@ -46,8 +46,10 @@ def get_json(client, route, **params):
 
 
 def _latest_tag(run):
-    """The page's pick of a run's step: highest step, then latest wall time, then last in tag order."""
-    return max(enumerate(run["steps"]), key=lambda p: (p[1]["step"], p[1]["wall_time"], p[0]))[1]["tag"]
+    """The page's pick of a run's step: first among those with devices (that hold step stats),
+    highest step, then latest wall time, then last in tag order."""
+    return max(enumerate(run["steps"]),
+               key=lambda p: (bool(p[1]["devices"]), p[1]["step"], p[1]["wall_time"], p[0]))[1]["tag"]
 
 
 def _peaks(client):

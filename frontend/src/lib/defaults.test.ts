@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { DeviceSummary, RunInfo, StepInfo, SummaryResponse } from '../api';
 import { chooseDevice, chooseRun, chooseStep, latestStep } from './defaults';
 
-const step = (tag: string, n: number | null, wall: number | null = null): StepInfo => ({
+const step = (tag: string, n: number | null, wall: number | null = null, devices: string[] = []): StepInfo => ({
   tag,
   step: n,
   wall_time: wall,
-  devices: [],
+  devices,
 });
 const run = (name: string, steps: StepInfo[]): RunInfo => ({ run: name, has_graph: true, steps });
 
@@ -37,6 +37,11 @@ describe('latestStep', () => {
   });
   it('returns null for no steps', () => {
     expect(latestStep([])).toBeNull();
+  });
+  it('passes over a later record that holds no step stats (a Keras batch_N graph)', () => {
+    const profiled = [step('profile/s/step_2', 2, 10, ['/device:GPU:0']), step('profile/s/step_3', 3, 11, ['/device:GPU:0'])];
+    expect(latestStep([step('batch_4', 4, 12), ...profiled])!.tag).toBe('profile/s/step_3');
+    expect(latestStep([step('batch_4', 4, 12)])!.tag).toBe('batch_4'); // nothing else: still shown, with why
   });
   it('chooseStep keeps a preferred tag that exists', () => {
     const r = run('r', [step('step_1', 1), step('step_2', 2)]);

@@ -9,7 +9,11 @@ export function chooseRun(runs: readonly RunInfo[], preferred: string | null): R
   return traced.find((r) => r.run === preferred) ?? traced[0] ?? null;
 }
 
-/** The latest step: highest step number, then latest wall time, then last in tag order. */
+/**
+ * The latest step: first among the steps that hold step stats (any device), then highest step
+ * number, then latest wall time, then last in tag order. The Keras callback's `batch_N` graph
+ * record holds none (TensorFlow strips them) and comes after the profiled steps.
+ */
 export function latestStep(steps: readonly StepInfo[]): StepInfo | null {
   let best: StepInfo | null = null;
   let bestIndex = -1;
@@ -23,6 +27,8 @@ export function latestStep(steps: readonly StepInfo[]): StepInfo | null {
 }
 
 function compareSteps(a: StepInfo, ai: number, b: StepInfo, bi: number): number {
+  const held = Number(a.devices.length > 0) - Number(b.devices.length > 0);
+  if (held !== 0) return held;
   const as = a.step ?? Number.NEGATIVE_INFINITY;
   const bs = b.step ?? Number.NEGATIVE_INFINITY;
   if (as !== bs) return as - bs;
