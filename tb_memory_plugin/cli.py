@@ -87,8 +87,12 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
 def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=None) -> None:
     summary = report.device_summary(space, group, resident=resident)
     start = summary["start_bytes"]
-    baseline = (f"start {format_bytes(start)} (allocator_bytes_in_use)" if start is not None
-                else "relative to the step's start (this allocator reports no bytes in use)")
+    if start is not None:
+        baseline = f"start {format_bytes(start)} (allocator_bytes_in_use)"
+    elif summary["snapshots"]["count"]:  # docs/figures.md: readings that imply a negative start
+        baseline = "relative to the step's start (the allocator's readings give no usable start)"
+    else:
+        baseline = "relative to the step's start (this allocator reports no bytes in use)"
     peak = summary["peak_bytes"] if start is not None else summary["peak_rise_bytes"]
     print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
           f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
@@ -231,10 +235,16 @@ def summary_command(args: argparse.Namespace) -> int:
     runs = steps_store.list_steps(ctx, "")
     refs = [ref for run_refs in runs.values() for ref in run_refs if args.tag in (None, ref.tag)]
     if not refs:
-        what = "no traced steps" if not runs and args.run is None else "no traced step matches --run/--tag"
-        hint = "; ".join(catcher.messages[:3])
-        print(f"tb-memory: {what} in {args.logdir} (write them with FileWriter.add_run_metadata)"
-              + (f"; TensorBoard said: {hint}" if hint else ""), file=sys.stderr)
+        if runs:  # the runs hold traced steps, none of them this tag
+            tags = sorted({ref.tag for run_refs in runs.values() for ref in run_refs})
+            what = f"no tag {args.tag!r} in {args.run or args.logdir} (tags: {_few(tags)})"
+        elif args.run is not None:
+            what = _missing_run(args.logdir, args.run)
+        else:
+            hint = "; ".join(catcher.messages[:3])
+            what = (f"no traced steps in {args.logdir} (write them with FileWriter.add_run_metadata)"
+                    + (f"; TensorBoard said: {hint}" if hint else ""))
+        print(f"tb-memory: {what}", file=sys.stderr)
         return 1
     results = []
     failures = []
@@ -305,13 +315,35 @@ class _Steps:
         steps_store, ctx, _ = self._stores[ref.run]
         return steps_store.analysis(ctx, "", ref)
 
+    def devices(self, ref) -> list[str]:
+        """The step's devices, as the page's run picker lists them."""
+        steps_store, ctx, _ = self._stores[ref.run]
+        return steps_store.step_devices(ctx, "", ref)
 
-def _pick_step(refs: list, run: str, tag: str | None, preferred_tag: str | None = None):
-    """`tag` of the run; without one, `preferred_tag` when the run has it, else its latest step."""
+
+def _few(names: list[str], most: int = 8) -> str:
+    return ", ".join(names[:most]) + (", ..." if len(names) > most else "")
+
+
+def _missing_run(logdir: str, run: str) -> str:
+    """Why a run named on the command line has no traced steps: it is not in the logdir (the
+    runs that are, named), or it holds none."""
+    try:
+        names = sorted(logdir_mod.run_directories(logdir))
+    except Exception:  # noqa: BLE001 - an unreadable logdir: say only what is missing
+        names = []
+    if run in names:
+        return f"run {run!r} in {logdir} has no traced steps (write them with FileWriter.add_run_metadata)"
+    return f"no run {run!r} in {logdir}" + (f" (runs: {_few(names)})" if names else "")
+
+
+def _pick_step(steps: _Steps, refs: list, run: str, tag: str | None, preferred_tag: str | None = None):
+    """`tag` of the run; without one, `preferred_tag` when the run has it, else its latest step
+    that holds step stats (store.latest_step), as the page opens it."""
     from . import store
 
     if not refs:
-        raise _StepNotFound(f"no traced steps in run {run!r}")
+        raise _StepNotFound(_missing_run(steps.logdir, run))
     wanted = tag or preferred_tag
     for ref in refs:
         if ref.tag == wanted:
@@ -319,7 +351,7 @@ def _pick_step(refs: list, run: str, tag: str | None, preferred_tag: str | None 
     if tag is not None:
         raise _StepNotFound(f"no tag {tag!r} in run {run!r} (it has {', '.join(r.tag for r in refs[:6])}"
                             f"{', ...' if len(refs) > 6 else ''})")
-    return store.latest_step(refs)
+    return store.latest_step(refs, steps.devices)
 
 
 def _against(steps: _Steps, against: str, run: str, a_tag: str):
@@ -335,8 +367,8 @@ def _against(steps: _Steps, against: str, run: str, a_tag: str):
         if refs is None:
             return None
         if refs:
-            return _pick_step(refs, baseline_run, tag, preferred_tag=a_tag)
-    raise _StepNotFound(f"no traced steps in run {readings[0][0]!r}")
+            return _pick_step(steps, refs, baseline_run, tag, preferred_tag=a_tag)
+    raise _StepNotFound(_missing_run(steps.logdir, readings[0][0]))
 
 
 def _pick_space(step: StepAnalysis, wanted: str | None, name: str) -> SpaceAnalysis:
@@ -417,7 +449,7 @@ def diff_command(args: argparse.Namespace) -> int:
         refs = steps.refs(args.run)
         if refs is None:
             return 1
-        a_ref = _pick_step(refs, args.run, args.tag)
+        a_ref = _pick_step(steps, refs, args.run, args.tag)
         b_ref = _against(steps, args.against, args.run, a_ref.tag)
         if b_ref is None:
             return 1
@@ -475,7 +507,8 @@ def _whatif_steps(args: argparse.Namespace) -> list | None:
         if refs is None:
             return None
         # The first run's --tag (else its latest step); the others' step matching it.
-        ref = _pick_step(refs, run, args.tag) if first is None else store.matching_step(refs, first)
+        ref = (_pick_step(steps, refs, run, args.tag) if first is None
+               else store.matching_step(refs, first, steps.devices))
         first = first or ref
         step = steps.analysis(ref)
         if step.status != "ok":
@@ -488,6 +521,9 @@ def _whatif_steps(args: argparse.Namespace) -> list | None:
 def _print_whatif(body: dict) -> None:
     runs = ", ".join(f"{r['run']} / {r['tag']} (batch {r['batch']})" for r in body["runs"])
     print(f"== what-if at batch {body['batch']}, from {runs} on {body['runs'][0]['device']}")
+    if body["predictions"]["fit"] is None and len(body["runs"]) > 1:
+        print(f"   no fit: every step read holds batch {body['runs'][0]['batch']} (pick steps at other batch "
+              "sizes with --tag)")
     names = {"fit": "fit (fixed + per-sample bytes per layer through batches {batches})",
              "one_step": "one step ({from_run} / {from_tag} at batch {traced_batch}, batch-carrying bytes scaled)"}
     limit = body["limit_bytes"]
@@ -567,8 +603,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "top", 1) < 1:
         parser.error("--top must be at least 1")
-    if getattr(args, "batch", 1) < 1:
-        parser.error("--batch must be at least 1")
+    if args.command == "whatif":
+        from .whatif import MAX_BATCH_SEARCHED
+
+        if not 1 <= args.batch <= MAX_BATCH_SEARCHED:  # as the whatif route bounds it
+            parser.error(f"--batch must be from 1 to {MAX_BATCH_SEARCHED:,}")
     commands_by_name = {"diff": diff_command, "summary": summary_command, "whatif": whatif_command}
     try:
         return commands_by_name[args.command](args)

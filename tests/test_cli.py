@@ -173,9 +173,11 @@ def test_run_and_tag_filters(capsys, logdir):
     assert [(s["run"], s["tag"]) for s in json.loads(out)["steps"]] == [("unet", "step_3")]
     code, _, err = _run(capsys, logdir, "--run", "nope")
     _one_line_error(code, err)
-    assert "no traced step matches --run/--tag" in err
+    assert "no run 'nope' in" in err and "unet" in err  # the runs that are there, named
+    assert "accumulator" not in err  # TensorBoard's own log lines stay out of it
     code, _, err = _run(capsys, logdir, "--run", "unet", "--tag", "step_99")
     _one_line_error(code, err)
+    assert "no tag 'step_99' in unet (tags: step_1, step_2, step_3)" in err
 
 
 def test_whole_logdir_reports_bad_steps_but_succeeds(capsys, logdir):

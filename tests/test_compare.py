@@ -351,6 +351,13 @@ def test_diff_json():
     assert sum(s["delta_bytes"] for s in top_level) == body["peak_rise_delta_bytes"]
 
 
+def test_diff_reads_a_keras_runs_profiled_step_by_default():
+    """Without a tag, a run's latest step that holds step stats (not Keras' later `batch_4` graph record)."""
+    code, out, err = _diff("--run", "keras_unet/train", "--against", "unet_b2", "--top", "2")
+    assert code == 0, err
+    assert out.startswith("== keras_unet/train / profile/") and "/step_3 (step 3) against unet_b2 / step_3" in out
+
+
 def test_diff_within_one_run_and_against_itself():
     code, out, err = _diff("--run", "unet_b2", "--tag", "step_1", "--against", ":step_3", "--json")
     assert code == 0, err
@@ -367,10 +374,10 @@ def test_diff_within_one_run_and_against_itself():
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--run", "nope", "--against", "unet_b2"], "no traced steps in run 'nope'"),
+    (["--run", "nope", "--against", "unet_b2"], "no run 'nope' in"),
     (["--run", "unet_b2", "--tag", "step_9", "--against", "unet_b4"], "no tag 'step_9' in run 'unet_b2'"),
     (["--run", "unet_b2", "--against", "unet_b4:step_9"], "no tag 'step_9' in run 'unet_b4'"),
-    (["--run", "unet_b2", "--against", "nope:step_1"], "no traced steps in run 'nope'"),
+    (["--run", "unet_b2", "--against", "nope:step_1"], "no run 'nope' in"),
     (["--run", "unet_b2", "--against", "unet_b4", "--device", "GPU"], "no device of unet_b2/step_3 matches 'GPU'"),
 ])
 def test_diff_failures_are_one_line(argv, words):

@@ -446,7 +446,7 @@ def test_cli_text():
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--run", "nope", "--batch", "8"], "no traced steps in run 'nope'"),
+    (["--run", "nope", "--batch", "8"], "no run 'nope' in"),
     (["--run", "unet_b2", "--tag", "step_9", "--batch", "8"], "no tag 'step_9' in run 'unet_b2'"),
     (["--run", "unet_b2", "--batch", "8", "--device", "GPU"], "no device of unet_b2/step_3 matches 'GPU'"),
 ])
@@ -463,6 +463,22 @@ def test_cli_refuses_bad_arguments(argv):
     with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()):
         cli.main(["whatif", str(DEMO), "--run", "unet_b2", *argv])
     assert exited.value.code == 2
+
+
+def test_cli_reads_a_keras_runs_profiled_step_by_default():
+    """Without --tag, the run's latest step that holds step stats: the profile's last step, not
+    the callback's later `batch_4` graph record (which holds none)."""
+    profile = "profile/" + next((DEMO / "keras_unet/train/plugins/profile").iterdir()).name
+    code, out, err = _whatif("--run", "keras_unet/train", "--batch", "8", "--json")
+    assert code == 0, err
+    assert json.loads(out)["runs"][0]["tag"] == f"{profile}/step_3"
+
+
+def test_cli_says_why_there_is_no_fit():
+    code, out, err = _whatif("--run", "unet_b2", "--run", "resnet9_b2", "--batch", "8")
+    assert code == 0, err
+    assert "no fit: every step read holds batch 2 (pick steps at other batch sizes with --tag)" in out
+    assert "   fit (" not in out
 
 
 def test_cli_on_the_keras_demo_profile():

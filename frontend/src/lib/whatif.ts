@@ -39,7 +39,9 @@ export function methodText(w: WhatIfResponse): string {
     return `fitted over ${w.runs.length} runs (batches ${batches.join(', ')})`;
   }
   const traced = w.predictions.one_step?.traced_batch ?? w.runs[0]?.batch;
-  return traced === undefined ? 'from one step' : `from one step (batch ${traced})`;
+  const text = traced === undefined ? 'from one step' : `from one step (batch ${traced})`;
+  // Runs picked to fit with, all at the traced batch size: nothing to fit, and the reader should know why.
+  return w.runs.length > 1 ? `${text}: no fit, the runs picked hold no other batch size` : text;
 }
 
 /** The lead method's series: absolute peaks where every point has one, else the rise. */
