@@ -557,3 +557,20 @@ def test_run_filter_leaves_out_other_runs_profiles(capsys):
     steps = json.loads(out)["steps"]
     assert {step["run"] for step in steps} == {"keras_unet/train"}
     assert any(step["source"] == "xplane" and step["status"] == "ok" for step in steps)
+
+
+@pytest.mark.parametrize("in_use, words", [
+    (0, "relative to the step's start (this allocator reports no bytes in use)"),
+    (5, "relative to the step's start (the allocator's readings give no usable start)"),  # 5 B in use after +100 B
+])
+def test_text_says_why_the_peak_is_relative(capsys, in_use, words):
+    """No reading at all, or readings that would put the start below zero (docs/figures.md)."""
+    import protos
+    from tb_memory_plugin import store
+
+    nodes = [protos.Node("layer_a/Conv2D", 10, 12, op="Conv2D", outputs=[("cpu", 100)],
+                         memory=[protos.Mem("cpu", [(10, 100)], peak=100, live=100, bytes_in_use=in_use)])]
+    (space,) = store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).spaces
+    assert space.baseline == "none" and (space.snapshot_gap is None) == (in_use == 0)
+    cli._print_space_at_peak(space, "layer", 3)
+    assert words in capsys.readouterr().out
