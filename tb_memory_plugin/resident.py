@@ -4,7 +4,8 @@ The bytes in use before a step (`start_bytes`) are mostly the model: its
 variables, the optimizer's slots (`<var>/Adam`, `<var>/Adam_1`, ...) and, in a
 frozen inference graph, the weight constants. The trace cannot say which is
 which (they were allocated before the step), the GraphDef can: every variable
-carries its shape and dtype. Read lazily (a full GraphDef parse) and only when
+carries its shape and dtype, and the optimizer's apply ops take each slot with
+its variable. Read lazily (a full GraphDef parse) and only when
 asked (docs/figures.md, "Resident memory").
 """
 
@@ -130,7 +131,8 @@ class Model:
         nodes = {node.name: node for node in graph_nodes}
         variables = [node for node in graph_nodes if node.op in _VARIABLE_OPS]
         names = {node.name for node in variables}
-        tensors = [_variable_tensor(node, names) for node in variables]
+        applied = _applied_slots(graph_nodes, {node.name: node for node in variables})
+        tensors = [_variable_tensor(node, names, applied) for node in variables]
         # A graph with variables keeps its weights in them: only a frozen one's are Consts.
         weights = [] if variables else _weight_constants(graph_nodes, nodes)
         tensors += [_constant_tensor(nodes[name]) for name in weights]
@@ -152,8 +154,9 @@ class Model:
         if ops is None:
             graph_def = graph_pb2.GraphDef.FromString(data)
             return cls.from_nodes(list(graph_def.node), len(data))
-        wanted = set(_VARIABLE_OPS) | {"Const", "Placeholder", "PlaceholderWithDefault"} | CONV_OPS
         present = set(ops)
+        wanted = set(_VARIABLE_OPS) | {"Const", "Placeholder", "PlaceholderWithDefault"} | CONV_OPS
+        wanted |= {op for op in present if _is_apply(op)}  # which variables are slots
         if not present & set(_VARIABLE_OPS):  # frozen: weights are Consts read by these ops
             wanted |= set(_WEIGHT_INPUTS) | _PASS_THROUGH
         if present & CONV_OPS:  # a conv's filter, and the ops fused after it
@@ -204,17 +207,55 @@ def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
     return None
 
 
+def _is_apply(op: str) -> bool:
+    """An optimizer's update op (`ApplyAdam`, `ResourceApplyAdagrad`, `ResourceSparseApplyFtrl`, ...)."""
+    return op.startswith(("Apply", "SparseApply", "ResourceApply", "ResourceSparseApply"))
+
+
+def _applied_slots(graph_nodes, variables: dict) -> tuple[dict[str, str], frozenset[str]]:
+    """Slots as the optimizers' apply ops show them, whatever the optimizer's name (TF names a
+    slot `<var>/<optimizer name>`: `w/adagrad` for `AdagradOptimizer(name="adagrad")`): the
+    op's first input is the variable it trains, any other input that is a variable of the
+    same shape and dtype is a slot of it. Returns {slot: variable} and the trained variables,
+    parameters whatever their names (`a/Momentum` trained by Adagrad)."""
+    slots: dict[str, str] = {}
+    trained = set()
+    for node in graph_nodes:
+        if not _is_apply(node.op) or not node.input:
+            continue
+        primary = variables.get(node.input[0].split(":", 1)[0])
+        if primary is None:
+            continue
+        trained.add(primary.name)
+        for name in node.input[1:]:  # ref or resource inputs name the variable itself; reads do not
+            slot = variables.get(name.split(":", 1)[0])
+            if slot is not None and slot is not primary and _same_tensor(slot, primary):
+                slots[slot.name] = primary.name
+    return slots, frozenset(trained)
+
+
+def _same_tensor(a, b) -> bool:
+    return a.attr["dtype"].type % 100 == b.attr["dtype"].type % 100 and \
+        _shape(a.attr["shape"].shape) == _shape(b.attr["shape"].shape)
+
+
 def _is_optimizer_variable(name: str) -> bool:
     """The optimizer's own variables: `beta1_power`, `Adam/iterations`, `training/Adam/iter`."""
     return name.partition("/")[0] in _OPTIMIZER_NAMES
 
 
-def _variable_tensor(node, variables: set[str]) -> ModelTensor:
+def _variable_tensor(node, variables: set[str], applied: tuple[dict[str, str], frozenset[str]]) -> ModelTensor:
+    """A variable, as the apply ops show it (`_applied_slots`), else by its name (`slot_owner`):
+    a graph whose apply ops are not in its GraphDef (a function's body) has only names."""
     dtype = node.attr["dtype"].type
     shape = _shape(node.attr["shape"].shape)
     count, nbytes = _sized(dtype, shape)
-    owner = slot_owner(node.name, variables)
-    kind = SLOT if owner is not None or _is_optimizer_variable(node.name) else VARIABLE
+    slots, trained = applied
+    if node.name in trained:
+        owner, kind = None, VARIABLE
+    else:
+        owner = slots.get(node.name) or slot_owner(node.name, variables)
+        kind = SLOT if owner is not None or _is_optimizer_variable(node.name) else VARIABLE
     return ModelTensor(node.name, kind, owner, dtype_name(dtype), shape, count, nbytes, node.device)
 
 

@@ -194,6 +194,81 @@ def test_slot_names_of_tf1_and_keras_optimizers():
     assert scope_sums == [[0, 0, 32 + 8], [40, 160, 128]]  # grouped by scope, slots stay where they are named
 
 
+# -- slots by the optimizer's apply ops, whatever its name, on real tf.compat.v1 graphs -----------------
+
+
+def _trained_graph(tf_models, shapes: dict, optimizer, resource: bool = True) -> bytes:
+    """The GraphDef of a tf.compat.v1 graph training a variable per `shapes` entry (name -> shape)
+    with `optimizer(tf1)`: resource variables (VarHandleOp, ResourceApply*) or ref ones
+    (VariableV2, Apply*)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        variables = [tf1.Variable(tf.ones(shape), name=name, use_resource=resource) for name, shape in shapes.items()]
+        loss = tf.add_n([tf.reduce_sum(tf.square(v)) for v in variables])
+        optimizer(tf1).minimize(loss, name="train")
+    return graph.as_graph_def().SerializeToString()
+
+
+def _models(gd_bytes):
+    """The model from the whole GraphDef, and as the run graph reads it (nodes picked by op type): the same."""
+    full = resident.Model.from_bytes(gd_bytes)
+    lean = graph.RunGraph.from_bytes(gd_bytes).model
+    assert _model_facts(lean) == _model_facts(full)
+    return full
+
+
+def test_slots_of_an_optimizer_with_a_lower_case_name(tf_models):
+    """`AdagradOptimizer(name="adagrad")` names its slots `<var>/adagrad`: no optimizer's default
+    name, yet slots (the ResourceApplyAdagrad updates them with their variable)."""
+    gd_bytes = _trained_graph(tf_models, {"dense/kernel": [16, 32], "dense/bias": [32]},
+                              lambda tf1: tf1.train.AdagradOptimizer(0.1, name="adagrad"))
+    model = _models(gd_bytes)
+    kinds = {t.name: (t.kind, t.owner) for t in model.tensors}
+    assert kinds == {"dense/kernel": (resident.VARIABLE, None), "dense/bias": (resident.VARIABLE, None),
+                     "dense/kernel/adagrad": (resident.SLOT, "dense/kernel"),
+                     "dense/bias/adagrad": (resident.SLOT, "dense/bias")}
+    found = resident.Resident(model.tensors, None, False)
+    assert found.param_count == 16 * 32 + 32 and found.param_bytes == (16 * 32 + 32) * 4
+    assert found.slot_bytes == found.param_bytes
+    assert [(row["scope"], row["param_count"], row["slot_bytes"]) for row in found.layers()] == \
+        [("dense", 16 * 32 + 32, (16 * 32 + 32) * 4)]
+
+
+def test_slots_of_a_custom_named_adam_on_ref_variables(tf_models):
+    """`AdamOptimizer(name="my_adam")` on ref variables: slots `w/my_adam` and `w/my_adam_1`, read off ApplyAdam;
+    `beta1_power` and `beta2_power` stay the optimizer's own state."""
+    gd_bytes = _trained_graph(tf_models, {"w": [8, 64]}, lambda tf1: tf1.train.AdamOptimizer(0.1, name="my_adam"),
+                              resource=False)
+    assert {n.op for n in graph_pb2.GraphDef.FromString(gd_bytes).node} >= {"VariableV2", "ApplyAdam"}
+    model = _models(gd_bytes)
+    kinds = {t.name: (t.kind, t.owner) for t in model.tensors}
+    assert kinds == {"w": (resident.VARIABLE, None), "w/my_adam": (resident.SLOT, "w"),
+                     "w/my_adam_1": (resident.SLOT, "w"), "beta1_power": (resident.SLOT, None),
+                     "beta2_power": (resident.SLOT, None)}
+    found = resident.Resident(model.tensors, None, False)
+    assert found.param_count == 8 * 64 and found.param_bytes == 8 * 64 * 4
+    assert found.slot_bytes == 2 * 8 * 64 * 4 + 2 * 4  # two slots, and two float32 scalars
+    assert model.index("layer").sums(["w"]).tolist() == [[8 * 64, 8 * 64 * 4, 2 * 8 * 64 * 4]]
+
+
+def test_a_trained_variable_named_under_another_stays_a_parameter(tf_models):
+    """`a/b` and `a/Momentum` have `a`'s shape and extend its name, but Adagrad trains them too: parameters,
+    each with its own slot (the names alone take `a/Momentum` for a Momentum slot of `a`)."""
+    shapes = {"a": [4, 4], "a/b": [4, 4], "a/Momentum": [4, 4]}
+    gd_bytes = _trained_graph(tf_models, shapes, lambda tf1: tf1.train.AdagradOptimizer(0.1))
+    model = _models(gd_bytes)
+    assert resident.slot_owner("a/Momentum", set(shapes)) == "a"
+    kinds = {t.name: (t.kind, t.owner) for t in model.tensors}
+    assert kinds == {"a": (resident.VARIABLE, None), "a/b": (resident.VARIABLE, None),
+                     "a/Momentum": (resident.VARIABLE, None), "a/Adagrad": (resident.SLOT, "a"),
+                     "a/b/Adagrad": (resident.SLOT, "a/b"), "a/Momentum/Adagrad": (resident.SLOT, "a/Momentum")}
+    found = resident.Resident(model.tensors, None, False)
+    assert found.param_count == 3 * 16 and found.param_bytes == 3 * 16 * 4 and found.slot_bytes == 3 * 16 * 4
+
+
 # -- a frozen LeNet: its weights are constants --------------------------------------------------------
 
 LENET_LAYERS = {"conv1": (5 * 5 * 1 + 1) * 32, "conv2": (5 * 5 * 32 + 1) * 64, "fc1": 3136 * 1024 + 1024,
