@@ -174,9 +174,12 @@ def layer_path(graph_name: str) -> str:
 
 # --- categories --------------------------------------------------------------
 
+# Ops whose bytes are a variable's own buffer: the variable, its handle, a read that returns
+# its tensor, an assignment into it. Not `ResourceGather` (an embedding lookup): its output is
+# a new tensor of the gathered rows, sized by the batch, and takes the rules below like any op.
 _VARIABLE_OPS = frozenset(
     {"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "_ReadVariablesOp",
-     "VarIsInitializedOp", "Assign", "AssignVariableOp", "ResourceGather"}
+     "Assign", "AssignVariableOp"}
 )
 COPY_TO_DEVICE_OP_TYPE = "host-to-device copy"  # JAX's copies of arguments (sources/xplane)
 XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buffers (sources/xplane)
@@ -184,9 +187,10 @@ _INPUT_OPS = frozenset(
     {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorV2",
      "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE}
 )
+# `VarIsInitializedOp` answers a new bool about a variable, as `Shape` does about a tensor.
 _OTHER_OPS = frozenset(
     {"Const", "HostConst", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Retval",
-     "BroadcastGradientArgs", "_SOURCE", "_SINK"}
+     "BroadcastGradientArgs", "VarIsInitializedOp", "_SOURCE", "_SINK"}
 )
 _APPLY_PREFIXES = ("Apply", "ResourceApply", "ResourceSparseApply", "SparseApply")
 _OPTIMIZER_NAMES = frozenset(

@@ -1,8 +1,10 @@
 """Runtime names -> graph name, scope, op type and kind (docs/figures.md, "Runtime names")."""
 
+import numpy as np
 import pytest
 
-from tb_memory_plugin import names
+from tb_memory_plugin import figures, names
+from tb_memory_plugin.figures import ACTIVATIONS, GRADIENTS, OPTIMIZER, OTHER, PARAMETERS
 from tb_memory_plugin.trace import parse_device
 
 
@@ -97,3 +99,89 @@ def test_op_type_from_label(label, op):
 ])
 def test_parse_device_keeps_real_devices_only(device, parsed):
     assert parse_device(device) == parsed
+
+
+# -- categories: variable ops hold the variable's buffer, an embedding lookup does not ----------
+
+CATEGORY_CASES = [
+    # ResourceGather outputs the gathered rows, a new tensor sized by the batch: the pass decides.
+    ("embedding/embedding_lookup", "ResourceGather", names.OP, ACTIVATIONS),
+    ("gradients/embedding/embedding_lookup_grad/ResourceGather", "ResourceGather", names.OP, GRADIENTS),
+    ("Adam/update_embedding/table/ResourceGather", "ResourceGather", names.OP, OPTIMIZER),
+    ("embedding/embedding_lookup_nd", "ResourceGatherNd", names.OP, ACTIVATIONS),
+    # Ops whose bytes are the variable's own buffer stay parameters.
+    ("embedding/table", "VarHandleOp", names.OP, PARAMETERS),
+    ("embedding/table", "VariableV2", names.OP, PARAMETERS),
+    ("embedding/table_v1", "Variable", names.OP, PARAMETERS),
+    ("embedding/embedding_lookup/ReadVariableOp", "ReadVariableOp", names.OP, PARAMETERS),
+    ("embedding/reads", "_ReadVariablesOp", names.OP, PARAMETERS),
+    ("embedding/table/Assign", "Assign", names.OP, PARAMETERS),
+    ("embedding/table/Assign_1", "AssignVariableOp", names.OP, PARAMETERS),
+    ("embedding/table/Adam", "VarHandleOp", names.OP, OPTIMIZER),  # a slot
+    # A new bool about the variable, as Shape is about a tensor.
+    ("embedding/table/IsInitialized/VarIsInitializedOp", "VarIsInitializedOp", names.OP, OTHER),
+]
+
+
+@pytest.mark.parametrize("path, op_type, kind, category", CATEGORY_CASES)
+def test_categorise_variable_ops_and_embedding_lookups(path, op_type, kind, category):
+    assert names.categorise(path, op_type, kind) == category
+
+
+def test_categorise_all_agrees_on_variable_ops_and_embedding_lookups():
+    paths, op_types, kinds, expected = map(list, zip(*CATEGORY_CASES))
+    kind_code = np.array([names.KINDS.index(kind) for kind in kinds], dtype=np.int64)
+    assert names.categorise_all(paths, kind_code, op_types).tolist() == expected
+
+
+def _build_embedding(batch, size, seed=0, vocab=5000, dim=64):
+    """Ids -> tf.nn.embedding_lookup on a resource variable (a ResourceGather: a new tensor of
+    batch x size x dim rows) -> a square, whose gradient keeps the rows alive into the backward
+    pass -> mean -> dense -> loss; SGD, whose sparse update adds no dense copy of the table."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(seed)
+        ids = tf1.placeholder(tf.int32, [batch, size], name="ids")
+        y = tf1.placeholder(tf.float32, [batch, 1], name="y")
+        with tf1.variable_scope("embedding"):
+            table = tf1.get_variable("table", [vocab, dim], use_resource=True)
+            rows = tf.nn.embedding_lookup(table, ids)
+        with tf1.variable_scope("head"):
+            pooled = tf.reduce_mean(tf.square(rows), axis=1)
+            w = tf1.get_variable("weights", [dim, 1])
+            loss = tf.reduce_mean(tf.square(tf.matmul(pooled, w) - y), name="l2")
+        train_step = tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+    def feeds(step=0):
+        rng = np.random.RandomState(seed * 1000 + step)
+        return {ids: rng.randint(0, vocab, size=(batch, size)).astype(np.int32),
+                y: rng.uniform(-1, 1, size=(batch, 1)).astype(np.float32)}
+
+    return models._finish("embedding", g, loss, train_step, feeds)
+
+
+def test_embedding_lookup_output_is_not_parameters_on_a_real_step(tf_models):
+    from tensorboard.compat.proto import config_pb2
+
+    from tb_memory_plugin import graph, store
+
+    batch, size, dim = 32, 16, 64
+    rm_bytes, gd_bytes = tf_models.traced_step(lambda b, s, seed: _build_embedding(b, s, seed, dim=dim),
+                                               batch, size)
+    lookups = [n for d in config_pb2.RunMetadata.FromString(rm_bytes).step_stats.dev_stats
+               for n in d.node_stats if n.timeline_label.split(" = ")[-1].startswith("ResourceGather(")]
+    assert lookups and all(n.node_name == "embedding/embedding_lookup" for n in lookups)
+    step = store.analyse_bytes(rm_bytes, graph.RunGraph.from_bytes(gd_bytes))
+    space = next(s for s in step.spaces if "embedding/embedding_lookup" in s.names.raw)
+    execs = [i for i in range(space.trace.exec_count) if space.trace.name(i) == "embedding/embedding_lookup"]
+    assert [space.op_type(i) for i in execs] == ["ResourceGather"]
+    (lookup,) = execs
+    # It holds its output, batch x size x dim float32, at the peak: as activations, not parameters.
+    assert space.exec_columns[figures.AT_PEAK][lookup] == batch * size * dim * 4
+    split = space.category_split([lookup])
+    assert split[figures.ACTIVATIONS] == batch * size * dim * 4 and split[figures.PARAMETERS] == 0
+    assert dict((name, at) for name, at, _ in space.by_category())["parameters"] == 0  # no variable allocates
