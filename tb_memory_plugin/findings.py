@@ -42,9 +42,13 @@ GRAPH_WARN_BYTES, PROTOBUF_LIMIT_BYTES = 256 * MiB, 2 * 1024 * MiB
 # scalars and shapes the runtime keeps (the demo U-Net leaves 12 B).
 STEP_GROWTH_MIN_BYTES = 64 * KiB
 STEP_GROWTH_STEPS = 3  # steps of the run compared (this one and its nearest traced neighbours)
-# Allocator gap: readings off the records by 5% of the peak (1 MiB floor) is memory the
-# trace does not explain, more than allocator rounding.
-GAP_MIN_SHARE, GAP_MIN_BYTES = 0.05, MiB
+# Allocator gap: readings off the records by 5% of the peak rise is memory the trace does not
+# explain, more than allocator rounding; the floor keeps toy steps quiet (64 KiB, as for layout
+# transposes and growth: a fixed 1 MiB hid a 520 KiB gap in a 1.25 MiB step).
+GAP_MIN_SHARE, GAP_MIN_BYTES = 0.05, 64 * KiB
+# A reading above the records' absolute peak (`peak_bytes`) by 1% of the peak rise (same floor)
+# means the peak shown is too low, whatever the gap's share: flagged too.
+PEAK_SHORT_MIN_SHARE = 0.01
 TOP_NODES = 5  # nodes named per finding
 
 _LAYOUT_SIDE_RE = re.compile(r"((?:-\d+)+)-[A-Za-z]+?(N[A-Z]+)To(N[A-Z]+)-LayoutOptimizer$")
@@ -338,10 +342,21 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
 # -- allocator readings the records do not explain ------------------------------------------------------
 
 
+def _finished_by(space, when: int) -> tuple[str | None, str]:
+    """(graph name, layer) of the op that finished last at or before `when` (None, "" if none)."""
+    trace = space.trace
+    finished = np.flatnonzero(trace.end_us <= when)
+    if finished.size == 0:
+        return None, ""
+    code = int(space.name_code[int(finished[np.argmax(trace.end_us[finished])])])
+    return space.names.graph_names[code], _layer_of(space.names.leaf_path("layer", code))
+
+
 def allocator_gap(space) -> list[Finding]:
     trace, curve = space.trace, space.curve
     if trace.snapshot_bytes.size == 0 or curve.time_us.size == 0:
         return []
+    rise = space.peak_rise_bytes
     at = np.searchsorted(curve.time_us, trace.snapshot_time_us, side="right") - 1
     rise_then = np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
     offsets = trace.snapshot_bytes - rise_then
@@ -349,30 +364,45 @@ def allocator_gap(space) -> list[Finding]:
     excess = offsets - start
     worst = int(np.argmax(np.abs(excess)))
     gap = int(excess[worst])
-    if abs(gap) < max(GAP_MIN_BYTES, GAP_MIN_SHARE * space.peak_rise_bytes):
+    # The largest reading against the absolute peak, where the baseline makes the peak absolute.
+    top = int(np.argmax(trace.snapshot_bytes))
+    peak_bytes = start + rise if space.start_bytes is not None else None
+    above_peak = max(int(trace.snapshot_bytes[top]) - peak_bytes, 0) if peak_bytes is not None else 0
+    peak_short = above_peak >= max(GAP_MIN_BYTES, PEAK_SHORT_MIN_SHARE * rise)
+    if abs(gap) < max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise) and not peak_short:
         return []
     when = int(trace.snapshot_time_us[worst])
-    finished = np.flatnonzero(trace.end_us <= when)
-    node = int(finished[np.argmax(trace.end_us[finished])]) if finished.size else None
-    names = space.names
-    node_name = names.graph_names[space.name_code[node]] if node is not None else None
-    scope = _layer_of(names.leaf_path("layer", int(space.name_code[node]))) if node is not None else ""
+    node_name, scope = _finished_by(space, when)
     above = int(excess.max())
     below = int(-excess.min())
     direction = (f"exceed the allocation records by up to {format_bytes(above)}" if gap > 0 else
                  f"fall short of the allocation records by up to {format_bytes(below)}")
+    share = f" ({abs(gap) / rise:.0%} of the peak rise)" if rise > 0 else ""
     baseline = "" if space.start_bytes is not None else " (no usable baseline: the readings imply a negative start)"
+    meaning = ("memory the trace does not attribute to any op" if gap > 0 else
+               "bytes the records count that the allocator did not hold then, or a baseline (a median) above "
+               "the step's real start")
+    message = (f"The allocator's own bytes in use ({trace.allocator}) {direction}{share}{baseline}, "
+               f"at {when / 1000:.3f} ms" + (f", after {node_name}" if node_name else "") + f": {meaning}.")
+    nodes = [node_name] if node_name else []
+    suggestion = ("Look for memory allocated outside the traced ops: library workspaces (oneDNN scratchpads and "
+                  "caches, cuDNN workspaces), another session or thread on the same device, or allocations "
+                  "TensorFlow does not record per op; the at-peak figures cover only the records.")
+    if peak_short:
+        top_when, top_bytes = int(trace.snapshot_time_us[top]), int(trace.snapshot_bytes[top])
+        top_node, _ = _finished_by(space, top_when)
+        message += (f" Its largest reading, {format_bytes(top_bytes)} at {top_when / 1000:.3f} ms"
+                    + (f" (after {top_node})" if top_node else "") + ", is above the step's peak from the records, "
+                    f"{format_bytes(peak_bytes)} ({format_bytes(start)} before the step + a rise of "
+                    f"{format_bytes(rise)}): the allocator saw {format_bytes(above_peak)} more than the records "
+                    "account for, so the real peak is at least that much higher.")
+        nodes += [top_node] if top_node and top_node not in nodes else []
+        suggestion += " Size the step by the allocator's largest reading, not by the peak shown."
     return [Finding(
-        ALLOCATOR_GAP, abs(gap), scope, [node_name] if node_name else [],
-        f"The allocator's own bytes in use ({trace.allocator}) {direction}{baseline}, "
-        f"at {when / 1000:.3f} ms" + (f", after {node_name}" if node_name else "") + ": memory the trace does not "
-        "attribute to any op.",
-        "Look for memory allocated outside the traced ops: library workspaces (oneDNN scratchpads and caches, "
-        "cuDNN workspaces), another session or thread on the same device, or allocations TensorFlow does not "
-        "record per op; the at-peak figures cover only the records.",
-        trace.id,
+        ALLOCATOR_GAP, abs(gap), scope, nodes, message, suggestion, trace.id,
         {"gap_bytes": gap, "above_bytes": max(above, 0), "below_bytes": max(below, 0), "time_us": when,
-         "snapshot_count": int(trace.snapshot_bytes.size)},
+         "snapshot_count": int(trace.snapshot_bytes.size), "max_reading_bytes": int(trace.snapshot_bytes[top]),
+         "max_reading_time_us": int(trace.snapshot_time_us[top]), "above_peak_bytes": above_peak},
     )]
 
 

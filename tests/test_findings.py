@@ -227,30 +227,147 @@ def test_allocator_gap_states_the_amount():
     assert step.space(None).snapshot_gap == 3 * MiB
 
 
-def test_allocator_gap_on_the_real_mklcpu_step(unet_trace, unet_step):
-    """oneDNN allocates through mklcpu without records: the readings exceed them, by an amount read
-    here from allocator_bytes_in_use and the records themselves."""
-    records = sorted(_records(unet_trace.run_metadata_bytes, "CPU:0", "mklcpu"), key=lambda r: r[1])
-    proto = unet_trace.proto
+def test_allocator_gap_below_the_old_1_mib_floor():
+    """A 512 KiB gap in a 1.25 MiB rise (40%): flagged by its share of the step; the same step at
+    1/32 of the size (a 16 KiB gap) is under the 64 KiB floor."""
+    def nodes(unit):
+        return [
+            Node("a/MatMul", 0, 2, op="MatMul", memory=[Mem("GPU_0_bfc", [(0, 4 * unit), (6, -4 * unit)],
+                                                            bytes_in_use=44 * unit)]),
+            Node("b/MatMul", 3, 5, op="MatMul", memory=[Mem("GPU_0_bfc", [(3, unit), (6, -unit)],
+                                                            bytes_in_use=45 * unit)]),
+            Node("c/Relu", 7, 8, op="Relu", memory=[Mem("GPU_0_bfc", [(7, unit // 4)],
+                                                        bytes_in_use=40 * unit + unit // 4 + 2 * unit)]),
+            Node("d/Relu", 9, 10, op="Relu", memory=[Mem("GPU_0_bfc", [], bytes_in_use=40 * unit + unit // 4)]),
+        ]
+
+    unit = 256 * 1024  # rise 5 units (1.25 MiB) over 40 (10 MiB); after c/Relu the readings are 2 units over
+    step = store.analyse_bytes(protos.serialized({GPU0: nodes(unit)}))
+    (found,) = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
+    assert step.space(None).start_bytes == 40 * unit and step.space(None).peak_rise_bytes == 5 * unit
+    assert found.bytes == found.details["gap_bytes"] == 2 * unit == 512 * 1024 < MiB
+    assert found.nodes == ["c/Relu"] and found.details["above_peak_bytes"] == 0
+    assert "exceed the allocation records by up to 512.0 KiB (40% of the peak rise)" in found.message
+    small = store.analyse_bytes(protos.serialized({GPU0: nodes(unit // 32)}))
+    assert findings.ALLOCATOR_GAP not in _kinds(findings.step_findings(small))
+
+
+@pytest.mark.parametrize("extra_at", ["peak", "end"])
+def test_a_reading_above_the_absolute_peak_is_flagged(extra_at):
+    """The allocator reads 512 KiB (2.5% of the 20 MiB rise, under the gap's 5%) more than the
+    records say once: at the peak that reading is above `peak_bytes`, flagged; at the end it is not."""
+    extra = 512 * 1024
+    nodes = [
+        Node("a/Conv2D", 0, 2, op="Conv2D", memory=[Mem("GPU_0_bfc", [(0, 8 * MiB), (9, -8 * MiB)],
+                                                        bytes_in_use=108 * MiB)]),
+        Node("b/Conv2D", 3, 5, op="Conv2D", memory=[Mem("GPU_0_bfc", [(3, 8 * MiB), (9, -8 * MiB)],
+                                                        bytes_in_use=116 * MiB)]),
+        Node("c/Relu", 6, 7, op="Relu", memory=[Mem("GPU_0_bfc", [(6, 4 * MiB), (9, -4 * MiB)],
+                                                    bytes_in_use=120 * MiB + (extra if extra_at == "peak" else 0))]),
+        Node("d/Add", 10, 11, op="Add", memory=[Mem("GPU_0_bfc", [(10, MiB)],
+                                                    bytes_in_use=101 * MiB + (extra if extra_at == "end" else 0))]),
+    ]
+    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    space = step.space(None)
+    assert (space.start_bytes, space.peak_rise_bytes) == (100 * MiB, 20 * MiB)  # the median offset; 8 + 8 + 4
+    found = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
+    if extra_at == "end":
+        assert found == []
+        return
+    (finding,) = found
+    assert finding.bytes == extra and finding.nodes == ["c/Relu"]
+    assert finding.details["max_reading_bytes"] == 120 * MiB + extra
+    assert finding.details["above_peak_bytes"] == 120 * MiB + extra - (100 * MiB + 20 * MiB) == extra
+    assert "the allocator saw 512.0 KiB more than the records account for" in finding.message
+    assert "120.0 MiB (100.0 MiB before the step + a rise of 20.0 MiB)" in finding.message
+    assert "largest reading" in finding.suggestion
+
+
+def _readings_against_records(rm_bytes: bytes):
+    """From the protos: (readings as (time, bytes), each reading minus the records' running total
+    then, the peak rise) of mklcpu on the CPU, as figures.md's baseline defines them."""
+    records = sorted((t, b) for _, t, b in _records(rm_bytes, "CPU:0", "mklcpu"))
+    times = np.array(sorted({t for t, _ in records}))
+    running = np.cumsum([sum(b for t2, b in records if t2 == t) for t in times])  # same-time events together
+    proto = config_pb2.RunMetadata.FromString(rm_bytes)
     readings = [(n.all_start_micros + n.all_end_rel_micros, m.allocator_bytes_in_use)
                 for d in proto.step_stats.dev_stats if d.device == MKL_CPU0 for n in d.node_stats
                 for m in n.memory if m.allocator_name == "mklcpu" and m.allocator_bytes_in_use]
-    if not readings:
-        pytest.skip("this TensorFlow reports no allocator_bytes_in_use on mklcpu")
-    times = np.array([t for _, t, _ in records])
-    running = np.cumsum([b for _, _, b in records])
     offsets = []
     for when, reading in readings:
         at = np.searchsorted(times, when, side="right") - 1
-        offsets.append(reading - (running[at] if at >= 0 else 0))
-    excess = np.array(offsets) - int(np.median(offsets))
+        offsets.append(reading - (int(running[at]) if at >= 0 else 0))
+    return readings, np.array(offsets), max(int(running.max()), 0)
+
+
+def _expected_gap(rm_bytes: bytes):
+    """(flagged?, gap, reading above peak_bytes) by figures.md's rule, from the protos."""
+    readings, offsets, rise = _readings_against_records(rm_bytes)
+    start = int(np.median(offsets))
+    excess = offsets - start
     gap = int(excess[np.argmax(np.abs(excess))])
+    above_peak = max(max(r for _, r in readings) - (start + rise), 0) if start >= 0 else 0
+    flagged = (abs(gap) >= max(findings.GAP_MIN_BYTES, findings.GAP_MIN_SHARE * rise)
+               or above_peak >= max(findings.GAP_MIN_BYTES, findings.PEAK_SHORT_MIN_SHARE * rise))
+    return flagged, gap, above_peak
+
+
+def test_allocator_gap_on_the_real_mklcpu_step(unet_trace, unet_step):
+    """oneDNN allocates through mklcpu without records: the readings exceed them, by an amount read
+    here from allocator_bytes_in_use and the records themselves."""
+    if not _readings_against_records(unet_trace.run_metadata_bytes)[0]:
+        pytest.skip("this TensorFlow reports no allocator_bytes_in_use on mklcpu")
+    flagged, gap, above_peak = _expected_gap(unet_trace.run_metadata_bytes)
     found = [f for f in findings.step_findings(unet_step) if f.kind == findings.ALLOCATOR_GAP]
-    space = unet_step.space(None)
-    if abs(gap) < max(findings.GAP_MIN_BYTES, findings.GAP_MIN_SHARE * space.peak_rise_bytes):
+    if not flagged:
         assert found == []
     else:
         assert len(found) == 1 and found[0].bytes == abs(gap) and found[0].details["gap_bytes"] == gap
+        assert found[0].details["above_peak_bytes"] == above_peak
+
+
+def _build_split(batch, size, seed=0, hidden=1024, parts=32):
+    """x @ w (a 1 MiB weight), split into 32 parts, each relu'd and scaled, summed, a tf.cond, SGD: on
+    mklcpu the allocator's readings run above the records' peak (the sweep's `multi` model)."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(seed)
+        x = tf1.placeholder(tf.float32, [batch, size], name="x")
+        flag = tf1.placeholder(tf.bool, [], name="flag")
+        with tf1.variable_scope("splitter"):
+            h = tf.matmul(x, tf1.get_variable("weights", [size, hidden]))
+            merged = tf.add_n([tf.nn.relu(p) * float(i + 1) for i, p in enumerate(tf.split(h, parts, axis=1))])
+        with tf1.variable_scope("brancher"):
+            w = tf1.get_variable("weights", [hidden // parts, 64])
+            out = tf.cond(flag, lambda: tf.matmul(merged, w) * 2.0, lambda: tf.tanh(tf.matmul(merged, w)))
+        loss = tf.reduce_mean(tf.square(out), name="loss")
+        train_step = tf1.train.GradientDescentOptimizer(0.01).minimize(loss)
+
+    def feeds(step=0):
+        rng = np.random.RandomState(seed * 1000 + step)
+        return {x: rng.uniform(size=(batch, size)).astype(np.float32), flag: bool(step % 2)}
+
+    return models._finish("split", g, loss, train_step, feeds)
+
+
+def test_a_real_peak_below_the_allocators_reading_is_flagged(tf_models):
+    rm_bytes, gd_bytes = tf_models.traced_step(_build_split, 64, 256)
+    if not _readings_against_records(rm_bytes)[0]:
+        pytest.skip("this TensorFlow reports no allocator_bytes_in_use on mklcpu")
+    flagged, gap, above_peak = _expected_gap(rm_bytes)
+    assert flagged and above_peak > 0 and abs(gap) < MiB  # what the fixed 1 MiB floor hid
+    step = store.analyse_bytes(rm_bytes, graph.RunGraph.from_bytes(gd_bytes))
+    space = step.space(None)
+    (found,) = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
+    assert found.bytes == abs(gap) == space.snapshot_gap
+    assert found.details["above_peak_bytes"] == above_peak == \
+        found.details["max_reading_bytes"] - (space.start_bytes + space.peak_rise_bytes)
+    assert f"the allocator saw {findings.format_bytes(above_peak)} more than the records account for" in \
+        found.message
 
 
 # -- the summary route carries findings and resident figures ---------------------------------------------------

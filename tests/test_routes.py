@@ -12,7 +12,7 @@ import pytest
 from werkzeug.test import Client
 
 from tracedata import REPO, UNET_STEPS, engine_step, read_blob_bytes
-from tb_memory_plugin import graph, report, store
+from tb_memory_plugin import findings, graph, report, store
 from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, OUTPUT
 
 PREFIX = "/data/plugin/memory/"
@@ -97,8 +97,10 @@ def test_tf2_graph_run_metadata_steps(tb, unet_trace):
     """Steps written with the TF2 summary op (plugin graph_run_metadata) are read too."""
     body = get_json(tb, "summary", run="tf2", tag="traced")
     engine = store.analyse_bytes(unet_trace.run_metadata_bytes)  # the run has no graph
+    # Its only neighbour (keras_profile) holds no step stats: findings of this step alone.
+    found = [finding.as_dict() for finding in findings.step_findings(engine, None, [(5, engine)])]
     assert body == _roundtrip({"run": "tf2", "tag": "traced", "step": 5, **report.step_summary(engine, "layer"),
-                               "findings": []})
+                               "findings": found})
     assert body["devices"][0]["peak_rise_bytes"] == engine.space(None).peak_rise_bytes > 0
     keras = get_json(tb, "summary", run="tf2", tag="keras_profile")
     assert keras["status"] == "empty" and "FULL_TRACE" in keras["message"]
