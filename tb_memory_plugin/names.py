@@ -612,8 +612,8 @@ class NameTable:
     def build(cls, raw: list[str], label_of: Mapping[str, str], source_ops: Mapping[str, str],
               graph_ops: Mapping[str, str] | None) -> "NameTable":
         lines = _Lines(raw)
-        graph_names, paths, kind_code, fixed, runtime, changed = _classify_all(raw, lines)
-        op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops)
+        graph_names, paths, kind_code, fixed, runtime, changed, derived = _classify_all(raw, lines)
+        op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops, derived)
         op_type_names, op_code = coded(op_types)
         parts = FirstComponents(paths, lines.with_lines(paths, changed))
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
@@ -681,7 +681,8 @@ class FirstComponents:
 
 def _classify_all(raw: list[str], lines: _Lines):
     """`classify` over many names: (graph names, paths, kind codes, fixed op types, runtime names,
-    the rows whose path is not the raw name).
+    the rows whose path is not the raw name, the rows of ops a grappler pass made from a graph
+    node: their graph name is that node's, not theirs).
 
     Names with nothing for classify to change are their own graph name and path.
     """
@@ -694,6 +695,7 @@ def _classify_all(raw: list[str], lines: _Lines):
     else:
         rows = range(len(raw))
     fixed: dict[int, str] = {}
+    derived: list[int] = []
     kind_code = np.zeros(len(raw), dtype=np.int64)
     graph_names, paths, runtime = {}, {}, {}  # the rows classify changes, by column
     for i in rows:
@@ -709,8 +711,10 @@ def _classify_all(raw: list[str], lines: _Lines):
         stripped = strip_stream_suffix(name)
         if stripped != name:
             runtime[i] = stripped
+        if info.kind == OP and info.graph_name != stripped and not info.fixed_op_type:
+            derived.append(i)
     return (_with_rows(raw, graph_names), _with_rows(raw, paths), kind_code, fixed, _with_rows(raw, runtime),
-            sorted(paths))
+            sorted(paths), derived)
 
 
 def _with_rows(texts: list[str], rows: dict[int, str]) -> list[str]:
@@ -725,8 +729,11 @@ def _with_rows(texts: list[str], rows: dict[int, str]) -> list[str]:
 
 def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
                       label_of: Mapping[str, str], source_ops: Mapping[str, str],
-                      graph_ops: Mapping[str, str] | None) -> list[str]:
-    """Op type: fixed by the name, else the source's own, the run graph's, the label's."""
+                      graph_ops: Mapping[str, str] | None, derived: list[int] = ()) -> list[str]:
+    """Op type: fixed by the name, else the source's own, the run graph's, the label's. An op a
+    grappler pass made (`derived`: `ConstantFolding/.../ShapeN-matshapes-1`, `..._1__cf__3`)
+    is not in the graphs by its own name: the op that ran is its label's (`Const`), where the
+    label names one; the graph node it was made from is the fallback."""
     if source_ops:
         ops: list[str | None] = list(map(source_ops.get, runtime))
         if graph_ops and not all(ops):  # a None or ""
@@ -735,6 +742,9 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
         ops = list(map(graph_ops.get, graph_names)) if graph_ops else [None] * len(runtime)
     for i, op in fixed.items():
         ops[i] = op
+    made = [i for i in derived if not (source_ops and source_ops.get(runtime[i]))]
+    for i, label in zip(made, labels_of(label_of, [runtime[i] for i in made]) if made else ()):
+        ops[i] = op_type_from_label(label) or ops[i]
     if not all(ops):  # a None or ""
         missing = sorted(_places_of(ops, None) + _places_of(ops, ""))
         for i, label in zip(missing, labels_of(label_of, [runtime[i] for i in missing])):

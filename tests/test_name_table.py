@@ -29,6 +29,9 @@ def reference_op_type(raw, info, label, source_ops, graph_ops):
     op = source_ops.get(names.strip_stream_suffix(raw))
     if op:
         return op
+    derived = info.kind == names.OP and info.graph_name != names.strip_stream_suffix(raw)
+    if derived and names.op_type_from_label(label):  # made by a grappler pass: what ran
+        return names.op_type_from_label(label)
     if graph_ops is not None:
         op = graph_ops.get(info.graph_name)
         if op:
@@ -162,3 +165,14 @@ def test_containing_and_any_char_agree_with_python(texts, literal):
     lines = names._Lines(texts)
     assert lines.containing(literal.encode()).tolist() == [literal in text for text in texts]
     assert lines.with_any_char(b"/_").tolist() == [("/" in text) or ("_" in text) for text in texts]
+
+
+def test_an_op_a_grappler_pass_made_takes_its_labels_op_type():
+    """`ShapeN-matshapes-1` is a Const constant folding made from the graph's ShapeN: the graph
+    knows only the ShapeN, the label says what ran; the source's own op types still come first."""
+    raw = ["ConstantFolding/g/Conv2D_grad/ShapeN-matshapes-1", "g/Conv2D_grad/ShapeN", "rnn/x/_1__cf__3", "a/b-folded-1"]
+    label_of = {raw[0]: f"{raw[0]} = Const()", raw[1]: f"{raw[1]} = ShapeN(x, y)", raw[2]: f"{raw[2]} = Const()"}
+    graph_ops = {"g/Conv2D_grad/ShapeN": "ShapeN", "rnn/x": "TensorListReserve", "a/b": "Mul"}
+    table = names.NameTable.build(raw, label_of, {}, graph_ops)
+    assert table.op_types == ["Const", "ShapeN", "Const", "Mul"]  # no label: the graph node it came from
+    assert names.NameTable.build(raw, label_of, {raw[0]: "HostConst"}, graph_ops).op_types[0] == "HostConst"
