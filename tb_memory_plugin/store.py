@@ -99,11 +99,11 @@ def latest_step(refs: list[StepRef], devices_of: Callable[[StepRef], list[str]] 
     with `devices_of` (the `runs` route's devices of a step), first among the steps that hold
     any. A record without step stats is no step to open: the Keras callback's `batch_N` graph
     record (TensorFlow strips the step stats from it) is written after the profiled steps."""
-    def rank(pair: tuple[int, StepRef]) -> tuple:
-        index, ref = pair
-        return (devices_of is None or bool(devices_of(ref)), ref.step, ref.wall_time, index)
-
-    return max(enumerate(refs), key=rank)[1]
+    newest_first = [ref for _, ref in sorted(enumerate(refs), key=lambda p: (p[1].step, p[1].wall_time, p[0]),
+                                             reverse=True)]
+    if devices_of is not None:  # asked newest first, so a run's steps are scanned only as far as needed
+        return next((ref for ref in newest_first if devices_of(ref)), newest_first[0])
+    return newest_first[0]
 
 
 def matching_step(refs: list[StepRef], like: StepRef,
