@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import protos
-from tracedata import UNET_STEPS, exec_names, read_blob_bytes
+from tracedata import UNET_STEPS, exec_names, read_blob_bytes, records_peak
 from tb_memory_plugin import analysis, curve as curve_mod, figures, report, scope_tree, store
 from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
 
@@ -30,19 +30,6 @@ def _records(proto, allocator):
                 if mem.allocator_name == allocator:
                     rows.extend((r.alloc_micros, r.alloc_bytes, i, node.node_name) for r in mem.allocation_records)
     return rows
-
-
-def _independent_peak(rows):
-    """Sort by time, sum the events of each microsecond, running total, max."""
-    per_us = collections.defaultdict(int)
-    for time, nbytes, *_ in rows:
-        per_us[time] += nbytes
-    running, best, best_time = 0, 0, None
-    for time in sorted(per_us):
-        running += per_us[time]
-        if running > best:
-            best, best_time = running, time
-    return best, best_time
 
 
 def _step_start(proto):
@@ -84,7 +71,7 @@ def space(unet_step):
 def test_peak_recomputed_from_allocation_records(unet_trace, space):
     rows = _records(unet_trace.proto, space.trace.allocator)
     assert len(rows) == space.trace.event_time_us.size > 0
-    peak, peak_time = _independent_peak(rows)
+    peak, peak_time = records_peak(rows)
     assert peak > 0
     assert space.peak_rise_bytes == peak
     assert space.curve.peak_time_us == peak_time - _step_start(unet_trace.proto)
@@ -95,7 +82,7 @@ def test_peak_recomputed_from_allocation_records(unet_trace, space):
 def test_at_peak_by_node_recomputed(unet_trace, space):
     """Each node's at-peak bytes = net of its own records up to the peak's microsecond."""
     rows = _records(unet_trace.proto, space.trace.allocator)
-    _, peak_time = _independent_peak(rows)
+    _, peak_time = records_peak(rows)
     expected = collections.Counter()
     for time, nbytes, index, _ in rows:
         if time <= peak_time:
@@ -280,7 +267,7 @@ def test_several_traced_steps_in_one_run(logdir):
         assert step.status == "ok"
         space = step.space(None)
         rows = _records(_parse(data), space.trace.allocator)
-        assert space.peak_rise_bytes == _independent_peak(rows)[0]
+        assert space.peak_rise_bytes == records_peak(rows)[0]
         # The executor runs independent ops in parallel, so each step's peak depends on
         # scheduling; what always holds: no less than the biggest single allocation,
         # and well under the naive sum of every allocation (what other tools show).

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import pytest
 
 import zoo_models
-from tracedata import engine_step, exec_names, read_blob_bytes
+from tracedata import engine_step, exec_names, read_blob_bytes, records_peak
 from tb_memory_plugin import cli
 
 # The figures every listing carries (docs/figures.md, "Per-execution figures").
@@ -80,19 +80,6 @@ class Raw:
     def allocated(self, device: str, allocator: str) -> int:
         return sum(m.total_bytes for d in self.devices if d.device == device for n in d.node_stats
                    for m in n.memory if m.allocator_name == allocator and m.total_bytes > 0)
-
-
-def raw_peak(records: list) -> tuple[int, int | None]:
-    """(peak rise, its time) of a running sum of records, records at one time applied together."""
-    by_time = collections.defaultdict(int)
-    for time, size, _ in records:
-        by_time[time] += size
-    running, peak, peak_time = 0, 0, None
-    for time in sorted(by_time):
-        running += by_time[time]
-        if running > peak:
-            peak, peak_time = running, time
-    return peak, peak_time
 
 
 def held_at(records: list, time: int) -> dict[str, int]:
@@ -244,7 +231,7 @@ def test_peak_is_the_maximum_of_the_raw_records(summary, raw, run, tag):
         # Every allocator with records is a memory space of the summary.
         assert set(records) <= set(devices), (run, tag)
         for key, device in devices.items():
-            peak, peak_time = raw_peak(records.get(key, []))
+            peak, peak_time = records_peak(records.get(key, []))
             assert peak > 0, (run, tag, key)
             assert device["peak_rise_bytes"] == peak, (run, tag, key)
             assert device["peak_time_us"] == peak_time - raw_step.step_start_us, (run, tag, key)
@@ -261,7 +248,7 @@ def test_at_peak_per_node_is_the_net_of_its_raw_records(engine, raw, run, tag):
     records = raw_step.records()
     for space in engine[(run, tag)].spaces:
         key = (space.trace.device, space.trace.allocator)
-        peak, peak_time = raw_peak(records[key])
+        peak, peak_time = records_peak(records[key])
         expected = {name: held for name, held in held_at(records[key], peak_time).items() if held}
         engine_held = collections.defaultdict(int)
         for i, name in enumerate(exec_names(space.trace)):
@@ -393,7 +380,7 @@ def test_lstm_names_repeat_and_the_loops_sit_in_their_layer(summary, engine, raw
     # its updates' (`RMSProp/update_<layer>/...`): in the raw trace, allocated bytes and the net of
     # the records up to the peak.
     records = raw_step.records()[(space.trace.device, space.trace.allocator)]
-    held = held_at(records, raw_peak(records)[1])
+    held = held_at(records, records_peak(records)[1])
     allocated = collections.Counter()
     for node in device_stats.node_stats:
         allocated[node.node_name] += sum(m.total_bytes for m in node.memory
@@ -477,7 +464,7 @@ def test_noscope_embedding_lookup_is_not_a_parameter(zoo, engine, raw):
     gathers = [node for node in raw_step.devices[0].node_stats if label_op(node.timeline_label) == "ResourceGather"]
     assert len(gathers) == 1 and raw_step.graph_ops[gathers[0].node_name] == "ResourceGather"
     records = raw_step.records()[(space.trace.device, space.trace.allocator)]
-    held = held_at(records, raw_peak(records)[1]).get(gathers[0].node_name, 0)
+    held = held_at(records, records_peak(records)[1]).get(gathers[0].node_name, 0)
     assert held == info["lookup_bytes"]  # the rows, still held at the peak
 
     execs = np.array([i for i, name in enumerate(exec_names(space.trace)) if name == gathers[0].node_name])

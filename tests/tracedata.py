@@ -3,6 +3,7 @@ import it by name without clashing with tests/e2e/conftest.py)."""
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 from dataclasses import dataclass
@@ -56,6 +57,21 @@ def read_blob_bytes(logdir: Path, run: str, tag: str, plugins=("graph_tagged_run
         if data:
             return provider.read_blob(ctx, blob_key=data[-1].values[0].blob_key)
     raise KeyError((run, tag))
+
+
+def records_peak(records) -> tuple[int, int | None]:
+    """(peak rise, its time) of allocation records (time, bytes, ...) read straight from the protos:
+    the events of one microsecond summed, a running total, its first maximum. The tests' own
+    oracle for the curve's peak, written apart from curve.py."""
+    per_us = collections.defaultdict(int)
+    for time, nbytes, *_ in records:
+        per_us[time] += nbytes
+    running, best, best_time = 0, 0, None
+    for time in sorted(per_us):
+        running += per_us[time]
+        if running > best:
+            best, best_time = running, time
+    return best, best_time
 
 
 def engine_step(logdir: Path, run: str, tag: str):
