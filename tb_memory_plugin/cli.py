@@ -328,8 +328,12 @@ def _few(names: list[str], most: int = 8) -> str:
 def _missing_run(logdir: str, run: str) -> str:
     """Why a run named on the command line has no traced steps: it is not in the logdir (the
     runs that are, named), or it holds none."""
-    try:
-        names = sorted(logdir_mod.run_directories(logdir))
+    from . import store
+
+    try:  # runs with event files, and runs with only a profile (tf.profiler.experimental writes no events)
+        own_name = os.path.basename(os.path.abspath(logdir)) if not logdir_mod.is_remote(logdir) else logdir
+        profiled = {own_name if run == "." else run for run in store.find_profiles(logdir)}
+        names = sorted(set(logdir_mod.run_directories(logdir)) | profiled)
     except Exception:  # noqa: BLE001 - an unreadable logdir: say only what is missing
         names = []
     if run in names:

@@ -387,7 +387,10 @@ def allocator_gap(space) -> list[Finding]:
     nodes = [node_name] if node_name else []
     suggestion = ("Look for memory allocated outside the traced ops: library workspaces (oneDNN scratchpads and "
                   "caches, cuDNN workspaces), another session or thread on the same device, or allocations "
-                  "TensorFlow does not record per op; the at-peak figures cover only the records.")
+                  "TensorFlow does not record per op; the at-peak figures cover only the records." if gap > 0 else
+                  "Read the step's peak as a rise over its start rather than as absolute bytes: the start (a median "
+                  "of the readings) may be set too high, or the records count bytes the allocator had already "
+                  "given back.")
     if peak_short:
         top_when, top_bytes = int(trace.snapshot_time_us[top]), int(trace.snapshot_bytes[top])
         top_node, _ = _finished_by(space, top_when)

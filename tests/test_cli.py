@@ -178,6 +178,10 @@ def test_run_and_tag_filters(capsys, logdir):
     code, _, err = _run(capsys, logdir, "--run", "unet", "--tag", "step_99")
     _one_line_error(code, err)
     assert "no tag 'step_99' in unet (tags: step_1, step_2, step_3)" in err
+    # Runs that hold only a profile (tf.profiler.experimental writes no event file) are named too.
+    code, _, err = _run(capsys, REPO / "tests" / "data" / "jax_gpu", "--run", "nope")
+    _one_line_error(code, err)
+    assert err.strip().endswith("(runs: jax_mlp, keras_jax)")
 
 
 def test_whole_logdir_reports_bad_steps_but_succeeds(capsys, logdir):

@@ -225,6 +225,24 @@ def test_allocator_gap_states_the_amount():
     assert found[0].bytes == max(offsets) - sorted(offsets)[1] == 3 * MiB
     assert found[0].nodes == ["b/Conv2D"] and found[0].details["above_bytes"] == 3 * MiB
     assert step.space(None).snapshot_gap == 3 * MiB
+    assert found[0].suggestion.startswith("Look for memory allocated outside the traced ops")
+
+
+def test_allocator_gap_below_the_records_says_what_that_means():
+    """Readings 3 MiB under the records at one point: not memory the trace misses, so not its advice."""
+    nodes = [
+        Node("a/Conv2D", 0, 2, op="Conv2D", memory=[Mem("GPU_0_bfc", [(0, 8 * MiB)], bytes_in_use=108 * MiB)],
+             outputs=[("GPU_0_bfc", 8 * MiB)]),
+        Node("b/Conv2D", 3, 5, op="Conv2D", memory=[Mem("GPU_0_bfc", [(3, 8 * MiB)], bytes_in_use=113 * MiB)],
+             outputs=[("GPU_0_bfc", 8 * MiB)]),
+        Node("c/Relu", 6, 7, op="Relu", memory=[Mem("GPU_0_bfc", [(6, 4 * MiB), (9, -20 * MiB)],
+                                                    bytes_in_use=120 * MiB)], outputs=[("GPU_0_bfc", 4 * MiB)]),
+    ]
+    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    (found,) = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
+    assert found.details["gap_bytes"] == -3 * MiB and found.nodes == ["b/Conv2D"]
+    assert "fall short of the allocation records by up to 3.0 MiB" in found.message
+    assert found.suggestion.startswith("Read the step's peak as a rise over its start")
 
 
 def test_allocator_gap_below_the_old_1_mib_floor():
