@@ -299,8 +299,8 @@ class _Lines:
     def containing(self, literal: bytes) -> np.ndarray:
         """Which names contain `literal` (no newline in it)."""
         k = len(literal)
-        if literal not in self.data:  # one memmem: most literals asked for are rare
-            return np.zeros(self.count, dtype=bool)
+        # No memmem first: the literals asked for start with "_", common in names, which makes
+        # memmem slower (1.7 ms over a deep step's 3 MB) than the pass below (0.8 ms) even when absent.
         buf = self.buf[: self.buf.size - k + 1]
         if k == 1:
             return self._mask(np.flatnonzero(buf == literal[0]))
