@@ -207,17 +207,23 @@ def test_small_layout_transposes_are_not_findings():
 # -- allocator_gap ----------------------------------------------------------------------------------------------
 
 
-def test_allocator_gap_states_the_amount():
-    # The allocator reads 100 MiB before the step; after the conv it reads 3 MiB more than the records say.
+def _gap_step(b_in_use: int):
+    """Three ops; the allocator reads 100 MiB before the step, and `b_in_use` after b/Conv2D,
+    where the records' running total is 16 MiB."""
     nodes = [
         Node("a/Conv2D", 0, 2, op="Conv2D", memory=[Mem("GPU_0_bfc", [(0, 8 * MiB)], bytes_in_use=108 * MiB)],
              outputs=[("GPU_0_bfc", 8 * MiB)]),
-        Node("b/Conv2D", 3, 5, op="Conv2D", memory=[Mem("GPU_0_bfc", [(3, 8 * MiB)], bytes_in_use=119 * MiB)],
+        Node("b/Conv2D", 3, 5, op="Conv2D", memory=[Mem("GPU_0_bfc", [(3, 8 * MiB)], bytes_in_use=b_in_use)],
              outputs=[("GPU_0_bfc", 8 * MiB)]),
         Node("c/Relu", 6, 7, op="Relu", memory=[Mem("GPU_0_bfc", [(6, 4 * MiB), (9, -20 * MiB)],
                                                     bytes_in_use=120 * MiB)], outputs=[("GPU_0_bfc", 4 * MiB)]),
     ]
-    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    return store.analyse_bytes(protos.serialized({GPU0: nodes}))
+
+
+def test_allocator_gap_states_the_amount():
+    # After the conv the allocator reads 3 MiB more than the records say.
+    step = _gap_step(119 * MiB)
     found = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
     assert len(found) == 1
     # By hand: readings minus the records' running total: 100, 103, 100 MiB; the baseline is the median.
@@ -230,15 +236,7 @@ def test_allocator_gap_states_the_amount():
 
 def test_allocator_gap_below_the_records_says_what_that_means():
     """Readings 3 MiB under the records at one point: not memory the trace misses, so not its advice."""
-    nodes = [
-        Node("a/Conv2D", 0, 2, op="Conv2D", memory=[Mem("GPU_0_bfc", [(0, 8 * MiB)], bytes_in_use=108 * MiB)],
-             outputs=[("GPU_0_bfc", 8 * MiB)]),
-        Node("b/Conv2D", 3, 5, op="Conv2D", memory=[Mem("GPU_0_bfc", [(3, 8 * MiB)], bytes_in_use=113 * MiB)],
-             outputs=[("GPU_0_bfc", 8 * MiB)]),
-        Node("c/Relu", 6, 7, op="Relu", memory=[Mem("GPU_0_bfc", [(6, 4 * MiB), (9, -20 * MiB)],
-                                                    bytes_in_use=120 * MiB)], outputs=[("GPU_0_bfc", 4 * MiB)]),
-    ]
-    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    step = _gap_step(113 * MiB)
     (found,) = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
     assert found.details["gap_bytes"] == -3 * MiB and found.nodes == ["b/Conv2D"]
     assert "fall short of the allocation records by up to 3.0 MiB" in found.message
