@@ -301,7 +301,7 @@ class _Lines:
         k = len(literal)
         # No memmem first: the literals asked for start with "_", common in names, which makes
         # memmem slower (1.7 ms over a deep step's 3 MB) than the pass below (0.8 ms) even when absent.
-        buf = self.buf[: self.buf.size - k + 1]
+        buf = self.buf[: max(self.buf.size - k + 1, 0)]  # where the literal can start
         if k == 1:
             return self._mask(np.flatnonzero(buf == literal[0]))
         # Where its first two bytes stand (few places, even where one byte is common), then the rest.
