@@ -127,6 +127,19 @@ class SpaceAnalysis:
         freed = np.where(running, -net_until_end, 0)
         return np.clip(freed, 0, np.maximum(at_peak, 0))
 
+    @cached_property
+    def snapshot_offsets(self) -> np.ndarray:
+        """Each allocator snapshot minus the curve's rise when it was read: the bytes in use
+        before the step, as that reading tells them (their median is the baseline)."""
+        space, curve = self.trace, self.curve
+        at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
+        return space.snapshot_bytes - np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """The peak in absolute bytes: the baseline plus the rise (None without a baseline)."""
+        return None if self.start_bytes is None else self.start_bytes + self.peak_rise_bytes
+
     def _baseline(self) -> tuple[str, int | None, int | None]:
         """Bytes in use before the step, from the allocator's own snapshots."""
         space, curve = self.trace, self.curve
@@ -134,9 +147,7 @@ class SpaceAnalysis:
             return "none", None, None
         if curve.time_us.size == 0:
             return "allocator_bytes_in_use", int(np.median(space.snapshot_bytes)), None
-        at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
-        rise_then = np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
-        offsets = space.snapshot_bytes - rise_then
+        offsets = self.snapshot_offsets
         start = int(np.median(offsets))
         gap = int(np.max(np.abs(offsets - start)))
         if start < 0:  # readings that cannot hold the step's own records: no usable baseline

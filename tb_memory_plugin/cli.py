@@ -331,8 +331,7 @@ def _missing_run(logdir: str, run: str) -> str:
     from . import store
 
     try:  # runs with event files, and runs with only a profile (tf.profiler.experimental writes no events)
-        own_name = os.path.basename(os.path.abspath(logdir)) if not logdir_mod.is_remote(logdir) else logdir
-        profiled = {own_name if run == "." else run for run in store.find_profiles(logdir)}
+        profiled = {logdir_mod.own_name_of(logdir) if run == "." else run for run in store.find_profiles(logdir)}
         names = sorted(set(logdir_mod.run_directories(logdir)) | profiled)
     except Exception:  # noqa: BLE001 - an unreadable logdir: say only what is missing
         names = []
@@ -353,8 +352,7 @@ def _pick_step(steps: _Steps, refs: list, run: str, tag: str | None, preferred_t
         if ref.tag == wanted:
             return ref
     if tag is not None:
-        raise _StepNotFound(f"no tag {tag!r} in run {run!r} (it has {', '.join(r.tag for r in refs[:6])}"
-                            f"{', ...' if len(refs) > 6 else ''})")
+        raise _StepNotFound(f"no tag {tag!r} in run {run!r} (it has {_few([r.tag for r in refs], 6)})")
     return store.latest_step(refs, steps.devices)
 
 
@@ -399,10 +397,10 @@ def _signed(value: int) -> str:
 def _peak_text(space: SpaceAnalysis) -> str:
     if not space.has_curve:
         return "no allocation records: no curve, no peak"
-    start, rise = space.start_bytes, space.peak_rise_bytes
-    return (f"peak {format_bytes(rise if start is None else start + rise)} at "
+    peak, rise = space.peak_bytes, space.peak_rise_bytes
+    return (f"peak {format_bytes(rise if peak is None else peak)} at "
             f"{space.curve.peak_time_us / 1000:.3f} ms, rise {format_bytes(rise)}"
-            + (" (relative to the step's start)" if start is None else ""))
+            + (" (relative to the step's start)" if peak is None else ""))
 
 
 def _print_changes(title: str, table: compare.Table, ranked, figure: int, top: int) -> None:

@@ -24,7 +24,7 @@ def side_dict(space: SpaceAnalysis, run: str, tag: str, step: int, source: str) 
         "id": trace.id, "device": trace.device, "allocator": trace.allocator,
         "baseline": space.baseline, "has_curve": space.has_curve,
         "start_bytes": start,
-        "peak_bytes": None if start is None or rise is None else start + rise,
+        "peak_bytes": space.peak_bytes if space.has_curve else None,
         "peak_rise_bytes": rise,
         "peak_time_us": curve.peak_time_us if space.has_curve else None,
         "duration_us": space.duration_us,

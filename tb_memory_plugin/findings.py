@@ -357,16 +357,14 @@ def allocator_gap(space) -> list[Finding]:
     if trace.snapshot_bytes.size == 0 or curve.time_us.size == 0:
         return []
     rise = space.peak_rise_bytes
-    at = np.searchsorted(curve.time_us, trace.snapshot_time_us, side="right") - 1
-    rise_then = np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
-    offsets = trace.snapshot_bytes - rise_then
+    offsets = space.snapshot_offsets
     start = space.start_bytes if space.start_bytes is not None else int(np.median(offsets))
     excess = offsets - start
     worst = int(np.argmax(np.abs(excess)))
     gap = int(excess[worst])
     # The largest reading against the absolute peak, where the baseline makes the peak absolute.
     top = int(np.argmax(trace.snapshot_bytes))
-    peak_bytes = start + rise if space.start_bytes is not None else None
+    peak_bytes = space.peak_bytes
     above_peak = max(int(trace.snapshot_bytes[top]) - peak_bytes, 0) if peak_bytes is not None else 0
     peak_short = above_peak >= max(GAP_MIN_BYTES, PEAK_SHORT_MIN_SHARE * rise)
     if abs(gap) < max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise) and not peak_short:

@@ -83,9 +83,14 @@ def data_provider(logdir: str, run: str | None = None):
     return provider_mod.MultiplexerDataProvider(multiplexer, logdir)
 
 
+def own_name_of(logdir: str) -> str:
+    """The name of a logdir that is itself a run (its directory's name, not `.`)."""
+    return os.path.basename(logdir.rstrip("/") if is_remote(logdir) else os.path.abspath(logdir)) or logdir
+
+
 def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
     """Run name -> directory: the asked run's directory alone, or every run under the logdir."""
-    own_name = os.path.basename(logdir.rstrip("/") if is_remote(logdir) else os.path.abspath(logdir)) or logdir
+    own_name = own_name_of(logdir)
     if run is not None:
         if run in (".", own_name) and _holds_event_files(logdir):
             return {own_name: logdir}

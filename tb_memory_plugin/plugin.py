@@ -173,9 +173,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
             space = step.space(None)  # the summary's `default_device`
             if space is None:
                 continue
-            start, rise = space.start_bytes, space.peak_rise_bytes
-            absolute = start is not None
-            peak = start + rise if absolute else rise  # the summary's peak_bytes, else its peak_rise_bytes
+            absolute = space.peak_bytes is not None
+            peak = space.peak_bytes if absolute else space.peak_rise_bytes  # as the summary shows it
             rank = (bool(space.has_curve), peak)
             if best is None or rank > best[0]:
                 best = (rank, ref, space.trace.id, peak, absolute)

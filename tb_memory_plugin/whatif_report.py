@@ -13,7 +13,7 @@ def _traced_dict(traced: Traced) -> dict:
     start = space.start_bytes
     return {"run": traced.run, "tag": traced.tag, "step": traced.step_number, "source": traced.source,
             "device": space.trace.id, "batch": traced.batch, "peak_rise_bytes": space.peak_rise_bytes,
-            "start_bytes": start, "peak_bytes": None if start is None else start + space.peak_rise_bytes}
+            "start_bytes": start, "peak_bytes": space.peak_bytes}
 
 
 def _prediction_dict(question: WhatIf, predictor) -> dict:
