@@ -76,6 +76,18 @@ class SpaceAnalysis:
             return self.exec_columns[:width]
         return self.name_figures[:, :width]
 
+    def name_column(self, figure: int) -> np.ndarray:
+        """One FIGURES column per distinct runtime name (as `name_figures` holds it), without
+        building the table where each execution has its own name."""
+        return self.exec_columns[figure] if self._one_name_each else self.name_figures[:, figure]
+
+    @property
+    def name_exec_counts(self) -> np.ndarray:
+        """Executions per distinct runtime name."""
+        if self._one_name_each:
+            return np.ones(self.name_code.size, dtype=np.int64)
+        return self.name_figures[:, -1]
+
     @cached_property
     def name_figures(self) -> np.ndarray:
         """Per distinct runtime name: FIGURES, at-peak bytes per category, executions.

@@ -102,11 +102,10 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         largest = summary["largest_at_peak"]
         print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
               f"{format_bytes(largest['at_peak_bytes'])}")
-    tree = space.tree(group)
     print(f"   top scopes at peak (group={group}):")
-    for child in tree.children[0][:top]:
-        row = report.figures_dict(tree.figures[child])
-        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {tree.paths[child]}"
+    for path, figures in space.top_level(group)[:top]:  # as the summary's top_scopes (no tree built)
+        row = report.figures_dict(figures)
+        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {path}"
               f"  (allocated {format_bytes(row['allocated_bytes'])})")
     print("   top op types at peak:")
     for row in summary["op_types"][:top]:

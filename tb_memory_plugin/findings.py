@@ -126,17 +126,18 @@ def layout_transposes(space) -> list[Finding]:
     layout = np.flatnonzero(names.kind_code == KINDS.index(LAYOUT_TRANSPOSE))
     if layout.size == 0:
         return []
-    at_peak = space.name_figures[layout, AT_PEAK]
+    name_at_peak = space.name_column(AT_PEAK)
+    at_peak = name_at_peak[layout]
     by_layer: dict[str, list[int]] = {}
     for i in layout[at_peak > 0].tolist():
         by_layer.setdefault(_layer_of(names.leaf_path("layer", i)), []).append(i)
     threshold = max(LAYOUT_MIN_BYTES, LAYOUT_MIN_SHARE * space.peak_rise_bytes)
     found = []
     for layer, rows in by_layer.items():
-        held = int(space.name_figures[rows, AT_PEAK].sum())
+        held = int(name_at_peak[rows].sum())
         if held < threshold:
             continue
-        rows.sort(key=lambda i: -int(space.name_figures[i, AT_PEAK]))
+        rows.sort(key=lambda i: -int(name_at_peak[i]))
         raw = [names.raw[i] for i in rows]
         graph_format, device_format = _formats(raw)
         share = held / space.peak_rise_bytes if space.peak_rise_bytes > 0 else None
@@ -186,8 +187,8 @@ def im2col_estimate(space, conv) -> dict | None:
         names = space.names
         for name in (conv.name, *conv.fused_into):
             rows = [i for i, graph_name in enumerate(names.graph_names) if graph_name == name]
-            output = max((int(space.name_figures[i, OUTPUT]) // max(1, int(space.name_figures[i, -1]))
-                          for i in rows), default=0)
+            outputs, counts = space.name_column(OUTPUT), space.name_exec_counts
+            output = max((int(outputs[i]) // max(1, int(counts[i])) for i in rows), default=0)
             if output > 0:
                 positions, source = output // (channels_out * conv.dtype_size), "trace"
                 break
@@ -208,9 +209,9 @@ def _layer_of(path: str) -> str:
 
 
 def conv_scratch(space, model: Model | None) -> list[Finding]:
-    temp = space.name_figures[:, TEMP]
-    output = space.name_figures[:, OUTPUT]
-    counts = np.maximum(space.name_figures[:, -1], 1)
+    temp = space.name_column(TEMP)
+    output = space.name_column(OUTPUT)
+    counts = np.maximum(space.name_exec_counts, 1)
     per_exec_temp, per_exec_output = temp // counts, output // counts
     threshold = max(SCRATCH_MIN_BYTES, SCRATCH_MIN_SHARE * space.peak_rise_bytes)
     flagged = np.flatnonzero((per_exec_temp >= threshold) & (per_exec_temp >= SCRATCH_MIN_RATIO * per_exec_output))
