@@ -18,19 +18,27 @@ def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     summed column by column (one bincount each), into a column-major result:
     each column is written, and read again by a later sum, in one stride.
     """
-    if isinstance(values, (tuple, list)):  # the columns of 2-D values
-        out = np.empty((size, len(values)), dtype=np.int64, order="F")
-        for column, column_values in enumerate(values):
-            out[:, column] = scatter_sum(index, column_values, size)
-        return out
-    values = np.asarray(values, dtype=np.int64)
-    if values.ndim == 2:
-        return scatter_sum(index, [values[:, column] for column in range(values.shape[1])], size)
+    if not isinstance(values, (tuple, list)):
+        values = np.asarray(values, dtype=np.int64)
+        if values.ndim == 1:
+            return _column_sum(index, values, size, _each_once(index))
+        values = [values[:, column] for column in range(values.shape[1])]
+    once = _each_once(index)  # asked once for all the columns
+    out = np.empty((size, len(values)), dtype=np.int64, order="F")
+    for column, column_values in enumerate(values):
+        out[:, column] = _column_sum(index, np.asarray(column_values, dtype=np.int64), size, once)
+    return out
+
+
+def _each_once(index: np.ndarray) -> bool:
+    """Whether each index comes once, in order (a deep step's names, a CPU step's one entry per op)."""
+    return index.size <= 1 or bool((index[1:] > index[:-1]).all())
+
+
+def _column_sum(index: np.ndarray, values: np.ndarray, size: int, once: bool) -> np.ndarray:
     if index.size == 0:
         return np.zeros(size, dtype=np.int64)
-    if index.size == 1 or bool((index[1:] > index[:-1]).all()):
-        # Each index once (a deep step's names, a CPU step's one entry per op): the values
-        # are their own sums, placed.
+    if once:  # the values are their own sums, placed
         out = np.zeros(size, dtype=np.int64)
         out[index] = values
         return out

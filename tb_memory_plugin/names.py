@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -470,28 +471,33 @@ def _factorized(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keys common in a sample are peeled off, one pass over the rest each, and only
     what is left is sorted.
     """
-    code = np.empty(keys.size, dtype=np.int64)
-    firsts: list[int] = []
-    rest, rest_keys = np.arange(keys.size), keys
     sample = keys[::max(1, keys.size // _PEEL_SAMPLE)]
     values, counts = np.unique(sample, return_counts=True)
-    for key in values[counts * _PEEL_SHARE >= sample.size]:
-        hit = rest_keys == key
-        code[rest[hit]] = len(firsts)
-        firsts.append(int(rest[np.argmax(hit)]))
-        rest, rest_keys = rest[~hit], rest_keys[~hit]
-    first = np.array(firsts, dtype=np.int64)
-    if rest.size:
-        _, at, group = np.unique(rest_keys, return_index=True, return_inverse=True)
-        code[rest] = first.size + group.reshape(-1)
-        first = np.concatenate([first, rest[at]])
+    common = values[counts * _PEEL_SHARE >= sample.size]
+    if not common.size:  # no key that common (ops at the root, each its own component): one sort
+        _, first, code = np.unique(keys, return_index=True, return_inverse=True)
+        code = code.reshape(-1)
+    else:
+        code = np.empty(keys.size, dtype=np.int64)
+        firsts: list[int] = []
+        rest, rest_keys = np.arange(keys.size), keys
+        for key in common:
+            hit = rest_keys == key
+            code[rest[hit]] = len(firsts)
+            firsts.append(int(rest[np.argmax(hit)]))
+            rest, rest_keys = rest[~hit], rest_keys[~hit]
+        first = np.array(firsts, dtype=np.int64)
+        if rest.size:
+            _, at, group = np.unique(rest_keys, return_index=True, return_inverse=True)
+            code[rest] = first.size + group.reshape(-1)
+            first = np.concatenate([first, rest[at]])
     order = np.argsort(first, kind="stable")  # groups in first-seen order
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
     return first[order], rank[code]
 
 
-_PEEL_SAMPLE, _PEEL_SHARE = 64, 16  # keys holding 1/16 of a sample of 64 are peeled off
+_PEEL_SAMPLE, _PEEL_SHARE = 64, 4  # keys holding a quarter of a sample of 64 are peeled off (4 at most)
 
 
 def _digests(words: list, length: np.ndarray) -> np.ndarray:
@@ -746,21 +752,10 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     for i, label in zip(made, labels_of(label_of, [runtime[i] for i in made]) if made else ()):
         ops[i] = op_type_from_label(label) or ops[i]
     if not all(ops):  # a None or ""
-        missing = sorted(_places_of(ops, None) + _places_of(ops, ""))
+        missing = list(itertools.compress(range(len(ops)), map(operator.not_, ops)))
         for i, label in zip(missing, labels_of(label_of, [runtime[i] for i in missing])):
             ops[i] = op_type_from_label(label) or UNKNOWN_OP
     return ops  # type: ignore[return-value]
-
-
-def _places_of(values: list, value) -> list[int]:
-    """Where `value` stands in a list: C-level scans from one place to the next (few places)."""
-    places, at = [], -1
-    try:
-        while True:
-            at = values.index(value, at + 1)
-            places.append(at)
-    except ValueError:
-        return places
 
 
 class LayerCut(NamedTuple):
