@@ -410,6 +410,19 @@ def test_names_told_apart_by_their_bytes_stay_apart_when_shown_alike(repeats):
 
 
 
+
+def test_a_repeat_the_sample_misses_is_interned_from_the_decoded_names():
+    """A deep step with one repeated name (a small loop) that the sample of names passes over:
+    the strings decoded for the all-distinct case are interned, as the protos read them."""
+    step = _cpu_step(2, nodes=2100)  # names sampled every 2nd: odd nodes are not in the sample
+    nodes = step.dev_stats[0].node_stats
+    nodes[1001].node_name = nodes[3].node_name
+    blobs = _blobs(nodes)
+    columns = wire.NodeColumns(blobs)
+    _assert_same(columns, blobs)
+    assert len(columns.distinct_names) == 2099 and columns.name_code[1001] == columns.name_code[3]
+    assert columns.distinct_names.joined == "\n".join(columns.distinct_names).encode()
+
 # -- bytes no TensorFlow writes, read as the protos read them (or refused as they are) -----
 
 

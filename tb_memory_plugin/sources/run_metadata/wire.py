@@ -69,9 +69,11 @@ def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
 
     On a deep model every name is distinct: the names are then decoded first, and
     a set of the strings (whose hashes the run graph's lookups use again) shows it;
-    the codes are the executions' own order. Where names repeat (a loop, as a
-    sample shows, or the set), they are interned as bytes and only the distinct
-    ones decoded: two names that are not UTF-8 may decode alike and stay two.
+    the codes are the executions' own order. Where the set shows a repeat that the
+    sample missed, the strings already decoded are interned (decoded as they are, they
+    tell names apart as their bytes do). Where a sample shows names repeat (a loop),
+    they are interned as bytes and only the distinct ones decoded: two names that
+    are not UTF-8 may decode alike and stay two.
     """
     sample = names[::max(1, len(names) // 1024)]
     if len(set(sample)) == len(sample):
@@ -79,11 +81,19 @@ def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
         if len(set(texts)) == len(texts):  # a set: cheaper than a dict, and it keeps the hashes too
             code = np.arange(len(texts), dtype=np.int64)
             return texts, code, code.copy()
+        if isinstance(texts, JoinedNames):  # decoded as they are (UTF-8): the strings tell them apart
+            return _coded(texts, lambda distinct: JoinedNames(distinct, "\n".join(distinct).encode("utf-8")))
+    return _coded(names, _decode_all)
+
+
+def _coded(names: list, decoded: Callable[[list], list[str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """`_interned` of names (bytes, or strings decoded as they are), the distinct ones decoded by
+    `decoded`."""
     index = dict.fromkeys(names)
     distinct = list(index)
     index = dict(zip(distinct, range(len(distinct))))
     code = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
-    return _decode_all(distinct), code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
+    return decoded(distinct), code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
 
 
 def _decode_all(texts: list[bytes]) -> list[str]:
