@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 
@@ -13,6 +14,8 @@ from werkzeug import wrappers
 
 from . import compare, compare_report, findings, report, store, whatif, whatif_report
 from .analysis import GROUPS
+
+logger = logging.getLogger(__name__)
 
 PLUGIN_NAME = "memory"
 _STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
@@ -58,6 +61,10 @@ def _route(handler):
             return _json(request, {"error": str(exc)}, 404, started)
         except StepNotAnalysable as exc:
             return _json(request, {"error": str(exc)}, 422, started)
+        except Exception as exc:  # noqa: BLE001 - a bug: logged, and still answered in JSON
+            logger.exception("tb-memory: %s failed on %s", handler.__name__, request.full_path)
+            return _json(request, {"error": f"internal error in {handler.__name__}: {type(exc).__name__}: {exc}"},
+                         500, started)
 
     wrapped.__name__ = handler.__name__
     return wrapped

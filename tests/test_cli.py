@@ -283,6 +283,18 @@ def test_stub_reads_what_tensorflow_reads_and_imports_no_tensorflow(capsys, logd
     assert json.loads(done.stdout) == json.loads(out)
 
 
+def test_a_device_name_that_is_not_utf8_is_shown_with_replacement_characters(capsys, tmp_path, unet_trace):
+    """A real step whose device name has a byte that is not UTF-8 is summarised as any other."""
+    import protos
+
+    data = unet_trace.run_metadata_bytes.replace(b"localhost", b"loc\xfflhost")
+    protos.write_tagged_run_metadata(tmp_path / "run", "step_1", data)
+    code, out, err = _run(capsys, tmp_path, "--json")
+    assert code == 0, err
+    (step,) = json.loads(out)["steps"]
+    assert step["status"] == "ok" and step["devices"][0]["device"] == "/job:loc\ufffdlhost/replica:0/task:0/device:CPU:0"
+
+
 def test_a_corrupt_record_is_refused_by_both_readers(capsys, tmp_path):
     import protos
 

@@ -27,8 +27,8 @@ class TensorBoardApp(NamedTuple):
     provider: object  # the data provider it reads through
 
 
-@pytest.fixture(scope="module")
-def tb(logdir):
+def tensorboard_app(logdir) -> TensorBoardApp:
+    """TensorBoard's WSGI app with the Memory plugin over `logdir`, as `tensorboard --logdir` serves it."""
     from tensorboard.backend import application
     from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
     from tensorboard.plugins import base_plugin
@@ -44,6 +44,11 @@ def tb(logdir):
     assert plugin is not None
     app = application.TensorBoardWSGI([plugin], data_provider=provider)
     return TensorBoardApp(Client(app), plugin, provider)
+
+
+@pytest.fixture(scope="module")
+def tb(logdir):
+    return tensorboard_app(logdir)
 
 
 def get(tb, route, **params):
@@ -395,6 +400,37 @@ def test_corrupt_step_only_breaks_itself(tb):
     assert get_json(tb, "summary", run="unet", tag="step_1")["status"] == "ok"
     assert get_json(tb, "curve", run="unet", tag="step_1")["t_us"]
     assert get_json(tb, "runs")["runs"]
+
+
+def test_a_device_name_that_is_not_utf8_breaks_nothing(tmp_path, unet_trace):
+    """Names come from user files: a real step whose device name has a byte that is not UTF-8
+    lists, and answers, with U+FFFD in the name; the run beside it is untouched."""
+    import protos
+
+    data = unet_trace.run_metadata_bytes
+    assert data.count(b"localhost") == 1
+    protos.write_tagged_run_metadata(tmp_path / "bad", "step_1", data.replace(b"localhost", b"loc\xfflhost"))
+    protos.write_tagged_run_metadata(tmp_path / "good", "step_1", data)
+    app = tensorboard_app(tmp_path)
+    device = CPU0.replace("localhost", "loc\ufffdlhost")
+    runs = {r["run"]: r for r in get_json(app, "runs")["runs"]}
+    assert runs["bad"]["steps"][0]["devices"] == [device] and runs["good"]["steps"][0]["devices"] == [CPU0]
+    bad, good = (get_json(app, "summary", run=run, tag="step_1") for run in ("bad", "good"))
+    assert bad["status"] == "ok" and [d["device"] for d in bad["devices"]] == [device]
+    assert bad["devices"][0]["figures"] == good["devices"][0]["figures"]
+    scopes = get_json(app, "scopes", run="bad", tag="step_1", device=bad["devices"][0]["id"])
+    assert sum(child["figures"]["at_peak_bytes"] for child in scopes["children"]) == bad["devices"][0]["peak_rise_bytes"]
+
+
+def test_a_bug_in_a_route_is_a_json_500_and_breaks_nothing_else(tb, monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(type(tb.plugin), "summary_impl", broken)
+    error = get_json(tb, "summary", expect=500, run="unet", tag="step_1")
+    assert "RuntimeError: boom" in error["error"]
+    assert "summary_route failed" in caplog.text and "boom" in caplog.text
+    assert get_json(tb, "runs")["runs"] and get_json(tb, "curve", run="unet", tag="step_1")["t_us"]
 
 
 def test_step_without_memory_says_how_to_trace(tb):

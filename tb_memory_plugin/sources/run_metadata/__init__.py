@@ -44,10 +44,11 @@ def decode(data: bytes | Callable[[], bytes]) -> Trace:
         del data
         devices: list[tuple[str, str, int, wire.NodeColumns]] = []
         for dev_stats in run.step_stats.dev_stats:
-            parsed = parse_device(dev_stats.device)
+            device = wire.device_name(dev_stats)
+            parsed = parse_device(device)
             if parsed is None or not dev_stats.node_stats:
                 continue
-            devices.append((dev_stats.device, parsed[0], parsed[1], wire.NodeColumns(dev_stats.node_stats)))
+            devices.append((device, parsed[0], parsed[1], wire.NodeColumns(dev_stats.node_stats)))
         op_types = {}
         for graph_bytes in run.partition_graphs:
             graph = graph_pb2.GraphDef.FromString(graph_bytes)
@@ -153,4 +154,5 @@ def scan_devices(data: bytes) -> list[str]:
         run = wire.parse_run(bytes(data))
     except Exception:  # noqa: BLE001 - corrupt steps list no devices; summary says why
         return []
-    return [d.device for d in run.step_stats.dev_stats if d.node_stats and parse_device(d.device)]
+    names = [wire.device_name(d) for d in run.step_stats.dev_stats if d.node_stats]
+    return [name for name in names if parse_device(name)]

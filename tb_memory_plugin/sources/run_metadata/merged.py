@@ -69,7 +69,8 @@ _SCHEMA = {
     # RunMetadata with node stats kept as raw bytes, one item per node.
     "Run": [("step_stats", 1, _MESSAGE, _OPTIONAL, "Steps"), ("partition_graphs", 3, _BYTES, _REPEATED, None)],
     "Steps": [("dev_stats", 1, _MESSAGE, _REPEATED, "Device")],
-    "Device": [("device", 1, _STRING, _OPTIONAL, None), ("node_stats", 2, _BYTES, _REPEATED, None)],
+    # The device's name as bytes: decoded by wire.device_name, bytes that are not UTF-8 included.
+    "Device": [("device", 1, _BYTES, _OPTIONAL, None), ("node_stats", 2, _BYTES, _REPEATED, None)],
     # Two readings of the same nodes. "Nodes" (quick.py) is for a step on one allocator
     # with at most one memory entry per node (a CPU step): outputs' allocator names, and
     # whole memory entries, are read as packed varints. "NodesNamed" reads any step:

@@ -30,6 +30,11 @@ def parse_run(data: bytes):
     return classes()["Run"].FromString(data)
 
 
+def device_name(dev_stats) -> str:
+    """A parsed run's device name as text (U+FFFD where its bytes are not UTF-8, as names are shown)."""
+    return dev_stats.device.decode("utf-8", "replace")
+
+
 @dataclass(init=False, eq=False)
 class NodeColumns:
     """One device's node stats as columns (what the importer builds spaces from)."""
