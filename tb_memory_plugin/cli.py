@@ -54,7 +54,7 @@ def _device_json(device: dict) -> dict:
     flat = dict(device)
     flat["op_types"] = [{"name": row["name"], "count": row["count"], **row["figures"]} for row in device["op_types"]]
     if not device["has_curve"]:  # no allocation records: no peak and no at-peak figure, rather than zeros
-        flat.update(peak_rise_bytes=None, peak_time_us=None, figures={**device["figures"], AT_PEAK_KEY: None})
+        flat["figures"] = {**device["figures"], AT_PEAK_KEY: None}  # the peak itself is null already
         for listing in ("scopes", "op_types", "categories", "top_scopes"):
             flat[listing] = [_without_at_peak(row) for row in flat.get(listing, ())]
     return flat

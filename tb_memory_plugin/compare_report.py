@@ -8,7 +8,7 @@ from __future__ import annotations
 from .analysis import SpaceAnalysis
 from .compare import Comparison, Table
 from .figures import ALLOCATED, AT_PEAK, OUTPUT
-from .report import NotFound
+from .report import NotFound, peak_fields
 
 # Key of each compared figure in a row: `a_bytes`, `b_bytes`, `delta_bytes` are at peak.
 _KEYS = {AT_PEAK: "bytes", ALLOCATED: "allocated_bytes", OUTPUT: "output_bytes"}
@@ -16,17 +16,13 @@ _KEYS = {AT_PEAK: "bytes", ALLOCATED: "allocated_bytes", OUTPUT: "output_bytes"}
 
 def side_dict(space: SpaceAnalysis, run: str, tag: str, step: int, source: str) -> dict:
     """One side of a comparison: the step and its memory space, named as in `summary.devices[]`."""
-    trace, curve = space.trace, space.curve
-    start = space.start_bytes
-    rise = space.peak_rise_bytes if space.has_curve else None
+    trace = space.trace
     return {
         "run": run, "tag": tag, "step": step, "source": source,
         "id": trace.id, "device": trace.device, "allocator": trace.allocator,
         "baseline": space.baseline, "has_curve": space.has_curve,
-        "start_bytes": start,
-        "peak_bytes": space.peak_bytes if space.has_curve else None,
-        "peak_rise_bytes": rise,
-        "peak_time_us": curve.peak_time_us if space.has_curve else None,
+        "start_bytes": space.start_bytes,
+        **peak_fields(space),
         "duration_us": space.duration_us,
     }
 

@@ -180,9 +180,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
             space = step.space(None)  # the summary's `default_device`
             if space is None:
                 continue
-            absolute = space.peak_bytes is not None
-            peak = space.peak_bytes if absolute else space.peak_rise_bytes  # as the summary shows it
-            rank = (bool(space.has_curve), peak)
+            shown = report.peak_fields(space)  # as the summary shows it
+            absolute = shown["peak_bytes"] is not None
+            peak = shown["peak_bytes"] if absolute else shown["peak_rise_bytes"]
+            rank = (bool(space.has_curve), peak or 0)
+            if peak is None:  # no curve: no peak, absolute or not
+                absolute = None
             if best is None or rank > best[0]:
                 best = (rank, ref, space.trace.id, peak, absolute)
         body = {"run": None, "tag": None, "device": None, "reason": None, "peak_bytes": None, "absolute": None,

@@ -49,11 +49,19 @@ def category_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
             for name, at_peak, allocated in space.by_category(execs)]
 
 
+def peak_fields(space: SpaceAnalysis) -> dict:
+    """The peak as the summary, compare and default_step routes and the CLI give it: null without
+    allocation records (no curve, so no peak; the at-peak figures of the listings stay 0)."""
+    if not space.has_curve:
+        return {"peak_bytes": None, "peak_rise_bytes": None, "peak_time_us": None}
+    return {"peak_bytes": space.peak_bytes, "peak_rise_bytes": space.peak_rise_bytes,
+            "peak_time_us": space.curve.peak_time_us}
+
+
 def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
                    resident: resident_mod.Resident | None = None) -> dict:
     trace = space.trace
     start = space.start_bytes
-    rise = space.peak_rise_bytes
     summary = {
         "id": trace.id,
         "device": trace.device,
@@ -64,9 +72,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "baseline": space.baseline,
         "has_curve": space.has_curve,
         "start_bytes": start,
-        "peak_bytes": space.peak_bytes,
-        "peak_rise_bytes": rise,
-        "peak_time_us": space.curve.peak_time_us,
+        **peak_fields(space),
         "peak_node": node_ref(space, space.peak_exec(), group),
         "largest_at_peak": _largest_at_peak(space, group),
         "end_bytes": None if start is None else start + space.curve.end_rise_bytes,
@@ -279,13 +285,18 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})
     series.append({"scope": None, "name": "(other)", "bytes": (sampled.max_bytes - explained).tolist()})
     snapshots, snapshot_index = curve_mod.sample_snapshots(trace, points, window)
+    shown = peak_fields(space)
+    peak = None if shown["peak_rise_bytes"] is None else {
+        "time_us": shown["peak_time_us"], "rise_bytes": shown["peak_rise_bytes"],
+        # Absolute where the allocator gives a start, as the curve's bytes are.
+        "bytes": shown["peak_bytes"] if shown["peak_bytes"] is not None else shown["peak_rise_bytes"],
+        "node": node_ref(space, space.peak_exec(), group)}
     return {
         "window": None if window is None else {"start_us": window[0], "end_us": window[1]},
         "baseline": space.baseline,
         "start_bytes": space.start_bytes,
         "absolute": space.start_bytes is not None,
-        "peak": {"time_us": curve_data.peak_time_us, "bytes": offset + space.peak_rise_bytes,
-                 "rise_bytes": space.peak_rise_bytes, "node": node_ref(space, space.peak_exec(), group)},
+        "peak": peak,
         "duration_us": space.duration_us,
         "t_us": sampled.time_us.tolist(),
         "min_bytes": (sampled.min_bytes + offset).tolist(),

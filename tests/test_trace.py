@@ -12,7 +12,7 @@ import pytest
 
 import protos
 from tracedata import exec_names
-from tb_memory_plugin import analysis, figures, report, store
+from tb_memory_plugin import analysis, compare_report, figures, report, store
 from tb_memory_plugin.sources.run_metadata import decode as decode_run_metadata, scan_devices
 from tb_memory_plugin.trace import parse_device
 
@@ -189,6 +189,11 @@ def test_old_tf1_gpu_names_without_records():
     assert summary["figures"]["allocated_bytes"] == 6144
     assert summary["figures"]["output_bytes"] == 10240
     assert summary["figures"]["at_peak_bytes"] == 0
+    # No curve, no peak: null, in the summary, the curve and a comparison alike.
+    assert summary["peak_bytes"] is summary["peak_rise_bytes"] is summary["peak_time_us"] is None
+    assert report.curve(gpu, "scope", 100)["peak"] is None
+    side = compare_report.side_dict(gpu, "run", "step_1", 1, "run_metadata")
+    assert side["peak_bytes"] is side["peak_rise_bytes"] is side["peak_time_us"] is None
     assert spaces["GPU:0/cuda_host_bfc"].trace.output.tolist() == [512]
 
 

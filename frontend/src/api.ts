@@ -153,7 +153,8 @@ export interface DeviceSummary {
   has_curve?: boolean;
   start_bytes: Bytes | null;
   peak_bytes: Bytes | null;
-  peak_rise_bytes: Bytes;
+  /** Null without a curve (`has_curve` false), as `peak_time_us` and `peak_bytes` are. */
+  peak_rise_bytes: Bytes | null;
   peak_time_us: Micros | null;
   /** The op whose allocation made the peak (it may itself hold little). */
   peak_node: NodeRef | null;

@@ -1,7 +1,7 @@
 // The step at a glance for the chosen device: peak, baseline, the identity
 // "at peak by category = by op type = peak rise", and the empty state.
 
-import type { DefaultStepResponse, DeviceSummary, LargestAtPeak, SummaryResponse } from '../api';
+import type { Bytes, DefaultStepResponse, DeviceSummary, LargestAtPeak, SummaryResponse } from '../api';
 import { clear, el } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatPercent, formatTime } from '../format';
 import { shareOfCapacity } from '../lib/allocator-readings';
@@ -53,27 +53,28 @@ export class SummaryView {
         el('span', { class: 'note', 'data-testid': 'summary-source', title: `A step of the profiler’s trace (plugins/profile/…/*.xplane.pb): ${summary.tag}` }, 'profiled step (XPlane)'),
       );
     }
-    if (device.has_curve === false) this.noCurve(summary, device, main, secondary);
-    else this.peak(summary, device, main, secondary);
+    // No allocation records: no curve and no peak (the server sends the peak's figures as null).
+    if (device.has_curve === false || device.peak_rise_bytes === null) this.noCurve(summary, device, main, secondary);
+    else this.peak(summary, device, device.peak_rise_bytes, main, secondary);
   }
 
-  private peak(summary: SummaryResponse, device: DeviceSummary, main: HTMLElement, secondary: HTMLElement): void {
+  private peak(summary: SummaryResponse, device: DeviceSummary, rise: Bytes, main: HTMLElement, secondary: HTMLElement): void {
     const absolute = device.baseline === 'allocator_bytes_in_use' && device.peak_bytes !== null;
     const mode = peakMode(device, this.wantedMode);
-    const peakText = mode === 'absolute' ? formatBytes(device.peak_bytes) : absolute ? formatBytesDelta(device.peak_rise_bytes) : `${formatBytesDelta(device.peak_rise_bytes)} (relative)`;
+    const peakText = mode === 'absolute' ? formatBytes(device.peak_bytes) : absolute ? formatBytesDelta(rise) : `${formatBytesDelta(rise)} (relative)`;
     main.append(
       el(
         'span',
         { class: 'figure' },
         mode === 'absolute' || !absolute ? 'Peak ' : 'Peak rise ',
-        el('b', { 'data-testid': 'summary-peak', 'data-mode': mode, title: peakTitle(device, mode) }, peakText),
+        el('b', { 'data-testid': 'summary-peak', 'data-mode': mode, title: peakTitle(device, rise, mode) }, peakText),
         device.peak_time_us !== null ? ` at ${formatTime(device.peak_time_us)}` : '',
       ),
     );
     if (canShowAbsolute(device)) main.append(this.modeToggle(mode));
     if (absolute) {
       main.append(
-        el('span', {}, `start ${formatBytes(device.start_bytes)} → rise ${formatBytesDelta(device.peak_rise_bytes)} → end ${formatBytes(device.end_bytes)}`),
+        el('span', {}, `start ${formatBytes(device.start_bytes)} → rise ${formatBytesDelta(rise)} → end ${formatBytes(device.end_bytes)}`),
       );
     } else {
       main.append(el('span', { class: 'note' }, 'no allocator baseline: relative to the step’s start'));
@@ -88,7 +89,7 @@ export class SummaryView {
     }
     if (device.largest_at_peak) main.append(this.largestItem(device.largest_at_peak));
 
-    const id = peakIdentity(device);
+    const id = peakIdentity(device, rise);
     const identity = el(
       'span',
       { class: 'identity', 'data-testid': 'identity', 'data-holds': String(id.holds) },
@@ -185,8 +186,8 @@ export class SummaryView {
 }
 
 /** The peak's exact bytes, and what it is made of: resident before the step (from the run's graph) and the rise. */
-function peakTitle(device: DeviceSummary, mode: PeakMode): string {
-  const rise = `rise over the step’s start ${formatExactBytes(device.peak_rise_bytes)}`;
+function peakTitle(device: DeviceSummary, riseBytes: Bytes, mode: PeakMode): string {
+  const rise = `rise over the step’s start ${formatExactBytes(riseBytes)}`;
   if (mode !== 'absolute' || device.peak_bytes === null || device.start_bytes === null) return rise;
   const lines = [`absolute memory at the peak ${formatExactBytes(device.peak_bytes)}`, `= in use before the step ${formatExactBytes(device.start_bytes)}`];
   const r = device.resident;
