@@ -20,7 +20,7 @@ from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMP, TEMPORARIES
 from .names import NameTable, op_type_from_label
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
-from .trace import SpaceTrace, Trace, empty_trace
+from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
 GROUPS = ("layer", "scope")
 
@@ -299,11 +299,12 @@ class StepAnalysis:
 
     @property
     def default_space_id(self) -> str | None:
-        """An accelerator's main allocator if any, else the space with the highest peak."""
+        """An accelerator's own memory if any (not its pinned host memory), else the space with the
+        highest peak."""
         if not self.spaces:
             return None
-        accelerators = [s for s in self.spaces if s.trace.device_type not in ("CPU",)]
-        pool = accelerators or self.spaces
+        own = [s for s in self.spaces if s.trace.device_type not in ("CPU",) and s.trace.memory_kind == DEVICE_MEMORY]
+        pool = own or self.spaces
         best = max(pool, key=lambda s: (s.peak_rise_bytes, int(s.trace.allocated.sum())))
         return best.trace.id
 

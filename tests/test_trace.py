@@ -169,6 +169,27 @@ def test_stream_suffix_on_real_device_names():
 # -- old TF1 logs -------------------------------------------------------------------
 
 
+def test_pinned_host_memory_is_never_a_gpus_main_allocator():
+    """A GPU step whose pinned host memory (an input batch in cuda_host_bfc) moves more bytes than
+    the GPU's own allocator: the GPU's allocator still keeps every execution and the device's
+    temp bytes, and is the step's default space."""
+    nodes = [
+        protos.Node("model/conv/Conv2D", 0, 10, op="Conv2D", temp=4 << 20,
+                    memory=[protos.Mem("GPU_0_bfc", [(1, 1 << 20), (9, -(1 << 20))])], outputs=[("GPU_0_bfc", 1 << 20)]),
+        protos.Node("IteratorGetNext", 0, 2, op="IteratorGetNext",
+                    memory=[protos.Mem("cuda_host_bfc", [(0, 8 << 20), (12, -(8 << 20))])],
+                    outputs=[("cuda_host_bfc", 8 << 20)]),
+    ]
+    step = store.analyse_bytes(protos.serialized({protos.GPU0: nodes}))
+    spaces = _by_id(step)
+    gpu, host = spaces["GPU:0/GPU_0_bfc"], spaces["GPU:0/cuda_host_bfc"]
+    assert (gpu.trace.memory_kind, host.trace.memory_kind) == ("device", "host")
+    assert host.peak_rise_bytes > gpu.peak_rise_bytes
+    assert step.default_space_id == "GPU:0/GPU_0_bfc"
+    assert gpu.trace.exec_count == 2 and int(gpu.trace.temp.sum()) == 4 << 20
+    assert host.trace.exec_count == 1 and int(host.trace.temp.sum()) == 0
+
+
 def test_old_tf1_gpu_names_without_records():
     step = store.analyse_bytes(protos.old_tf1_trace())
     assert step.status == "ok"

@@ -14,7 +14,7 @@ from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import graph_pb2
 
 from ..._numeric import scatter_sum
-from ...trace import SpaceTrace, Trace, TraceDecodeError, parse_device
+from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError, memory_kind, parse_device
 from . import wire
 
 
@@ -91,7 +91,9 @@ def _spaces_of_device(
     def weight(name: str) -> int:
         return int(memory[name][:, 2].clip(min=0).sum() + outputs[name][:, 2].sum())
 
-    primary = max(allocators, key=weight)
+    # The device's own memory first (a GPU's BFC, not the pinned host memory that may move more
+    # bytes), then the most bytes.
+    primary = max(allocators, key=lambda name: (memory_kind(device_type, name) == DEVICE_MEMORY, weight(name)))
     unnamed = columns.rows(columns.outputs, "")
     if unnamed.size:  # outputs with no allocator name belong to the main one
         outputs[primary] = np.concatenate([outputs[primary], unnamed])
