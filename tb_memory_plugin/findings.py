@@ -252,13 +252,22 @@ def graph_constants(model: Model) -> list[Finding]:
     if data_bytes < GRAPH_CONSTANTS_MIN_BYTES and not large_graph:
         return []
     listed = data if data_bytes >= GRAPH_CONSTANTS_MIN_BYTES else model.constants
+    flagged_bytes = data_bytes if listed is data else sum(c.serialized_bytes for c in listed)
+    text = f"The GraphDef is {format_bytes(model.graph_bytes)} ({model.graph_bytes / PROTOBUF_LIMIT_BYTES:.2%} of protobuf's 2 GiB limit)"
+    if not listed:  # a big graph without constants: its nodes' attributes or its function library
+        return [Finding(
+            GRAPH_CONSTANTS, model.graph_bytes, "", [],
+            text + "; no Const node holds any of it: its nodes' attributes or its function library make it that large.",
+            "Look for data held in attributes (string or tensor attributes of other ops) or in a large function "
+            "library, and feed it instead, so the graph stays far below the 2 GiB limit.",
+            None,
+            {"graph_bytes": model.graph_bytes, "limit_bytes": PROTOBUF_LIMIT_BYTES, "constant_bytes": 0, "constants": []},
+        )]
     largest = listed[0]
     shape = "x".join(map(str, largest.shape)) or "scalar"
-    flagged_bytes = data_bytes if listed is data else sum(c.serialized_bytes for c in listed)
-    text = (f"The GraphDef is {format_bytes(model.graph_bytes)} ({model.graph_bytes / PROTOBUF_LIMIT_BYTES:.2%} of "
-            f"protobuf's 2 GiB limit); {len(listed)} Const node{'s hold' if len(listed) != 1 else ' holds'} "
-            f"{format_bytes(flagged_bytes)} of it, the largest {largest.name} ({largest.dtype} {shape}, "
-            f"{format_bytes(largest.serialized_bytes)}).")
+    text += (f"; {len(listed)} Const node{'s hold' if len(listed) != 1 else ' holds'} "
+             f"{format_bytes(flagged_bytes)} of it, the largest {largest.name} ({largest.dtype} {shape}, "
+             f"{format_bytes(largest.serialized_bytes)}).")
     if listed is not data:
         text += " Most of it is weights (a frozen graph)."
     return [Finding(

@@ -104,6 +104,21 @@ def test_no_graph_constants_in_a_model_without_embedded_data(unet_trace):
     assert findings.graph_constants(resident.Model.from_bytes(unet_trace.graph_def_bytes)) == []
 
 
+def test_a_huge_graph_without_constants_is_flagged_without_naming_one():
+    """A GraphDef near protobuf's limit with no Const node (its size in attributes or a function
+    library) is still flagged, by its size alone."""
+    from tensorboard.compat.proto import graph_pb2
+
+    graph = graph_pb2.GraphDef()
+    graph.node.add(name="x", op="Placeholder")
+    graph.node.add(name="y", op="Identity", input=["x"])
+    model = resident.Model.from_nodes(graph.node, findings.GRAPH_WARN_BYTES)
+    (finding,) = findings.graph_constants(model)
+    assert finding.kind == "graph_constants" and finding.bytes == findings.GRAPH_WARN_BYTES
+    assert finding.details["constants"] == [] and "no Const node" in finding.message
+    assert findings.graph_constants(resident.Model.from_nodes(graph.node, findings.GRAPH_WARN_BYTES - 1)) == []
+
+
 # -- step_growth: a queue nothing dequeues --------------------------------------------------------------
 
 
