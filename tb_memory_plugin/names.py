@@ -173,6 +173,27 @@ def layer_path(graph_name: str) -> str:
     return graph_name
 
 
+def layer_of(layer_path: str) -> str:
+    """The layer a node belongs to (what-if layers, findings): its layer path's (`layer_path`)
+    scope, cut before a `*_grad` component.
+
+    `shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput` -> `shared_model/unet_01`;
+    an op with no scope (`Mean`) is its own layer, and its gradient (`Mean_grad/Tile`) is in
+    it. By string searches (every distinct name of a deep step asks): the first component
+    ending in `_grad` is the first `_grad/`, else a last one; the layer is what precedes that
+    component, or that component's op where none does.
+    """
+    grad = layer_path.find("_grad/")
+    if grad < 0:
+        if not layer_path.endswith("_grad"):
+            return layer_path.rpartition("/")[0] or layer_path
+        grad = len(layer_path) - len("_grad")
+    slash = layer_path.rfind("/", 0, grad)
+    if slash > 0:
+        return layer_path[:slash]
+    return layer_path[:grad] if slash < 0 and grad > 0 else layer_path
+
+
 # --- categories --------------------------------------------------------------
 
 # Ops whose bytes are a variable's own buffer: the variable, its handle, a read that returns

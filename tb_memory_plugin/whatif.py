@@ -26,7 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ACTIVATIONS, AT_PEAK, INPUTS, OPTIMIZER
-from .names import XLA_PROGRAM_OP_TYPE, coded
+from .names import XLA_PROGRAM_OP_TYPE, coded, layer_of
 from .trace import labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -49,23 +49,6 @@ class WhatIfError(ValueError):
 
 
 # -- which bytes carry the batch ----------------------------------------------------------
-
-
-def layer_of(layer_path: str) -> str:
-    """The layer a node belongs to: its layer path's scope, cut before a `*_grad` component.
-
-    `shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput` -> `shared_model/unet_01`;
-    an op with no scope (`Mean`) is its own layer. By string searches (every distinct name
-    of a deep step asks): the first component ending in `_grad` is the first `_grad/`, else
-    a last one; the layer is what precedes that component.
-    """
-    grad = layer_path.find("_grad/")
-    if grad < 0:
-        if not layer_path.endswith("_grad"):
-            return layer_path.rpartition("/")[0] or layer_path
-        grad = len(layer_path) - len("_grad")
-    slash = layer_path.rfind("/", 0, grad)
-    return layer_path[:slash] if slash > 0 else layer_path
 
 
 def _label_inputs(label: str) -> list[str]:

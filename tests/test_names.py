@@ -76,6 +76,22 @@ def test_layer_path_folds_gradients_and_updates(graph_name, layer):
     assert names.layer_path(graph_name) == layer
 
 
+@pytest.mark.parametrize("graph_name, layer", [
+    ("gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput", "shared_model/unet_01"),
+    ("shared_model/unet_01/Conv2D", "shared_model/unet_01"),
+    ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights"),
+    # A while loop's gradient (control flow v2) nests `_grad` scopes: cut before the first.
+    ("gradients/rnn/while_grad/rnn/while_grad/body/lstm/MatMul_grad/MatMul", "rnn"),
+    ("gradients/Mean_grad/Tile", "Mean"),  # a root op's gradient: in the op's layer
+    ("Mean", "Mean"),
+])
+def test_the_layer_of_a_node_is_one_rule_for_findings_and_the_whatif(graph_name, layer):
+    from tb_memory_plugin import findings, whatif
+
+    assert names.layer_of(names.layer_path(graph_name)) == layer
+    assert findings.layer_of is whatif.layer_of is names.layer_of  # one home
+
+
 @pytest.mark.parametrize("label, op", [
     ("shared_model/unet_01/Relu = _MklNativeFusedConv2D(a, b)", "_MklNativeFusedConv2D"),
     ("[cpu 0.1MB 0.1MB] x = Conv2D(a)", "Conv2D"),
