@@ -327,12 +327,18 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     has_bytes = any(int(s.trace.allocated.sum()) or int(s.trace.output.sum()) or s.has_curve for s in spaces)
     if not has_bytes:
         return StepAnalysis(trace, [], "no_memory",
-                            f"This step was traced ({trace.node_stat_count} node stats) but carries no memory "
-                            "figures (traced below FULL_TRACE?). " + NO_MEMORY_HELP)
+                            f"This step was traced ({trace.node_stat_count} node stats) but no op in it allocated "
+                            "or output any memory: either nothing in it does (a step of no-ops), or it was traced "
+                            "below FULL_TRACE. " + NO_MEMORY_HELP)
     message = trace.note
     if not any(s.has_curve for s in spaces):
-        message = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
-                   "allocated and output bytes are shown, but there is no curve and no at-peak figure.")
+        if any(int(s.trace.allocated.sum()) for s in spaces):  # allocations without their records
+            message = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
+                       "allocated and output bytes are shown, but there is no curve and no at-peak figure.")
+        else:
+            message = ("Nothing was allocated during this step: its outputs are buffers that existed before it "
+                       "(variable reads, constants), so there is no curve and no at-peak figure; output bytes "
+                       "are shown.")
     return StepAnalysis(trace, spaces, "ok", message)
 
 

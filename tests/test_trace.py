@@ -21,6 +21,33 @@ def _by_id(step):
     return {s.trace.id: s for s in step.spaces}
 
 
+def test_steps_that_allocate_nothing_say_so():
+    """Real FULL_TRACE steps that allocate nothing: a no-op has no memory at all, and a variable
+    read outputs a buffer that existed before the step, with no allocation record. Neither is
+    blamed on the trace level or on TensorFlow 1.x."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        variable = tf.compat.v1.get_variable("v", (64, 64))
+        fetches = {"no_op": tf.no_op(name="nothing"), "read": variable.read_value()}
+        init = tf.compat.v1.global_variables_initializer()
+    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    steps = {}
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(init)
+        for name, fetch in fetches.items():
+            metadata = tf.compat.v1.RunMetadata()
+            session.run(fetch, options=options, run_metadata=metadata)
+            steps[name] = store.analyse_bytes(metadata.SerializeToString())
+    assert steps["no_op"].status == "no_memory"
+    assert "nothing in it does" in steps["no_op"].message and "FULL_TRACE" in steps["no_op"].message
+    read = steps["read"]
+    assert read.status == "ok" and not any(space.has_curve for space in read.spaces)
+    assert all(int(space.trace.allocated.sum()) == 0 for space in read.spaces)
+    assert "Nothing was allocated" in read.message and "1.x" not in read.message
+
+
 # -- real trace ------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ import type { Api, CurveWindow } from './api';
 import type { AppState } from './app-state';
 import { curvePointsFor, highlightOf } from './lib/curve-data';
 import { WINDOW_FETCH_DELAY_MS, needsWindowFetch } from './lib/curve-window';
+import { noCurveReason } from './lib/peak-figures';
 import { Latest, loadInto, message } from './loading';
 import type { Readiness } from './readiness';
 import { type Selection, parentScope, stepParams } from './selection';
@@ -36,7 +37,8 @@ export class CurveLoads {
     const { focus } = s;
     const curve = this.view;
     const hasCurve = this.state.device?.has_curve !== false;
-    curve.setNote(hasCurve ? null : 'No memory curve: this trace has no allocation records (old TF 1.x dumps). The scopes are sized by allocated bytes.');
+    const device = this.state.device;
+    curve.setNote(hasCurve || !device ? null : `No memory curve: ${noCurveReason(device)}. The scopes are sized by allocated bytes.`);
     if (!hasCurve) {
       this.latest.curve.next(); // an answer still in flight for another step is not drawn
       this.cancelWindowWait();

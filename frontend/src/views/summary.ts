@@ -6,6 +6,7 @@ import { clear, el } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatPercent, formatTime } from '../format';
 import { shareOfCapacity } from '../lib/allocator-readings';
 import { peakIdentity } from '../lib/identity';
+import { noCurveReason } from '../lib/peak-figures';
 import { isPinnedHost } from '../lib/memory-kind';
 import { canShowAbsolute, peakMode, type PeakMode } from '../lib/resident';
 import type { Selection } from '../selection';
@@ -130,7 +131,7 @@ export class SummaryView {
   }
 
   /**
-   * A trace without allocation records (old TF 1.x dumps): there is no curve,
+   * A trace without allocation records (old TF 1.x dumps, or nothing allocated): there is no curve,
    * so no peak and no at-peak figure. Says so once and shows what the trace
    * has: allocated and output bytes.
    */
@@ -140,7 +141,7 @@ export class SummaryView {
       el('span', { 'data-testid': 'summary-allocated', 'data-bytes': String(device.figures.allocated_bytes), title: formatExactBytes(device.figures.allocated_bytes) }, `allocated ${formatBytes(device.figures.allocated_bytes)}`),
       el('span', { 'data-testid': 'summary-output', 'data-bytes': String(device.figures.output_bytes), title: formatExactBytes(device.figures.output_bytes) }, `output ${formatBytes(device.figures.output_bytes)}`),
     );
-    appendNote(main, 'this trace has no allocation records (old TF 1.x dumps): no peak and no at-peak figures');
+    appendNote(main, `${noCurveReason(device)}: no peak and no at-peak figures`);
     const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.exec_count)} executions`];
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));
