@@ -89,6 +89,8 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     start = summary["start_bytes"]
     if start is not None:
         baseline = f"start {format_bytes(start)} (allocator_bytes_in_use)"
+    elif space.trace.shared_with:
+        baseline = f"relative to the step's start ({space.trace.allocator} is shared with {', '.join(space.trace.shared_with)})"
     elif summary["snapshots"]["count"]:  # docs/figures.md: readings that imply a negative start
         baseline = "relative to the step's start (the allocator's readings give no usable start)"
     else:

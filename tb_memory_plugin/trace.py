@@ -95,6 +95,10 @@ class SpaceTrace:
     # demand where the source keeps them (the batch-size what-if asks for every name of a
     # step); None where the source cannot.
     outputs_of: Callable[[list[str]], list[list[tuple[tuple[int, ...], int]]]] | None = None
+    # The other spaces of the same allocator, where devices of one process share it (CPUs'
+    # `mklcpu`, pinned `cuda_host_bfc`): its readings count all of theirs, so the source
+    # leaves them out (no baseline) and this says why.
+    shared_with: tuple[str, ...] = ()
 
     @property
     def exec_count(self) -> int:

@@ -21,6 +21,48 @@ def _by_id(step):
     return {s.trace.id: s for s in step.spaces}
 
 
+def test_two_cpus_share_one_allocator_whose_readings_are_no_ones_baseline():
+    """A real step on two CPU devices (one process): both report the process's one CPU allocator,
+    whose readings count both devices' bytes. Each device keeps its own ops' allocations, relative
+    to the step's start, and says with whom it shares the allocator."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, (None, 256), name="x")
+        with tf.device("/cpu:0"), tf.compat.v1.variable_scope("tower0"):
+            h = tf.nn.relu(tf.matmul(x, tf.compat.v1.get_variable("w", (256, 512))))
+        with tf.device("/cpu:1"), tf.compat.v1.variable_scope("tower1"):
+            h = tf.matmul(h, tf.compat.v1.get_variable("w", (512, 256)))
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h - x)))
+        init = tf.compat.v1.global_variables_initializer()
+    feed = {x: np.ones((128, 256), np.float32)}
+    metadata = tf.compat.v1.RunMetadata()
+    config = tf.compat.v1.ConfigProto(device_count={"CPU": 2})
+    with tf.compat.v1.Session(graph=graph, config=config) as session:
+        session.run(init)
+        session.run(train, feed)
+        session.run(train, feed, options=tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE),
+                    run_metadata=metadata)
+    raw = metadata.SerializeToString()
+    step = store.analyse_bytes(raw)
+    assert [space.trace.id.split("/")[0] for space in step.spaces] == ["CPU:0", "CPU:1"]  # by index
+    (allocator,) = {space.trace.allocator for space in step.spaces}
+    first, second = step.spaces
+    assert first.trace.shared_with == (second.trace.id,) and second.trace.shared_with == (first.trace.id,)
+    readings = [entry.allocator_bytes_in_use for device in metadata.step_stats.dev_stats
+                for node in device.node_stats for entry in node.memory]
+    assert max(readings) > 0  # the allocator did report: not used as either's baseline
+    for space in step.spaces:
+        assert space.baseline == "none" and space.start_bytes is None and space.peak_bytes is None
+        assert space.peak_rise_bytes > 0 and space.trace.snapshot_bytes.size == 0
+        assert report.device_summary(space, "layer")["shared_with"] == list(space.trace.shared_with)
+    assert f"{allocator} is shared by {first.trace.id}, {second.trace.id}" in step.message
+    # Each device's ops only: towers stay on their own device.
+    assert {path for path, _ in first.top_level("scope")} >= {"tower0"}
+    assert "tower0" not in {path for path, _ in second.top_level("scope")}
+
+
 def test_steps_that_allocate_nothing_say_so():
     """Real FULL_TRACE steps that allocate nothing: a no-op has no memory at all, and a variable
     read outputs a buffer that existed before the step, with no allocation record. Neither is

@@ -149,6 +149,8 @@ export interface DeviceSummary {
   /** The allocator's limit where the trace reports it (XPlane); null for RunMetadata steps. */
   capacity_bytes?: Bytes | null;
   baseline: Baseline;
+  /** The other spaces of the same allocator (devices of one process sharing it): then no baseline. Absent from older servers. */
+  shared_with?: string[];
   /** False when the trace has no allocation records (old TF 1.x dumps): no curve, no at-peak figures. Absent means true. */
   has_curve?: boolean;
   start_bytes: Bytes | null;

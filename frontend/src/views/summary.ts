@@ -78,7 +78,12 @@ export class SummaryView {
         el('span', {}, `start ${formatBytes(device.start_bytes)} → rise ${formatBytesDelta(rise)} → end ${formatBytes(device.end_bytes)}`),
       );
     } else {
-      main.append(el('span', { class: 'note' }, 'no allocator baseline: relative to the step’s start'));
+      const shared = device.shared_with ?? [];
+      main.append(
+        el('span', { class: 'note', 'data-testid': 'summary-no-baseline' }, shared.length
+          ? `no allocator baseline (${device.allocator} is shared with ${shared.join(', ')}): relative to the step’s start`
+          : 'no allocator baseline: relative to the step’s start'),
+      );
     }
     if (device.capacity_bytes) main.append(capacityItem(device.capacity_bytes, absolute ? device.peak_bytes : null));
     if (device.peak_node) {

@@ -302,8 +302,8 @@ describe('SummaryView', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
     const old = {
-      ...device, has_curve: false, baseline: 'none' as const, start_bytes: null, peak_bytes: null, peak_rise_bytes: 0,
-      peak_time_us: 0, peak_node: null, largest_at_peak: null, end_bytes: null, event_count: 0,
+      ...device, has_curve: false, baseline: 'none' as const, start_bytes: null, peak_bytes: null, peak_rise_bytes: null,
+      peak_time_us: null, peak_node: null, largest_at_peak: null, end_bytes: null, event_count: 0,
       figures: { ...figures(0), allocated_bytes: 5 * 1048576, output_bytes: 2 * 1048576 },
     };
     view.setData(summary, old);
@@ -313,6 +313,18 @@ describe('SummaryView', () => {
     expect(document.querySelector<HTMLElement>('[data-testid=summary-allocated]')!.textContent).toBe('allocated 5.00 MiB');
     expect(document.querySelector<HTMLElement>('[data-testid=summary-output]')!.dataset.bytes).toBe(String(2 * 1048576));
     expect(document.querySelector('[data-testid=identity]')).toBeNull();
+  });
+
+  it('says with whom an allocator without a baseline is shared', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const relative = { ...device, baseline: 'none' as const, start_bytes: null, peak_bytes: null, end_bytes: null };
+    view.setData(summary, { ...relative, allocator: 'mklcpu', shared_with: ['CPU:1/mklcpu'] });
+    expect(document.querySelector('[data-testid=summary-no-baseline]')!.textContent).toBe(
+      'no allocator baseline (mklcpu is shared with CPU:1/mklcpu): relative to the step’s start',
+    );
+    view.setData(summary, { ...relative, shared_with: [] });
+    expect(document.querySelector('[data-testid=summary-no-baseline]')!.textContent).toBe('no allocator baseline: relative to the step’s start');
   });
 
   it('labels pinned host memory as host memory, from memory_kind or the allocator', () => {

@@ -7,6 +7,7 @@ allocator, the device's main allocator keeping every execution.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 import numpy as np
@@ -64,8 +65,10 @@ def _trace(devices, op_types: dict[str, str]) -> Trace:
     step_end = max((int(c.end.max()) for *_, c in devices), default=0)
 
     spaces: list[SpaceTrace] = []
-    for device, device_type, index, columns in devices:
+    # Accelerators first, then CPUs, each by index (TensorFlow writes them in no set order).
+    for device, device_type, index, columns in sorted(devices, key=lambda d: (d[1] == "CPU", d[1], d[2])):
         spaces.extend(_spaces_of_device(device, device_type, index, columns, step_start))
+    spaces, note = _shared_allocators(spaces)
     return Trace(
         spaces=spaces,
         devices=[d for d, *_ in devices],
@@ -73,7 +76,36 @@ def _trace(devices, op_types: dict[str, str]) -> Trace:
         duration_us=step_end - step_start,
         node_stat_count=node_stat_count,
         op_types=op_types,  # the partition graphs'
+        note=note,
     )
+
+
+def _shared_allocators(spaces: list[SpaceTrace]) -> tuple[list[SpaceTrace], str | None]:
+    """Spaces of one allocator that several devices of a process report (CPUs share `cpu` or
+    `mklcpu`, devices share pinned `cuda_host_bfc`), and what to say about them.
+
+    Each device's space keeps its own ops' allocations, but the allocator's readings count
+    every device's bytes: they are the baseline of none of them (each is then relative to the
+    step's start), rather than one pool's bytes counted once per device.
+    """
+    by_pool: dict[tuple[str, str], list[int]] = {}
+    for i, space in enumerate(spaces):
+        process = space.device.rsplit("/", 1)[0]  # `/job:localhost/replica:0/task:0`: one process's
+        by_pool.setdefault((process, space.allocator), []).append(i)
+    shared = [rows for rows in by_pool.values() if len(rows) > 1]
+    if not shared:
+        return spaces, None
+    spaces = list(spaces)
+    said = []
+    for rows in shared:
+        ids = [spaces[i].id for i in rows]
+        for i in rows:
+            spaces[i] = dataclasses.replace(spaces[i], snapshot_time_us=np.zeros(0, np.int64),
+                                            snapshot_bytes=np.zeros(0, np.int64),
+                                            shared_with=tuple(other for other in ids if other != spaces[i].id))
+        said.append(f"{spaces[rows[0]].allocator} is shared by {', '.join(ids)}")
+    return spaces, ("; ".join(said) + ": each shows its own ops' allocations, relative to the step's start "
+                    "(the allocator's readings count every device's bytes, so they are no one device's baseline).")
 
 
 def _spaces_of_device(
