@@ -539,6 +539,8 @@ def _print_whatif(body: dict) -> None:
         print(f"   {name}:")
         print(f"     predicted peak {format_bytes(peak) if peak is not None else 'n/a (no baseline)'}, "
               f"rise {format_bytes(prediction['predicted_peak_rise_bytes'])}")
+        if prediction.get("warning"):
+            print(f"     warning: {prediction['warning']}")
         if limit is not None:
             fits = prediction["max_batch"]
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"

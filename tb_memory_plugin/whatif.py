@@ -192,6 +192,7 @@ class _Outputs:
         shapes = [shape for shape, _ in flat]
         sizes = np.fromiter((size for _, size in flat), dtype=np.int64, count=len(flat))
         parameter_shapes = {shape for shape in itertools.compress(shapes, from_reads.tolist()) if shape}
+        self.parameter_shapes = parameter_shapes
         rank = np.fromiter(map(len, shapes), dtype=np.int64, count=len(shapes))
         shaped = np.flatnonzero(rank > 0)
         first_dim = np.zeros(len(shapes), dtype=np.int64)
@@ -299,6 +300,10 @@ class OneStep:
         asked = np.unique(event_row[known & keep & ~outputs.carries[event_row]])
         uses[asked] = outputs.uses_batch(asked)
         self.scales = keep & uses[event_row]
+        # The traced batch as a dimension of a parameter's shape: outputs of that shape (a
+        # [batch, 64] activation of a 64x64 weight at batch 64) cannot be told from the
+        # parameter's gradients, and are not scaled.
+        self.batch_in_parameter_shape = any(self.batch in shape for shape in outputs.parameter_shapes)
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants.
         feeds = rows[(space.names.category == INPUTS) & (rows >= 0)]
         resident = int(outputs.batch_sizes.sums(outputs.count)[feeds].sum())
@@ -307,6 +312,15 @@ class OneStep:
         batch_shaped = outputs.batch_sizes.holds(rows[trace.name_code[persistent]], kept)
         self.resident_batch_bytes = resident + int(kept[batch_shaped].sum())
         self._layer_names, self._layer_of_name = _layers(space)
+
+    @property
+    def warning(self) -> str | None:
+        """What may make this prediction low, where the step shows it (None: nothing)."""
+        if not self.batch_in_parameter_shape:
+            return None
+        return (f"the traced batch ({self.batch}) is also a dimension of the model's parameters: tensors shaped like "
+                "a parameter are never scaled, so this may predict too little; trace at a batch size that is no "
+                "layer's width, or fit over two batch sizes")
 
     @cached_property
     def scaled_share(self) -> float:
@@ -372,6 +386,21 @@ def one_step(step: StepAnalysis, space: SpaceAnalysis) -> OneStep:
 
 
 # -- several batch sizes --------------------------------------------------------------------
+
+_SAME_MODEL_SHARE = 0.5  # layers two steps of one model have in common, at least (of either's)
+
+
+def _check_one_model(steps: list[Traced]) -> None:
+    """A fit reads one model at several batch sizes: each step must share most of its layers
+    with the first (steps of other models would fit nonsense)."""
+    first = set(_layers(steps[0].space)[0])
+    for other in steps[1:]:
+        layers = set(_layers(other.space)[0])
+        share = len(first & layers) / max(len(first | layers), 1)
+        if share < _SAME_MODEL_SHARE:
+            raise WhatIfError(
+                f"{other.run} {other.tag} and {steps[0].run} {steps[0].tag} share {share:.0%} of their layers: "
+                "not one model at two batch sizes, so they cannot be fitted together (pick runs of the same model)")
 
 
 @dataclass
@@ -493,7 +522,16 @@ class WhatIf:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")
         self.one_step = one_step(first.step, first.space)
         batches = {s.batch for s in steps}
+        if len(batches) > 1:
+            _check_one_model(steps)
         self.fitted = Fitted([(s.batch, s.space) for s in steps]) if len(batches) > 1 else None
+        if self.fitted is None and not self.one_step.scales.any():
+            why = (f"; {self.one_step.batch} is also a dimension of the model's parameters, whose shapes are "
+                   "never scaled" if self.one_step.batch_in_parameter_shape else "")
+            raise WhatIfError(
+                f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, the "
+                f"commonest first dimension of its inputs){why}: one step cannot be scaled. Trace the model at two "
+                "batch sizes and fit over both (runs).")
         capacity = first.space.trace.capacity_bytes
         self.limit, self.limit_source = ((limit, "limit") if limit is not None
                                          else (capacity, "capacity") if capacity else (None, None))

@@ -121,6 +121,73 @@ def test_a_fit_needs_two_batch_sizes():
         whatif.Fitted([(2, demo_step("unet_b2").space(None)), (2, demo_step("unet_b2", "step_1").space(None))])
 
 
+def test_a_fit_reads_one_model():
+    """Steps of two different models are not one model at two batch sizes: no fit through them."""
+    with pytest.raises(whatif.WhatIfError, match="share .* of their layers"):
+        whatif.WhatIf([traced("unet_b2"), traced("resnet9_b4")], 8)
+    assert whatif.WhatIf([traced("unet_b2"), traced("unet_b4")], 8).fitted is not None
+
+
+def _traced_real(name: str, build, feed) -> whatif.Traced:
+    """A real FULL_TRACE training step (after a warm-up) of the graph `build` makes, with `feed`."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        placeholders, train = build(tf)
+        init = tf.compat.v1.global_variables_initializer()
+    metadata = tf.compat.v1.RunMetadata()
+    feed_dict = dict(zip(placeholders, feed))
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(init)
+        session.run(train, feed_dict)
+        session.run(train, feed_dict, run_metadata=metadata,
+                    options=tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE))
+    step = store.analyse_bytes(metadata.SerializeToString())
+    return whatif.Traced(name, "step_1", 1, "run_metadata", step, step.space(None))
+
+
+def _mlp(batch: int, hidden: int, inputs: int = 32) -> whatif.Traced:
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, inputs), name="x")
+        h = tf.nn.relu(tf.matmul(x, tf.compat.v1.get_variable("w0", (inputs, hidden))))
+        h = tf.nn.relu(tf.matmul(h, tf.compat.v1.get_variable("w1", (hidden, 16))))
+        return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+    return _traced_real(f"mlp_b{batch}", build, [np.ones((batch, inputs), np.float32)])
+
+
+def test_a_batch_that_is_also_a_parameters_dimension_is_warned_of():
+    """At a batch equal to a layer's width, its activations are shaped like its weights and are not
+    scaled: the one-step prediction says it may be low; at another batch it says nothing."""
+    warned = whatif.WhatIf([_mlp(64, 64)], 128)  # 64: the batch, and w1's first dimension
+    assert warned.one_step.batch == 64 and "dimension of the model's parameters" in warned.one_step.warning
+    assert 0 < warned.one_step.scales.sum() < warned.one_step.scales.size
+    body = whatif_report.whatif_dict(warned)
+    assert body["predictions"]["one_step"]["warning"] == warned.one_step.warning
+    clean = whatif.WhatIf([_mlp(48, 64)], 96)
+    assert clean.one_step.batch == 48 and clean.one_step.warning is None
+    assert whatif_report.whatif_dict(clean)["predictions"]["one_step"]["warning"] is None
+
+
+def test_a_step_where_nothing_carries_the_batch_is_refused():
+    """A sparse input's values are its commonest first dimension, and nothing else carries it:
+    one step cannot be scaled, and the what-if says so rather than predict the traced peak."""
+    rng = np.random.default_rng(0)
+    cells = np.unique(np.stack([rng.integers(0, 256, 400), rng.integers(0, 1000, 400)], 1), axis=0)
+
+    def build(tf):
+        indices = tf.compat.v1.placeholder(tf.int64, (None, 2), name="sp_indices")
+        values = tf.compat.v1.placeholder(tf.float32, (None,), name="sp_values")
+        dense = tf.sparse.sparse_dense_matmul(tf.SparseTensor(indices, values, (256, 1000)),
+                                              tf.compat.v1.get_variable("w", (1000, 64)))
+        return [indices, values], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            tf.reduce_mean(tf.square(dense)))
+
+    step = _traced_real("sparse", build, [cells.astype(np.int64), np.ones(len(cells), np.float32)])
+    with pytest.raises(whatif.WhatIfError, match=rf"nothing in sparse step_1 was found to carry its batch \({len(cells)}"):
+        whatif.WhatIf([step], 64)
+
+
 @pytest.fixture(scope="module")
 def batch_8(tf_models):
     """A real U-Net step at batch 8, traced here (same size and oneDNN as the demo)."""

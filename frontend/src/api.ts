@@ -428,7 +428,8 @@ export interface WhatIfResponse extends WhatIfPrediction {
   limit_source: 'limit' | 'capacity' | null;
   limit_applies_to: 'peak_bytes' | 'peak_rise_bytes' | null;
   predictions: {
-    one_step: (WhatIfPrediction & { from_run: string; from_tag: string; traced_batch: number; scaled_share: number }) | null;
+    /** `warning`: what may make the one-step prediction low (the traced batch is also a parameter's dimension), or null. */
+    one_step: (WhatIfPrediction & { from_run: string; from_tag: string; traced_batch: number; scaled_share: number; warning?: string | null }) | null;
     fit: (WhatIfPrediction & { batches: number[] }) | null;
   };
   series: { batch: number[]; one_step?: WhatIfSeries | null; fit?: WhatIfSeries | null };

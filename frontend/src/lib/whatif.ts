@@ -41,7 +41,9 @@ export function methodText(w: WhatIfResponse): string {
   const traced = w.predictions.one_step?.traced_batch ?? w.runs[0]?.batch;
   const text = traced === undefined ? 'from one step' : `from one step (batch ${traced})`;
   // Runs picked to fit with, all at the traced batch size: nothing to fit, and the reader should know why.
-  return w.runs.length > 1 ? `${text}: no fit, the runs picked hold no other batch size` : text;
+  const said = w.runs.length > 1 ? `${text}: no fit, the runs picked hold no other batch size` : text;
+  const warning = w.predictions.one_step?.warning;
+  return warning ? `${said} · ${warning}` : said;
 }
 
 /** The lead method's series: absolute peaks where every point has one, else the rise. */
