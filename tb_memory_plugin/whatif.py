@@ -192,7 +192,6 @@ class _Outputs:
         shapes = [shape for shape, _ in flat]
         sizes = np.fromiter((size for _, size in flat), dtype=np.int64, count=len(flat))
         parameter_shapes = {shape for shape in itertools.compress(shapes, from_reads.tolist()) if shape}
-        self.parameter_shapes = parameter_shapes
         rank = np.fromiter(map(len, shapes), dtype=np.int64, count=len(shapes))
         shaped = np.flatnonzero(rank > 0)
         first_dim = np.zeros(len(shapes), dtype=np.int64)
@@ -205,6 +204,9 @@ class _Outputs:
             parameter[maybe] = np.fromiter(map(parameter_shapes.__contains__, map(shapes.__getitem__, maybe.tolist())),
                                            dtype=bool, count=maybe.size)
         batched = (rank > 0) & (first_dim == batch) & ~parameter
+        # Rows with an output that would carry the batch but for its parameter's shape (reads of
+        # parameters aside): where they are forward-pass tensors, the batch is also a layer's width.
+        self.parameter_shaped = np.unique(out_row[(rank > 0) & (first_dim == batch) & parameter & ~from_reads])
         # oneDNN's workspaces (batch norm, max pool) are flat: one dimension, a multiple of the
         # batch, longer than a per-channel vector of the op's batch output.
         with_channels = np.zeros(self.count, dtype=bool)
@@ -300,10 +302,11 @@ class OneStep:
         asked = np.unique(event_row[known & keep & ~outputs.carries[event_row]])
         uses[asked] = outputs.uses_batch(asked)
         self.scales = keep & uses[event_row]
-        # The traced batch as a dimension of a parameter's shape: outputs of that shape (a
-        # [batch, 64] activation of a 64x64 weight at batch 64) cannot be told from the
-        # parameter's gradients, and are not scaled.
-        self.batch_in_parameter_shape = any(self.batch in shape for shape in outputs.parameter_shapes)
+        # Forward-pass tensors shaped like a parameter (a [64, 64] activation beside a 64x64
+        # weight at batch 64): they cannot be told from the parameter's gradients, and are not
+        # scaled.
+        forward = rows[(space.names.category == ACTIVATIONS) & (rows >= 0)]
+        self.batch_in_parameter_shape = bool(np.isin(outputs.parameter_shaped, forward).any())
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants.
         feeds = rows[(space.names.category == INPUTS) & (rows >= 0)]
         resident = int(outputs.batch_sizes.sums(outputs.count)[feeds].sum())
@@ -318,9 +321,9 @@ class OneStep:
         """What may make this prediction low, where the step shows it (None: nothing)."""
         if not self.batch_in_parameter_shape:
             return None
-        return (f"the traced batch ({self.batch}) is also a dimension of the model's parameters: tensors shaped like "
-                "a parameter are never scaled, so this may predict too little; trace at a batch size that is no "
-                "layer's width, or fit over two batch sizes")
+        return (f"at the traced batch ({self.batch}) some forward-pass tensors are shaped like the model's "
+                "parameters, which are never scaled, so this may predict too little; trace at a batch size that is "
+                "no layer's width, or fit over two batch sizes")
 
     @cached_property
     def scaled_share(self) -> float:
@@ -526,7 +529,7 @@ class WhatIf:
             _check_one_model(steps)
         self.fitted = Fitted([(s.batch, s.space) for s in steps]) if len(batches) > 1 else None
         if self.fitted is None and not self.one_step.scales.any():
-            why = (f"; {self.one_step.batch} is also a dimension of the model's parameters, whose shapes are "
+            why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "
                    "never scaled" if self.one_step.batch_in_parameter_shape else "")
             raise WhatIfError(
                 f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, the "

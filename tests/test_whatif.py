@@ -156,16 +156,16 @@ def _mlp(batch: int, hidden: int, inputs: int = 32) -> whatif.Traced:
     return _traced_real(f"mlp_b{batch}", build, [np.ones((batch, inputs), np.float32)])
 
 
-def test_a_batch_that_is_also_a_parameters_dimension_is_warned_of():
-    """At a batch equal to a layer's width, its activations are shaped like its weights and are not
-    scaled: the one-step prediction says it may be low; at another batch it says nothing."""
-    warned = whatif.WhatIf([_mlp(64, 64)], 128)  # 64: the batch, and w1's first dimension
-    assert warned.one_step.batch == 64 and "dimension of the model's parameters" in warned.one_step.warning
+def test_forward_tensors_shaped_like_parameters_are_warned_of():
+    """At a batch equal to a layer's input width, its activations are shaped like its weights and are
+    not scaled: the one-step prediction says it may be low; at another batch it says nothing."""
+    warned = whatif.WhatIf([_mlp(64, 48, inputs=64)], 128)  # x @ w0: [64, 48], shaped like w0
+    assert warned.one_step.batch == 64 and "shaped like the model's parameters" in warned.one_step.warning
     assert 0 < warned.one_step.scales.sum() < warned.one_step.scales.size
     body = whatif_report.whatif_dict(warned)
     assert body["predictions"]["one_step"]["warning"] == warned.one_step.warning
-    clean = whatif.WhatIf([_mlp(48, 64)], 96)
-    assert clean.one_step.batch == 48 and clean.one_step.warning is None
+    clean = whatif.WhatIf([_mlp(40, 48, inputs=64)], 80)
+    assert clean.one_step.batch == 40 and clean.one_step.warning is None
     assert whatif_report.whatif_dict(clean)["predictions"]["one_step"]["warning"] is None
 
 

@@ -86,6 +86,8 @@ def _assert_opens_on_the_largest_peak(dash, runs: list[dict]) -> None:
         summary = dash.tb.api("summary", run=run["run"], tag=_latest_tag(run))
         if summary["status"] == "ok":
             device = next(d for d in summary["devices"] if d["id"] == summary["default_device"])
+            if not device["has_curve"]:  # no peak (null): ranked after every step with one
+                continue
             assert (device["peak_bytes"] if device["peak_bytes"] is not None else device["peak_rise_bytes"]) <= \
                 opening["peak_bytes"], (run["run"], opening)
     reason = dash.loc(tid("summary-reason"))
