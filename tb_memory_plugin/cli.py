@@ -572,6 +572,31 @@ def whatif_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _top(text: str) -> int:
+    """--top: rows to list, at least 1 (its subcommand's usage says so otherwise)."""
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _batch(text: str) -> int:
+    """--batch: as the whatif route bounds it."""
+    from .whatif import MAX_BATCH_SEARCHED
+
+    value = _integer(text)
+    if not 1 <= value <= MAX_BATCH_SEARCHED:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_BATCH_SEARCHED:,}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tb-memory", description="Where a TensorFlow step's memory goes.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -581,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--tag")
     summary.add_argument("--device", help="memory space id (CPU:0/mklcpu), device name or allocator")
     summary.add_argument("--group", choices=GROUPS, default="layer")
-    summary.add_argument("--top", type=int, default=10)
+    summary.add_argument("--top", type=_top, default=10)
     summary.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     diff = commands.add_parser("diff", help="what grew: one traced step against a baseline step, scope by scope")
     diff.add_argument("logdir")
@@ -592,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--device", help="A's memory space (default: the step's main one)")
     diff.add_argument("--against-device", help="B's memory space (default: as --device)")
     diff.add_argument("--group", choices=GROUPS, default="layer")
-    diff.add_argument("--top", type=int, default=10)
+    diff.add_argument("--top", type=_top, default=10)
     diff.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     what = commands.add_parser("whatif", help="the peak at another batch size, the layers holding it, the "
                                               "largest batch that fits")
@@ -600,19 +625,12 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--run", required=True, action="append",
                       help="a run to predict from; several runs of the same graph at other batch sizes are fitted")
     what.add_argument("--tag", help="the step of each run (default: the run's latest step)")
-    what.add_argument("--batch", required=True, type=int, help="the batch size to predict")
+    what.add_argument("--batch", required=True, type=_batch, help="the batch size to predict")
     what.add_argument("--limit", type=byte_count, help="memory limit in bytes (or 16GiB): the largest batch that "
                                                        "fits (default: the allocator's capacity, where traced)")
     what.add_argument("--device", help="the memory space (default: the step's main one)")
     what.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     args = parser.parse_args(argv)
-    if getattr(args, "top", 1) < 1:
-        parser.error("--top must be at least 1")
-    if args.command == "whatif":
-        from .whatif import MAX_BATCH_SEARCHED
-
-        if not 1 <= args.batch <= MAX_BATCH_SEARCHED:  # as the whatif route bounds it
-            parser.error(f"--batch must be from 1 to {MAX_BATCH_SEARCHED:,}")
     commands_by_name = {"diff": diff_command, "summary": summary_command, "whatif": whatif_command}
     try:
         return commands_by_name[args.command](args)

@@ -230,11 +230,15 @@ def test_bad_steps_exit_non_zero(capsys, logdir, run, words, as_json):
         assert out == ""
 
 
-def test_bad_top_is_a_usage_error(capsys, logdir):
+@pytest.mark.parametrize("command", [["summary", "{logdir}"], ["diff", "{logdir}", "--run", "unet", "--against", ":step_1"]])
+@pytest.mark.parametrize("top, words", [("0", "must be at least 1"), ("x", "not an integer: 'x'")])
+def test_bad_top_is_a_usage_error(capsys, logdir, command, top, words):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["summary", str(logdir), "--top", "0"])
+        cli.main([arg.format(logdir=logdir) for arg in command] + ["--top", top])
     assert exc.value.code == 2
-    assert "--top" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # The subcommand's usage and error, not the top-level one.
+    assert f"usage: tb-memory {command[0]}" in err and f"tb-memory {command[0]}: error: argument --top: {words}" in err
 
 
 # -- as a module, in its own process -------------------------------------------------------------
