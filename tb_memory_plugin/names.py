@@ -150,11 +150,19 @@ def classify(raw_name: str) -> NameInfo:
 _GRADIENTS_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?$")
 
 
+def _named_gradients(first: str) -> bool:
+    """A first component the user named for gradients (`tf.gradients(..., name="my_grads")`), not
+    an op's own gradient scope at the root (`Mean_grad`): its paths fold into their layers where
+    a later component is an op's gradient (`my_grads/dense/MatMul_grad/MatMul`)."""
+    return "grad" in first.lower() and not first.endswith("_grad") and not _GRADIENTS_RE.match(first)
+
+
 @functools.lru_cache(maxsize=1 << 18)
 def layer_path(graph_name: str) -> str:
     """The graph name with gradient and optimizer-update prefixes folded away.
 
-    `gradients/shared_model/unet_01/Conv2D_grad/X` -> `shared_model/unet_01/Conv2D_grad/X`;
+    `gradients/shared_model/unet_01/Conv2D_grad/X` -> `shared_model/unet_01/Conv2D_grad/X` (a
+    gradients scope the user named, `my_grads/...`, too, where an op's `_grad` scope follows);
     `Adam/update_shared_model/unet_01/kernel/ResourceApplyAdam`
       -> `shared_model/unet_01/kernel/ResourceApplyAdam`.
     Names with nothing after the prefix (`gradients/AddN`) stay where they are.
@@ -163,6 +171,8 @@ def layer_path(graph_name: str) -> str:
     if not sep or "/" not in rest:
         return graph_name
     if first.startswith("gradient") and _GRADIENTS_RE.match(first):
+        return rest
+    if _named_gradients(first) and ("_grad/" in rest or rest.endswith("_grad")):
         return rest
     if rest.startswith("update_"):
         return rest[len("update_"):]
@@ -805,6 +815,9 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
         others = {i: layer for i, (path, layer) in enumerate(zip(paths, map(layer_path, paths))) if layer != path}
         return LayerCut(np.zeros(n, dtype=np.int64), others, None) if others else _NO_CUT
     gradients_first = parts.where(_GRADIENTS_RE.match) & parts.has_rest
+    named = parts.where(_named_gradients) & parts.has_rest
+    if named.any():  # an op's `_grad` scope after the first component (which does not end so)
+        gradients_first |= named & (lines.containing(b"_grad/") | lines.ending_with(b"_grad"))
     if not (gradients_first.any() or b"update_" in lines.data):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts

@@ -69,6 +69,11 @@ def test_plain_names_are_kept():
     ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights/ResourceApplyAdam"),
     ("training/Adam/update_dense/kernel/ResourceApplyAdam", "dense/kernel/ResourceApplyAdam"),
     ("gradients/AddN", "gradients/AddN"),  # nothing after the prefix: stays
+    # A gradients scope the user named (tf.gradients(..., name="my_grads")), where an op's gradient follows.
+    ("my_grads/body/dense/MatMul_grad/MatMul", "body/dense/MatMul_grad/MatMul"),
+    ("my_grads/Fill", "my_grads/Fill"),
+    ("my_grads/body/Fill", "my_grads/body/Fill"),  # no op's gradient below it: a scope of the user's
+    ("Mean_grad/Tile/x", "Mean_grad/Tile/x"),  # a root op's own gradient scope
     ("Adam/learning_rate", "Adam/learning_rate"),
     ("shared_model/unet_01/BiasAdd", "shared_model/unet_01/BiasAdd"),
 ])
