@@ -417,7 +417,8 @@ export interface WhatIfPrediction {
 /** Predicted peaks over batch sizes; `peak_bytes` entries are null without a baseline. */
 export interface WhatIfSeries {
   peak_rise_bytes: Bytes[];
-  peak_bytes: (Bytes | null)[];
+  /** Null when the step has no baseline (then only the rise is predicted). */
+  peak_bytes: Bytes[] | null;
 }
 export interface WhatIfResponse extends WhatIfPrediction {
   batch: number;

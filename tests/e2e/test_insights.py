@@ -86,6 +86,22 @@ def test_whatif_predicts_the_peak_at_batch_8(dashboard):
     dash.screenshot("whatif")
 
 
+def test_whatif_without_a_baseline_predicts_the_rise(dashboard):
+    """A demo step whose allocator reports no bytes in use (resnet9): the route's series has no
+    absolute peaks (null), and the panel predicts and draws the rise over the step's start."""
+    dash, tb = dashboard, dashboard.tb
+    run = "resnet9_b4"
+    tag, device = _open_run(dash, run)
+    _type(dash, "whatif-batch", "8")
+    answer = tb.api("whatif", run=run, tag=tag, device=device, batch=8)
+    assert answer["predicted_peak_bytes"] is None and answer["predicted_peak_rise_bytes"] > 0
+    assert dash.loc(f'{tid("whatif")} {tid("error")}').count() == 0
+    shown = _whatif_shown(dash)
+    assert shown["batch"] == 8 and shown["bytes"] == answer["predicted_peak_rise_bytes"]
+    assert "over the step’s start" in dash.loc(tid("whatif-predicted")).text_content()
+    assert dash.loc(f'{tid("whatif-chart")} {tid("whatif-asked")}').count() == 1
+
+
 def test_whatif_says_why_it_cannot_answer(dashboard):
     """A step without feeds (the hand-built two-device run) cannot tell its batch: the panel says so."""
     dash, tb = dashboard, dashboard.tb

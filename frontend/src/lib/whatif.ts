@@ -50,8 +50,8 @@ export function methodText(w: WhatIfResponse): string {
 function leadSeries(w: WhatIfResponse): { values: (Bytes | null)[]; absolute: boolean } {
   const series: WhatIfSeries | null | undefined = w.series[w.method] ?? w.series.one_step ?? w.series.fit;
   if (!series) return { values: [], absolute: false };
-  const absolute = series.peak_bytes.length > 0 && series.peak_bytes.every((b) => b !== null);
-  return { values: absolute ? series.peak_bytes : series.peak_rise_bytes, absolute };
+  const absolute = series.peak_bytes !== null && series.peak_bytes.length > 0;
+  return { values: series.peak_bytes !== null && absolute ? series.peak_bytes : series.peak_rise_bytes, absolute };
 }
 
 /** What the chart of predicted peak against batch size draws, and its domains (y from 0). */
