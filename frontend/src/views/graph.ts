@@ -29,7 +29,7 @@ function svgEl<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<strin
 }
 
 const SOURCE_TEXT: Record<GraphResponse['source'], string> = {
-  run_graph: 'edges from the run’s GraphDef',
+  run_graph: 'edges from the run’s graph (its GraphDef, TF2 function graphs or Keras model)',
   trace: 'no GraphDef: boxes from the trace, no edges',
 };
 
