@@ -333,12 +333,13 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     message = trace.note
     if not any(s.has_curve for s in spaces):
         if any(int(s.trace.allocated.sum()) for s in spaces):  # allocations without their records
-            message = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
-                       "allocated and output bytes are shown, but there is no curve and no at-peak figure.")
+            no_curve = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
+                        "allocated and output bytes are shown, but there is no curve and no at-peak figure.")
         else:
-            message = ("Nothing was allocated during this step: its outputs are buffers that existed before it "
-                       "(variable reads, constants), so there is no curve and no at-peak figure; output bytes "
-                       "are shown.")
+            no_curve = ("Nothing was allocated during this step: its outputs are buffers that existed before it "
+                        "(variable reads, constants), so there is no curve and no at-peak figure; output bytes "
+                        "are shown.")
+        message = no_curve if message is None else f"{no_curve} {message}"
     return StepAnalysis(trace, spaces, "ok", message)
 
 

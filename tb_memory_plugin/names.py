@@ -150,11 +150,15 @@ def classify(raw_name: str) -> NameInfo:
 _GRADIENTS_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?$")
 
 
+# A gradients scope the user named (`tf.gradients(..., name="my_grads")`): `grads`, `my_grads`,
+# `Grads_1`; not a scope that merely holds the word (`gradient_penalty`, `upgrade_net`).
+_NAMED_GRADIENTS_RE = re.compile(r"^(?:\w+_)?grads(?:_\d+)?$", re.IGNORECASE)
+
+
 def _named_gradients(first: str) -> bool:
-    """A first component the user named for gradients (`tf.gradients(..., name="my_grads")`), not
-    an op's own gradient scope at the root (`Mean_grad`): its paths fold into their layers where
-    a later component is an op's gradient (`my_grads/dense/MatMul_grad/MatMul`)."""
-    return "grad" in first.lower() and not first.endswith("_grad") and not _GRADIENTS_RE.match(first)
+    """A first component the user named for gradients: its paths fold into their layers where a
+    later component is an op's gradient (`my_grads/dense/MatMul_grad/MatMul`)."""
+    return bool(_NAMED_GRADIENTS_RE.match(first))
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -188,10 +192,11 @@ def layer_of(layer_path: str) -> str:
     scope, cut before a `*_grad` component.
 
     `shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput` -> `shared_model/unet_01`;
-    an op with no scope (`Mean`) is its own layer, and its gradient (`Mean_grad/Tile`) is in
-    it. By string searches (every distinct name of a deep step asks): the first component
-    ending in `_grad` is the first `_grad/`, else a last one; the layer is what precedes that
-    component, or that component's op where none does.
+    an op with no scope (`Mean`) is its own layer, and so is the gradient scope of one
+    (`Mean_grad/Tile` -> `Mean_grad`), as the grouping by layer shows them. By string searches
+    (every distinct name of a deep step asks): the first component ending in `_grad` is the
+    first `_grad/`, else a last one; the layer is what precedes that component, or that
+    component where it is the first.
     """
     grad = layer_path.find("_grad/")
     if grad < 0:
@@ -201,7 +206,8 @@ def layer_of(layer_path: str) -> str:
     slash = layer_path.rfind("/", 0, grad)
     if slash > 0:
         return layer_path[:slash]
-    return layer_path[:grad] if slash < 0 and grad > 0 else layer_path
+    end = layer_path.find("/", grad)
+    return layer_path[:end] if slash < 0 and end > 0 else layer_path
 
 
 # --- categories --------------------------------------------------------------
@@ -232,6 +238,13 @@ _OPTIMIZER_NAMES = frozenset(
      # Keras 3 scopes an optimizer's update ops under its lowercase name.
      "adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion", "lamb"}
 )
+_NUMBERED = re.compile(r"_\d+$")
+
+
+def optimizer_scope(first: str) -> bool:
+    """Whether a first path component is an optimizer's scope: its name, or its name numbered as
+    TensorFlow and Keras number a second one (`Adam_1`, `adam_1` for a model built again)."""
+    return first in _OPTIMIZER_NAMES or _NUMBERED.sub("", first) in _OPTIMIZER_NAMES
 _SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam")
 _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
@@ -252,7 +265,7 @@ def categorise(path: str, op_type: str, kind: str) -> int:
     if op_type.startswith(_APPLY_PREFIXES):
         return OPTIMIZER
     first, _, rest = path.partition("/")
-    if first in _OPTIMIZER_NAMES:
+    if optimizer_scope(first):
         return OPTIMIZER
     if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
@@ -865,7 +878,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
     is_apply = op_flag(lambda op: op.startswith(_APPLY_PREFIXES))
     is_variable = op_flag(_VARIABLE_OPS.__contains__)
     is_other = op_flag(_OTHER_OPS.__contains__)
-    optimizer_first = parts.where(_OPTIMIZER_NAMES.__contains__)
+    optimizer_first = parts.where(optimizer_scope)
     slot = np.zeros(n, dtype=bool)
     rows = np.flatnonzero(is_variable & parts.has_rest)
     for i in rows[lines.last_component_head(rows, _SLOT_HEADS, 4)].tolist():

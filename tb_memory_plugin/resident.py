@@ -20,7 +20,7 @@ import numpy as np
 from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
 from .graph import graph_blobs
-from .names import _OPTIMIZER_NAMES, _SLOT_RE, layer_path, scope_of
+from .names import _SLOT_RE, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
 from .trace import parse_device
 
@@ -199,7 +199,7 @@ def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
         return head
     if leaf in _KERAS_SLOTS or leaf.rstrip("0123456789_") in _KERAS_SLOTS:
         parts = head.split("/")
-        while parts and parts[0] in _OPTIMIZER_NAMES:
+        while parts and optimizer_scope(parts[0]):
             parts.pop(0)
             candidate = "/".join(parts)
             if candidate in variables:
@@ -241,7 +241,7 @@ def _same_tensor(a, b) -> bool:
 
 def _is_optimizer_variable(name: str) -> bool:
     """The optimizer's own variables: `beta1_power`, `Adam/iterations`, `training/Adam/iter`."""
-    return name.partition("/")[0] in _OPTIMIZER_NAMES
+    return optimizer_scope(name.partition("/")[0])
 
 
 def _variable_tensor(node, variables: set[str], applied: tuple[dict[str, str], frozenset[str]]) -> ModelTensor:

@@ -204,9 +204,11 @@ class _Outputs:
             parameter[maybe] = np.fromiter(map(parameter_shapes.__contains__, map(shapes.__getitem__, maybe.tolist())),
                                            dtype=bool, count=maybe.size)
         batched = (rank > 0) & (first_dim == batch) & ~parameter
-        # Rows with an output that would carry the batch but for its parameter's shape (reads of
-        # parameters aside): where they are forward-pass tensors, the batch is also a layer's width.
-        self.parameter_shaped = np.unique(out_row[(rank > 0) & (first_dim == batch) & parameter & ~from_reads])
+        # Outputs that would carry the batch but for their parameter's shape (reads of parameters
+        # aside), as (row, requested bytes): where they are forward-pass tensors, the batch is also
+        # a layer's width.
+        look_alike = (rank > 0) & (first_dim == batch) & parameter & ~from_reads
+        self.parameter_shaped = (out_row[look_alike], sizes[look_alike])
         # oneDNN's workspaces (batch norm, max pool) are flat: one dimension, a multiple of the
         # batch, longer than a per-channel vector of the op's batch output.
         with_channels = np.zeros(self.count, dtype=bool)
@@ -306,7 +308,10 @@ class OneStep:
         # weight at batch 64): they cannot be told from the parameter's gradients, and are not
         # scaled.
         forward = rows[(space.names.category == ACTIVATIONS) & (rows >= 0)]
-        self.batch_in_parameter_shape = bool(np.isin(outputs.parameter_shaped, forward).any())
+        shaped_rows, shaped_bytes = outputs.parameter_shaped
+        unscaled = int(shaped_bytes[np.isin(shaped_rows, forward)].sum())
+        # Said where those tensors weigh: 1% of the peak rise (a per-example loss beside a bias does not).
+        self.batch_in_parameter_shape = unscaled > 0 and unscaled * 100 >= space.peak_rise_bytes
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants.
         feeds = rows[(space.names.category == INPUTS) & (rows >= 0)]
         resident = int(outputs.batch_sizes.sums(outputs.count)[feeds].sum())
@@ -390,16 +395,24 @@ def one_step(step: StepAnalysis, space: SpaceAnalysis) -> OneStep:
 
 # -- several batch sizes --------------------------------------------------------------------
 
-_SAME_MODEL_SHARE = 0.5  # layers two steps of one model have in common, at least (of either's)
+_SAME_MODEL_SHARE = 0.5  # layers two steps of one model have in common, at least (of the smaller's)
+_INSTANCE_SUFFIX = re.compile(r"_\d+(?=/|$)")  # Keras numbers a model built again: `dense_3`, `sequential_1`
+
+
+def _model_layers(space: SpaceAnalysis) -> set[str]:
+    """A step's layers as one model's, whichever instance: Keras's `_<N>` suffixes dropped, and the
+    placeholders a profile adds (`(before this step)`, `(no op)`) left out."""
+    return {_INSTANCE_SUFFIX.sub("", layer) for layer in _layers(space)[0] if not layer.startswith("(")}
 
 
 def _check_one_model(steps: list[Traced]) -> None:
-    """A fit reads one model at several batch sizes: each step must share most of its layers
-    with the first (steps of other models would fit nonsense)."""
-    first = set(_layers(steps[0].space)[0])
+    """A fit reads one model at several batch sizes: each step must share at least half of its
+    layers (or the first's, where it has fewer) with the first. Steps of other models would fit
+    nonsense."""
+    first = _model_layers(steps[0].space)
     for other in steps[1:]:
-        layers = set(_layers(other.space)[0])
-        share = len(first & layers) / max(len(first | layers), 1)
+        layers = _model_layers(other.space)
+        share = len(first & layers) / max(min(len(first), len(layers)), 1)
         if share < _SAME_MODEL_SHARE:
             raise WhatIfError(
                 f"{other.run} {other.tag} and {steps[0].run} {steps[0].tag} share {share:.0%} of their layers: "

@@ -73,6 +73,10 @@ def test_plain_names_are_kept():
     ("my_grads/body/dense/MatMul_grad/MatMul", "body/dense/MatMul_grad/MatMul"),
     ("my_grads/Fill", "my_grads/Fill"),
     ("my_grads/body/Fill", "my_grads/body/Fill"),  # no op's gradient below it: a scope of the user's
+    ("Grads_1/dense/MatMul_grad/MatMul", "dense/MatMul_grad/MatMul"),
+    # Scopes that merely hold the word stay (a gradient penalty's own gradients fold once, as usual).
+    ("gradient_penalty/gradients/critic/MatMul_grad/MatMul", "gradient_penalty/gradients/critic/MatMul_grad/MatMul"),
+    ("upgrade_net/dense/MatMul_grad/MatMul", "upgrade_net/dense/MatMul_grad/MatMul"),
     ("Mean_grad/Tile/x", "Mean_grad/Tile/x"),  # a root op's own gradient scope
     ("Adam/learning_rate", "Adam/learning_rate"),
     ("shared_model/unet_01/BiasAdd", "shared_model/unet_01/BiasAdd"),
@@ -81,13 +85,22 @@ def test_layer_path_folds_gradients_and_updates(graph_name, layer):
     assert names.layer_path(graph_name) == layer
 
 
+@pytest.mark.parametrize("path", ["Adam_1/update_w/ApplyAdam", "adam_1/Mul_19", "training_1/Adam/x", "Adam/m"])
+def test_a_numbered_optimizer_scope_is_the_optimizers(path):
+    """TensorFlow and Keras number a second optimizer (`Adam_1`, `adam_1` for a model built again)."""
+    assert names.categorise(path, "Mul", names.OP) == OPTIMIZER
+    assert names.optimizer_scope(path.partition("/")[0])
+    assert not names.optimizer_scope("dense_1") and not names.optimizer_scope("Adam_x")
+
+
 @pytest.mark.parametrize("graph_name, layer", [
     ("gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput", "shared_model/unet_01"),
     ("shared_model/unet_01/Conv2D", "shared_model/unet_01"),
     ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights"),
     # A while loop's gradient (control flow v2) nests `_grad` scopes: cut before the first.
     ("gradients/rnn/while_grad/rnn/while_grad/body/lstm/MatMul_grad/MatMul", "rnn"),
-    ("gradients/Mean_grad/Tile", "Mean"),  # a root op's gradient: in the op's layer
+    ("gradients/Mean_grad/Tile", "Mean_grad"),  # a root op's gradient scope: its own layer, as in the tree
+    ("clip_grad/mul", "clip_grad"),
     ("Mean", "Mean"),
 ])
 def test_the_layer_of_a_node_is_one_rule_for_findings_and_the_whatif(graph_name, layer):

@@ -128,6 +128,40 @@ def test_a_fit_reads_one_model():
     assert whatif.WhatIf([traced("unet_b2"), traced("unet_b4")], 8).fitted is not None
 
 
+_KERAS_TWICE = """
+import os, sys
+os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
+import numpy as np, keras
+for batch in (16, 48):  # one process: the second model's layers are `sequential_1/dense_3`, its optimizer `adam_1`
+    model = keras.Sequential([keras.Input((100,)), keras.layers.Dense(300, activation="relu"),
+                              keras.layers.Dense(200, activation="relu"), keras.layers.Dense(10)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = np.random.rand(batch * 8, 100).astype(np.float32), np.random.randint(0, 10, batch * 8)
+    board = keras.callbacks.TensorBoard(os.path.join(sys.argv[1], f"mlp_b{batch}"), profile_batch=(3, 4))
+    model.fit(x, y, batch_size=batch, epochs=1, callbacks=[board], verbose=0)
+"""
+
+
+def test_one_keras_model_built_twice_in_one_process_is_fitted(tmp_path):
+    """Keras numbers a model built again (`sequential_1/dense_3`, `adam_1`): still one model, fitted
+    through both batch sizes, each read at its own batch (the numbered optimizer's ops are the
+    optimizer's, not forward-pass tensors)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _KERAS_TWICE, str(tmp_path)], capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    steps = []
+    for batch in (16, 48):
+        (path,) = tmp_path.glob(f"mlp_b{batch}/train/plugins/profile/*/*.xplane.pb")
+        decoded = xplane.decode(path.read_bytes())
+        step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+        steps.append(whatif.Traced(f"mlp_b{batch}", "step", 0, "xplane", step, step.space(None)))
+    assert [traced.batch for traced in steps] == [16, 48]
+    assert any(name.startswith("adam_1/") for name in steps[1].space.names.raw)
+    question = whatif.WhatIf(steps, 64)
+    assert question.fitted is not None and question.fitted.batches == [16, 48]
+
+
 def _traced_real(name: str, build, feed) -> whatif.Traced:
     """A real FULL_TRACE training step (after a warm-up) of the graph `build` makes, with `feed`."""
     import tensorflow as tf
@@ -326,12 +360,12 @@ def test_size_sets_are_best_match_for_every_event(sets, asked, chunks):
 def test_the_layer_of_a_path_by_string_searches_is_layer_of(parts):
     path = "/".join(parts)
     # The rule spelt out on the components: cut before the first one ending in `_grad`, else
-    # before the last; an op with no scope is its own layer, and so is its gradient's first
-    # component without `_grad` (`Mean_grad/Tile` is in `Mean`).
+    # before the last; an op with no scope is its own layer, and so is the gradient scope of one
+    # (`Mean_grad/Tile` is `Mean_grad`).
     components = path.split("/")
     cut = next((i for i, part in enumerate(components) if part.endswith("_grad")), len(components) - 1)
-    root_gradient = cut == 0 and components[0].endswith("_grad") and components[0][:-len("_grad")]
-    assert whatif.layer_of(path) == ("/".join(components[:cut]) or root_gradient or path)
+    expected = (components[0] or path) if cut == 0 else ("/".join(components[:cut]) or path)
+    assert whatif.layer_of(path) == expected
 
 
 BATCH = 4
