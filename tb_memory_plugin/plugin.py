@@ -114,7 +114,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context):
-        self._store = store.StepStore(context.data_provider, logdir=context.logdir)
+        self._store = store.StepStore(context.data_provider, logdir=context.logdir,
+                                      logdir_spec=getattr(context.flags, "logdir_spec", None) or None)
         self._default_step = None  # (the steps compared, the answer): steps are immutable once written
         self._comparisons = store.LRUCache(4)  # the page asks for one pair again at every scope it opens
 

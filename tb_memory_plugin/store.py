@@ -193,6 +193,22 @@ def find_profiles(logdir: str) -> dict[str, list[str]]:
     return found
 
 
+def find_profiles_in_spec(logdir_spec: str) -> dict[str, list[str]]:
+    """`find_profiles` over each directory of TensorBoard's `--logdir_spec`
+    (`name:path,...`), runs named as TensorBoard names that directory's runs
+    (`<name>/<run>`, or the run alone for a path given without a name). Parsed
+    by TensorBoard's own parser; none where that is not there."""
+    try:
+        from tensorboard.backend.event_processing.data_ingester import _parse_event_files_spec
+    except ImportError:  # a TensorBoard without it: event files still list
+        return {}
+    found: dict[str, list[str]] = {}
+    for path, name in _parse_event_files_spec(logdir_spec).items():
+        for run, files in find_profiles(os.path.expanduser(path)).items():
+            found.setdefault(posixpath.join(name, run) if name else run, []).extend(files)
+    return found
+
+
 @dataclass
 class _ProfileListing:
     """What the pickers show of one profile file (kept for good: small)."""
@@ -227,7 +243,8 @@ class StepStore:
     """Reads and analyses steps for one data provider (and the profiles under its logdir), with caches."""
 
     def __init__(self, data_provider, step_capacity: int = 16, graph_capacity: int = 8,
-                 logdir: str | None = None, profile_capacity: int = 2, only_run: str | None = None) -> None:
+                 logdir: str | None = None, profile_capacity: int = 2, only_run: str | None = None,
+                 logdir_spec: str | None = None) -> None:
         self._provider = data_provider
         # Blobs from TensorBoard's Rust data server (--load_fast) come over gRPC (~0.15 s for a
         # 26 MB graph): reading the run graph while the step is decoded overlaps the two. The
@@ -237,6 +254,7 @@ class StepStore:
         self._only_run = only_run  # the CLI's --run: profiles of other runs are not even read
         # The logdir TensorBoard was given; the CLI's provider keeps it as `_logdir`.
         self._logdir = logdir if logdir is not None else getattr(data_provider, "_logdir", None)
+        self._logdir_spec = logdir_spec if not self._logdir else None  # `--logdir_spec` instead of a logdir
         self._steps = LRUCache(step_capacity)
         self._graphs = LRUCache(graph_capacity)
         self._devices = LRUCache(1024)
@@ -261,7 +279,8 @@ class StepStore:
         scan = self._scan
         if scan is None or now - scan[0] > _PROFILE_SCAN_SECONDS:
             try:
-                found = find_profiles(self._logdir) if self._logdir else {}
+                found = (find_profiles(self._logdir) if self._logdir
+                         else find_profiles_in_spec(self._logdir_spec) if self._logdir_spec else {})
             except Exception:  # noqa: BLE001 - an unreadable logdir has no profiles; event files still list
                 found = {}
             scan = self._scan = (now, found)

@@ -433,6 +433,34 @@ def test_a_bug_in_a_route_is_a_json_500_and_breaks_nothing_else(tb, monkeypatch,
     assert get_json(tb, "runs")["runs"] and get_json(tb, "curve", run="unet", tag="step_1")["t_us"]
 
 
+def test_profiles_are_found_under_logdir_spec(tmp_path):
+    """`tensorboard --logdir_spec name:path,...` gives the plugin no logdir: the profiled steps of
+    each directory are found all the same, under the runs TensorBoard names there (`<name>/<run>`)."""
+    import argparse
+    import shutil
+
+    from tensorboard.backend import application
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+
+    from tb_memory_plugin.loader import MemoryPluginLoader
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet", tmp_path / "keras")
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(tmp_path / "keras"), "k")  # as TensorBoard does for `k:<path>`
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, "")
+    context = base_plugin.TBContext(data_provider=provider, logdir="",
+                                    flags=argparse.Namespace(logdir_spec=f"k:{tmp_path / 'keras'}"))
+    app = TensorBoardApp(Client(application.TensorBoardWSGI([MemoryPluginLoader().load(context)],
+                                                            data_provider=provider)), None, provider)
+    runs = {r["run"]: r for r in get_json(app, "runs")["runs"]}
+    profiled = [s for s in runs["k/train"]["steps"] if s["source"] == "xplane"]
+    assert profiled and all(s["tag"].startswith("profile/") and s["devices"] for s in profiled)
+    body = get_json(app, "summary", run="k/train", tag=profiled[-1]["tag"])
+    assert body["status"] == "ok" and body["devices"][0]["peak_rise_bytes"] > 0
+
+
 def test_step_without_memory_says_how_to_trace(tb):
     # add_run_metadata(RunMetadata()) of a NO_TRACE run writes no step stats at all: "empty"
     # (docs/http_api.md: "no step stats at all"); nodes without memory: "no_memory".
