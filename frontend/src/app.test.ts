@@ -81,13 +81,19 @@ class FakeServer {
   readonly asked: string[] = [];
   private readonly waiting = new Map<string, (() => void)[]>();
 
-  constructor(private readonly immediate: ReadonlySet<string>) {}
+  /** `refuse(route, url)`: an error answer (status, message) for a request, else the usual one. */
+  constructor(
+    private readonly immediate: ReadonlySet<string>,
+    private readonly refuse: (route: string, url: string) => [number, string] | null = () => null,
+  ) {}
 
   readonly fetch = (url: string): Promise<Response> => {
     const route = url.replace(/^\.\//, '').split('?')[0]!;
     this.asked.push(route);
-    const body = ANSWERS[route];
-    const respond = () => new Response(JSON.stringify(body), { status: route === 'whatif' ? 422 : 200, headers: { 'Content-Type': 'application/json' } });
+    const refused = this.refuse(route, url);
+    const body = refused ? { error: refused[1] } : ANSWERS[route];
+    const status = refused ? refused[0] : route === 'whatif' ? 422 : 200;
+    const respond = () => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
     if (this.immediate.has(route)) return Promise.resolve(respond());
     return new Promise((resolve) => {
       const list = this.waiting.get(route) ?? [];
@@ -108,8 +114,7 @@ const settle = async (rounds = 10) => {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setTimeout(resolve, 0));
 };
 
-function open(server: FakeServer): PageView {
-  const selection = new Selection();
+function open(server: FakeServer, selection = new Selection()): PageView {
   const readiness = new Readiness();
   const page = new PageView(selection, readiness.status);
   readiness.mirrorOn(page.root);
@@ -158,5 +163,21 @@ describe('App on opening the tab', () => {
     expect(ready()).toBe('1');
     // The route's own error is shown in the panel.
     expect(document.querySelector('[data-testid="whatif"] [data-testid="error"]')!.textContent).toBe('No what-if for r t: no feed with a shape (HTTP 422)');
+  });
+});
+
+describe('App in the grouping by layer', () => {
+  it('says a layer that is no name scope of the graph is one, rather than failing', async () => {
+    const all = new Set(['runs', 'default_step', 'summary', 'scopes', 'scope', 'curve', 'graph', 'whatif']);
+    const server = new FakeServer(all, (route, url) => (route === 'graph' && url.includes('scope=m') ? [404, "unknown scope 'm' in the graph"] : null));
+    const selection = new Selection();
+    open(server, selection);
+    await settle();
+    selection.drill('m');
+    await settle(30);
+    const error = document.querySelector('[data-testid="graph-panel"] [data-testid="error"]')!.textContent!;
+    expect(error).toContain('“m” is a layer of the grouping by layer');
+    expect(error).toContain('Group “name scope”');
+    expect(error).not.toContain('HTTP 404');
   });
 });

@@ -298,7 +298,10 @@ export class App {
         graph,
         () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus }),
         (data) => graph.setData(data),
-        (e) => `No graph for “${focus || '(all)'}”: ${message(e)}`,
+        (e) =>
+          e instanceof ApiError && e.status === 404 && group === 'layer'
+            ? `“${focus}” is a layer of the grouping by layer (gradients and updates folded in), not a name scope of the graph, which keeps the graph’s own scopes: pick Group “name scope” to find it there.`
+            : `No graph for “${focus || '(all)'}”: ${message(e)}`,
       ),
     );
 
