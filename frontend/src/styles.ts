@@ -195,6 +195,8 @@ table.data.compact td.raw { min-width: 150px; }
 .whatif-runs label { display: flex; gap: 6px; align-items: flex-start; }
 .whatif-runs select { min-width: 160px; max-width: 100%; }
 .whatif-input-note { font-size: 12px; }
+.panel-toolbar input[aria-invalid="true"] { border-color: var(--error-fg); }
+[data-stale] .whatif-headline, [data-stale] .whatif-meta, [data-stale] .whatif-svg { opacity: 0.5; }
 .whatif-headline b { font-size: 14px; }
 .whatif-meta { display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 12px; color: var(--muted); }
 .curve-svg.whatif-svg { cursor: default; }

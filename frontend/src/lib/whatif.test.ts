@@ -115,6 +115,11 @@ describe('parseLimit', () => {
     expect(parseLimit('512m')).toBe(512 * 2 ** 20);
     expect(parseLimit('1.5 KiB')).toBe(1536);
     expect(parseLimit('1073741824')).toBe(2 ** 30);
+    // GB and MB as the CLI reads them: binary.
+    expect(parseLimit('8GB')).toBe(8 * 2 ** 30);
+    expect(parseLimit('8 gb')).toBe(8 * 2 ** 30);
+    expect(parseLimit('300 MB')).toBe(300 * 2 ** 20);
+    expect(parseLimit('2 kb')).toBe(2048);
     expect(parseLimit('')).toBeNull();
     expect(parseLimit('lots')).toBeNull();
     expect(parseLimit('0')).toBeNull();

@@ -114,10 +114,15 @@ export function otherRuns(runs: readonly { run: string }[], current: string | nu
     .map((x) => x.run);
 }
 
-const UNIT_BYTES: Record<string, number> = { '': 1, b: 1, k: 2 ** 10, kib: 2 ** 10, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30, t: 2 ** 40, tib: 2 ** 40 };
+// Binary units, whichever way they are written: "16 GB" is read as 16 GiB, as the CLI's --limit reads it
+// (a "16 GB" GPU holds 16 GiB).
+const UNIT_BYTES: Record<string, number> = { '': 1, b: 1 };
+['k', 'm', 'g', 't'].forEach((prefix, i) => {
+  for (const unit of [prefix, `${prefix}b`, `${prefix}ib`]) UNIT_BYTES[unit] = 2 ** (10 * (i + 1));
+});
 
 /**
- * A memory limit typed by the user ("16 GiB", "512m", "1073741824"; binary
+ * A memory limit typed by the user ("16 GiB", "16GB", "512m", "1073741824"; binary
  * units): whole bytes in 1..2^62, null for empty or unreadable text.
  */
 export function parseLimit(text: string): number | null {

@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import type { CurveResponse, DefaultStepResponse, DeviceSummary, Figures, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse } from '../api';
+import type { CurveResponse, DefaultStepResponse, DeviceSummary, Figures, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse, WhatIfResponse } from '../api';
 import { el } from '../dom';
 import { Selection } from '../selection';
 import { previewOfChild } from '../lib/scope-preview';
@@ -11,6 +11,7 @@ import { SummaryView, openingText } from './summary';
 import { deviceLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
+import { WhatIfView } from './whatif';
 
 const EVIL = '<img src=x onerror=alert(1)>';
 
@@ -521,5 +522,35 @@ describe('GraphView fit', () => {
     expect(bx * k + tx).toBeLessThan(500);
     expect(by * k + ty).toBeGreaterThanOrEqual(0);
     expect(by * k + ty).toBeLessThan(330);
+  });
+});
+
+describe('WhatIfView', () => {
+  const answer: WhatIfResponse = {
+    batch: 8, runs: [{ run: 'b2', tag: 't', step: 1, source: 'run_metadata', device: 'CPU:0/mklcpu', batch: 2, peak_rise_bytes: 200, start_bytes: null, peak_bytes: null }],
+    method: 'one_step', predicted_peak_rise_bytes: 800, predicted_start_bytes: null, predicted_peak_bytes: null, max_batch: null,
+    limit_bytes: null, limit_source: null, limit_applies_to: null, layers: [],
+    predictions: { fit: null, one_step: { predicted_peak_rise_bytes: 800, predicted_start_bytes: null, predicted_peak_bytes: null, max_batch: null, layers: [], from_run: 'b2', from_tag: 't', traced_batch: 2, scaled_share: 0.9 } },
+    series: { batch: [1, 2, 8], one_step: { peak_rise_bytes: [100, 200, 800], peak_bytes: null }, fit: null },
+  };
+  const type = (view: WhatIfView, testid: string, text: string) => {
+    const input = view.element.querySelector<HTMLInputElement>(`[data-testid=${testid}]`)!;
+    input.value = text;
+    input.dispatchEvent(new Event('input'));
+    return input;
+  };
+
+  it('marks what it cannot read, and the answer shown as the last values read', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    view.setData(answer);
+    const limit = type(view, 'whatif-limit', '8 parsecs');
+    expect(limit.getAttribute('aria-invalid')).toBe('true');
+    expect(view.element.hasAttribute('data-stale')).toBe(true);
+    expect(view.element.textContent).toContain('not read: a whole batch from 1, a limit such as 16 GiB (the answer shown is for the last values read)');
+    type(view, 'whatif-limit', '8GB');  // read, as 8 GiB
+    expect(limit.getAttribute('aria-invalid')).toBe('false');
+    expect(view.element.hasAttribute('data-stale')).toBe(false);
+    expect(view.request()).toEqual({ batch: expect.any(Number), runs: [], limit: 8 * 2 ** 30 });
   });
 });

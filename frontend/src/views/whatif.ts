@@ -50,7 +50,7 @@ export class WhatIfView {
   /** Called (debounced while typing) when the batch, limit or runs change to something valid. */
   onRequest: (() => void) | null = null;
   private readonly batchInput = el('input', { type: 'number', min: 1, step: 1, value: DEFAULT_BATCH, 'data-testid': 'whatif-batch', 'aria-label': 'Batch size', class: 'whatif-batch' });
-  private readonly limitInput = el('input', { type: 'text', placeholder: 'e.g. 16 GiB', 'data-testid': 'whatif-limit', 'aria-label': 'Memory limit', class: 'whatif-limit', title: 'The memory the step must fit in (binary units: 512 MiB, 16 GiB); empty: the allocator’s capacity where the trace has one' });
+  private readonly limitInput = el('input', { type: 'text', placeholder: 'e.g. 16 GiB', 'data-testid': 'whatif-limit', 'aria-label': 'Memory limit', class: 'whatif-limit', title: 'The memory the step must fit in (binary units: 512 MiB, 16 GiB or 16 GB); empty: the allocator’s capacity where the trace has one' });
   private readonly runsSelect = el('select', { multiple: true, size: 3, 'data-testid': 'whatif-runs', 'aria-label': 'Other runs of the same model, fitted with this one', title: 'Other runs of the same model at other batch sizes: the peak is then fitted per layer (Ctrl/Cmd-click to pick several)' });
   private readonly inputNote = el('span', { class: 'muted whatif-input-note' });
   private readonly headline = el('div', { class: 'whatif-headline', 'data-testid': 'whatif-predicted' });
@@ -134,6 +134,7 @@ export class WhatIfView {
 
   setData(data: WhatIfResponse | null): void {
     this.data = data;
+    this.element.removeAttribute('data-stale');
     clear(this.headline);
     this.method.textContent = '';
     this.maxBatch.textContent = '';
@@ -170,7 +171,14 @@ export class WhatIfView {
   private changed(typing: boolean): void {
     if (this.timer !== null) clearTimeout(this.timer);
     const valid = this.request() !== null;
-    this.inputNote.textContent = valid ? '' : 'a whole batch from 1, a limit such as 16 GiB';
+    // What was not read, marked on its input; the answer shown stays that of the last values read.
+    const limitText = this.limitInput.value.trim();
+    this.batchInput.setAttribute('aria-invalid', String(parseBatch(this.batchInput.value) === null));
+    this.limitInput.setAttribute('aria-invalid', String(limitText !== '' && parseLimit(limitText) === null));
+    this.element.toggleAttribute('data-stale', !valid && this.data !== null);
+    this.inputNote.textContent = valid
+      ? ''
+      : `not read: a whole batch from 1, a limit such as 16 GiB${this.data ? ' (the answer shown is for the last values read)' : ''}`;
     if (!valid) return;
     const fire = () => {
       this.timer = null;
