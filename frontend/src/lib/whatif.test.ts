@@ -89,6 +89,7 @@ describe('words', () => {
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 0 }))).toBe('not even batch 1 fits');
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: null }))).toMatch(/every batch fits/);
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 12 }))).toBe('largest batch that fits: 12');
+    expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 7351503 }))).toBe('largest batch that fits: 7,351,503');
   });
 
   it('says plainly why a step cannot answer', () => {

@@ -2,6 +2,7 @@
 // the method's words, and the batch the user typed. Pure; views/whatif.ts draws.
 
 import type { Bytes, WhatIfResponse, WhatIfSeries } from '../api';
+import { formatCount } from '../format';
 
 /** The largest batch the route takes. */
 export const MAX_BATCH = 16_777_216;
@@ -87,7 +88,7 @@ export function maxBatchText(w: WhatIfResponse): string {
   if (w.limit_bytes === null) return 'no limit known: pass one to find the largest batch that fits';
   if (w.max_batch === null) return 'nothing grows with the batch: every batch fits';
   if (w.max_batch === 0) return 'not even batch 1 fits';
-  return `largest batch that fits: ${w.max_batch}`;
+  return `largest batch that fits: ${formatCount(w.max_batch)}`;
 }
 
 /** The route's error for a step, as the server words it (it says why a step cannot be scaled, XPlane steps included). */
