@@ -139,7 +139,10 @@ export class GraphView {
       return;
     }
     const omitted = graph.omitted_nodes > 0 ? ` · ${formatCount(graph.omitted_nodes)} smaller folded into "(other)"` : '';
-    this.info.textContent = `${formatCount(graph.nodes.length)} boxes · ${SOURCE_TEXT[graph.source] ?? graph.source}${omitted}`;
+    // The graph keeps the graph's own name scopes: in the grouping by layer the treemap's figures
+    // for a scope (gradients folded in) differ from its box's.
+    const layers = this.selection.get().group === 'layer' ? ' · boxes are the graph’s name scopes (the treemap folds gradients and updates into layers)' : '';
+    this.info.textContent = `${formatCount(graph.nodes.length)} boxes · ${SOURCE_TEXT[graph.source] ?? graph.source}${omitted}${layers}`;
     this.draw(graph, this.layout);
     this.fit();
     this.updateSelected();

@@ -205,6 +205,17 @@ describe('GraphView', () => {
     graphs_dashboard_run: 'run <b>1</b>',
   };
 
+  it('says its boxes are name scopes where the treemap groups by layer', () => {
+    const selection = new Selection({ run: 'r' });
+    const view = new GraphView(selection, () => '/data/plugin_entry.html');
+    mount(view.element);
+    view.setData(graph);
+    expect(view.element.textContent).toContain('boxes are the graph’s name scopes (the treemap folds gradients and updates into layers)');
+    selection.set({ group: 'scope' });
+    view.setData(graph);
+    expect(view.element.textContent).not.toContain('treemap folds');
+  });
+
   it('draws boxes with ids, selects on click, drills on double click and links to the Graphs dashboard', () => {
     const selection = new Selection({ run: 'run <b>1</b>' });
     const view = new GraphView(selection, () => '/tb/data/plugin_entry.html');
@@ -544,6 +555,8 @@ describe('WhatIfView', () => {
     const view = new WhatIfView(() => ['x']);
     document.body.replaceChildren(view.element);
     view.setData(answer);
+    // No baseline: the prediction and the traced peak both read as rises.
+    expect(view.element.querySelector('[data-testid=whatif-predicted]')!.textContent).toContain('over the step’s start · traced at batch 2: +200 B');
     const limit = type(view, 'whatif-limit', '8 parsecs');
     expect(limit.getAttribute('aria-invalid')).toBe('true');
     expect(view.element.hasAttribute('data-stale')).toBe(true);

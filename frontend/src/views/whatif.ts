@@ -156,8 +156,9 @@ export class WhatIfView {
     }
     const first = data.runs[0];
     if (first) {
-      const traced = first.peak_bytes ?? first.peak_rise_bytes;
-      this.headline.append(el('span', { class: 'muted' }, ` · traced at batch ${formatCount(first.batch)}: ${formatBytes(traced)}`));
+      // As the prediction is put: absolute where a baseline is known, else a rise.
+      const traced = first.peak_bytes !== null ? formatBytes(first.peak_bytes) : formatBytesDelta(first.peak_rise_bytes);
+      this.headline.append(el('span', { class: 'muted' }, ` · traced at batch ${formatCount(first.batch)}: ${traced}`));
     }
     this.method.textContent = methodText(data);
     this.maxBatch.textContent =
