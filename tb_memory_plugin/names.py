@@ -222,8 +222,10 @@ _VARIABLE_OPS = frozenset(
 COPY_TO_DEVICE_OP_TYPE = "host-to-device copy"  # JAX's copies of arguments (sources/xplane)
 XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buffers (sources/xplane)
 _INPUT_OPS = frozenset(
-    {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorV2",
-     "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE}
+    {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorGetNextSync", "IteratorV2",
+     "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE,
+     # A TF1 queue's batch (QueueRunner pipelines)
+     "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueDequeue", "QueueDequeueMany"}
 )
 # `VarIsInitializedOp` answers a new bool about a variable, as `Shape` does about a tensor.
 _OTHER_OPS = frozenset(
@@ -235,8 +237,10 @@ _OPTIMIZER_NAMES = frozenset(
     {"Adam", "AdamW", "SGD", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Adamax",
      "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer",
      "beta1_power", "beta2_power",
-     # Keras 3 scopes an optimizer's update ops under its lowercase name.
-     "adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl", "lion", "lamb"}
+     # Keras 3 scopes an optimizer's update ops under its class name in snake case (`AdamW` ->
+     # `adam_w`, `RMSprop` -> `rm_sprop`).
+     "adam", "adamw", "adam_w", "sgd", "rmsprop", "rm_sprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl",
+     "lion", "lamb", "adafactor", "muon", "loss_scale_optimizer"}
 )
 _NUMBERED = re.compile(r"_\d+$")
 

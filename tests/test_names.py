@@ -85,6 +85,17 @@ def test_layer_path_folds_gradients_and_updates(graph_name, layer):
     assert names.layer_path(graph_name) == layer
 
 
+@pytest.mark.parametrize("path", ["adam_w/Mul_23", "rm_sprop/Sqrt", "loss_scale_optimizer/add"])
+def test_keras_3_optimizer_scopes_are_the_optimizers(path):
+    """Keras 3 scopes an optimizer's ops under its class name in snake case (AdamW -> adam_w)."""
+    assert names.categorise(path, "Mul", names.OP) == OPTIMIZER
+
+
+@pytest.mark.parametrize("op", ["QueueDequeueManyV2", "QueueDequeueV2", "IteratorGetNextSync"])
+def test_a_queues_batch_is_an_input(op):
+    assert names.categorise("input/batch", op, names.OP) == figures.INPUTS
+
+
 @pytest.mark.parametrize("path", ["Adam_1/update_w/ApplyAdam", "adam_1/Mul_19", "training_1/Adam/x", "Adam/m"])
 def test_a_numbered_optimizer_scope_is_the_optimizers(path):
     """TensorFlow and Keras number a second optimizer (`Adam_1`, `adam_1` for a model built again)."""

@@ -254,6 +254,26 @@ def test_slots_of_a_custom_named_adam_on_ref_variables(tf_models):
     assert model.index("layer").sums(["w"]).tolist() == [[8 * 64, 8 * 64 * 4, 2 * 8 * 64 * 4]]
 
 
+def test_a_moving_averages_shadows_are_slots_not_parameters():
+    """tf.train.ExponentialMovingAverage keeps `<var>/ExponentialMovingAverage` beside each
+    variable it averages: training state, as an optimizer's slot is, not a parameter."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        w = tf1.Variable(tf.ones([16, 8]), name="dense/kernel")
+        train = tf1.train.MomentumOptimizer(0.1, 0.9).minimize(tf.reduce_sum(tf.square(w)))
+        with tf.control_dependencies([train]):
+            tf1.train.ExponentialMovingAverage(0.99).apply([w])
+    model = _models(g.as_graph_def().SerializeToString())
+    kinds = {t.name: (t.kind, t.owner) for t in model.tensors}
+    assert kinds["dense/kernel/ExponentialMovingAverage"] == (resident.SLOT, "dense/kernel")
+    assert kinds["dense/kernel/Momentum"] == (resident.SLOT, "dense/kernel")
+    found = resident.Resident(model.tensors, None, False)
+    assert found.param_count == 16 * 8 and found.slot_bytes == 2 * 16 * 8 * 4
+
+
 def test_a_trained_variable_named_under_another_stays_a_parameter(tf_models):
     """`a/b` and `a/Momentum` have `a`'s shape and extend its name, but Adagrad trains them too: parameters,
     each with its own slot (the names alone take `a/Momentum` for a Momentum slot of `a`)."""
