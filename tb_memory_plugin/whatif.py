@@ -323,7 +323,10 @@ class OneStep:
 
     @property
     def warning(self) -> str | None:
-        """What may make this prediction low, where the step shows it (None: nothing)."""
+        """What may make this prediction wrong, where the step shows it (None: nothing)."""
+        if not self.scales.any():  # beside a fit (alone, WhatIf refuses it)
+            return (f"nothing in this step was found to carry its batch ({self.batch}): this one-step prediction "
+                    "is the traced peak")
         if not self.batch_in_parameter_shape:
             return None
         return (f"at the traced batch ({self.batch}) some forward-pass tensors are shaped like the model's "
@@ -448,6 +451,17 @@ class Fitted:
         self._start = (None if None in starts
                        else np.linalg.lstsq(design, np.array(starts, dtype=np.float64), rcond=None)[0])
         self.batches = [batch for batch, _ in points]
+        self._traced = sorted({(batch, space.peak_rise_bytes) for batch, space in points})
+
+    @property
+    def warning(self) -> str | None:
+        """Where the traced peaks do not grow with the batch, a line through them cannot be trusted
+        beyond them (a peak that moved to another phase of the step, allocator rounding)."""
+        if float(self._coef[1].sum()) > 0:
+            return None
+        traced = ", ".join(f"{rise:,} B at batch {batch}" for batch, rise in self._traced)
+        return (f"the traced peak rises do not grow with the batch ({traced}): the fitted line may be far off "
+                "beyond them; trace more batch sizes, or read the one-step prediction")
 
     def _layer_bytes(self, batch: int) -> np.ndarray:
         return np.rint(self._coef[0] + self._coef[1] * batch).astype(np.int64)

@@ -27,7 +27,7 @@ def _prediction_dict(question: WhatIf, predictor) -> dict:
         body.update(from_run=question.steps[0].run, from_tag=question.steps[0].tag, traced_batch=predictor.batch,
                     scaled_share=round(predictor.scaled_share, 4), warning=predictor.warning)
     else:
-        body.update(batches=predictor.batches)
+        body.update(batches=predictor.batches, warning=predictor.warning)
     return body
 
 

@@ -220,6 +220,18 @@ def test_a_step_where_nothing_carries_the_batch_is_refused():
     step = _traced_real("sparse", build, [cells.astype(np.int64), np.ones(len(cells), np.float32)])
     with pytest.raises(whatif.WhatIfError, match=rf"nothing in sparse step_1 was found to carry its batch \({len(cells)}"):
         whatif.WhatIf([step], 64)
+    # Beside a fit, the one step is kept, and says it is the traced peak.
+    assert "this one-step prediction is the traced peak" in whatif.one_step(step.step, step.space).warning
+
+
+def test_a_fit_through_peaks_that_do_not_grow_says_so():
+    """Traced peaks that fall as the batch grows (here the demos' two steps swapped): the line
+    through them cannot be trusted beyond them, and the fit says so; a growing one says nothing."""
+    falling = whatif.Fitted([(2, demo_step("unet_b4").space(None)), (4, demo_step("unet_b2").space(None))])
+    assert "do not grow with the batch" in falling.warning
+    assert fitted("unet").warning is None
+    body = whatif_report.whatif_dict(whatif.WhatIf([traced("unet_b2"), traced("unet_b4")], 8))
+    assert body["predictions"]["fit"]["warning"] is None
 
 
 @pytest.fixture(scope="module")

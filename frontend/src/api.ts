@@ -431,7 +431,8 @@ export interface WhatIfResponse extends WhatIfPrediction {
   predictions: {
     /** `warning`: what may make the one-step prediction low (the traced batch is also a parameter's dimension), or null. */
     one_step: (WhatIfPrediction & { from_run: string; from_tag: string; traced_batch: number; scaled_share: number; warning?: string | null }) | null;
-    fit: (WhatIfPrediction & { batches: number[] }) | null;
+    /** `warning`: the traced peaks do not grow with the batch (a line through them may be far off), or null. */
+    fit: (WhatIfPrediction & { batches: number[]; warning?: string | null }) | null;
   };
   series: { batch: number[]; one_step?: WhatIfSeries | null; fit?: WhatIfSeries | null };
 }

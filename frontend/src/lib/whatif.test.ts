@@ -76,6 +76,8 @@ describe('whatIfChart', () => {
 describe('words', () => {
   it('names the method and the batches behind it', () => {
     expect(methodText(answer())).toBe('fitted over 2 runs (batches 2, 4)');
+    const falling = answer({ predictions: { one_step: null, fit: { ...answer().predictions.fit!, warning: 'the traced peak rises do not grow with the batch' } } });
+    expect(methodText(falling)).toBe('fitted over 2 runs (batches 2, 4) · the traced peak rises do not grow with the batch');
     const one = answer({ method: 'one_step', runs: answer().runs.slice(0, 1), predictions: { fit: null, one_step: { predicted_peak_rise_bytes: 1, predicted_start_bytes: null, predicted_peak_bytes: null, max_batch: null, layers: [], from_run: 'b2', from_tag: 'step_3', traced_batch: 2, scaled_share: 0.9 } } });
     expect(methodText(one)).toBe('from one step (batch 2)');
     const warned = { ...one, predictions: { ...one.predictions, one_step: { ...one.predictions.one_step!, warning: 'the traced batch (2) is also a dimension of the model’s parameters' } } };

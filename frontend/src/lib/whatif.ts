@@ -37,7 +37,9 @@ export function parseBatch(text: string): number | null {
 export function methodText(w: WhatIfResponse): string {
   if (w.method === 'fit') {
     const batches = w.predictions.fit?.batches ?? w.runs.map((r) => r.batch);
-    return `fitted over ${w.runs.length} runs (batches ${batches.join(', ')})`;
+    const fitted = `fitted over ${w.runs.length} runs (batches ${batches.join(', ')})`;
+    const warning = w.predictions.fit?.warning;
+    return warning ? `${fitted} · ${warning}` : fitted;
   }
   const traced = w.predictions.one_step?.traced_batch ?? w.runs[0]?.batch;
   const text = traced === undefined ? 'from one step' : `from one step (batch ${traced})`;
