@@ -251,6 +251,7 @@ def optimizer_scope(first: str) -> bool:
     return first in _OPTIMIZER_NAMES or _NUMBERED.sub("", first) in _OPTIMIZER_NAMES
 _SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam")
 _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
+_REPLICA_RE = re.compile(r"^replica_\d+$")  # MirroredStrategy's replicas after the first: `replica_1/...`
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
 
 
@@ -269,11 +270,14 @@ def categorise(path: str, op_type: str, kind: str) -> int:
     if op_type.startswith(_APPLY_PREFIXES):
         return OPTIMIZER
     first, _, rest = path.partition("/")
+    replica = bool(rest) and _REPLICA_RE.match(first) is not None
+    if replica:  # a distribution strategy's other replica: its ops are named as replica 0's, under `replica_<N>/`
+        first = rest.partition("/")[0]
     if optimizer_scope(first):
         return OPTIMIZER
     if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
-    if _GRADIENT_RE.search(path):
+    if _GRADIENT_RE.search(rest if replica else path):
         return GRADIENTS
     if op_type in _VARIABLE_OPS:
         return PARAMETERS
@@ -889,6 +893,11 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
     # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
     gradient = parts.where(_GRADIENTS_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
+    replica = parts.where(_REPLICA_RE.match) & parts.has_rest
+    for i in np.flatnonzero(replica).tolist():  # the component after `replica_<N>/` is the first, as in `categorise`
+        second = paths[i].split("/", 2)[1]
+        optimizer_first[i] = optimizer_scope(second)
+        gradient[i] = gradient[i] or _GRADIENTS_RE.match(second) is not None
     return np.select(
         [is_input, is_plumbing, is_apply, optimizer_first, slot, gradient, is_variable, is_other],
         [INPUTS, OTHER, OPTIMIZER, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],

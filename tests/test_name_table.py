@@ -10,7 +10,7 @@ from tb_memory_plugin.figures import CATEGORIES
 # Components that make the rules take every branch, and plain ones.
 COMPONENTS = [
     "model", "block_0001", "MatMul", "Relu", "kernel", "dense", "loss", "x",
-    "gradients", "gradients_1", "gradient_tape", "gradientsX", "Conv2D_grad", "foo_grad", "_grad", "my_grads", "Grad",
+    "gradients", "gradients_1", "gradient_tape", "gradientsX", "Conv2D_grad", "foo_grad", "_grad", "my_grads", "Grad", "replica_1",
     "Adam", "Adam_1", "Momentum", "training", "optimizer", "beta1_power", "update_dense", "update_",
     "ConstantFolding", "ArithmeticOptimizer", "AddOpsRewrite_loss", "LayoutOptimizer", "Remapper",
     "BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer", "PermConstNHWCToNCHW-LayoutOptimizer",

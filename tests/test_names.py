@@ -91,6 +91,17 @@ def test_keras_3_optimizer_scopes_are_the_optimizers(path):
     assert names.categorise(path, "Mul", names.OP) == OPTIMIZER
 
 
+@pytest.mark.parametrize("path, category", [
+    ("replica_1/Momentum/update/mul", OPTIMIZER),
+    ("replica_1/gradient_tape/model/dense/MatMul", GRADIENTS),
+    ("replica_1/model/dense/MatMul", ACTIVATIONS),
+    ("replica_1", ACTIVATIONS),  # an op named so, at the root
+])
+def test_a_distribution_strategys_other_replicas_are_categorised_as_the_first(path, category):
+    """MirroredStrategy names replica N's ops as replica 0's under `replica_<N>/`."""
+    assert names.categorise(path, "Mul", names.OP) == category
+
+
 @pytest.mark.parametrize("op", ["QueueDequeueManyV2", "QueueDequeueV2", "IteratorGetNextSync"])
 def test_a_queues_batch_is_an_input(op):
     assert names.categorise("input/batch", op, names.OP) == figures.INPUTS
