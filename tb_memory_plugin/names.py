@@ -228,9 +228,10 @@ _INPUT_OPS = frozenset(
      "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueDequeue", "QueueDequeueMany"}
 )
 # `VarIsInitializedOp` answers a new bool about a variable, as `Shape` does about a tensor.
+BEFORE_STEP_OP_TYPE = "(allocated earlier)"  # a profile's frees of bytes from before the step (sources/xplane)
 _OTHER_OPS = frozenset(
     {"Const", "HostConst", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Retval",
-     "BroadcastGradientArgs", "VarIsInitializedOp", "_SOURCE", "_SINK"}
+     "BroadcastGradientArgs", "VarIsInitializedOp", "_SOURCE", "_SINK", BEFORE_STEP_OP_TYPE}
 )
 _APPLY_PREFIXES = ("Apply", "ResourceApply", "ResourceSparseApply", "SparseApply")
 _OPTIMIZER_NAMES = frozenset(
@@ -249,7 +250,10 @@ def optimizer_scope(first: str) -> bool:
     """Whether a first path component is an optimizer's scope: its name, or its name numbered as
     TensorFlow and Keras number a second one (`Adam_1`, `adam_1` for a model built again)."""
     return first in _OPTIMIZER_NAMES or _NUMBERED.sub("", first) in _OPTIMIZER_NAMES
-_SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam")
+# Slots of tf.compat.v1 optimizers (`<var>/Adam`), and a moving average's shadow of a variable
+# (`<var>/ExponentialMovingAverage`): training state beside the variable, not a parameter.
+_SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam",
+               "ExponentialMovingAverage")
 _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
 _REPLICA_RE = re.compile(r"^replica_\d+$")  # MirroredStrategy's replicas after the first: `replica_1/...`
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")

@@ -188,11 +188,6 @@ def _sized(dtype: int, shape: tuple[int, ...] | None) -> tuple[int | None, int |
     return count, (count * size if size else None)
 
 
-# tf.train.ExponentialMovingAverage's shadow of a variable, `<var>/ExponentialMovingAverage`:
-# training state beside the variable, as a slot is, not a parameter.
-_MOVING_AVERAGE = "ExponentialMovingAverage"
-
-
 def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
     """The variable a slot variable belongs to, by the optimizers' naming; None if not a slot.
 
@@ -201,7 +196,7 @@ def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
     average's shadow).
     """
     head, _, leaf = name.rpartition("/")
-    if head in variables and (_SLOT_RE.match(leaf) or leaf == _MOVING_AVERAGE):
+    if head in variables and _SLOT_RE.match(leaf):
         return head
     if leaf in _KERAS_SLOTS or leaf.rstrip("0123456789_") in _KERAS_SLOTS:
         parts = head.split("/")

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
-from .figures import ACTIVATIONS, AT_PEAK, INPUTS, OPTIMIZER
+from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER
 from .names import XLA_PROGRAM_OP_TYPE, coded, layer_of
 from .trace import labels_of
 
@@ -312,8 +312,10 @@ class OneStep:
         unscaled = int(shaped_bytes[np.isin(shaped_rows, forward)].sum())
         # Said where those tensors weigh: 1% of the peak rise (a per-example loss beside a bias does not).
         self.batch_in_parameter_shape = unscaled > 0 and unscaled * 100 >= space.peak_rise_bytes
-        # Bytes held before the step that grow with the batch: feeds, batch-shaped constants.
-        feeds = rows[(space.names.category == INPUTS) & (rows >= 0)]
+        # Bytes held before the step that grow with the batch: feeds, batch-shaped constants. An
+        # input op that allocates in the step (a queue's dequeue) is in the rise, scaled there.
+        allocated = space.name_column(ALLOCATED) > 0
+        feeds = rows[(space.names.category == INPUTS) & (rows >= 0) & ~allocated]
         resident = int(outputs.batch_sizes.sums(outputs.count)[feeds].sum())
         persistent = np.flatnonzero(trace.persistent > 0)
         kept = trace.persistent[persistent].astype(np.int64)

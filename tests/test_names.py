@@ -102,6 +102,11 @@ def test_a_distribution_strategys_other_replicas_are_categorised_as_the_first(pa
     assert names.categorise(path, "Mul", names.OP) == category
 
 
+def test_a_moving_averages_shadow_is_optimizer_state_not_a_parameter():
+    assert names.categorise("net/w/ExponentialMovingAverage", "VarHandleOp", names.OP) == OPTIMIZER
+    assert names.categorise("net/w", "VarHandleOp", names.OP) == PARAMETERS
+
+
 @pytest.mark.parametrize("op", ["QueueDequeueManyV2", "QueueDequeueV2", "IteratorGetNextSync"])
 def test_a_queues_batch_is_an_input(op):
     assert names.categorise("input/batch", op, names.OP) == figures.INPUTS

@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_whatif  # noqa: E402  (the Keras profiling script the accuracy benchmark runs too)
 from tb_memory_plugin import analysis, cli, graph, store, whatif, whatif_report
 from tb_memory_plugin import trace as trace_mod
-from tb_memory_plugin.figures import AT_PEAK, INPUTS, OPTIMIZER
+from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER
 from tb_memory_plugin.sources import xplane
 
 DEMO = REPO / "demo_logs"
@@ -188,6 +188,39 @@ def _mlp(batch: int, hidden: int, inputs: int = 32) -> whatif.Traced:
         h = tf.nn.relu(tf.matmul(h, tf.compat.v1.get_variable("w1", (hidden, 16))))
         return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
     return _traced_real(f"mlp_b{batch}", build, [np.ones((batch, inputs), np.float32)])
+
+
+def test_a_queues_batch_is_the_traced_batch_and_in_the_rise():
+    """A TF1 queue pipeline: the dequeued batch tells the traced batch; it is allocated in the step,
+    so it scales in the rise, not again as bytes held before the step."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        queue = tf1.FIFOQueue(128, [tf.float32], shapes=[[64]])
+        enqueue = queue.enqueue_many([tf.ones([32, 64])])
+        batch = queue.dequeue_many(32, name="batch")
+        h = tf.nn.relu(tf.matmul(batch, tf1.get_variable("w", (64, 48))))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        init = tf1.global_variables_initializer()
+    metadata = tf1.RunMetadata()
+    with tf1.Session(graph=graph) as session:
+        session.run(init)
+        for _ in range(2):
+            session.run(enqueue)
+        session.run(train)
+        session.run(train, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=metadata)
+    step = store.analyse_bytes(metadata.SerializeToString())
+    predictor = whatif.one_step(step, step.space(None))
+    assert predictor.batch == 32 and predictor.scales.any()
+    space = step.space(None)
+    dequeue = space.names.raw.index("batch")
+    assert space.names.category[dequeue] == INPUTS and space.name_column(ALLOCATED)[dequeue] == 32 * 64 * 4
+    # Held before the step and grown with the batch: only what grappler folded into a [32, 48]
+    # constant kept across steps (where it did), not the dequeued batch, which the rise holds.
+    kept = space.trace.persistent
+    assert predictor.resident_batch_bytes == int(kept[kept == 32 * 48 * 4].sum())
 
 
 def test_forward_tensors_shaped_like_parameters_are_warned_of():

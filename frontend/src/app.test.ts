@@ -169,7 +169,9 @@ describe('App on opening the tab', () => {
 describe('App in the grouping by layer', () => {
   it('says a layer that is no name scope of the graph is one, rather than failing', async () => {
     const all = new Set(['runs', 'default_step', 'summary', 'scopes', 'scope', 'curve', 'graph', 'whatif']);
-    const server = new FakeServer(all, (route, url) => (route === 'graph' && url.includes('scope=m') ? [404, "unknown scope 'm' in the graph"] : null));
+    const server = new FakeServer(all, (route, url) =>
+      route === 'graph' && (url.includes('scope=m') || url.includes('scope=%28feeds%29')) ? [404, 'unknown scope in the graph'] : null,
+    );
     const selection = new Selection();
     open(server, selection);
     await settle();
@@ -179,5 +181,9 @@ describe('App in the grouping by layer', () => {
     expect(error).toContain('“m” is a layer of the grouping by layer');
     expect(error).toContain('Group “name scope”');
     expect(error).not.toContain('HTTP 404');
+    // `(feeds)` is no layer: the route's own error.
+    selection.drill('(feeds)');
+    await settle(30);
+    expect(document.querySelector('[data-testid="graph-panel"] [data-testid="error"]')!.textContent).toContain('No graph for “(feeds)”');
   });
 });

@@ -299,7 +299,8 @@ export class App {
         () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus }),
         (data) => graph.setData(data),
         (e) =>
-          e instanceof ApiError && e.status === 404 && group === 'layer'
+          // A layer (not `(feeds)` or `(plumbing)`, which no graph holds) that is no name scope of the graph.
+          e instanceof ApiError && e.status === 404 && group === 'layer' && focus !== '' && !focus.startsWith('(')
             ? `“${focus}” is a layer of the grouping by layer (gradients and updates folded in), not a name scope of the graph, which keeps the graph’s own scopes: pick Group “name scope” to find it there.`
             : `No graph for “${focus || '(all)'}”: ${message(e)}`,
       ),

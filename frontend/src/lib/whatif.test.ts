@@ -123,6 +123,7 @@ describe('parseLimit', () => {
     expect(parseLimit('8 gb')).toBe(8 * 2 ** 30);
     expect(parseLimit('300 MB')).toBe(300 * 2 ** 20);
     expect(parseLimit('2 kb')).toBe(2048);
+    expect(parseLimit('16Gi')).toBe(16 * 2 ** 30);
     expect(parseLimit('')).toBeNull();
     expect(parseLimit('lots')).toBeNull();
     expect(parseLimit('0')).toBeNull();

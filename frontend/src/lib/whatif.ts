@@ -121,7 +121,7 @@ export function otherRuns(runs: readonly { run: string }[], current: string | nu
 // (a "16 GB" GPU holds 16 GiB).
 const UNIT_BYTES: Record<string, number> = { '': 1, b: 1 };
 ['k', 'm', 'g', 't'].forEach((prefix, i) => {
-  for (const unit of [prefix, `${prefix}b`, `${prefix}ib`]) UNIT_BYTES[unit] = 2 ** (10 * (i + 1));
+  for (const unit of [prefix, `${prefix}b`, `${prefix}i`, `${prefix}ib`]) UNIT_BYTES[unit] = 2 ** (10 * (i + 1));
 });
 
 /**

@@ -561,6 +561,8 @@ describe('WhatIfView', () => {
     expect(limit.getAttribute('aria-invalid')).toBe('true');
     expect(view.element.hasAttribute('data-stale')).toBe(true);
     expect(view.element.textContent).toContain('not read: a whole batch from 1, a limit such as 16 GiB (the answer shown is for the last values read)');
+    view.setData(answer); // an answer asked before the bad input lands: still stale
+    expect(view.element.hasAttribute('data-stale')).toBe(true);
     type(view, 'whatif-limit', '8GB');  // read, as 8 GiB
     expect(limit.getAttribute('aria-invalid')).toBe('false');
     expect(view.element.hasAttribute('data-stale')).toBe(false);

@@ -134,7 +134,8 @@ export class WhatIfView {
 
   setData(data: WhatIfResponse | null): void {
     this.data = data;
-    this.element.removeAttribute('data-stale');
+    // Stale still if the inputs changed to something unreadable while this answer was on its way.
+    this.element.toggleAttribute('data-stale', data !== null && this.request() === null);
     clear(this.headline);
     this.method.textContent = '';
     this.maxBatch.textContent = '';
@@ -157,7 +158,7 @@ export class WhatIfView {
     const first = data.runs[0];
     if (first) {
       // As the prediction is put: absolute where a baseline is known, else a rise.
-      const traced = first.peak_bytes !== null ? formatBytes(first.peak_bytes) : formatBytesDelta(first.peak_rise_bytes);
+      const traced = absolute && first.peak_bytes !== null ? formatBytes(first.peak_bytes) : formatBytesDelta(first.peak_rise_bytes);
       this.headline.append(el('span', { class: 'muted' }, ` · traced at batch ${formatCount(first.batch)}: ${traced}`));
     }
     this.method.textContent = methodText(data);

@@ -33,14 +33,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._numeric import scatter_sum
-from ...names import COPY_TO_DEVICE_OP_TYPE, XLA_PROGRAM_OP_TYPE
+from ...names import BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, XLA_PROGRAM_OP_TYPE
 from ...trace import SpaceTrace, Trace, TraceDecodeError
 from . import names as names_mod
 from . import wire
 
 BEFORE_STEP = "(before this step)"  # owns frees of bytes allocated before the step's window
 UNATTRIBUTED = "(no op)"  # allocations with no tf_op and no op running on their thread
-BEFORE_STEP_OP_TYPE = "(allocated earlier)"
 
 NO_MEMORY_HELP = (
     "This profile holds no memory events. On CPU, TensorFlow records them only with the BFC allocator: "
