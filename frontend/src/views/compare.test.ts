@@ -46,6 +46,17 @@ describe('CompareView', () => {
     expect(document.querySelector('[data-testid=compare-delta]')!.textContent).toContain('+30 B');
   });
 
+  it('gives the colour scale its ends only where some child differs', () => {
+    const view = new CompareView(new Selection());
+    mount(view);
+    view.setData(body);
+    const legend = () => [...view.element.querySelectorAll('.legend')].map((l) => l.textContent).join(' ');
+    expect(legend()).toContain('A larger by 60 B');
+    view.setData({ ...body, children: [row('same', 40, 40, 'same'), row('also', 4, 4, 'changed')] });
+    expect(legend()).not.toContain('larger by');
+    expect(legend()).toContain('no child differs');
+  });
+
   it('lists scopes by absolute difference; a row selects its scope; the button leaves compare mode', () => {
     const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
     const view = new CompareView(selection);

@@ -220,11 +220,16 @@ export class CompareView {
       this.area.append(fragment);
     }
     this.treemapNote.textContent = `${formatCount(d.children.length)} children · sized by the larger step ${figureLabel(figure)}, coloured by A − B`;
-    for (const [colour, text] of [
-      [DIVERGING_COLOURS.shrank, `B larger by ${formatBytes(extent)}`],
-      [DIVERGING_COLOURS.same, 'same'],
-      [DIVERGING_COLOURS.grew, `A larger by ${formatBytes(extent)}`],
-    ] as const) {
+    // The scale's ends only where some child differs (its extent is at least 1 B, to divide by).
+    const differs = d.children.some((r) => deltaBytes(r, figure) !== 0);
+    const legend = differs
+      ? ([
+          [DIVERGING_COLOURS.shrank, `B larger by ${formatBytes(extent)}`],
+          [DIVERGING_COLOURS.same, 'same'],
+          [DIVERGING_COLOURS.grew, `A larger by ${formatBytes(extent)}`],
+        ] as const)
+      : ([[DIVERGING_COLOURS.same, `no child differs ${figureLabel(figure)}`]] as const);
+    for (const [colour, text] of legend) {
       this.legend.append(el('span', {}, el('span', { class: 'swatch', style: `background:${colour};border:1px solid var(--border)` }), text));
     }
     this.updateSelected();
