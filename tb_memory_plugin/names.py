@@ -227,8 +227,8 @@ _INPUT_OPS = frozenset(
      # A TF1 queue's batch (QueueRunner pipelines)
      "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueDequeue", "QueueDequeueMany"}
 )
-# `VarIsInitializedOp` answers a new bool about a variable, as `Shape` does about a tensor.
 BEFORE_STEP_OP_TYPE = "(allocated earlier)"  # a profile's frees of bytes from before the step (sources/xplane)
+# `VarIsInitializedOp` answers a new bool about a variable, as `Shape` does about a tensor.
 _OTHER_OPS = frozenset(
     {"Const", "HostConst", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Retval",
      "BroadcastGradientArgs", "VarIsInitializedOp", "_SOURCE", "_SINK", BEFORE_STEP_OP_TYPE}
@@ -250,6 +250,8 @@ def optimizer_scope(first: str) -> bool:
     """Whether a first path component is an optimizer's scope: its name, or its name numbered as
     TensorFlow and Keras number a second one (`Adam_1`, `adam_1` for a model built again)."""
     return first in _OPTIMIZER_NAMES or _NUMBERED.sub("", first) in _OPTIMIZER_NAMES
+
+
 # Slots of tf.compat.v1 optimizers (`<var>/Adam`), and a moving average's shadow of a variable
 # (`<var>/ExponentialMovingAverage`): training state beside the variable, not a parameter.
 _SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam",
