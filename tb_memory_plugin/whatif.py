@@ -561,9 +561,9 @@ class WhatIf:
             why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "
                    "never scaled" if self.one_step.batch_in_parameter_shape else "")
             raise WhatIfError(
-                f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, the "
-                f"commonest first dimension of its inputs){why}: one step cannot be scaled. Trace the model at two "
-                "batch sizes and fit over both (runs).")
+                f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, as "
+                f"read from its shapes){why}: one step cannot be scaled. Trace the model at two batch sizes and fit "
+                "over both (runs).")
         capacity = first.space.trace.capacity_bytes
         self.limit, self.limit_source = ((limit, "limit") if limit is not None
                                          else (capacity, "capacity") if capacity else (None, None))
