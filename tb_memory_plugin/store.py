@@ -22,7 +22,7 @@ from typing import Callable, Hashable
 
 from tensorboard.data import provider as provider_mod
 
-from . import analysis, function_graph, graph as graph_mod, trace as trace_mod
+from . import analysis, function_graph, graph as graph_mod, logdir as logdir_mod, trace as trace_mod
 from .sources import run_metadata, xplane
 
 TAGGED_RUN_METADATA = "graph_tagged_run_metadata"
@@ -288,7 +288,7 @@ class StepStore:
 
     def _profile_steps(self, event_runs: set[str]) -> dict[str, list[StepRef]]:
         found = self._profile_paths()
-        own_name = posixpath.basename((self._logdir or "").replace("\\", "/").rstrip("/"))
+        own_name = logdir_mod.own_name_of(self._logdir) if self._logdir else ""
         sessions = collections.Counter(posixpath.dirname(p.replace("\\", "/")) for paths in found.values()
                                        for p in paths)
         out: dict[str, list[StepRef]] = {}

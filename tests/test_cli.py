@@ -366,6 +366,21 @@ def test_the_current_directory_as_the_logdir_is_named_by_its_directory(capsys, l
     assert [s["run"] for s in json.loads(out)["steps"]] == ["gpu"]
 
 
+@pytest.mark.parametrize("run_flag", [(), ("--run", "."), ("--run", "train")])
+def test_the_current_directory_with_a_profile_names_its_profiled_steps_by_its_directory(capsys, monkeypatch,
+                                                                                        tmp_path, run_flag):
+    """A Keras run's directory as `.`: its profiled steps belong to the run named by the directory,
+    as its event file's records do, not to a run `.`."""
+    import shutil
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet" / "train", tmp_path / "train")
+    monkeypatch.chdir(tmp_path / "train")
+    code, out, err = _run(capsys, ".", *run_flag, "--json")
+    assert code == 0, err
+    steps = json.loads(out)["steps"]
+    assert {s["run"] for s in steps} == {"train"} and any(s["tag"].startswith("profile/") for s in steps)
+
+
 @pytest.mark.parametrize("spelling", ["/gpu:0", "/device:GPU:0", "GPU:0", "gpu:0", "GPU",
                                       "/job:localhost/replica:0/task:0/gpu:0",
                                       "/job:localhost/replica:0/task:0/device:GPU:0"])
