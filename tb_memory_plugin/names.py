@@ -234,6 +234,13 @@ _OTHER_OPS = frozenset(
      "BroadcastGradientArgs", "VarIsInitializedOp", "_SOURCE", "_SINK", BEFORE_STEP_OP_TYPE}
 )
 _APPLY_PREFIXES = ("Apply", "ResourceApply", "ResourceSparseApply", "SparseApply")
+
+
+def is_apply_op(op_type: str) -> bool:
+    """An optimizer's update op (`ApplyAdam`, `ResourceApplyAdagrad`, `ResourceSparseApplyFtrl`, ...)."""
+    return op_type.startswith(_APPLY_PREFIXES)
+
+
 _OPTIMIZER_NAMES = frozenset(
     {"Adam", "AdamW", "SGD", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Adamax",
      "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer",
@@ -273,7 +280,7 @@ def categorise(path: str, op_type: str, kind: str) -> int:
         return INPUTS
     if kind == PLUMBING:
         return OTHER
-    if op_type.startswith(_APPLY_PREFIXES):
+    if is_apply_op(op_type):
         return OPTIMIZER
     first, _, rest = path.partition("/")
     replica = bool(rest) and _REPLICA_RE.match(first) is not None
@@ -889,7 +896,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
 
     is_input = op_flag(_INPUT_OPS.__contains__) | (kind_code == _KIND_CODE[FEED])
     is_plumbing = kind_code == _KIND_CODE[PLUMBING]
-    is_apply = op_flag(lambda op: op.startswith(_APPLY_PREFIXES))
+    is_apply = op_flag(is_apply_op)
     is_variable = op_flag(_VARIABLE_OPS.__contains__)
     is_other = op_flag(_OTHER_OPS.__contains__)
     optimizer_first = parts.where(optimizer_scope)

@@ -20,7 +20,7 @@ import numpy as np
 from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
 from .graph import graph_blobs
-from .names import _SLOT_RE, layer_path, optimizer_scope, scope_of
+from .names import _SLOT_RE, is_apply_op, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
 from .trace import parse_device
 
@@ -156,7 +156,7 @@ class Model:
             return cls.from_nodes(list(graph_def.node), len(data))
         present = set(ops)
         wanted = set(_VARIABLE_OPS) | {"Const", "Placeholder", "PlaceholderWithDefault"} | CONV_OPS
-        wanted |= {op for op in present if _is_apply(op)}  # which variables are slots
+        wanted |= {op for op in present if is_apply_op(op)}  # which variables are slots
         if not present & set(_VARIABLE_OPS):  # frozen: weights are Consts read by these ops
             wanted |= set(_WEIGHT_INPUTS) | _PASS_THROUGH
         if present & CONV_OPS:  # a conv's filter, and the ops fused after it
@@ -208,11 +208,6 @@ def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
     return None
 
 
-def _is_apply(op: str) -> bool:
-    """An optimizer's update op (`ApplyAdam`, `ResourceApplyAdagrad`, `ResourceSparseApplyFtrl`, ...)."""
-    return op.startswith(("Apply", "SparseApply", "ResourceApply", "ResourceSparseApply"))
-
-
 def _applied_slots(graph_nodes, variables: dict) -> tuple[dict[str, str], frozenset[str]]:
     """Slots as the optimizers' apply ops show them, whatever the optimizer's name (TF names a
     slot `<var>/<optimizer name>`: `w/adagrad` for `AdagradOptimizer(name="adagrad")`): the
@@ -222,7 +217,7 @@ def _applied_slots(graph_nodes, variables: dict) -> tuple[dict[str, str], frozen
     slots: dict[str, str] = {}
     trained = set()
     for node in graph_nodes:
-        if not _is_apply(node.op) or not node.input:
+        if not is_apply_op(node.op) or not node.input:
             continue
         primary = variables.get(node.input[0].split(":", 1)[0])
         if primary is None:
