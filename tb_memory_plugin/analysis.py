@@ -148,6 +148,15 @@ class SpaceAnalysis:
         return space.snapshot_bytes - np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
 
     @property
+    def no_curve(self) -> str | None:
+        """Why the space has no curve (None: it has one): `no_records`, allocations without their
+        records (TensorFlow 1.x before records existed); `nothing_allocated`, a step whose outputs
+        are buffers that existed before it (variable reads, constants)."""
+        if self.has_curve:
+            return None
+        return "no_records" if int(self.trace.allocated.sum()) else "nothing_allocated"
+
+    @property
     def peak_bytes(self) -> int | None:
         """The peak in absolute bytes: the baseline plus the rise (None without a baseline)."""
         return None if self.start_bytes is None else self.start_bytes + self.peak_rise_bytes
@@ -332,7 +341,7 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
                             "below FULL_TRACE. " + NO_MEMORY_HELP)
     message = trace.note
     if not any(s.has_curve for s in spaces):
-        if any(int(s.trace.allocated.sum()) for s in spaces):  # allocations without their records
+        if any(s.no_curve == "no_records" for s in spaces):
             no_curve = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
                         "allocated and output bytes are shown, but there is no curve and no at-peak figure.")
         else:

@@ -87,6 +87,7 @@ def test_steps_that_allocate_nothing_say_so():
     read = steps["read"]
     assert read.status == "ok" and not any(space.has_curve for space in read.spaces)
     assert all(int(space.trace.allocated.sum()) == 0 for space in read.spaces)
+    assert {report.device_summary(space, "layer")["no_curve"] for space in read.spaces} == {"nothing_allocated"}
     assert "Nothing was allocated" in read.message and "1.x" not in read.message
 
 
@@ -275,7 +276,7 @@ def test_old_tf1_gpu_names_without_records():
     assert int(gpu.trace.allocated.sum()) == 4096 + 2048
     assert int(gpu.trace.output.sum()) == 4096 + 4096 + 2048
     summary = report.device_summary(gpu, "scope")
-    assert summary["has_curve"] is False
+    assert summary["has_curve"] is False and summary["no_curve"] == "no_records"
     assert summary["figures"]["allocated_bytes"] == 6144
     assert summary["figures"]["output_bytes"] == 10240
     assert summary["figures"]["at_peak_bytes"] == 0

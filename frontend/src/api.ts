@@ -153,6 +153,8 @@ export interface DeviceSummary {
   shared_with?: string[];
   /** False when the trace has no allocation records (old TF 1.x dumps): no curve, no at-peak figures. Absent means true. */
   has_curve?: boolean;
+  /** Why there is no curve: allocations without records (old TF 1.x), or nothing allocated; null with one. Absent from older servers. */
+  no_curve?: 'no_records' | 'nothing_allocated' | null;
   start_bytes: Bytes | null;
   peak_bytes: Bytes | null;
   /** Null without a curve (`has_curve` false), as `peak_time_us` and `peak_bytes` are. */

@@ -20,11 +20,10 @@ describe('peak figures', () => {
 });
 
 describe('noCurveReason', () => {
-  const device = (allocated: number) => ({ figures: { at_peak_bytes: 0, allocated_bytes: allocated, op_peak_bytes: 0, live_bytes: 0, output_bytes: 64, temp_bytes: 0, persistent_bytes: 0 } });
-  it('names an old dump when bytes were allocated without records', () => {
-    expect(noCurveReason(device(4096))).toContain('no allocation records');
+  it('names an old dump where the server says the records are missing', () => {
+    expect(noCurveReason({ no_curve: 'no_records' })).toContain('no allocation records');
   });
-  it('says nothing was allocated when nothing was', () => {
-    expect(noCurveReason(device(0))).toContain('nothing was allocated');
+  it('says nothing was allocated where the server says so', () => {
+    expect(noCurveReason({ no_curve: 'nothing_allocated' })).toContain('nothing was allocated');
   });
 });

@@ -18,10 +18,11 @@ export function existingFigures<T>(rows: readonly T[], key: (row: T) => string, 
   return hasCurve ? [...rows] : rows.filter((row) => !PEAK_ONLY_KEYS.includes(key(row)));
 }
 
-/** Why a device has no curve, in a few words: a dump without allocation records (old TF 1.x), or a
- * step that allocated nothing (its outputs are buffers that existed before it). */
-export function noCurveReason(device: Pick<DeviceSummary, 'figures'>): string {
-  return device.figures.allocated_bytes > 0
-    ? 'this trace has no allocation records (old TF 1.x dumps)'
-    : 'nothing was allocated during this step (it only read buffers that existed before it)';
+/** Why a device has no curve, in a few words, as the server tells it (`no_curve`): a dump without
+ * allocation records (old TF 1.x), or a step that allocated nothing (its outputs are buffers that
+ * existed before it). */
+export function noCurveReason(device: Pick<DeviceSummary, 'no_curve'>): string {
+  return device.no_curve === 'nothing_allocated'
+    ? 'nothing was allocated during this step (it only read buffers that existed before it)'
+    : 'this trace has no allocation records (old TF 1.x dumps)';
 }
