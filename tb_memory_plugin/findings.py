@@ -185,9 +185,9 @@ def im2col_estimate(space, conv) -> dict | None:
     positions, source = conv.positions, "graph"
     if positions is None:
         names = space.names
+        outputs, counts = space.name_column(OUTPUT), space.name_exec_counts
         for name in (conv.name, *conv.fused_into):
             rows = [i for i, graph_name in enumerate(names.graph_names) if graph_name == name]
-            outputs, counts = space.name_column(OUTPUT), space.name_exec_counts
             output = max((int(outputs[i]) // max(1, int(counts[i])) for i in rows), default=0)
             if output > 0:
                 positions, source = output // (channels_out * conv.dtype_size), "trace"
@@ -245,7 +245,8 @@ def graph_constants(model: Model) -> list[Finding]:
         return []
     listed = data if data_bytes >= GRAPH_CONSTANTS_MIN_BYTES else model.constants
     flagged_bytes = data_bytes if listed is data else sum(c.serialized_bytes for c in listed)
-    text = f"The GraphDef is {format_bytes(model.graph_bytes)} ({model.graph_bytes / PROTOBUF_LIMIT_BYTES:.2%} of protobuf's 2 GiB limit)"
+    text = (f"The GraphDef is {format_bytes(model.graph_bytes)} ({model.graph_bytes / PROTOBUF_LIMIT_BYTES:.2%} of "
+            "protobuf's 2 GiB limit)")
     if not listed:  # a big graph without constants: its nodes' attributes or its function library
         return [Finding(
             GRAPH_CONSTANTS, model.graph_bytes, "", [],
