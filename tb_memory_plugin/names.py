@@ -906,11 +906,14 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
     # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
     gradient = parts.where(_GRADIENTS_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
-    replica = parts.where(_REPLICA_RE.match) & parts.has_rest
-    for i in np.flatnonzero(replica).tolist():  # the component after `replica_<N>/` is the first, as in `categorise`
-        second = paths[i].split("/", 2)[1]
-        optimizer_first[i] = optimizer_scope(second)
-        gradient[i] = gradient[i] or _GRADIENTS_RE.match(second) is not None
+    rows = np.flatnonzero(parts.where(_REPLICA_RE.match) & parts.has_rest)
+    if rows.size:  # the component after `replica_<N>/` is the first, as in `categorise`
+        second = parts.length[rows] + 1  # where it starts in its name
+        slash = lines.slash_from(parts.length + 1)[rows]
+        length = np.where(slash >= 0, slash, lines.lengths[rows]) - second
+        distinct, code = lines.code_slices(lines.starts[rows] + second, length)
+        optimizer_first[rows] = np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]
+        gradient[rows] |= np.fromiter((_GRADIENTS_RE.match(t) is not None for t in distinct), bool, len(distinct))[code]
     return np.select(
         [is_input, is_plumbing, is_apply, optimizer_first, slot, gradient, is_variable, is_other],
         [INPUTS, OTHER, OPTIMIZER, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
