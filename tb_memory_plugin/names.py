@@ -626,6 +626,12 @@ class NameTable:
         return layer_cut(self.paths, self.path_parts)
 
     @cached_property
+    def layers(self) -> tuple[list[str], np.ndarray]:
+        """(each layer once, sorted; each name's index into them): the layers `layer_of` gives
+        (what-if layers, findings), built once per table, as several steps' what-ifs ask."""
+        return coded(list(map(layer_of, self.layer_paths)))
+
+    @cached_property
     def layer_paths(self) -> list[str]:
         """Leaf paths grouped by layer: gradients and optimizer updates folded in (built on first
         use: the summary needs only their first components, and a few of them)."""

@@ -26,7 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER
-from .names import XLA_PROGRAM_OP_TYPE, coded, layer_of
+from .names import XLA_PROGRAM_OP_TYPE
 from .trace import labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -390,7 +390,7 @@ class OneStep:
 def _layers(space: SpaceAnalysis) -> tuple[list[str], np.ndarray]:
     """Layer names, and the layer of each distinct name (grouped by layer: gradients and
     optimizer updates folded into their layer)."""
-    return coded(list(map(layer_of, space.names.layer_paths)))
+    return space.names.layers
 
 
 def one_step(step: StepAnalysis, space: SpaceAnalysis) -> OneStep:

@@ -18,7 +18,7 @@ from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_cl
 sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_whatif  # noqa: E402  (the Keras profiling script the accuracy benchmark runs too)
 from tb_memory_plugin import analysis, cli, graph, store, whatif, whatif_report
-from tb_memory_plugin import trace as trace_mod
+from tb_memory_plugin import names as names_mod, trace as trace_mod
 from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER
 from tb_memory_plugin.sources import xplane
 
@@ -369,9 +369,10 @@ def _assert_one_step_is_the_reference(step, space):
     scales, resident = _reference_one_step(step, space)
     assert one.scales.tolist() == scales
     assert one.resident_batch_bytes == resident
-    names, of_name = whatif._layers(space)
-    layers = [whatif.layer_of(path) for path in space.names.layer_paths]
-    assert names == sorted(set(layers)) and [names[i] for i in of_name.tolist()] == layers
+    layer_names, of_name = whatif._layers(space)
+    assert whatif._layers(space) is space.names.layers  # built once per name table
+    layers = [names_mod.layer_of(path) for path in space.names.layer_paths]
+    assert layer_names == sorted(set(layers)) and [layer_names[i] for i in of_name.tolist()] == layers
     return one
 
 
@@ -410,7 +411,7 @@ def test_the_layer_of_a_path_by_string_searches_is_layer_of(parts):
     components = path.split("/")
     cut = next((i for i, part in enumerate(components) if part.endswith("_grad")), len(components) - 1)
     expected = (components[0] or path) if cut == 0 else ("/".join(components[:cut]) or path)
-    assert whatif.layer_of(path) == expected
+    assert names_mod.layer_of(path) == expected
 
 
 BATCH = 4
