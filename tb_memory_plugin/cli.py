@@ -144,11 +144,14 @@ def _print_findings(found: list[dict]) -> None:
     if not found:
         return
     print("   findings:")
+    previous = None
     for finding in found:
         print(f"   * {finding['kind']}: {format_bytes(finding['bytes'])} in {finding['scope'] or '(top level)'}"
               + (f" on {finding['device']}" if finding["device"] else ""))
         print(f"     {finding['message']}")
-        print(f"     try: {finding['suggestion']}")
+        # Several findings of one kind often share their advice (a convolution per layer): said once.
+        print(f"     try: {'as above.' if finding['suggestion'] == previous else finding['suggestion']}")
+        previous = finding["suggestion"]
 
 
 def _print_ranked_by_allocated(rows: list[tuple[str, dict]], top: int) -> None:

@@ -51,6 +51,14 @@ GAP_MIN_SHARE, GAP_MIN_BYTES = 0.05, 64 * KiB
 PEAK_SHORT_MIN_SHARE = 0.01
 TOP_NODES = 5  # nodes named per finding
 
+# TensorFlow's CPU kernels for these ops (Conv2DCustomBackpropFilterOp and its kin) stage im2col for a
+# shard of whole images in one buffer of ceil(working set / one image's work) images, the working set
+# being about 30 MiB (an L3 cache): its size is set there, or by one image where that is larger, and
+# not by the batch (a batch smaller than the shard still gets the whole buffer).
+CPU_SHARDED_CONV_GRADS = frozenset({"Conv2DBackpropFilter", "Conv2DBackpropInput",
+                                    "Conv3DBackpropFilterV2", "Conv3DBackpropInputV2"})
+CPU_CONV_WORKING_SET_BYTES = 30 * MiB
+
 _LAYOUT_SIDE_RE = re.compile(r"((?:-\d+)+)-[A-Za-z]+?(N[A-Z]+)To(N[A-Z]+)-LayoutOptimizer$")
 _GRAD_RE = re.compile(r"^(?:gradients(?:_\d+)?/)?(?P<forward>.+)_grad/[^/]+$")
 
@@ -213,24 +221,37 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
         graph_name, scratch, out = names.graph_names[i], int(per_exec_temp[i]), int(per_exec_output[i])
         layer = layer_of(names.leaf_path("layer", i))
         estimate = im2col_estimate(space, _forward_conv(graph_name, model))
+        op_type = names.op_types[i]
         ratio = f"{scratch / out:,.0f}x its output" if out else "with no output"
-        text = (f"{graph_name} ({names.op_types[i]}) uses {format_bytes(scratch)} of scratch, {ratio} "
-                f"({format_bytes(out)}).")
+        text = f"{graph_name} ({op_type}) uses {format_bytes(scratch)} of scratch, {ratio} ({format_bytes(out)})."
         if estimate is not None:
             k = "x".join(map(str, estimate["filter_shape"][:-1]))
             text += (f" im2col from the shapes: {estimate['positions']:,} output positions (batch x out_h x out_w)"
                      f" x {estimate['patch_size']:,} ({k}) x {estimate['dtype_size']} B = "
                      f"{format_bytes(estimate['im2col_bytes'])}"
                      f" (the op's scratch is {scratch / estimate['im2col_bytes']:.1f}x that).")
+        cpu_working_set = space.trace.device_type == "CPU" and op_type in CPU_SHARDED_CONV_GRADS
+        if cpu_working_set:
+            text += (" On a CPU, TensorFlow's convolution gradients stage im2col for a shard of whole images in "
+                     f"one buffer sized to a working set of about {format_bytes(CPU_CONV_WORKING_SET_BYTES)} (or to "
+                     "one image, where that is larger), not to the batch: it keeps this size at any batch.")
         found.append(Finding(
-            CONV_SCRATCH, scratch, layer, [graph_name], text,
-            "Use a smaller filter (or stack small ones: two 3x3 see as far as one 5x5), an FFT or separable form "
-            "(tf.nn.separable_conv2d, or a k x 1 then 1 x k pair), or split the batch into smaller steps "
-            "(the scratch grows with batch x out_h x out_w).",
+            CONV_SCRATCH, scratch, layer, [graph_name], text, _CPU_SCRATCH_FIX if cpu_working_set else _SCRATCH_FIX,
             space.trace.id,
-            {"temp_bytes": scratch, "output_bytes": out, "op_type": names.op_types[i], "im2col": estimate},
+            {"temp_bytes": scratch, "output_bytes": out, "op_type": op_type, "im2col": estimate,
+             "cpu_working_set": cpu_working_set},
         ))
     return found
+
+
+_SCRATCH_FIX = ("Use a smaller filter (or stack small ones: two 3x3 see as far as one 5x5), an FFT or separable "
+                "form (tf.nn.separable_conv2d, or a k x 1 then 1 x k pair), or split the batch into smaller steps "
+                "(the scratch grows with batch x out_h x out_w).")
+_CPU_SCRATCH_FIX = ("Each convolution gradient running at once holds one such buffer: run them one at a time with "
+                    "tf.config.threading.set_inter_op_parallelism_threads(1) (TF1: ConfigProto("
+                    "inter_op_parallelism_threads=1)). A smaller batch does not shrink it; a smaller filter or "
+                    "fewer input channels do only where one image's im2col is above the working set. On a GPU, "
+                    "cuDNN sizes its own workspace instead: profile there to see what a GPU step needs.")
 
 
 # -- constants in the graph ---------------------------------------------------------------------

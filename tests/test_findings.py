@@ -62,7 +62,38 @@ def test_conv_scratch_on_the_big_filter(bigconv):
     k_h, k_w, _, _ = [d.size for d in nodes["big_conv/weights"].attr["shape"].shape.dim]
     assert finding.details["im2col"]["im2col_bytes"] == batch * height * width * k_h * k_w * c_in * 4 == \
         1 * 32 * 32 * 31 * 31 * 3 * 4
-    assert "smaller filter" in finding.suggestion and "FFT" in finding.suggestion and "batch" in finding.suggestion
+    # On a CPU the scratch is TensorFlow's shard buffer (Conv2DCustomBackpropFilterOp): im2col for
+    # ceil(working set / one image's work) whole images, 3 here, where the batch holds 1.
+    image_positions, patch, c_out = height * width, k_h * k_w * c_in, 8
+    work = image_positions * patch + image_positions * c_out + patch * c_out
+    shard = -(-(findings.CPU_CONV_WORKING_SET_BYTES // 4) // work)
+    assert shard == 3 > batch and finding.bytes == shard * image_positions * patch * 4
+    assert finding.details["cpu_working_set"] is True
+    assert "not to the batch" in finding.message and "smaller batch does not shrink it" in finding.suggestion
+    assert "inter_op_parallelism_threads" in finding.suggestion
+
+
+@pytest.mark.parametrize("device, allocator, on_cpu", [(GPU0, "GPU_0_bfc", False), (MKL_CPU0, "cpu", True)])
+def test_conv_scratch_advice_depends_on_the_device(device, allocator, on_cpu):
+    """The same convolution gradient's scratch: on a GPU (cuDNN's workspace) the advice is the filter
+    and the batch; on a CPU, TensorFlow's fixed shard buffer, which neither would shrink."""
+    scratch, output = 24 << 20, 64 << 10
+    nodes = [
+        Node("conv/Conv2D", 0, 2, op="Conv2D", memory=[Mem(allocator, [(0, output)])], outputs=[(allocator, output)]),
+        Node("gradients/conv/Conv2D_grad/Conv2DBackpropFilter", 3, 9, op="Conv2DBackpropFilter",
+             memory=[Mem(allocator, [(3, output), (4, scratch), (8, -scratch)])],
+             outputs=[(allocator, output)], temp=scratch),
+    ]
+    step = store.analyse_bytes(protos.serialized({device: nodes}), None)
+    found = [f for f in findings.step_findings(step, None) if f.kind == findings.CONV_SCRATCH]
+    assert [(f.bytes, f.nodes, f.details["cpu_working_set"]) for f in found] == [
+        (scratch, ["gradients/conv/Conv2D_grad/Conv2DBackpropFilter"], on_cpu)]
+    advice = found[0].suggestion
+    if on_cpu:
+        assert "not to the batch" in found[0].message and "smaller batch does not shrink it" in advice
+    else:
+        assert "not to the batch" not in found[0].message
+        assert "smaller filter" in advice and "FFT" in advice and "split the batch" in advice
 
 
 # -- graph_constants: a dataset embedded with tf.constant ----------------------------------------------

@@ -39,11 +39,14 @@ export class FindingsView {
       this.list.append(el('div', { class: 'muted', 'data-testid': 'findings-none' }, 'Nothing to flag in this step: no layout transposes, large convolution scratch, constants in the graph, growth across steps or allocator gap.'));
       return;
     }
-    for (const finding of sorted) this.list.append(this.item(finding, device));
+    // Findings of one kind often share their advice (a convolution per layer): said once, then "as above".
+    sorted.forEach((finding, i) => {
+      this.list.append(this.item(finding, device, i > 0 && sorted[i - 1]?.suggestion === finding.suggestion));
+    });
     this.markSelected();
   }
 
-  private item(f: Finding, device: DeviceSummary | null): HTMLElement {
+  private item(f: Finding, device: DeviceSummary | null, adviceAsAbove: boolean): HTMLElement {
     const elsewhere = f.device !== null && device !== null && f.device !== device.id;
     const head = el(
       'div',
@@ -65,7 +68,12 @@ export class FindingsView {
       },
       head,
       el('div', { class: 'finding-message' }, f.message),
-      el('div', { class: 'finding-suggestion' }, el('span', { class: 'muted' }, 'Try: '), f.suggestion),
+      el(
+        'div',
+        { class: 'finding-suggestion', title: adviceAsAbove ? f.suggestion : null },
+        el('span', { class: 'muted' }, 'Try: '),
+        adviceAsAbove ? 'as above.' : f.suggestion,
+      ),
     );
     const patch = findingSelection(f, this.selection.get());
     if (patch) {

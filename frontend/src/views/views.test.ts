@@ -1,11 +1,12 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import type { CurveResponse, DefaultStepResponse, DeviceSummary, Figures, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse, WhatIfResponse } from '../api';
+import type { CurveResponse, DefaultStepResponse, DeviceSummary, Figures, Finding, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse, WhatIfResponse } from '../api';
 import { el } from '../dom';
 import { Selection } from '../selection';
 import { previewOfChild } from '../lib/scope-preview';
 import { DataTable } from './data-table';
 import { DetailsView } from './details';
+import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
 import { SummaryView, openingText } from './summary';
 import { deviceLabel } from './pickers';
@@ -567,5 +568,25 @@ describe('WhatIfView', () => {
     expect(limit.getAttribute('aria-invalid')).toBe('false');
     expect(view.element.hasAttribute('data-stale')).toBe(false);
     expect(view.request()).toEqual({ batch: expect.any(Number), runs: [], limit: 8 * 2 ** 30 });
+  });
+});
+
+describe('FindingsView', () => {
+  const finding = (scope: string, bytes: number, suggestion: string): Finding => ({
+    kind: 'conv_scratch', bytes, scope, nodes: [`${scope}/op`], message: `${EVIL} in ${scope}`, suggestion,
+    device: 'CPU:0/cpu', details: {},
+  });
+
+  it('says shared advice once, largest first, and renders names as text', () => {
+    const view = new FindingsView(new Selection());
+    mount(view.element);
+    view.setData([finding('b', 10, 'Fix A.'), finding('a', 30, 'Fix A.'), finding('c', 5, `Fix ${EVIL}.`)], null);
+    const items = [...document.querySelectorAll<HTMLElement>('[data-testid=finding]')];
+    expect(items.map((i) => i.dataset.scope)).toEqual(['a', 'b', 'c']);
+    const advice = items.map((i) => i.querySelector('.finding-suggestion')!.textContent);
+    expect(advice).toEqual(['Try: Fix A.', 'Try: as above.', `Try: Fix ${EVIL}.`]);
+    expect(items[1]?.querySelector('.finding-suggestion')?.getAttribute('title')).toBe('Fix A.');
+    expect(items[0]?.querySelector('.finding-message')?.textContent).toBe(`${EVIL} in a`);
+    expect(document.querySelector('img')).toBeNull();
   });
 });
