@@ -687,13 +687,16 @@ class NameTable:
 
     @classmethod
     def build(cls, raw: list[str], label_of: Mapping[str, str], source_ops: Mapping[str, str],
-              graph_ops: Mapping[str, str] | None) -> "NameTable":
+              graph_ops: Mapping[str, str] | None, input_names: frozenset[str] = frozenset()) -> "NameTable":
+        """`input_names`: runtime names the source saw feed the step (categorised as inputs)."""
         lines = _Lines(raw)
         graph_names, paths, kind_code, fixed, runtime, changed, derived = _classify_all(raw, lines)
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops, derived)
         op_type_names, op_code = coded(op_types)
         parts = FirstComponents(paths, lines.with_lines(paths, changed))
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
+        if input_names:
+            category[np.fromiter(map(input_names.__contains__, raw), dtype=bool, count=len(raw))] = INPUTS
         return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts)
 
 

@@ -127,6 +127,9 @@ class Trace:
     duration_us: int
     node_stat_count: int  # executions over all devices, as the source counted them
     op_types: Mapping[str, str] = field(default_factory=dict)  # runtime name -> op type the source knows for sure
+    # Runtime names the source saw feed the step (a profile's ops that allocated only on tf.data's
+    # threads): categorised as inputs, whatever their op type.
+    input_names: frozenset[str] = frozenset()
     source: str = "run_metadata"  # or "xplane"
     # What the source knows the step misses (a device that ran work but whose allocations
     # are not in the trace), said beside the figures; None when nothing is.

@@ -406,7 +406,7 @@ _INSTANCE_SUFFIX = re.compile(r"_\d+(?=/|$)")  # Keras numbers a model built aga
 
 def _model_layers(space: SpaceAnalysis) -> set[str]:
     """A step's layers as one model's, whichever instance: Keras's `_<N>` suffixes dropped, and the
-    placeholders a profile adds (`(before this step)`, `(no op)`) left out."""
+    placeholders a profile adds (`(before this step)`, `(no op)`, `(input pipeline)`) left out."""
     return {_INSTANCE_SUFFIX.sub("", layer) for layer in _layers(space)[0] if not layer.startswith("(")}
 
 

@@ -294,6 +294,44 @@ def test_op_types_come_from_op_events(steps, reference):
     assert trace.op_types[f"{MODEL}/enc_0/Relu"] == "_FusedConv2D"  # the fused convolution runs under Relu
 
 
+DEMO_PROFILE = next((REPO / "demo_logs" / "keras_unet" / "train").glob("plugins/profile/*/*.xplane.pb"))
+
+
+def _tf_data_ops(data: bytes) -> set[str]:
+    """The ops (cleaned tf_op names) whose every allocation was made on a tf.data thread, read
+    one event at a time from TensorFlow's protos."""
+    threads = collections.defaultdict(set)  # tf_op -> whether each of its allocations was on a tf.data thread
+    for plane in _space(data).planes:
+        for line in plane.lines:
+            for event in line.events:
+                if plane.event_metadata[event.metadata_id].name == "MemoryAllocation":
+                    tf_op = _stat_values(plane, event).get("tf_op", "")
+                    threads[xnames.clean(tf_op) if tf_op else ""].add(line.name.startswith("tf_data"))
+    return {op for op, on_data in threads.items() if op and on_data == {True}}
+
+
+@pytest.mark.parametrize("which", ["demo", "fixture"])
+def test_what_tf_data_threads_allocate_is_input(which, profile_path):
+    """Keras slices each batch out of the dataset (`GatherV2`) on tf.data's threads (the demo's
+    fit at batch 4 shows it): those ops are the step's input, whatever their op type, and
+    nothing else is (the model's ops allocate on the executor's threads)."""
+    data = (DEMO_PROFILE if which == "demo" else profile_path).read_bytes()
+    data_ops = _tf_data_ops(data)
+    profile = xplane.decode(data)
+    seen = set()
+    for index in range(len(profile.steps)):
+        for space in analysis.analyse(profile.trace(index)).spaces:
+            names = space.names
+            inputs = {names.raw[i] for i in np.flatnonzero(names.category == CATEGORIES.index("inputs")).tolist()}
+            assert inputs - {xplane.INPUT_PIPELINE} <= data_ops
+            seen |= inputs & data_ops
+            rows = [i for i, raw in enumerate(names.raw) if raw in data_ops]
+            allocated = int(space.name_column(figures.ALLOCATED)[rows].sum() - space.name_column(figures.TEMP)[rows].sum())
+            assert dict((name, allocated) for name, _, allocated in space.by_category())["inputs"] >= allocated
+    if which == "demo":
+        assert {"GatherV2", "GatherV2_1"} <= seen  # the batch's images and targets
+
+
 def test_temp_regions_feed_temporaries(steps, reference):
     for profile_step, step in steps:
         (space,) = step.spaces

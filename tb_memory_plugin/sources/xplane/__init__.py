@@ -15,7 +15,10 @@ and Keras"). This importer turns them into the same columns as RunMetadata:
   `<tf_op>:<OpType>`: their op type, start and end); XLA's programs
   (`...Execute (jit_train_step)`) and copies to the device
   (`...BufferFromHostBuffer(f32[32,28,28,1])`) stand for ops; an allocation
-  without a `tf_op` belongs to the innermost op running on its thread then;
+  without a `tf_op` belongs to the innermost op running on its thread then
+  (`(no op)` where none runs; `(input pipeline)` on one of tf.data's threads);
+  the ops whose allocations were all made on tf.data's threads are the step's
+  input (`Trace.input_names`);
 * events: + `allocation_bytes` on allocation, - on free; a free belongs to the
   execution whose allocation it frees (paired by `addr`), or to the execution
   `(before this step)` when that allocation was made before the window (an
@@ -40,6 +43,11 @@ from . import wire
 
 BEFORE_STEP = "(before this step)"  # owns frees of bytes allocated before the step's window
 UNATTRIBUTED = "(no op)"  # allocations with no tf_op and no op running on their thread
+INPUT_PIPELINE = "(input pipeline)"  # the same, made on one of tf.data's threads
+# tf.data runs its pipeline on threads of its own (`tf_data_private_threadpool`,
+# `tf_data_iterator_resource`): what an op allocates there (Keras slicing a batch out of
+# the dataset, `GatherV2`) is the step's input, whatever its op type.
+_INPUT_THREAD_PREFIX = "tf_data"
 
 NO_MEMORY_HELP = (
     "This profile holds no memory events. On CPU, TensorFlow records them only with the BFC allocator: "
@@ -207,6 +215,7 @@ class _PlaneEvents:
     processes: dict  # start_ps, end_ps, step_id
     markers: dict  # start_ps, end_ps, step_num
     strings: _Strings
+    input_lines: np.ndarray  # per line of the plane: whether it is one of tf.data's threads
 
 
 def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
@@ -309,7 +318,9 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
                     columns = _stat_columns(restricted, other.size, (("step_num", "int"),), stat_ids, strings)
                     parts["markers"].append({"start_ps": start_ps[other][has_step], "end_ps": end_ps[other][has_step],
                                              "step_num": columns["step_num"][has_step]})
-    return _PlaneEvents(**{name: _concatenate(chunks) for name, chunks in parts.items()}, strings=strings)
+    input_lines = np.array([line.name.startswith(_INPUT_THREAD_PREFIX) for line in plane.lines], dtype=bool)
+    return _PlaneEvents(**{name: _concatenate(chunks) for name, chunks in parts.items()}, strings=strings,
+                        input_lines=input_lines)
 
 
 def _metadata_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -381,6 +392,8 @@ class _PlaneSteps:
         memory = events.memory
         order = np.argsort(memory["time_ps"], kind="stable")
         self.memory = {key: column[order] for key, column in memory.items()}
+        lines = self.memory["line"]
+        self.on_input_thread = events.input_lines[lines] if lines.size else np.zeros(0, dtype=bool)
         self.ops = events.ops
         self._pair_frees()
         self._attribute_unnamed()
@@ -425,6 +438,7 @@ class _PlaneSteps:
                     at[ended] = _innermost_around(start, end, time[ended])
                 found = at >= 0
                 node[rows[found]] = ops["node"][line_ops[at[found]]]
+        node[memory["is_allocation"] & (node < 0) & self.on_input_thread] = self.strings.code(INPUT_PIPELINE)
         self.node = node
 
     def _find_steps(self, processes: dict, markers: dict) -> list[ProfileStep]:
@@ -511,14 +525,16 @@ class _PlaneSteps:
         allocators = memory["allocator_name"][window]
         spaces = []
         op_types: dict[str, str] = {}
+        input_names: set[str] = set()
         devices = []
         main = self._main_allocator(window)
         for allocator in np.unique(allocators).tolist():
             rows = np.flatnonzero(allocators == allocator)
-            space, space_op_types = self._space(step, window[rows], node[rows], in_window, self._text(allocator),
-                                                self._text(main))
+            space, space_op_types, space_inputs = self._space(step, window[rows], node[rows], in_window,
+                                                              self._text(allocator), self._text(main))
             spaces.append(space)
             op_types.update(space_op_types)
+            input_names.update(space_inputs)
             if space.device not in devices:
                 devices.append(space.device)
         start_ns = self.profile_start_ns + step.start_ps // 1000
@@ -529,11 +545,12 @@ class _PlaneSteps:
             duration_us=(step.end_ps - step.start_ps) // 1_000_000,
             node_stat_count=sum(space.exec_count for space in spaces),
             op_types=op_types,
+            input_names=frozenset(input_names),
             source="xplane",
         )
 
     def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
-               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str]]:
+               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str], list[str]]:
         memory, strings, ops = self.memory, self.strings, self.ops
         # Executions: the distinct ops holding events, then the other ops run in the window.
         op_rows = ops_in_window
@@ -585,6 +602,12 @@ class _PlaneSteps:
             if raw != name:
                 label_of.setdefault(name, raw)
         op_types = self._op_types(nodes, cleaned, op_rows)
+        # The names whose every allocation was made on tf.data's threads: the step's input.
+        allocating = name_code.reshape(-1)[event_exec[allocations]]
+        on_input = self.on_input_thread[events[allocations]]
+        made = np.bincount(allocating, minlength=len(distinct_names))
+        made_on_input = np.bincount(allocating[on_input], minlength=len(distinct_names))
+        input_names = [distinct_names[i] for i in np.flatnonzero((made_on_input > 0) & (made_on_input == made)).tolist()]
         device, device_type, index = _device_of(allocator)
         series = {
             "reserved_bytes": memory["bytes_reserved"][events],
@@ -612,7 +635,7 @@ class _PlaneSteps:
                                 np.where(is_allocation, memory["shape"][events], -1), requested),
             **columns,
         )
-        return space, op_types
+        return space, op_types, input_names
 
     def _main_allocator(self, events: np.ndarray) -> int:
         allocators = self.memory["allocator_name"][events]
