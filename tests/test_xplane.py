@@ -84,7 +84,7 @@ def _space(data: bytes):
 def reference(profile_path) -> dict:
     """Memory events (sorted by time), op events and executor runs, read one by one."""
     space = _space(profile_path.read_bytes())
-    memory, ops, runs = [], [], collections.defaultdict(list)
+    memory, ops, runs, markers = [], [], collections.defaultdict(list), collections.defaultdict(list)
     for plane in space.planes:
         for line in plane.lines:
             for event in line.events:
@@ -95,23 +95,27 @@ def reference(profile_path) -> dict:
                                    **_stat_values(plane, event)})
                 elif name == "ExecutorState::Process":
                     runs[_stat_values(plane, event)["id"]] += [time_ps, time_ps + event.duration_ps]
+                elif "step_num" in (stats := _stat_values(plane, event)):  # Keras' `Profiled batch` marker
+                    markers[stats["step_num"]] += [time_ps, time_ps + event.duration_ps]
                 elif name.count(":") == 1 and " " not in name:
                     ops.append((name.split(":")[0], name.split(":")[1]
                                 or plane.event_metadata[event.metadata_id].display_name))
     memory.sort(key=lambda e: e["time_ps"])
-    return {"memory": memory, "ops": ops, "runs": runs}
+    return {"memory": memory, "ops": ops, "runs": runs, "markers": markers}
 
 
-def _window(reference: dict, step_ids: list[int]) -> tuple[int, int]:
-    """The span of the executor steps' own allocations and runs (a profiled step may merge several)."""
-    times = [e["time_ps"] for e in reference["memory"] if e["allocation"] and e["id"] in step_ids]
-    for step_id in step_ids:
+def _window(reference: dict, step) -> tuple[int, int]:
+    """The span of a profiled step: its executor steps' own allocations and runs (it may merge
+    several), and the marker of its batch (the eager work around them)."""
+    times = [e["time_ps"] for e in reference["memory"] if e["allocation"] and e["id"] in step.step_ids]
+    for step_id in step.step_ids:
         times += reference["runs"].get(step_id, [])
+    times += reference["markers"].get(step.number, [])
     return min(times), max(times)
 
 
-def _in_window(reference: dict, step_ids: list[int]) -> list[dict]:
-    start, end = _window(reference, step_ids)
+def _in_window(reference: dict, step) -> list[dict]:
+    start, end = _window(reference, step)
     return [e for e in reference["memory"] if start <= e["time_ps"] <= end]
 
 
@@ -138,11 +142,93 @@ def test_profiled_batches_are_the_steps(profile, reference):
     assert [s.number for s in profile.steps] == [b - 1 for b in PROFILE_BATCHES]
     assert profile.memory_event_count == len(reference["memory"])
     for step in profile.steps:
-        allocations = [e for e in _in_window(reference, step.step_ids) if e["allocation"]]
+        allocations = [e for e in _in_window(reference, step) if e["allocation"]]
         ids = collections.Counter(e["id"] for e in allocations)
         assert ids.most_common(1)[0][0] == step.step_id  # the step's own allocations dominate its window
-        assert (step.start_ps, step.end_ps) == _window(reference, step.step_ids)
+        assert (step.start_ps, step.end_ps) == _window(reference, step)
         assert step.devices == ["/device:CPU:0"]
+
+
+# A custom loop whose marked steps run eager work around a tf.function (a 1 MiB matmul made
+# eagerly, then the train step), then `predict` and `evaluate` each in a marker of its own.
+_EAGER_SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+logdir = sys.argv[1]
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, name="h"), keras.layers.Dense(2, name="o")])
+model.compile("sgd", "mse")
+optimizer = keras.optimizers.SGD()
+
+@tf.function
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+
+x, y = np.ones((4, 8), np.float32), np.ones((4, 2), np.float32)
+step(x, y)
+model.predict(x, verbose=0)
+tf.profiler.experimental.start(logdir)
+for i in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+        big = tf.matmul(tf.ones((512, 512)), tf.ones((512, 512)))
+        float(tf.reduce_sum(big))
+        del big
+        step(x, y)
+with tf.profiler.experimental.Trace("predict", step_num=2, _r=1):
+    model.predict(x, verbose=0)
+with tf.profiler.experimental.Trace("eval", step_num=3, _r=1):
+    model.evaluate(x, y, verbose=0)
+tf.profiler.experimental.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def eager_profile(tmp_path_factory) -> Path:
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(REPO / "demo_logs"))
+    import keras_unet
+
+    root = tmp_path_factory.mktemp("eager_logs")
+    subprocess.run([sys.executable, "-c", _EAGER_SCRIPT, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
+                   check=True, timeout=600)
+    (path,) = root.glob("plugins/profile/*/*.xplane.pb")
+    return path
+
+
+def test_a_marked_step_is_all_of_its_marker(eager_profile):
+    """A step marked with `Trace(step_num=)` is everything in its marker: eager work around the
+    tf.function (the 1 MiB matmul, which holds the peak), and `predict` and `evaluate` each
+    their own step, though eager ops' executor runs across both. Each step's peak is the
+    allocator's largest reading inside its marker, read from TensorFlow's protos."""
+    markers, readings = {}, []
+    for plane in _space(eager_profile.read_bytes()).planes:
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                time_ps = line.timestamp_ns * 1000 + event.offset_ps
+                stats = _stat_values(plane, event)
+                if name in ("MemoryAllocation", "MemoryDeallocation"):
+                    readings.append((time_ps, stats["bytes_allocated"]))
+                elif name in ("train", "predict", "eval") and "step_num" in stats:
+                    markers[stats["step_num"]] = (time_ps, time_ps + event.duration_ps)
+    assert sorted(markers) == [0, 1, 2, 3]
+    profile = xplane.decode(eager_profile.read_bytes())
+    assert [s.number for s in profile.steps] == [0, 1, 2, 3]
+    for index, step in enumerate(profile.steps):
+        start, end = markers[step.number]
+        assert step.start_ps <= start and end <= step.end_ps
+        (space,) = analysis.analyse(profile.trace(index)).spaces
+        assert space.peak_bytes == max(b for t, b in readings if start <= t <= end)
+        if step.number < 2:
+            assert space.peak_bytes >= 512 * 512 * 4  # the eager matmul's output
 
 
 def test_at_peak_adds_up_exactly(steps):
@@ -161,7 +247,7 @@ def test_at_peak_adds_up_exactly(steps):
 def test_curve_is_the_allocators_bytes_in_use(steps, reference):
     """Absolute: the start is the allocator's bytes in use before the window, the peak one of its readings."""
     for profile_step, step in steps:
-        events = _in_window(reference, profile_step.step_ids)
+        events = _in_window(reference, profile_step)
         readings = [e["bytes_allocated"] for e in events]
         first = events[0]
         before = first["bytes_allocated"] - (first["allocation_bytes"] if first["allocation"] else
@@ -178,8 +264,8 @@ def test_curve_is_the_allocators_bytes_in_use(steps, reference):
 def test_largest_layer_at_peak_agrees_with_the_allocation_events(steps, reference):
     for profile_step, step in steps:
         (space,) = step.spaces
-        events = _in_window(reference, profile_step.step_ids)
-        start = _window(reference, profile_step.step_ids)[0]  # times count from the step's first event
+        events = _in_window(reference, profile_step)
+        start = _window(reference, profile_step)[0]  # times count from the step's first event
         # The peak: the highest running total after all events of a microsecond.
         per_us = collections.OrderedDict()
         total = 0
@@ -219,7 +305,7 @@ def test_largest_layer_at_peak_agrees_with_the_allocation_events(steps, referenc
 def test_frees_are_paired_by_address(steps, reference):
     """Each free is owned by the op whose allocation at that address it frees; frees of earlier
     allocations by `(before this step)`."""
-    windows = {s.step_id: _window(reference, s.step_ids) for s, _ in steps}
+    windows = {s.step_id: _window(reference, s) for s, _ in steps}
     expected = {step_id: collections.Counter() for step_id in windows}
     allocation_at: dict[int, dict] = {}
     for e in reference["memory"]:
@@ -335,7 +421,7 @@ def test_what_tf_data_threads_allocate_is_input(which, profile_path):
 def test_temp_regions_feed_temporaries(steps, reference):
     for profile_step, step in steps:
         (space,) = step.spaces
-        temp = sum(e["allocation_bytes"] for e in _in_window(reference, profile_step.step_ids)
+        temp = sum(e["allocation_bytes"] for e in _in_window(reference, profile_step)
                    if e["allocation"] and e.get("region_type") == "temp")
         assert temp > 0
         assert int(space.trace.temp.sum()) == temp
@@ -515,14 +601,14 @@ def test_curve_route_shows_reserved_bytes_fragmentation_and_capacity(tb, steps, 
     (device,) = _get(tb, "summary", run="keras/train", tag=tag)["devices"]
     assert device["capacity_bytes"] == engine.spaces[0].trace.capacity_bytes > device["peak_bytes"]
     assert device["memory_kind"] == "host"
-    assert len(_in_window(reference, profile_step.step_ids)) <= 20000
+    assert len(_in_window(reference, profile_step)) <= 20000
     curve = _get(tb, "curve", run="keras/train", tag=tag, points=20000)
     snapshots = curve["snapshots"]
     assert curve["capacity_bytes"] == device["capacity_bytes"]
     # Every reading kept (points above the event count): compare them with the events one by one.
     by_time = {}
-    start_ps = _window(reference, profile_step.step_ids)[0]
-    for event in _in_window(reference, profile_step.step_ids):
+    start_ps = _window(reference, profile_step)[0]
+    for event in _in_window(reference, profile_step):
         by_time.setdefault((event["time_ps"] - start_ps) // 1_000_000, []).append(event)
     assert set(snapshots["series"]) == {"reserved_bytes", "fragmentation"}
     for t, total, reserved in zip(snapshots["t_us"], snapshots["bytes"], snapshots["series"]["reserved_bytes"]):
@@ -558,7 +644,7 @@ def test_output_shapes_are_the_allocations_shapes(steps, reference):
         trace = space.trace
         expected: dict[str, list] = collections.defaultdict(list)
         raw_of: dict[str, set] = collections.defaultdict(set)
-        for e in _in_window(reference, profile_step.step_ids):
+        for e in _in_window(reference, profile_step):
             if e["allocation"] and "tf_op" in e:
                 raw_of[xnames.clean(e["tf_op"])].add(e["tf_op"])
                 if "shape" in e:

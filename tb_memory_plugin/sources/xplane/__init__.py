@@ -9,7 +9,9 @@ and Keras"). This importer turns them into the same columns as RunMetadata:
   last such event, and every memory event of the allocator inside it counts
   (the allocator's bytes are the truth, whoever asked for them). Executor
   steps inside one marked step (a `Profiled batch` or `step_num` marker) are
-  one step, numbered by it. Marked steps no executor step ran in (JAX and
+  one step, numbered by it, whose window holds its marker's (the eager work
+  around a `tf.function` too); an executor step run across several marked
+  steps (eager ops' own) is none of them. Marked steps no executor step ran in (JAX and
   Keras 3 on JAX name no executor step) are steps over their marker's window;
 * executions: one per distinct `tf_op` in the window (op events are named
   `<tf_op>:<OpType>`: their op type, start and end); XLA's programs
@@ -448,6 +450,7 @@ class _PlaneSteps:
         if processes:
             ids = ids[np.isin(ids, processes["step_id"])] if np.isin(ids, processes["step_id"]).any() else ids
         marked = _MarkedSteps(markers)
+        marker_start, marker_end = np.array(marked.start_ps, np.int64), np.array(marked.end_ps, np.int64)
         steps = []
         for step_id in ids.tolist():
             times = memory["time_ps"][allocation_step == step_id]
@@ -457,7 +460,11 @@ class _PlaneSteps:
                 if runs.any():
                     start = min(start, int(processes["start_ps"][runs].min()))
                     end = max(end, int(processes["end_ps"][runs].max()))
+            if np.count_nonzero((marker_start < end) & (marker_end > start)) > 1:
+                continue  # across marked steps (eager ops' executor, run by several): none of them
             group = marked.around(start)
+            if group is not None:  # the marked step is all of its marker: eager work around a function too
+                start, end = min(start, int(marker_start[group])), max(end, int(marker_end[group]))
             steps.append(ProfileStep(step_id, marked.number[group] if group is not None else None, start, end, [],
                                      marked=group))
         # Marked steps no executor step ran in (JAX, Keras 3 on JAX; or beside TensorFlow's).
