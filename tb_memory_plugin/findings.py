@@ -16,7 +16,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .figures import AT_PEAK, OUTPUT, TEMP
-from .names import KINDS, LAYOUT_TRANSPOSE, layer_of, scope_of
+from .names import KINDS, LAYOUT_TRANSPOSE, scope_of
 from .resident import Model
 
 LAYOUT_TRANSPOSE_KIND = "layout_transpose"
@@ -138,7 +138,7 @@ def layout_transposes(space) -> list[Finding]:
     at_peak = name_at_peak[layout]
     by_layer: dict[str, list[int]] = {}
     for i in layout[at_peak > 0].tolist():
-        by_layer.setdefault(layer_of(names.leaf_path("layer", i)), []).append(i)
+        by_layer.setdefault(names.layer(i), []).append(i)
     threshold = max(LAYOUT_MIN_BYTES, LAYOUT_MIN_SHARE * space.peak_rise_bytes)
     found = []
     for layer, rows in by_layer.items():
@@ -219,7 +219,7 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
     found = []
     for i in flagged.tolist():
         graph_name, scratch, out = names.graph_names[i], int(per_exec_temp[i]), int(per_exec_output[i])
-        layer = layer_of(names.leaf_path("layer", i))
+        layer = names.layer(i)
         estimate = im2col_estimate(space, _forward_conv(graph_name, model))
         op_type = names.op_types[i]
         ratio = f"{scratch / out:,.0f}x its output" if out else "with no output"
@@ -338,7 +338,7 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         by_graph_name[names.graph_names[i]] = by_graph_name.get(names.graph_names[i], 0) + int(held[i])
     nodes = list(by_graph_name)
     top = keepers[0] if keepers else None
-    scope = layer_of(names.leaf_path("layer", top)) if top is not None else ""
+    scope = names.layer(top) if top is not None else ""
     holders = ", ".join(f"{name} ({format_bytes(b)})" for name, b in by_graph_name.items())
     if len(history) > 1:
         steps = ", ".join(str(h[0]) for h in history)
@@ -373,7 +373,7 @@ def _finished_by(space, when: int) -> tuple[str | None, str]:
     if finished.size == 0:
         return None, ""
     code = int(space.name_code[int(finished[np.argmax(trace.end_us[finished])])])
-    return space.names.graph_names[code], layer_of(space.names.leaf_path("layer", code))
+    return space.names.graph_names[code], space.names.layer(code)
 
 
 def allocator_gap(space) -> list[Finding]:

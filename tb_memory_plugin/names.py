@@ -15,7 +15,7 @@ import functools
 import itertools
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Mapping, NamedTuple
 
@@ -264,7 +264,10 @@ def optimizer_scope(first: str) -> bool:
 _SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam",
                "ExponentialMovingAverage")
 _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
-_REPLICA_RE = re.compile(r"^replica_\d+$")  # MirroredStrategy's replicas after the first: `replica_1/...`
+# A first component that is not the user's scope, whose next one is read as the first: another
+# replica's (MirroredStrategy: `replica_1/...`), or a control-flow scope (a LossScaleOptimizer
+# applies its update inside a `cond`: `cond/adam/Sub_10`).
+_REPLICA_RE = re.compile(r"^(?:replica_\d+|cond(?:_\d+)?)$")
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
 
 
@@ -620,6 +623,7 @@ class NameTable:
     op_code: np.ndarray  # per name: index into op_type_names
     category: np.ndarray  # into figures.CATEGORIES
     path_parts: "FirstComponents"  # first components of `paths`
+    source_layers: Mapping[str, str] = field(default_factory=dict)  # raw name -> layer, where the source knows
 
     @cached_property
     def _layer_cut(self) -> "LayerCut":
@@ -627,9 +631,16 @@ class NameTable:
 
     @cached_property
     def layers(self) -> tuple[list[str], np.ndarray]:
-        """(each layer once, sorted; each name's index into them): the layers `layer_of` gives
-        (what-if layers, findings), built once per table, as several steps' what-ifs ask."""
-        return coded(list(map(layer_of, self.layer_paths)))
+        """(each layer once, sorted; each name's index into them): each name's `layer` (what-if
+        layers), built once per table, as several steps' what-ifs ask."""
+        known = self.source_layers
+        return coded([known.get(raw) or layer_of(path) for raw, path in zip(self.raw, self.layer_paths)])
+
+    def layer(self, index: int) -> str:
+        """One name's layer (findings): the source's where it knows it (a profile's Keras 3
+        layer: `cnn/c2` for `gradient_tape/cnn/c2/convolution/Conv2DBackpropInput`, whose
+        `convolution` is the op's own scope), else `layer_of` its layer path."""
+        return self.source_layers.get(self.raw[index]) or layer_of(self.leaf_path("layer", index))
 
     @cached_property
     def layer_paths(self) -> list[str]:
@@ -687,8 +698,10 @@ class NameTable:
 
     @classmethod
     def build(cls, raw: list[str], label_of: Mapping[str, str], source_ops: Mapping[str, str],
-              graph_ops: Mapping[str, str] | None, input_names: frozenset[str] = frozenset()) -> "NameTable":
-        """`input_names`: runtime names the source saw feed the step (categorised as inputs)."""
+              graph_ops: Mapping[str, str] | None, input_names: frozenset[str] = frozenset(),
+              source_layers: Mapping[str, str] | None = None) -> "NameTable":
+        """`input_names`: runtime names the source saw feed the step (categorised as inputs);
+        `source_layers`: the layers of the names the source knows them of."""
         lines = _Lines(raw)
         graph_names, paths, kind_code, fixed, runtime, changed, derived = _classify_all(raw, lines)
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops, derived)
@@ -697,7 +710,8 @@ class NameTable:
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
         if input_names:
             category[np.fromiter(map(input_names.__contains__, raw), dtype=bool, count=len(raw))] = INPUTS
-        return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts)
+        return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts,
+                   source_layers or {})
 
 
 def coded(texts: list[str]) -> tuple[list[str], np.ndarray]:

@@ -130,6 +130,9 @@ class Trace:
     # Runtime names the source saw feed the step (a profile's ops that allocated only on tf.data's
     # threads): categorised as inputs, whatever their op type.
     input_names: frozenset[str] = frozenset()
+    # Runtime name -> the layer the source knows it is in (a profile's Keras 3 layer scopes:
+    # `cnn/c2` for `gradient_tape/cnn/c2/convolution/Conv2DBackpropInput`); others by their path.
+    layers: Mapping[str, str] = field(default_factory=dict)
     source: str = "run_metadata"  # or "xplane"
     # What the source knows the step misses (a device that ran work but whose allocations
     # are not in the trace), said beside the figures; None when nothing is.

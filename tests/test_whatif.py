@@ -371,7 +371,9 @@ def _assert_one_step_is_the_reference(step, space):
     assert one.resident_batch_bytes == resident
     layer_names, of_name = whatif._layers(space)
     assert whatif._layers(space) is space.names.layers  # built once per name table
-    layers = [names_mod.layer_of(path) for path in space.names.layer_paths]
+    layers = [space.names.source_layers.get(raw) or names_mod.layer_of(path)
+              for raw, path in zip(space.names.raw, space.names.layer_paths)]
+    assert layers == [space.names.layer(i) for i in range(len(layers))]  # findings ask one name at a time
     assert layer_names == sorted(set(layers)) and [layer_names[i] for i in of_name.tolist()] == layers
     return one
 

@@ -307,6 +307,8 @@ def test_frees_are_paired_by_address(steps, reference):
     allocations by `(before this step)`."""
     windows = {s.step_id: _window(reference, s) for s, _ in steps}
     expected = {step_id: collections.Counter() for step_id in windows}
+    tf_ops = sorted({e["tf_op"] for e in reference["memory"] if "tf_op" in e} | {op for op, _ in reference["ops"]})
+    cleaned = dict(zip(tf_ops, (name for name, _ in xnames.clean_all(tf_ops))))
     allocation_at: dict[int, dict] = {}
     for e in reference["memory"]:
         if e["allocation"]:
@@ -318,7 +320,7 @@ def test_frees_are_paired_by_address(steps, reference):
                 if allocation is None or allocation["time_ps"] < start:
                     owner = xplane.BEFORE_STEP
                 else:  # an allocation without tf_op: charged to the op running on its thread
-                    owner = xnames.clean(allocation["tf_op"]) if "tf_op" in allocation else "(any)"
+                    owner = cleaned[allocation["tf_op"]] if "tf_op" in allocation else "(any)"
                 expected[step_id][(owner, e["allocation_bytes"])] += 1
     before_step = 0
     for profile_step, step in steps:
@@ -343,27 +345,61 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     assert set(_model_children(space)) <= LAYERS | {"(self)"}
     layer_grads = [n for n in trace.distinct_names if n.startswith(f"gradient_tape/{MODEL}/")]
     assert layer_grads and {n.split("/")[2] for n in layer_grads} <= LAYERS
-    for name in trace.distinct_names:
-        raw = trace.label_of.get(name)
-        if raw is not None:
-            assert raw.startswith("StatefulPartitionedCall/") and xnames.clean(raw) == name
+    raws = {name: trace.label_of[name] for name in trace.distinct_names if name in trace.label_of}
+    assert all(raw.startswith("StatefulPartitionedCall/") for raw in raws.values())
+    assert [name for name, _ in xnames.clean_all(list(raws.values()))] == list(raws)
     # By layer, the backward pass is folded into the layer; by scope it stays apart.
     assert "gradient_tape" not in {trace_path.split("/")[0] for trace_path in space.tree("layer").paths[1:]}
     assert "gradient_tape" in {p.split("/")[0] for p in space.tree("scope").paths[1:]}
 
 
-@pytest.mark.parametrize("raw, cleaned", [
-    ("StatefulPartitionedCall/small_unet_1/enc_1_1/Relu", "small_unet/enc_1/Relu"),
+@pytest.mark.parametrize("raw, cleaned, layer", [
+    ("StatefulPartitionedCall/small_unet_1/enc_1_1/Relu", "small_unet/enc_1/Relu", "small_unet/enc_1"),
+    # The tape puts a gradient in its forward op's own scope (`convolution`): not a layer.
     ("StatefulPartitionedCall/gradient_tape/small_unet_1/dec_1_1/convolution/Conv2DBackpropFilter",
-     "gradient_tape/small_unet/dec_1/convolution/Conv2DBackpropFilter"),
-    ("StatefulPartitionedCall/adam/Mul_23", "adam/Mul_23"),
-    ("compile_loss/mse/sub", "compile_loss/mse/sub"),
-    ("StatefulPartitionedCall/outer_1/inner_1/conv2d_3_1/Relu", "outer/inner/conv2d_3/Relu"),
-    ("block_2/conv/Relu", "block_2/conv/Relu"),  # a user's own scope: one suffixed scope is not Keras'
-    ("Mul_1", "Mul_1"),
+     "gradient_tape/small_unet/dec_1/convolution/Conv2DBackpropFilter", "small_unet/dec_1"),
+    ("StatefulPartitionedCall/adam/Mul_23", "adam/Mul_23", None),
+    ("compile_loss/mse/sub", "compile_loss/mse/sub", None),
+    ("StatefulPartitionedCall/outer_1/inner_1/conv2d_3_1/Relu", "outer/inner/conv2d_3/Relu", "outer/inner/conv2d_3"),
+    ("block_2/conv/Relu", "block_2/conv/Relu", None),  # a user's own scope: one suffixed scope is not Keras'
+    ("Mul_1", "Mul_1", None),
+    # A control-flow function's call (a LossScaleOptimizer's `cond`, a while loop's body): its ops
+    # repeat the op's scope after it.
+    ("cond/then/_0/cond/adam/Sub_10", "cond/adam/Sub_10", None),
+    ("cond/then/_0/cond/cond/else/_95/cond/cond/Add", "cond/cond/Add", None),
+    ("StatefulPartitionedCall/model_1/rnn_1/while/body/_1/model_1/rnn_1/while/lstm_cell_1/MatMul",
+     "model/rnn/while/lstm_cell_1/MatMul", "model/rnn"),
+    ("a/then/_0/b/c", "a/then/_0/b/c", None),  # no repeat: a user's scope named `then`
 ])
-def test_clean_keras_names(raw, cleaned):
+def test_clean_keras_names(raw, cleaned, layer):
     assert xnames.clean(raw) == cleaned
+    assert xnames.keras_layer(raw) == layer
+
+
+def test_op_scopes_tensorflow_numbered_stay_apart():
+    """`up_0_1/Repeat` and `up_0_1/Repeat_1` are two ops' scopes in one layer (the demo's
+    upsampling repeats rows, then columns): Keras' numbering is dropped, TensorFlow's kept."""
+    raws = ["StatefulPartitionedCall/small_unet_1/up_0_1/Repeat/Tile",
+            "StatefulPartitionedCall/small_unet_1/up_0_1/Repeat_1/Tile",
+            "StatefulPartitionedCall/gradient_tape/small_unet_1/up_0_1/Repeat_1/Sum"]
+    assert xnames.clean_all(raws) == [
+        ("small_unet/up_0/Repeat/Tile", "small_unet/up_0"), ("small_unet/up_0/Repeat_1/Tile", "small_unet/up_0"),
+        ("gradient_tape/small_unet/up_0/Repeat_1/Sum", "small_unet/up_0")]
+    assert xnames.clean(raws[1]) == "small_unet/up_0/Repeat/Tile"  # alone, nothing tells
+
+
+def test_keras_layers_are_the_layers_of_findings_and_the_whatif(steps):
+    """Every op of the model is in one of its Keras layers, its gradients too (whose tape scope
+    names the forward op: `gradient_tape/small_unet/dec_1/convolution/...`)."""
+    for _, analysed in steps:
+        for space in analysed.spaces:
+            names = space.names
+            distinct, code = names.layers
+            for i, raw in enumerate(names.raw):
+                if raw.startswith((MODEL + "/", "gradient_tape/" + MODEL + "/")):
+                    layer = distinct[code[i]]
+                    assert layer == names.layer(i) and layer.split("/")[0] == MODEL, raw
+                    assert layer.split("/", 1)[1] in LAYERS, raw
 
 
 def test_op_types_come_from_op_events(steps, reference):

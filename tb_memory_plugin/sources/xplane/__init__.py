@@ -533,15 +533,17 @@ class _PlaneSteps:
         spaces = []
         op_types: dict[str, str] = {}
         input_names: set[str] = set()
+        layers: dict[str, str] = {}
         devices = []
         main = self._main_allocator(window)
         for allocator in np.unique(allocators).tolist():
             rows = np.flatnonzero(allocators == allocator)
-            space, space_op_types, space_inputs = self._space(step, window[rows], node[rows], in_window,
-                                                              self._text(allocator), self._text(main))
+            space, space_op_types, space_inputs, space_layers = self._space(
+                step, window[rows], node[rows], in_window, self._text(allocator), self._text(main))
             spaces.append(space)
             op_types.update(space_op_types)
             input_names.update(space_inputs)
+            layers.update(space_layers)
             if space.device not in devices:
                 devices.append(space.device)
         start_ns = self.profile_start_ns + step.start_ps // 1000
@@ -553,11 +555,12 @@ class _PlaneSteps:
             node_stat_count=sum(space.exec_count for space in spaces),
             op_types=op_types,
             input_names=frozenset(input_names),
+            layers=layers,
             source="xplane",
         )
 
     def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
-               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str], list[str]]:
+               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str], list[str], dict[str, str]]:
         memory, strings, ops = self.memory, self.strings, self.ops
         # Executions: the distinct ops holding events, then the other ops run in the window.
         op_rows = ops_in_window
@@ -600,7 +603,9 @@ class _PlaneSteps:
             "persistent": scatter_sum(event_exec[is_persistent], size[is_persistent], count),
         }
         raw_names = [strings.values[code] for code in nodes.tolist()]
-        cleaned = [names_mod.clean(raw) for raw in raw_names]
+        parsed = names_mod.clean_all(raw_names)
+        cleaned = [name for name, _ in parsed]
+        layers = {name: layer for name, layer in parsed if layer}
         distinct, name_code = np.unique(np.array(cleaned, dtype=object), return_inverse=True) if cleaned else (
             np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
         distinct_names = [str(name) for name in distinct.tolist()]
@@ -642,7 +647,7 @@ class _PlaneSteps:
                                 np.where(is_allocation, memory["shape"][events], -1), requested),
             **columns,
         )
-        return space, op_types, input_names
+        return space, op_types, input_names, layers
 
     def _main_allocator(self, events: np.ndarray) -> int:
         allocators = self.memory["allocator_name"][events]

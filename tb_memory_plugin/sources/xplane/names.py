@@ -21,9 +21,12 @@ _CALL_RE = re.compile(r"^(?:Stateful)?PartitionedCall(?:_\d+)?$")
 # Scopes a Keras train step opens before the model's own: kept, and skipped over.
 _STEP_SCOPE_RE = re.compile(r"^gradient_tape(?:_\d+)?$")
 _UNIQUE_SUFFIX_RE = re.compile(r"^(?P<base>.+?)_\d+$")
+# A control-flow function's call: `<If op>/then/_0/`, `<While op>/body/_1/`, its body's ops
+# named again under the op's own scope (`cond/then/_0/cond/adam/Sub_10`).
+_BRANCHES = frozenset({"then", "else", "body", "cond"})
+_BRANCH_INDEX_RE = re.compile(r"^_\d+$")
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def clean(raw: str) -> str:
     """`StatefulPartitionedCall/small_unet_1/enc_1_1/Relu` -> `small_unet/enc_1/Relu`.
 
@@ -33,20 +36,66 @@ def clean(raw: str) -> str:
     without one (`convolution`, `adam`) and never touches the op's own name
     (`Mul_23`), which TensorFlow numbered, not Keras. A chain of one scope is
     left alone: Keras always opens two (model, layer), and a user's own
-    `tf.name_scope("block_2")` is not Keras'.
+    `tf.name_scope("block_2")` is not Keras'. One name alone: `clean_all` also
+    keeps apart the op scopes TensorFlow numbered (`Repeat`, `Repeat_1`).
     """
+    return clean_all([raw])[0][0]
+
+
+def keras_layer(raw: str) -> str | None:
+    """The Keras layer a raw op name is in, as `clean` names it (`cnn/c2` for
+    `gradient_tape/cnn_1/c2_1/convolution/Conv2DBackpropInput`): the scopes Keras made unique,
+    and none of the op's own (TensorFlow opens `convolution`, `MatMul`, `MaxPool2d` for an op,
+    and the tape puts its gradients there too). None outside a Keras model."""
+    return clean_all([raw])[0][1]
+
+
+def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
+    """(`clean`, `keras_layer`) of the raw names of one step. A numbered scope whose unnumbered
+    sibling is in the step (`up_0_1/Repeat_1` beside `up_0_1/Repeat`: an op's scope used twice)
+    is TensorFlow's, not Keras': the chain stops before it, and the two ops stay two."""
+    stripped = [_stripped(raw) for raw in raws]
+    scopes = {"/".join(parts[skip:k]) for skip, parts in stripped for k in range(skip + 1, len(parts))}
+    out = []
+    for skip, parts in stripped:
+        bases = []
+        while skip + len(bases) < len(parts) - 1:
+            at = skip + len(bases)
+            match = _UNIQUE_SUFFIX_RE.match(parts[at])
+            if match is None or "/".join([*parts[skip:at], match.group("base")]) in scopes:
+                break
+            bases.append(match.group("base"))
+        if len(bases) < 2:
+            out.append(("/".join(parts), None))
+            continue
+        cleaned = list(parts)
+        cleaned[skip:skip + len(bases)] = bases
+        out.append(("/".join(cleaned), "/".join(bases)))
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
+    """(1 after a `gradient_tape` scope, else 0; the name's components without the call
+    wrappers and control-flow calls). The scopes of the step are counted from `skip` on, so a
+    gradient's scopes meet its forward op's."""
     parts = raw.split("/")
     first = 0
     while first < len(parts) - 1 and _CALL_RE.match(parts[first]):
         first += 1
-    parts = parts[first:]
-    scope = 1 if len(parts) > 1 and _STEP_SCOPE_RE.match(parts[0]) else 0
-    bases = []
-    while scope + len(bases) < len(parts) - 1:
-        match = _UNIQUE_SUFFIX_RE.match(parts[scope + len(bases)])
-        if match is None:
-            break
-        bases.append(match.group("base"))
-    if len(bases) >= 2:
-        parts[scope:scope + len(bases)] = bases
-    return "/".join(parts)
+    parts = _without_branch_calls(parts[first:])
+    skip = 1 if len(parts) > 1 and _STEP_SCOPE_RE.match(parts[0]) else 0
+    return skip, tuple(parts)
+
+
+def _without_branch_calls(parts: list[str]) -> list[str]:
+    """`cond/then/_0/cond/adam/Sub_10` -> `cond/adam/Sub_10`: a control-flow function's call
+    (`<op>/<branch>/_<n>/`) dropped where its ops repeat the op's scope after it, as they do."""
+    k = 1
+    while k + 2 < len(parts):
+        if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]) and parts[k + 2:k + 2 + k] == parts[:k]:
+            parts = parts[k + 2:]
+            k = 1
+        else:
+            k += 1
+    return parts
