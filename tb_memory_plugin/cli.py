@@ -228,7 +228,8 @@ def _open_store(logdir: str, run: str | None):
 
     from . import store
 
-    return store.StepStore(provider, only_run=run), tb_context.RequestContext(), catcher
+    return (store.StepStore(provider, only_run=run, own_run_name=logdir_mod.own_name_of(logdir)),
+            tb_context.RequestContext(), catcher)
 
 
 def summary_command(args: argparse.Namespace) -> int:

@@ -244,7 +244,7 @@ class StepStore:
 
     def __init__(self, data_provider, step_capacity: int = 16, graph_capacity: int = 8,
                  logdir: str | None = None, profile_capacity: int = 2, only_run: str | None = None,
-                 logdir_spec: str | None = None) -> None:
+                 logdir_spec: str | None = None, own_run_name: str | None = None) -> None:
         self._provider = data_provider
         # Blobs from TensorBoard's Rust data server (--load_fast) come over gRPC (~0.15 s for a
         # 26 MB graph): reading the run graph while the step is decoded overlaps the two. The
@@ -252,6 +252,8 @@ class StepStore:
         # big step is better decoded after the graph's bytes are dropped (peak memory).
         self._reads_over_the_wire = not _in_process(data_provider)
         self._only_run = only_run  # the CLI's --run: profiles of other runs are not even read
+        # What the CLI calls a run in the logdir itself (its directory's name); TensorBoard: `.`.
+        self._own_run_name = own_run_name
         # The logdir TensorBoard was given; the CLI's provider keeps it as `_logdir`.
         self._logdir = logdir if logdir is not None else getattr(data_provider, "_logdir", None)
         self._logdir_spec = logdir_spec if not self._logdir else None  # `--logdir_spec` instead of a logdir
@@ -265,7 +267,7 @@ class StepStore:
 
     def list_steps(self, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
         runs = list_steps(self._provider, ctx, experiment_id)
-        profiled = self._profile_steps(set(runs))
+        profiled = self._profile_steps()
         for run, refs in profiled.items():
             runs[run] = sorted(runs.get(run, []) + refs, key=lambda ref: ref.tag)
         return dict(sorted(runs.items()))
@@ -286,15 +288,15 @@ class StepStore:
             scan = self._scan = (now, found)
         return scan[1]
 
-    def _profile_steps(self, event_runs: set[str]) -> dict[str, list[StepRef]]:
+    def _profile_steps(self) -> dict[str, list[StepRef]]:
         found = self._profile_paths()
-        own_name = logdir_mod.own_name_of(self._logdir) if self._logdir else ""
+        own_name = self._own_run_name
         sessions = collections.Counter(posixpath.dirname(p.replace("\\", "/")) for paths in found.values()
                                        for p in paths)
         out: dict[str, list[StepRef]] = {}
         for run, paths in found.items():
-            if run == "." and "." not in event_runs and own_name in event_runs:
-                run = own_name  # the CLI names a logdir that is itself the only run by its directory
+            if run == "." and own_name:
+                run = own_name  # the CLI names a logdir that is itself a run by its directory
             if self._only_run is not None and run != self._only_run and not (run == own_name and
                                                                              self._only_run == "."):
                 continue

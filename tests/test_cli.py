@@ -381,6 +381,19 @@ def test_the_current_directory_with_a_profile_names_its_profiled_steps_by_its_di
     assert {s["run"] for s in steps} == {"train"} and any(s["tag"].startswith("profile/") for s in steps)
 
 
+@pytest.mark.parametrize("run_flag", [(), ("--run", "profiled"), ("--run", ".")])
+def test_a_logdir_with_only_a_profile_is_named_by_its_directory(capsys, tmp_path, run_flag):
+    """`tf.profiler.experimental.start(logdir)` writes a profile and no event file: the logdir is
+    still the run named by its directory, and `--run` takes that name."""
+    import shutil
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet" / "train" / "plugins", tmp_path / "profiled" / "plugins")
+    code, out, err = _run(capsys, tmp_path / "profiled", *run_flag, "--json")
+    assert code == 0, err
+    steps = json.loads(out)["steps"]
+    assert steps and {s["run"] for s in steps} == {"profiled"} and all(s["tag"].startswith("profile/") for s in steps)
+
+
 @pytest.mark.parametrize("spelling", ["/gpu:0", "/device:GPU:0", "GPU:0", "gpu:0", "GPU",
                                       "/job:localhost/replica:0/task:0/gpu:0",
                                       "/job:localhost/replica:0/task:0/device:GPU:0"])
