@@ -208,14 +208,25 @@ def im2col_estimate(space, conv) -> dict | None:
             "im2col_bytes": positions * patch * conv.dtype_size}
 
 
+def is_convolution(op_type: str) -> bool:
+    """A convolution or its gradient, fused or not (`Conv2D`, `Conv2DBackpropFilter`, `Conv3D`,
+    `DepthwiseConv2dNative`, `_FusedConv2D`, oneDNN's `_MklNativeConv2DBackpropInput`)."""
+    return "Conv" in op_type
+
+
 def conv_scratch(space, model: Model | None) -> list[Finding]:
+    """Convolutions whose scratch dwarfs their output. Other ops' temp bytes are not scratch to
+    shrink (an assign that gives a resource variable a new buffer records it as temp)."""
     temp = space.name_column(TEMP)
     output = space.name_column(OUTPUT)
     counts = np.maximum(space.name_exec_counts, 1)
     per_exec_temp, per_exec_output = temp // counts, output // counts
     threshold = max(SCRATCH_MIN_BYTES, SCRATCH_MIN_SHARE * space.peak_rise_bytes)
-    flagged = np.flatnonzero((per_exec_temp >= threshold) & (per_exec_temp >= SCRATCH_MIN_RATIO * per_exec_output))
     names = space.names
+    convolution = np.fromiter(map(is_convolution, names.op_type_names), dtype=bool,
+                              count=len(names.op_type_names))[names.op_code]
+    flagged = np.flatnonzero(convolution & (per_exec_temp >= threshold)
+                             & (per_exec_temp >= SCRATCH_MIN_RATIO * per_exec_output))
     found = []
     for i in flagged.tolist():
         graph_name, scratch, out = names.graph_names[i], int(per_exec_temp[i]), int(per_exec_output[i])

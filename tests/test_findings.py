@@ -96,6 +96,20 @@ def test_conv_scratch_advice_depends_on_the_device(device, allocator, on_cpu):
         assert "smaller filter" in advice and "FFT" in advice and "split the batch" in advice
 
 
+def test_conv_scratch_is_for_convolutions_only():
+    """An assign that gives a resource variable a new buffer records it as temp: not scratch, and
+    no convolution's advice (as an embedding table updated by Adam showed, 48.8 MiB each)."""
+    scratch = 24 << 20
+    nodes = [
+        Node("conv/Conv2D", 0, 2, op="Conv2D", memory=[Mem("cpu", [(0, 64)])], outputs=[("cpu", 64)]),
+        Node("Adam/update_table/AssignVariableOp", 3, 9, op="AssignVariableOp",
+             memory=[Mem("cpu", [(4, scratch)])], temp=scratch),
+    ]
+    step = store.analyse_bytes(protos.serialized({MKL_CPU0: nodes}), None)
+    assert [f for f in findings.step_findings(step, None) if f.kind == findings.CONV_SCRATCH] == []
+    assert findings.is_convolution("_MklNativeConv2DBackpropInput") and not findings.is_convolution("AssignVariableOp")
+
+
 # -- graph_constants: a dataset embedded with tf.constant ----------------------------------------------
 
 
