@@ -452,6 +452,10 @@ class Fitted:
         starts = [space.start_bytes for _, space in points]
         self._start = (None if None in starts
                        else np.linalg.lstsq(design, np.array(starts, dtype=np.float64), rcond=None)[0])
+        if self._start is not None and self._start[1] < 0:
+            # What a step starts with does not shrink as the batch grows: readings that fell are noise,
+            # and their mean is the start at any batch.
+            self._start = np.array([float(np.mean(starts)), 0.0])
         self.batches = [batch for batch, _ in points]
         self._traced = sorted({(batch, space.peak_rise_bytes) for batch, space in points})
 
@@ -570,9 +574,14 @@ class WhatIf:
 
     @property
     def predictors(self) -> dict:
-        """The predictions made, the one the answer leads with first (the fit when there is one)."""
+        """The predictions made, the one the answer leads with first: the fit when there is one,
+        unless its traced peaks do not grow with the batch (its warning) and the one step scales."""
         made = {"one_step": self.one_step}
-        return {"fit": self.fitted, **made} if self.fitted is not None else made
+        if self.fitted is None:
+            return made
+        if self.fitted.warning is not None and self.one_step.scales.any():
+            return {**made, "fit": self.fitted}
+        return {"fit": self.fitted, **made}
 
     @property
     def lead(self):

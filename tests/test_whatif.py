@@ -264,7 +264,22 @@ def test_a_fit_through_peaks_that_do_not_grow_says_so():
     assert "do not grow with the batch" in falling.warning
     assert fitted("unet").warning is None
     body = whatif_report.whatif_dict(whatif.WhatIf([traced("unet_b2"), traced("unet_b4")], 8))
-    assert body["predictions"]["fit"]["warning"] is None
+    assert body["predictions"]["fit"]["warning"] is None and body["method"] == "fit"
+    # Such a fit is kept beside the one-step prediction, which leads.
+    small, large = traced("unet_b4"), traced("unet_b2")
+    small.__dict__["batch"], large.__dict__["batch"] = 2, 4  # the demos swapped, as above
+    body = whatif_report.whatif_dict(whatif.WhatIf([small, large], 8))
+    assert body["method"] == "one_step" and "do not grow" in body["predictions"]["fit"]["warning"]
+    assert body["predicted_peak_rise_bytes"] == body["predictions"]["one_step"]["predicted_peak_rise_bytes"]
+
+
+def test_a_fitted_start_does_not_fall_as_the_batch_grows():
+    """Two readings of what a step starts with that fell by noise as the batch grew: the start is
+    fixed memory, their mean at any batch, not a line heading below the model's own size."""
+    falling = whatif.Fitted([(2, demo_step("unet_b4").space(None)), (4, demo_step("unet_b2").space(None))])
+    starts = [demo_step(run).space(None).start_bytes for run in ("unet_b4", "unet_b2")]
+    assert starts[0] > starts[1]  # what the swap gives: a start that falls with the batch
+    assert falling.start_bytes(64) == falling.start_bytes(2) == round(sum(starts) / 2)
 
 
 @pytest.fixture(scope="module")
