@@ -266,7 +266,9 @@ def summary_command(args: argparse.Namespace) -> int:
                                                 lambda other: steps_store.analysis(ctx, "", other), graphs[ref.run])
              for ref, step, _ in results}
     if args.device and not any(spaces for _, _, spaces in results):
-        print(f"tb-memory: no device matches --device {args.device!r}", file=sys.stderr)
+        there = sorted({space.trace.id for _, step, _ in results for space in step.spaces})
+        print(f"tb-memory: no device matches --device {args.device!r}"
+              + (f" (memory spaces: {_few(there)})" if there else ""), file=sys.stderr)
         return 1
     if args.json:
         body = {"steps": [{

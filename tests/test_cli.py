@@ -162,7 +162,7 @@ def test_json_device_filter(capsys, logdir):
                                                                                "GPU:0/cuda_host_bfc"]
     code, _, err = _run(capsys, logdir, "--run", "gpu", "--device", "TPU:7")
     _one_line_error(code, err)
-    assert "TPU:7" in err
+    assert "TPU:7" in err and "GPU:0/GPU_0_bfc" in err and "CPU:0/cpu" in err  # what there is instead
 
 
 def test_run_and_tag_filters(capsys, logdir):
