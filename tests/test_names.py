@@ -62,6 +62,64 @@ def test_plain_names_are_kept():
     assert info == names.NameInfo("shared_model/unet_01/LeakyRelu", "shared_model/unet_01/LeakyRelu", names.OP, None)
 
 
+@pytest.mark.parametrize("graph_name, layer", [
+    ("gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput",
+     "shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput"),
+    ("gradients_1/shared_model/unet_01/BiasAdd_grad/BiasAddGrad", "shared_model/unet_01/BiasAdd_grad/BiasAddGrad"),
+    ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights/ResourceApplyAdam"),
+    ("training/Adam/update_dense/kernel/ResourceApplyAdam", "dense/kernel/ResourceApplyAdam"),
+    ("gradients/AddN", "gradients/AddN"),  # nothing after the prefix: stays
+    # A gradients scope the user named (tf.gradients(..., name="my_grads")), where an op's gradient follows.
+    ("my_grads/body/dense/MatMul_grad/MatMul", "body/dense/MatMul_grad/MatMul"),
+    ("my_grads/Fill", "my_grads/Fill"),
+    ("my_grads/body/Fill", "my_grads/body/Fill"),  # no op's gradient below it: a scope of the user's
+    ("Grads_1/dense/MatMul_grad/MatMul", "dense/MatMul_grad/MatMul"),
+    # Scopes that merely hold the word stay (a gradient penalty's own gradients fold once, as usual).
+    ("gradient_penalty/gradients/critic/MatMul_grad/MatMul", "gradient_penalty/gradients/critic/MatMul_grad/MatMul"),
+    ("upgrade_net/dense/MatMul_grad/MatMul", "upgrade_net/dense/MatMul_grad/MatMul"),
+    ("Mean_grad/Tile/x", "Mean_grad/Tile/x"),  # a root op's own gradient scope
+    ("Adam/learning_rate", "Adam/learning_rate"),
+    ("shared_model/unet_01/BiasAdd", "shared_model/unet_01/BiasAdd"),
+])
+def test_layer_path_folds_gradients_and_updates(graph_name, layer):
+    assert names.layer_path(graph_name) == layer
+
+
+@pytest.mark.parametrize("path", ["adam_w/Mul_23", "rm_sprop/Sqrt", "loss_scale_optimizer/add"])
+def test_keras_3_optimizer_scopes_are_the_optimizers(path):
+    """Keras 3 scopes an optimizer's ops under its class name in snake case (AdamW -> adam_w)."""
+    assert names.categorise(path, "Mul", names.OP) == OPTIMIZER
+
+
+@pytest.mark.parametrize("path, category", [
+    ("replica_1/Momentum/update/mul", OPTIMIZER),
+    ("replica_1/gradient_tape/model/dense/MatMul", GRADIENTS),
+    ("replica_1/model/dense/MatMul", ACTIVATIONS),
+    ("replica_1", ACTIVATIONS),  # an op named so, at the root
+])
+def test_a_distribution_strategys_other_replicas_are_categorised_as_the_first(path, category):
+    """MirroredStrategy names replica N's ops as replica 0's under `replica_<N>/`."""
+    assert names.categorise(path, "Mul", names.OP) == category
+
+
+def test_a_moving_averages_shadow_is_optimizer_state_not_a_parameter():
+    assert names.categorise("net/w/ExponentialMovingAverage", "VarHandleOp", names.OP) == OPTIMIZER
+    assert names.categorise("net/w", "VarHandleOp", names.OP) == PARAMETERS
+
+
+@pytest.mark.parametrize("op", ["QueueDequeueManyV2", "QueueDequeueV2", "IteratorGetNextSync"])
+def test_a_queues_batch_is_an_input(op):
+    assert names.categorise("input/batch", op, names.OP) == figures.INPUTS
+
+
+@pytest.mark.parametrize("path", ["Adam_1/update_w/ApplyAdam", "adam_1/Mul_19", "training_1/Adam/x", "Adam/m"])
+def test_a_numbered_optimizer_scope_is_the_optimizers(path):
+    """TensorFlow and Keras number a second optimizer (`Adam_1`, `adam_1` for a model built again)."""
+    assert names.categorise(path, "Mul", names.OP) == OPTIMIZER
+    assert names.optimizer_scope(path.partition("/")[0])
+    assert not names.optimizer_scope("dense_1") and not names.optimizer_scope("Adam_x")
+
+
 @pytest.mark.parametrize("path, category", [
     ("cond/adam/Sub_10", OPTIMIZER),  # a LossScaleOptimizer applies its update inside a `cond`
     ("cond_1/Adam/mul", OPTIMIZER),
