@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
 # Function-call wrappers the runtime puts in front of a function body's op names.
 _CALL_RE = re.compile(r"^(?:Stateful)?PartitionedCall(?:_\d+)?$")
 # Scopes a Keras train step opens before the model's own: kept, and skipped over.
 _STEP_SCOPE_RE = re.compile(r"^gradient_tape(?:_\d+)?$")
-_UNIQUE_SUFFIX_RE = re.compile(r"^(?P<base>.+?)_\d+$")
 # A control-flow function's call: `<If op>/then/_0/`, `<While op>/body/_1/`, its body's ops
 # named again under the op's own scope (`cond/then/_0/cond/adam/Sub_10`).
 _BRANCHES = frozenset({"then", "else", "body", "cond"})
@@ -54,24 +54,60 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
     """(`clean`, `keras_layer`) of the raw names of one step. A numbered scope whose unnumbered
     sibling is in the step (`up_0_1/Repeat_1` beside `up_0_1/Repeat`: an op's scope used twice)
     is TensorFlow's, not Keras': the chain stops before it, and the two ops stay two."""
-    stripped = [_stripped(raw) for raw in raws]
-    scopes = {"/".join(parts[skip:k]) for skip, parts in stripped for k in range(skip + 1, len(parts))}
+    read = [_chain(raw) for raw in raws]
+    scopes: set[str] = set()  # where chains may stop, counted from the model's scope
+    for chain in read:
+        scopes.update(chain.prefixes)
     out = []
-    for skip, parts in stripped:
-        bases = []
-        while skip + len(bases) < len(parts) - 1:
-            at = skip + len(bases)
-            match = _UNIQUE_SUFFIX_RE.match(parts[at])
-            if match is None or "/".join([*parts[skip:at], match.group("base")]) in scopes:
+    for raw, chain in zip(raws, read):
+        kept = 0
+        for sibling in chain.siblings:
+            if sibling in scopes:
                 break
-            bases.append(match.group("base"))
-        if len(bases) < 2:
-            out.append(("/".join(parts), None))
-            continue
-        cleaned = list(parts)
-        cleaned[skip:skip + len(bases)] = bases
-        out.append(("/".join(cleaned), "/".join(bases)))
+            kept += 1
+        out.append(_named(raw, kept))
     return out
+
+
+class _Chain(NamedTuple):
+    skip: int  # 1 after a `gradient_tape` scope
+    parts: tuple[str, ...]  # the components, call wrappers and control-flow calls dropped
+    bases: tuple[str, ...]  # the leading scopes from `skip` on that end in `_<n>`, without it
+    prefixes: tuple[str, ...]  # its scopes a chain may stop at, down to the one after `bases`
+    siblings: tuple[str, ...]  # per numbered scope, the unnumbered sibling that stops the chain there
+
+
+# The leading scopes that end in `_<n>` (each followed by a `/`: the op's own name never is one).
+_NUMBERED_RE = re.compile(r"(?:[^/]+_\d+/)*")
+_NUMBER_RE = re.compile(r"_\d+$")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _chain(raw: str) -> _Chain:
+    skip, parts = _stripped(raw)
+    joined = "/".join(parts[skip:])
+    numbered = _NUMBERED_RE.match(joined).end()  # the numbered scopes, each with its "/"
+    ends = []  # where each scope of the chain ends, down to the one after the numbered ones
+    at = joined.find("/")
+    while at >= 0:
+        ends.append(at)
+        if at >= numbered:
+            break
+        at = joined.find("/", at + 1)
+    count = sum(1 for end in ends if end < numbered)
+    starts = [0, *(end + 1 for end in ends[:count])]
+    bases = tuple(_NUMBER_RE.sub("", joined[starts[i]:ends[i]], count=1) for i in range(count))
+    return _Chain(skip, parts, bases, tuple(joined[:end] for end in ends),
+                  tuple(joined[:starts[i]] + bases[i] for i in range(count)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _named(raw: str, kept: int) -> tuple[str, str | None]:
+    """(cleaned name, Keras layer) of a raw name whose first `kept` numbered scopes are Keras'."""
+    skip, parts, bases, _, _ = _chain(raw)
+    if kept < 2:  # one numbered scope is a user's own (`block_2`), not a model and a layer
+        return "/".join(parts), None
+    return "/".join((*parts[:skip], *bases[:kept], *parts[skip + kept:])), "/".join(bases[:kept])
 
 
 @functools.lru_cache(maxsize=1 << 16)
