@@ -16,7 +16,8 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .figures import AT_PEAK, OUTPUT, TEMP
-from .names import KINDS, LAYOUT_TRANSPOSE, scope_of
+from .names import KINDS, LAYOUT_TRANSPOSE, op_type_from_label, scope_of
+from .trace import labels_of
 from .resident import Model
 
 LAYOUT_TRANSPOSE_KIND = "layout_transpose"
@@ -223,25 +224,31 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
     per_exec_temp, per_exec_output = temp // counts, output // counts
     threshold = max(SCRATCH_MIN_BYTES, SCRATCH_MIN_SHARE * space.peak_rise_bytes)
     names = space.names
-    convolution = np.fromiter(map(is_convolution, names.op_type_names), dtype=bool,
-                              count=len(names.op_type_names))[names.op_code]
-    flagged = np.flatnonzero(convolution & (per_exec_temp >= threshold)
-                             & (per_exec_temp >= SCRATCH_MIN_RATIO * per_exec_output))
+    candidates = np.flatnonzero((per_exec_temp >= threshold) & (per_exec_temp >= SCRATCH_MIN_RATIO * per_exec_output))
+    # The kernel that ran, from the trace's labels (a few names): a convolution the graph optimizer
+    # fused into its bias or activation keeps that node's name and type (`BiasAdd` ran
+    # `_MklNativeFusedConv2D`).
+    kernels = labels_of(space.trace.label_of, [names.raw[i] for i in candidates.tolist()])
     found = []
-    for i in flagged.tolist():
+    for i, label in zip(candidates.tolist(), kernels):
+        op_type = names.op_types[i]
+        kernel = op_type_from_label(label) or op_type
+        if not (is_convolution(op_type) or is_convolution(kernel)):
+            continue
         graph_name, scratch, out = names.graph_names[i], int(per_exec_temp[i]), int(per_exec_output[i])
         layer = names.layer(i)
         estimate = im2col_estimate(space, _forward_conv(graph_name, model))
-        op_type = names.op_types[i]
         ratio = f"{scratch / out:,.0f}x its output" if out else "with no output"
-        text = f"{graph_name} ({op_type}) uses {format_bytes(scratch)} of scratch, {ratio} ({format_bytes(out)})."
+        ran = op_type if kernel == op_type else f"{op_type}, ran as {kernel}"
+        text = f"{graph_name} ({ran}) uses {format_bytes(scratch)} of scratch, {ratio} ({format_bytes(out)})."
         if estimate is not None:
             k = "x".join(map(str, estimate["filter_shape"][:-1]))
             text += (f" im2col from the shapes: {estimate['positions']:,} output positions (batch x out_h x out_w)"
                      f" x {estimate['patch_size']:,} ({k}) x {estimate['dtype_size']} B = "
                      f"{format_bytes(estimate['im2col_bytes'])}"
                      f" (the op's scratch is {scratch / estimate['im2col_bytes']:.1f}x that).")
-        cpu_working_set = space.trace.device_type == "CPU" and op_type in CPU_SHARDED_CONV_GRADS
+        # TensorFlow's own CPU kernels (oneDNN's `_MklNative...` ones keep their scratch apart).
+        cpu_working_set = space.trace.device_type == "CPU" and kernel in CPU_SHARDED_CONV_GRADS
         if cpu_working_set:
             text += (" On a CPU, TensorFlow's convolution gradients stage im2col for a shard of whole images in "
                      f"one buffer sized to a working set of about {format_bytes(CPU_CONV_WORKING_SET_BYTES)} (or to "

@@ -16,8 +16,9 @@ TF2 and Keras 3 write no `__run_graph__`. What they write instead:
 Profiles name ops as the function body ran them
 (`StatefulPartitionedCall/small_unet_1/enc_1_1/Relu`); the function graph
 names the same node `small_unet_1/enc_1_1/Relu`. Both are cleaned by the one
-rule the XPlane source applies (`sources/xplane/names.clean`), so the graph's
-scopes are the scope tree's paths. The post-optimization graph is what ran
+rule the XPlane source applies, all of a graph's names at once as a step's are
+(`sources/xplane/names.clean_all`), so the graph's scopes are the scope tree's
+paths. The post-optimization graph is what ran
 (fused ops under the names the profile shows, folded constants gone); the
 pre-optimization graph is the fallback when a function has no other.
 
@@ -33,7 +34,7 @@ import json
 from tensorboard.compat.proto import config_pb2, graph_pb2
 
 from .graph import RunGraph
-from .sources.xplane.names import clean
+from .sources.xplane.names import clean, clean_all
 
 # A function's own plumbing: its arguments and return values (variables come in as `_Arg` resources).
 _PLUMBING_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp"})
@@ -55,11 +56,11 @@ class FunctionGraph(RunGraph):
     origin = "function_graphs"
 
 
-def _input_name(raw: str) -> str:
+def _input_name(raw: str, cleaned: dict[str, str]) -> str:
     """An input `^name` / `name:port` with its name cleaned (control mark and port kept)."""
     control = raw.startswith("^")
     name, colon, port = raw.lstrip("^").partition(":")
-    return ("^" if control else "") + clean(name) + colon + port
+    return ("^" if control else "") + (cleaned.get(name) or clean(name)) + colon + port
 
 
 def _computes(graph: graph_pb2.GraphDef) -> bool:
@@ -78,15 +79,17 @@ def from_run_metadata(data: bytes) -> FunctionGraph | None:
     graphs = [fg.post_optimization_graph if fg.post_optimization_graph.node else fg.pre_optimization_graph
               for fg in metadata.function_graphs]
     graphs = sorted((g for g in graphs if _computes(g)), key=lambda g: -len(g.node))
+    raws = list(dict.fromkeys(node.name for graph in graphs for node in graph.node))
+    cleaned = dict(zip(raws, (name for name, _ in clean_all(raws))))
     merged = graph_pb2.GraphDef()
     seen: set[str] = set()
     for graph in graphs:
         for node in graph.node:
-            name = clean(node.name)
+            name = cleaned[node.name]
             if node.op in _PLUMBING_OPS or name in seen:
                 continue
             seen.add(name)
-            merged.node.add(name=name, op=node.op, input=[_input_name(i) for i in node.input])
+            merged.node.add(name=name, op=node.op, input=[_input_name(i, cleaned) for i in node.input])
     if not merged.node:
         return None
     return FunctionGraph.from_bytes(merged.SerializeToString())

@@ -267,7 +267,7 @@ class StepStore:
 
     def list_steps(self, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
         runs = list_steps(self._provider, ctx, experiment_id)
-        profiled = self._profile_steps()
+        profiled = self._profile_steps(set(runs))
         for run, refs in profiled.items():
             runs[run] = sorted(runs.get(run, []) + refs, key=lambda ref: ref.tag)
         return dict(sorted(runs.items()))
@@ -288,15 +288,15 @@ class StepStore:
             scan = self._scan = (now, found)
         return scan[1]
 
-    def _profile_steps(self) -> dict[str, list[StepRef]]:
+    def _profile_steps(self, event_runs: set[str]) -> dict[str, list[StepRef]]:
         found = self._profile_paths()
         own_name = self._own_run_name
         sessions = collections.Counter(posixpath.dirname(p.replace("\\", "/")) for paths in found.values()
                                        for p in paths)
         out: dict[str, list[StepRef]] = {}
         for run, paths in found.items():
-            if run == "." and own_name:
-                run = own_name  # the CLI names a logdir that is itself a run by its directory
+            if run == "." and own_name and "." not in event_runs:
+                run = own_name  # the CLI names a logdir that is itself the only run by its directory
             if self._only_run is not None and run != self._only_run and not (run == own_name and
                                                                              self._only_run == "."):
                 continue

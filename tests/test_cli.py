@@ -381,6 +381,19 @@ def test_the_current_directory_with_a_profile_names_its_profiled_steps_by_its_di
     assert {s["run"] for s in steps} == {"train"} and any(s["tag"].startswith("profile/") for s in steps)
 
 
+def test_a_root_run_beside_other_runs_keeps_its_profile_under_one_name(capsys, tmp_path):
+    """A logdir holding a run itself (events and a profile) and another run below it: the root run
+    is `.`, for its records and its profile alike, as TensorBoard names it."""
+    import shutil
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet" / "train", tmp_path / "logs")
+    shutil.copytree(REPO / "demo_logs" / "unet_b2", tmp_path / "logs" / "other")
+    code, out, err = _run(capsys, tmp_path / "logs", "--json")
+    assert code == 0, err
+    runs = {(s["run"], s["tag"].startswith("profile/")) for s in json.loads(out)["steps"]}
+    assert (".", True) in runs and ("other", False) in runs and {run for run, _ in runs} == {".", "other"}
+
+
 @pytest.mark.parametrize("run_flag", [(), ("--run", "profiled"), ("--run", ".")])
 def test_a_logdir_with_only_a_profile_is_named_by_its_directory(capsys, tmp_path, run_flag):
     """`tf.profiler.experimental.start(logdir)` writes a profile and no event file: the logdir is

@@ -110,6 +110,22 @@ def test_conv_scratch_is_for_convolutions_only():
     assert findings.is_convolution("_MklNativeConv2DBackpropInput") and not findings.is_convolution("AssignVariableOp")
 
 
+def test_a_convolution_fused_into_its_bias_is_checked_by_the_kernel_that_ran():
+    """Grappler fuses a convolution into its BiasAdd, which keeps its name and graph type: the
+    label names the kernel that ran, and oneDNN's kernel is not TensorFlow's shard buffer."""
+    scratch = 24 << 20
+    label = "conv/BiasAdd = _MklNativeFusedConv2D(x, w, b)"
+    nodes = [Node("conv/BiasAdd", 0, 9, label=label, memory=[Mem("cpu", [(1, 64), (2, scratch), (8, -scratch)])],
+                  outputs=[("cpu", 64)], temp=scratch)]
+    graph_def = graph_pb2.GraphDef()
+    graph_def.node.add(name="conv/BiasAdd", op="BiasAdd")
+    step = store.analyse_bytes(protos.serialized({MKL_CPU0: nodes}), graph.RunGraph.from_bytes(graph_def.SerializeToString()))
+    assert step.spaces[0].names.op_types == ["BiasAdd"]
+    (found,) = [f for f in findings.step_findings(step, None) if f.kind == findings.CONV_SCRATCH]
+    assert found.bytes == scratch and "ran as _MklNativeFusedConv2D" in found.message
+    assert found.details["cpu_working_set"] is False and "FFT" in found.suggestion
+
+
 # -- graph_constants: a dataset embedded with tf.constant ----------------------------------------------
 
 

@@ -386,6 +386,12 @@ def test_op_scopes_tensorflow_numbered_stay_apart():
         ("small_unet/up_0/Repeat/Tile", "small_unet/up_0"), ("small_unet/up_0/Repeat_1/Tile", "small_unet/up_0"),
         ("gradient_tape/small_unet/up_0/Repeat_1/Sum", "small_unet/up_0")]
     assert xnames.clean(raws[1]) == "small_unet/up_0/Repeat/Tile"  # alone, nothing tells
+    # Keras' own numbering: its second `dense` layer is `dense_1`, traced as `dense_1_1` beside
+    # the first's `dense_1`; a model named like another's traced name alike.
+    keras = ["sequential_1/dense_1/MatMul", "sequential_1/dense_1_1/MatMul", "sequential_1_1/dense_2_1/MatMul"]
+    assert xnames.clean_all(keras) == [("sequential/dense/MatMul", "sequential/dense"),
+                                       ("sequential/dense_1/MatMul", "sequential/dense_1"),
+                                       ("sequential_1/dense_2/MatMul", "sequential_1/dense_2")]
 
 
 def test_keras_layers_are_the_layers_of_findings_and_the_whatif(steps):

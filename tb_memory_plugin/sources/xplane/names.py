@@ -27,6 +27,7 @@ _BRANCHES = frozenset({"then", "else", "body", "cond"})
 _BRANCH_INDEX_RE = re.compile(r"^_\d+$")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def clean(raw: str) -> str:
     """`StatefulPartitionedCall/small_unet_1/enc_1_1/Relu` -> `small_unet/enc_1/Relu`.
 
@@ -61,8 +62,10 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
     out = []
     for raw, chain in zip(raws, read):
         kept = 0
-        for sibling in chain.siblings:
-            if sibling in scopes:
+        for sibling, base in zip(chain.siblings, chain.bases):
+            # Keras numbers its own names too (a second `dense` is `dense_1`, traced as `dense_1_1`
+            # beside `dense_1`): a sibling that is itself numbered is Keras', not TensorFlow's.
+            if sibling in scopes and not _NUMBER_RE.search(base):
                 break
             kept += 1
         out.append(_named(raw, kept))
