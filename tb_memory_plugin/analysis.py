@@ -332,7 +332,7 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
                             "This step has no step stats: it was written without tracing "
                             "(or by TF2 eager/Keras, whose memory is in profiler files). " + NO_MEMORY_HELP)
     spaces = [SpaceAnalysis(space, NameTable.build(space.distinct_names, space.label_of, trace.op_types, graph_ops,
-                                                   trace.input_names, trace.layers))
+                                                   space.input_names, trace.layers))
               for space in trace.spaces]
     has_bytes = any(int(s.trace.allocated.sum()) or int(s.trace.output.sum()) or s.has_curve for s in spaces)
     if not has_bytes:

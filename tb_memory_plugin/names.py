@@ -267,7 +267,7 @@ _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
 # A first component that is not the user's scope, whose next one is read as the first: another
 # replica's (MirroredStrategy: `replica_1/...`), or a control-flow scope (a LossScaleOptimizer
 # applies its update inside a `cond`: `cond/adam/Sub_10`).
-_REPLICA_RE = re.compile(r"^(?:replica_\d+|cond(?:_\d+)?)$")
+_LOOKED_THROUGH_RE = re.compile(r"^(?:replica_\d+|cond(?:_\d+)?)$")
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
 
 
@@ -286,7 +286,7 @@ def categorise(path: str, op_type: str, kind: str) -> int:
     if is_apply_op(op_type):
         return OPTIMIZER
     first, _, rest = path.partition("/")
-    replica = bool(rest) and _REPLICA_RE.match(first) is not None
+    replica = bool(rest) and _LOOKED_THROUGH_RE.match(first) is not None
     if replica:  # a distribution strategy's other replica: its ops are named as replica 0's, under `replica_<N>/`
         first = rest.partition("/")[0]
     if optimizer_scope(first):
@@ -929,7 +929,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
     # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
     gradient = parts.where(_GRADIENTS_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
-    rows = np.flatnonzero(parts.where(_REPLICA_RE.match) & parts.has_rest)
+    rows = np.flatnonzero(parts.where(_LOOKED_THROUGH_RE.match) & parts.has_rest)
     if rows.size:  # the component after `replica_<N>/` is the first, as in `categorise`
         second = parts.length[rows] + 1  # where it starts in its name
         slash = lines.slash_from(parts.length + 1)[rows]

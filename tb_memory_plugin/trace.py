@@ -99,6 +99,9 @@ class SpaceTrace:
     # `mklcpu`, pinned `cuda_host_bfc`): its readings count all of theirs, so the source
     # leaves them out (no baseline) and this says why.
     shared_with: tuple[str, ...] = ()
+    # Runtime names the source saw feed the step on this allocator (a profile's ops that allocated
+    # here only on tf.data's threads): categorised as inputs, whatever their op type.
+    input_names: frozenset[str] = frozenset()
 
     @property
     def exec_count(self) -> int:
@@ -127,16 +130,13 @@ class Trace:
     duration_us: int
     node_stat_count: int  # executions over all devices, as the source counted them
     op_types: Mapping[str, str] = field(default_factory=dict)  # runtime name -> op type the source knows for sure
-    # Runtime names the source saw feed the step (a profile's ops that allocated only on tf.data's
-    # threads): categorised as inputs, whatever their op type.
-    input_names: frozenset[str] = frozenset()
-    # Runtime name -> the layer the source knows it is in (a profile's Keras 3 layer scopes:
-    # `cnn/c2` for `gradient_tape/cnn/c2/convolution/Conv2DBackpropInput`); others by their path.
-    layers: Mapping[str, str] = field(default_factory=dict)
     source: str = "run_metadata"  # or "xplane"
     # What the source knows the step misses (a device that ran work but whose allocations
     # are not in the trace), said beside the figures; None when nothing is.
     note: str | None = None
+    # Runtime name -> the layer the source knows it is in (a profile's Keras 3 layer scopes:
+    # `cnn/c2` for `gradient_tape/cnn/c2/convolution/Conv2DBackpropInput`); others by their path.
+    layers: Mapping[str, str] = field(default_factory=dict)
 
 
 def labels_of(label_of: Mapping[str, str], names: list[str]) -> list[str]:

@@ -406,6 +406,24 @@ def test_a_marked_step_that_starts_where_an_executor_step_ends_is_a_step():
     assert [(n, start) for n, start, _ in _steps(space)] == [(None, 0), (1, 100)]
 
 
+def test_markers_nested_in_an_outer_marker_are_the_steps():
+    """`Trace("epoch", step_num=e)` around Keras' `Profiled batch n`: each executor step is in both
+    markers, and is the innermost one's step (not dropped as run across marked steps)."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "epoch", 900, 2500, step_num=7)
+    for k, number in enumerate((1, 2)):
+        start = 1000 * (k + 1)
+        space.event(1, "Profiled batch", start, 300, step_num=number)
+        space.event(2, "ExecutorState::Process", start + 10, 100, id=k + 1)
+        space.event(2, "dense/MatMul:MatMul", start + 20, 20)
+        space.free(2, start + 50, space.allocate(2, start + 25, 100 * (k + 1), tf_op="dense/MatMul", id=k + 1))
+    steps = _steps(space)
+    assert [(n, start) for n, start, _ in steps] == [(1, 1000), (2, 2000)]
+    assert [spaces["GPU:0/GPU_0_bfc"][-1] for _, _, spaces in steps] == [("dense/MatMul", 100), ("dense/MatMul", 200)]
+
+
 def test_an_executor_step_across_epochs_does_not_swallow_the_marked_steps():
     """tf.data runs its functions under one executor step id across epochs: a step outside any
     marker that spans marked steps is none of them, and a batch number that comes again in the

@@ -84,6 +84,9 @@ describe('words', () => {
     expect(methodText(warned)).toBe('from one step (batch 2) · the traced batch (2) is also a dimension of the model’s parameters');
     const same = answer({ ...one, runs: answer().runs.map((r) => ({ ...r, batch: 2 })) });
     expect(methodText(same)).toBe('from one step (batch 2): no fit, the runs picked hold no other batch size');
+    // A fit through peaks that do not grow: the one step leads, and the fit is said to be set aside.
+    const aside = answer({ ...one, runs: answer().runs, predictions: { one_step: one.predictions.one_step, fit: { ...answer().predictions.fit!, warning: 'the traced peak rises do not grow with the batch' } } });
+    expect(methodText(aside)).toBe('from one step (batch 2) · the fit over batches 2, 4 is set aside: the traced peak rises do not grow with the batch');
   });
 
   it('says why there is no largest batch', () => {

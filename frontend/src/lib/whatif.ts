@@ -43,8 +43,14 @@ export function methodText(w: WhatIfResponse): string {
   }
   const traced = w.predictions.one_step?.traced_batch ?? w.runs[0]?.batch;
   const text = traced === undefined ? 'from one step' : `from one step (batch ${traced})`;
+  const fit = w.predictions.fit;
+  // A fit the server set aside (its traced peaks do not grow with the batch): say so, and why.
   // Runs picked to fit with, all at the traced batch size: nothing to fit, and the reader should know why.
-  const said = w.runs.length > 1 ? `${text}: no fit, the runs picked hold no other batch size` : text;
+  const said = fit
+    ? `${text} · the fit over batches ${fit.batches.join(', ')} is set aside${fit.warning ? `: ${fit.warning}` : ''}`
+    : w.runs.length > 1
+      ? `${text}: no fit, the runs picked hold no other batch size`
+      : text;
   const warning = w.predictions.one_step?.warning;
   return warning ? `${said} · ${warning}` : said;
 }

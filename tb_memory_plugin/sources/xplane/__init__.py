@@ -20,7 +20,7 @@ and Keras"). This importer turns them into the same columns as RunMetadata:
   without a `tf_op` belongs to the innermost op running on its thread then
   (`(no op)` where none runs; `(input pipeline)` on one of tf.data's threads);
   the ops whose allocations were all made on tf.data's threads are the step's
-  input (`Trace.input_names`);
+  input (`SpaceTrace.input_names`);
 * events: + `allocation_bytes` on allocation, - on free; a free belongs to the
   execution whose allocation it frees (paired by `addr`), or to the execution
   `(before this step)` when that allocation was made before the window (an
@@ -460,8 +460,9 @@ class _PlaneSteps:
                 if runs.any():
                     start = min(start, int(processes["start_ps"][runs].min()))
                     end = max(end, int(processes["end_ps"][runs].max()))
-            if np.count_nonzero((marker_start < end) & (marker_end > start)) > 1:
-                continue  # across marked steps (eager ops' executor, run by several): none of them
+            overlapping = (marker_start < end) & (marker_end > start)
+            if np.count_nonzero(overlapping) > 1 and not ((marker_start <= start) & (end <= marker_end)).any():
+                continue  # across marked steps in no one marker (eager ops' executor, run by several): none of them
             group = marked.around(start)
             if group is not None:  # the marked step is all of its marker: eager work around a function too
                 start, end = min(start, int(marker_start[group])), max(end, int(marker_end[group]))
@@ -532,17 +533,15 @@ class _PlaneSteps:
         allocators = memory["allocator_name"][window]
         spaces = []
         op_types: dict[str, str] = {}
-        input_names: set[str] = set()
         layers: dict[str, str] = {}
         devices = []
         main = self._main_allocator(window)
         for allocator in np.unique(allocators).tolist():
             rows = np.flatnonzero(allocators == allocator)
-            space, space_op_types, space_inputs, space_layers = self._space(
+            space, space_op_types, space_layers = self._space(
                 step, window[rows], node[rows], in_window, self._text(allocator), self._text(main))
             spaces.append(space)
             op_types.update(space_op_types)
-            input_names.update(space_inputs)
             layers.update(space_layers)
             if space.device not in devices:
                 devices.append(space.device)
@@ -554,13 +553,12 @@ class _PlaneSteps:
             duration_us=(step.end_ps - step.start_ps) // 1_000_000,
             node_stat_count=sum(space.exec_count for space in spaces),
             op_types=op_types,
-            input_names=frozenset(input_names),
             layers=layers,
             source="xplane",
         )
 
     def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
-               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str], list[str], dict[str, str]]:
+               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str], dict[str, str]]:
         memory, strings, ops = self.memory, self.strings, self.ops
         # Executions: the distinct ops holding events, then the other ops run in the window.
         op_rows = ops_in_window
@@ -645,9 +643,10 @@ class _PlaneSteps:
             capacity_bytes=int(capacity.max()) if capacity.size and int(capacity.max()) > 0 else None,
             outputs_of=_Outputs(strings.values, distinct_names, name_code.reshape(-1), start, event_exec,
                                 np.where(is_allocation, memory["shape"][events], -1), requested),
+            input_names=frozenset(input_names),
             **columns,
         )
-        return space, op_types, input_names, layers
+        return space, op_types, layers
 
     def _main_allocator(self, events: np.ndarray) -> int:
         allocators = self.memory["allocator_name"][events]
