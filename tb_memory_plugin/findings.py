@@ -229,6 +229,8 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
     # fused into its bias or activation keeps that node's name and type (`BiasAdd` ran
     # `_MklNativeFusedConv2D`).
     kernels = labels_of(space.trace.label_of, [names.raw[i] for i in candidates.tolist()])
+    # Scratch held at the peak, per name (what a running op had allocated and freed before it ended).
+    held = scatter_sum(space.name_code, space.temporaries, len(names.raw)) if candidates.size else candidates
     found = []
     for i, label in zip(candidates.tolist(), kernels):
         op_type = names.op_types[i]
@@ -241,6 +243,9 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
         ratio = f"{scratch / out:,.0f}x its output" if out else "with no output"
         ran = op_type if kernel == op_type else f"{op_type}, ran as {kernel}"
         text = f"{graph_name} ({ran}) uses {format_bytes(scratch)} of scratch, {ratio} ({format_bytes(out)})."
+        at_peak = int(held[i])
+        text += (f" It holds {format_bytes(at_peak)} of it at the peak." if at_peak > 0
+                 else " It does not hold it at the peak (it runs before or after).")
         if estimate is not None:
             k = "x".join(map(str, estimate["filter_shape"][:-1]))
             text += (f" im2col from the shapes: {estimate['positions']:,} output positions (batch x out_h x out_w)"
@@ -257,8 +262,10 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
             CONV_SCRATCH, scratch, layer, [graph_name], text, _CPU_SCRATCH_FIX if cpu_working_set else _SCRATCH_FIX,
             space.trace.id,
             {"temp_bytes": scratch, "output_bytes": out, "op_type": op_type, "im2col": estimate,
-             "cpu_working_set": cpu_working_set},
+             "cpu_working_set": cpu_working_set, "at_peak_bytes": at_peak},
         ))
+    # The largest first; of equal scratch (a CPU's fixed buffer), those holding it at the peak.
+    found.sort(key=lambda f: (-f.bytes, -f.details["at_peak_bytes"]))
     return found
 
 

@@ -71,6 +71,8 @@ def test_conv_scratch_on_the_big_filter(bigconv):
     assert finding.details["cpu_working_set"] is True
     assert "not to the batch" in finding.message and "smaller batch does not shrink it" in finding.suggestion
     assert "inter_op_parallelism_threads" in finding.suggestion
+    # The op holds its scratch at the peak (it makes it: the step's only big allocation).
+    assert finding.details["at_peak_bytes"] == finding.bytes and "It holds 33.8 MiB of it at the peak" in finding.message
 
 
 @pytest.mark.parametrize("device, allocator, on_cpu", [(GPU0, "GPU_0_bfc", False), (MKL_CPU0, "cpu", True)])

@@ -247,12 +247,16 @@ export class App {
       case 'empty':
         this.showEmpty('This step has no step stats', text, `Step “${tag}”: no step stats`, { howTo: true });
         return;
-      case 'corrupt':
-        this.showEmpty('This step’s run metadata cannot be read', text, `Step “${tag}”: unreadable`, {
+      case 'corrupt': {
+        const profile = summary.source === 'xplane';
+        this.showEmpty(profile ? 'This step’s profile cannot be read' : 'This step’s run metadata cannot be read', text, `Step “${tag}”: unreadable`, {
           error: true,
-          hint: 'The bytes stored for this step do not decode as a RunMetadata (a damaged or truncated event file). Other steps are not affected: pick another step, or trace this one again.',
+          hint: profile
+            ? 'The profile file (.xplane.pb) does not decode as an XSpace (damaged, cut short, or not a profile). Other runs and profiles are not affected: profile this step again.'
+            : 'The bytes stored for this step do not decode as a RunMetadata (a damaged or truncated event file). Other steps are not affected: pick another step, or trace this one again.',
         });
         return;
+      }
       default:
         this.showEmpty('Nothing to show for this step', text, `Step “${tag}”: nothing to show`);
     }

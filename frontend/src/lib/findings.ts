@@ -8,7 +8,7 @@ const KIND_LABELS: Record<string, string> = {
   layout_transpose: 'layout transposes',
   conv_scratch: 'convolution scratch',
   graph_constants: 'constants in the graph',
-  step_growth: 'memory grows every step',
+  step_growth: 'memory left behind by the step',
   allocator_gap: 'allocator gap',
 };
 

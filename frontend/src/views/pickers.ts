@@ -76,8 +76,7 @@ export class PickersView {
     clear(this.stepSelect);
     const run = this.runs.find((r) => r.run === state.run);
     for (const step of run?.steps ?? []) {
-      const label = step.step !== null && !step.tag.includes(String(step.step)) ? `${step.tag} (step ${step.step})` : step.tag;
-      this.stepSelect.append(option(step.tag, label, step.tag === state.tag));
+      this.stepSelect.append(option(step.tag, stepLabel(step.tag, step.step), step.tag === state.tag));
     }
     this.stepSelect.disabled = !run || run.steps.length === 0;
   }
@@ -126,4 +125,15 @@ export function deviceLabel(d: DeviceSummary): string {
   if (d.has_curve === false) return `${d.id}${host} — no curve, allocated ${formatBytes(d.figures.allocated_bytes)}`;
   const peak = d.peak_bytes ?? d.peak_rise_bytes;
   return `${d.id}${host} — peak ${d.peak_bytes === null ? '+' : ''}${formatBytes(peak)}`;
+}
+
+/**
+ * A step as the picker shows it: a profiled step's number first (`step_2 · profile/2026_11_23_15_32_10`,
+ * which a narrow picker would otherwise cut off), and the step number where the tag does not hold it.
+ */
+export function stepLabel(tag: string, step: number | null): string {
+  const label = step !== null && !tag.includes(String(step)) ? `${tag} (step ${step})` : tag;
+  if (!tag.startsWith('profile/')) return label;
+  const cut = label.lastIndexOf('/');
+  return `${label.slice(cut + 1)} · ${label.slice(0, cut)}`;
 }

@@ -9,7 +9,7 @@ import { DetailsView } from './details';
 import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
 import { SummaryView, openingText } from './summary';
-import { deviceLabel } from './pickers';
+import { deviceLabel, stepLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
 import { WhatIfView } from './whatif';
@@ -588,5 +588,15 @@ describe('FindingsView', () => {
     expect(items[1]?.querySelector('.finding-suggestion')?.getAttribute('title')).toBe('Fix A.');
     expect(items[0]?.querySelector('.finding-message')?.textContent).toBe(`${EVIL} in a`);
     expect(document.querySelector('img')).toBeNull();
+  });
+});
+
+describe('stepLabel', () => {
+  it('puts a profiled step first, and a step number the tag lacks after it', () => {
+    expect(stepLabel('profile/2026_11_23_15_32_10/step_2', 2)).toBe('step_2 · profile/2026_11_23_15_32_10');
+    expect(stepLabel('profile/s/vm/run_3', 3)).toBe('run_3 · profile/s/vm');
+    expect(stepLabel('step_7', 7)).toBe('step_7');
+    expect(stepLabel('train', 4)).toBe('train (step 4)');
+    expect(stepLabel('a/b', null)).toBe('a/b');
   });
 });
