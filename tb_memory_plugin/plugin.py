@@ -270,19 +270,39 @@ class MemoryPlugin(base_plugin.TBPlugin):
         batch under `limit`."""
         steps = self._store.list_steps(ctx, experiment)
         first = self._step(ctx, experiment, run, tag)[0]
-        traced = []
-        devices_of = self._devices_of(ctx, experiment)
-        for other in dict.fromkeys((run, *runs)):
+        for other in runs:
             if other not in steps:
                 raise report.NotFound(f"unknown run {other!r}")
-            ref = first if other == run else store.matching_step(steps[other], first, devices_of)
-            space = self._side(ctx, experiment, other, ref.tag, device)[1]
-            traced.append(whatif.Traced(other, ref.tag, ref.step, ref.source,
-                                        self._store.analysis(ctx, experiment, ref), space))
+        devices_of = self._devices_of(ctx, experiment)
+        space = self._side(ctx, experiment, run, tag, device)[1]
+        traced = [whatif.Traced(run, tag, first.step, first.source, self._store.analysis(ctx, experiment, first), space)]
+        # A run picked to fit with that cannot be read there (unreadable, no such memory space, no
+        # batch to read, another model) is left out, and said so: the others still answer.
+        skipped = []
+        others = [other for other in dict.fromkeys(runs) if other != run]
+        if others:
+            try:
+                traced[0].batch  # noqa: B018 - read first: its own error is the answer's, not another run's
+            except whatif.WhatIfError as exc:
+                raise StepNotAnalysable(str(exc)) from None
+        for other in others:
+            ref = store.matching_step(steps[other], first, devices_of)
+            try:
+                space = self._side(ctx, experiment, other, ref.tag, device)[1]
+                step = whatif.Traced(other, ref.tag, ref.step, ref.source, self._store.analysis(ctx, experiment, ref),
+                                     space)
+                step.batch  # noqa: B018 - read now: a step whose batch cannot be read is left out
+                whatif.check_one_model([traced[0], step])
+            except (StepNotAnalysable, report.NotFound, whatif.WhatIfError) as exc:
+                skipped.append({"run": other, "tag": ref.tag, "reason": str(exc)})
+                continue
+            traced.append(step)
         try:
-            return whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit), series=series)
+            body = whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit), series=series)
         except whatif.WhatIfError as exc:
             raise StepNotAnalysable(str(exc)) from None
+        body["skipped_runs"] = skipped
+        return body
 
     def _side(self, ctx, experiment, run, tag, device):
         """(step ref, memory space) of one side of a comparison; errors name the step."""

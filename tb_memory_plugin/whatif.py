@@ -410,7 +410,7 @@ def _model_layers(space: SpaceAnalysis) -> set[str]:
     return {_INSTANCE_SUFFIX.sub("", layer) for layer in _layers(space)[0] if not layer.startswith("(")}
 
 
-def _check_one_model(steps: list[Traced]) -> None:
+def check_one_model(steps: list[Traced]) -> None:
     """A fit reads one model at several batch sizes: each step must share at least half of its
     layers (or the first's, where it has fewer) with the first. Steps of other models would fit
     nonsense."""
@@ -559,7 +559,7 @@ class WhatIf:
         self.one_step = one_step(first.step, first.space)
         batches = {s.batch for s in steps}
         if len(batches) > 1:
-            _check_one_model(steps)
+            check_one_model(steps)
         self.fitted = Fitted([(s.batch, s.space) for s in steps]) if len(batches) > 1 else None
         if self.fitted is None and not self.one_step.scales.any():
             why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "

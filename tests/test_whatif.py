@@ -504,8 +504,9 @@ def test_one_step_is_the_per_name_rules_on_synthetic_steps(step):
 
 
 def _expected(runs, batch, limit=None, series=False):
+    """The engine's answer; with the series, as the route sends it (no run left out)."""
     body = whatif_report.whatif_dict(whatif.WhatIf([traced(run) for run in runs], batch, limit), series)
-    return json.loads(json.dumps(body))
+    return json.loads(json.dumps({**body, "skipped_runs": []} if series else body))
 
 
 def test_the_answer_leads_with_the_fit_and_keeps_the_one_step():
@@ -560,6 +561,21 @@ def test_route_equals_the_engine(tb):
     other = get_json(tb, run="unet_b2", tag="step_1", batch="8", runs="unet_b4")
     assert [(r["run"], r["tag"]) for r in other["runs"]] == [("unet_b2", "step_1"), ("unet_b4", "step_1")]
     assert tb.post(PREFIX + "whatif", query_string={"run": "unet_b2", "tag": "step_3", "batch": "8"}).status_code == 405
+
+
+def test_runs_that_cannot_be_fitted_are_left_out_and_said(tb):
+    """The page offers every run to fit with: one that cannot be read there (corrupt, another
+    memory space, another model) is left out with its reason, and the others still answer."""
+    response = tb.get(PREFIX + "whatif", query_string=[("run", "unet_b2"), ("tag", "step_3"), ("batch", "8"),
+                                                       *[("runs", r) for r in ("corrupt", "unet_b4", "gpu", "resnet9_b2")]])
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    body = json.loads(response.get_data(as_text=True))
+    skipped = {s["run"]: s["reason"] for s in body.pop("skipped_runs")}
+    assert body == {key: value for key, value in _expected(["unet_b2", "unet_b4"], 8, series=True).items()
+                    if key != "skipped_runs"}
+    assert set(skipped) == {"corrupt", "gpu", "resnet9_b2"}
+    assert "corrupt" in skipped["corrupt"] and "feed" in skipped["gpu"]
+    assert "share" in skipped["resnet9_b2"] and "layers" in skipped["resnet9_b2"]
 
 
 @pytest.mark.parametrize("params, code, words", [
@@ -816,7 +832,8 @@ def test_the_profiles_allocator_capacity_is_the_limit_without_one(profiled):
 
 def _profile_expected(profiled, batch, limit=None, series=False):
     steps = [profiled[4][-1], profiled[8][-1]]
-    return json.loads(json.dumps(whatif_report.whatif_dict(whatif.WhatIf(steps, batch, limit), series)))
+    body = whatif_report.whatif_dict(whatif.WhatIf(steps, batch, limit), series)
+    return json.loads(json.dumps({**body, "skipped_runs": []} if series else body))
 
 
 def test_cli_whatif_on_profiles(profiles, profiled):

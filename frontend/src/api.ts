@@ -437,6 +437,8 @@ export interface WhatIfResponse extends WhatIfPrediction {
     fit: (WhatIfPrediction & { batches: number[]; warning?: string | null }) | null;
   };
   series: { batch: number[]; one_step?: WhatIfSeries | null; fit?: WhatIfSeries | null };
+  /** Runs picked to fit with that were left out (unreadable, another memory space or model), and why; absent from older servers. */
+  skipped_runs?: { run: string; tag: string; reason: string }[];
 }
 export interface WhatIfParams {
   run: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WhatIfResponse } from '../api';
-import { maxBatchText, methodText, otherRuns, parseBatch, parseLimit, whatIfChart, whatIfErrorText } from './whatif';
+import { maxBatchText, methodText, otherRuns, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
 
 function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
   return {
@@ -131,5 +131,13 @@ describe('parseLimit', () => {
     expect(parseLimit('lots')).toBeNull();
     expect(parseLimit('0')).toBeNull();
     expect(parseLimit('3 parsecs')).toBeNull();
+  });
+});
+
+describe('runs left out', () => {
+  it('names them, with each reason for a tooltip', () => {
+    expect(skippedText(answer())).toEqual({ text: '', reasons: '' });
+    const w = answer({ skipped_runs: [{ run: 'gan', tag: 'step_1', reason: 'share 8% of their layers' }, { run: 'bad', tag: 'profile/s', reason: 'not a valid XSpace' }] });
+    expect(skippedText(w)).toEqual({ text: 'left out: gan, bad', reasons: 'gan step_1: share 8% of their layers\nbad profile/s: not a valid XSpace' });
   });
 });

@@ -55,6 +55,16 @@ export function methodText(w: WhatIfResponse): string {
   return warning ? `${said} · ${warning}` : said;
 }
 
+/** The runs picked to fit with that the server left out ("" when none): their names, and each one's reason. */
+export function skippedText(w: WhatIfResponse): { text: string; reasons: string } {
+  const skipped = w.skipped_runs ?? [];
+  if (skipped.length === 0) return { text: '', reasons: '' };
+  return {
+    text: `left out: ${skipped.map((s) => s.run).join(', ')}`,
+    reasons: skipped.map((s) => `${s.run} ${s.tag}: ${s.reason}`).join('\n'),
+  };
+}
+
 /** The lead method's series: absolute peaks where every point has one, else the rise. */
 function leadSeries(w: WhatIfResponse): { values: (Bytes | null)[]; absolute: boolean } {
   const series: WhatIfSeries | null | undefined = w.series[w.method] ?? w.series.one_step ?? w.series.fit;

@@ -10,7 +10,7 @@ import type { WhatIfLayer, WhatIfResponse } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
 import type { Column } from '../lib/table';
-import { maxBatchText, methodText, parseBatch, parseLimit, whatIfChart } from '../lib/whatif';
+import { maxBatchText, methodText, parseBatch, parseLimit, skippedText, whatIfChart } from '../lib/whatif';
 import { DataTable } from './data-table';
 import { onResize } from './resize';
 
@@ -161,7 +161,10 @@ export class WhatIfView {
       const traced = absolute && first.peak_bytes !== null ? formatBytes(first.peak_bytes) : formatBytesDelta(first.peak_rise_bytes);
       this.headline.append(el('span', { class: 'muted' }, ` · traced at batch ${formatCount(first.batch)}: ${traced}`));
     }
-    this.method.textContent = methodText(data);
+    const skipped = skippedText(data);
+    this.method.textContent = skipped.text ? `${methodText(data)} · ${skipped.text}` : methodText(data);
+    if (skipped.reasons) this.method.title = skipped.reasons;
+    else this.method.removeAttribute('title');
     this.maxBatch.textContent =
       data.limit_bytes === null ? maxBatchText(data) : `${maxBatchText(data)} (limit ${formatBytes(data.limit_bytes)}${data.limit_source === 'capacity' ? ', the allocator’s capacity' : ''})`;
     this.maxBatch.setAttribute('data-max-batch', data.max_batch === null ? '' : String(data.max_batch));
