@@ -26,6 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER
+from .trace import DEVICE_MEMORY
 from .names import XLA_PROGRAM_OP_TYPE
 from .trace import labels_of
 
@@ -568,7 +569,9 @@ class WhatIf:
                 f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, as "
                 f"read from its shapes){why}: one step cannot be scaled. Trace the model at two batch sizes and fit "
                 "over both (runs).")
-        capacity = first.space.trace.capacity_bytes
+        # A device's capacity is what its steps must fit in; a host allocator's is a cap it was
+        # given (the CPU BFC allocator's 64 GiB, whatever the machine holds): no limit by itself.
+        capacity = first.space.trace.capacity_bytes if first.space.trace.memory_kind == DEVICE_MEMORY else None
         self.limit, self.limit_source = ((limit, "limit") if limit is not None
                                          else (capacity, "capacity") if capacity else (None, None))
 

@@ -317,8 +317,14 @@ def test_max_batch_is_the_largest_whose_prediction_fits(absolute):
 
 
 def test_the_allocators_capacity_is_the_limit_without_one():
+    """A device allocator's capacity (here the demo's allocator made a GPU's, with 64 MiB) is what
+    its steps must fit in; a host allocator's is no limit by itself."""
     step = engine_step(DEMO, "unet_b2", "step_3")  # a fresh analysis: its trace is changed here
-    step.space(None).trace.capacity_bytes = 64 << 20
+    trace = step.space(None).trace
+    trace.capacity_bytes = 64 << 20
+    host = whatif.WhatIf([whatif.Traced("unet_b2", "step_3", 3, "run_metadata", step, step.space(None))], 8)
+    assert (host.limit, host.limit_source) == (None, None)
+    trace.device_type, trace.allocator = "GPU", "GPU_0_bfc"
     question = whatif.WhatIf([whatif.Traced("unet_b2", "step_3", 3, "run_metadata", step, step.space(None))], 8)
     assert (question.limit, question.limit_source) == (64 << 20, "capacity")
     body = whatif_report.whatif_dict(question)
@@ -671,7 +677,7 @@ def test_cli_on_the_keras_demo_profile():
     body = json.loads(out)
     assert body["runs"][0]["source"] == "xplane" and body["runs"][0]["batch"] == 4
     assert body["predicted_peak_bytes"] == body["predicted_start_bytes"] + body["predicted_peak_rise_bytes"]
-    assert body["limit_source"] == "capacity" and body["max_batch"] > 8
+    assert body["limit_source"] is None and body["max_batch"] is None  # on a CPU: no limit without --limit
 
 
 # -- TF2 profiles (XPlane) ------------------------------------------------------------------------
@@ -816,17 +822,20 @@ def test_max_batch_on_a_profile_under_a_limit(profiled):
     assert question.max_batch(question.one_step) == 20
 
 
-def test_the_profiles_allocator_capacity_is_the_limit_without_one(profiled):
+def test_a_cpu_profiles_allocator_cap_is_no_limit_by_itself(profiled):
+    """The CPU BFC allocator reports a capacity (a 64 GiB cap, whatever the machine holds): not what
+    a step must fit in, so no largest batch without a limit; with one, as on a GPU."""
     traced_step = _clean(profiled, 8)
     capacity = traced_step.space.trace.capacity_bytes
-    assert capacity and capacity > _peak(traced_step.space)
+    assert capacity and capacity > _peak(traced_step.space) and traced_step.space.trace.memory_kind == "host"
     question = whatif.WhatIf([traced_step], 16)
-    assert (question.limit, question.limit_source) == (capacity, "capacity")
+    assert (question.limit, question.limit_source, question.max_batch(question.one_step)) == (None, None, None)
+    question = whatif.WhatIf([traced_step], 16, limit=capacity)
     fits = question.max_batch(question.one_step)
     one = question.one_step
     assert whatif.predicted_bytes(one, fits, True) <= capacity < whatif.predicted_bytes(one, fits + 1, True)
     body = whatif_report.whatif_dict(question)
-    assert (body["limit_bytes"], body["limit_source"], body["max_batch"]) == (capacity, "capacity", fits)
+    assert (body["limit_bytes"], body["limit_source"], body["max_batch"]) == (capacity, "limit", fits)
     assert body["limit_applies_to"] == "peak_bytes"
 
 
@@ -844,7 +853,7 @@ def test_cli_whatif_on_profiles(profiles, profiled):
     assert body == _profile_expected(profiled, 16)
     assert [(r["run"], r["source"], r["batch"]) for r in body["runs"]] == [("keras_b4", "xplane", 4),
                                                                             ("keras_b8", "xplane", 8)]
-    assert body["method"] == "fit" and body["limit_source"] == "capacity"
+    assert body["method"] == "fit" and body["limit_source"] is None  # a CPU allocator's cap is no limit
     code, out, err = _whatif_in(profiles, "--run", "keras_b4", "--batch", "16", "--limit", "60MiB")
     assert code == 0, err
     assert "one step (keras_b4 / profile/" in out and "fits in 60.0 MiB (limit)" in out
