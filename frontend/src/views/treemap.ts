@@ -10,6 +10,7 @@ import { paramsText } from '../lib/resident';
 import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
 import type { Selection } from '../selection';
 import { onResize } from './resize';
+import { placeholderText } from '../lib/placeholders';
 
 export const SIZE_FIGURES: { figure: FigureName; label: string }[] = [
   { figure: 'at_peak_bytes', label: 'at peak' },
@@ -237,6 +238,7 @@ export class TreemapView {
         'data-scope': child.scope,
         title: [
           child.scope,
+          placeholderText(child.scope) ?? '',
           `${this.figureLabel()}: ${formatBytes(tile.value)} (${share} of this level)`,
           `${formatCount(child.exec_count)} execution${child.exec_count === 1 ? '' : 's'}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
           paramsText(child) ?? '',
