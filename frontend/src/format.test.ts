@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  countOf,
   formatBytes,
   formatBytesDelta,
   formatCount,
@@ -90,5 +91,15 @@ describe('formatCount', () => {
     expect(formatCount(1048576)).toBe('1,048,576');
     expect(formatCount(999)).toBe('999');
     expect(formatCount(-1234)).toBe('-1,234');
+  });
+});
+
+describe('countOf', () => {
+  it('says one thing in the singular', () => {
+    expect(countOf(1, 'execution')).toBe('1 execution');
+    expect(countOf(2, 'execution')).toBe('2 executions');
+    expect(countOf(1, 'child', 'children')).toBe('1 child');
+    expect(countOf(1234, 'box', 'boxes')).toBe('1,234 boxes');
+    expect(countOf(0, 'op type')).toBe('0 op types');
   });
 });

@@ -7,7 +7,7 @@
 import { hierarchy, treemap, treemapSquarify } from 'd3-hierarchy';
 import type { CompareCategoryRow, CompareResponse, CompareScopeRow, CompareSide } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
-import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
+import { countOf, formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
 import {
   DIVERGING_COLOURS,
   compareFigure,
@@ -219,7 +219,7 @@ export class CompareView {
       for (const n of layout.children ?? []) fragment.append(this.tileElement(n.data as Tile<CompareScopeRow>, n.x0, n.y0, n.x1 - n.x0, n.y1 - n.y0, extent));
       this.area.append(fragment);
     }
-    this.treemapNote.textContent = `${formatCount(d.children.length)} children · sized by the larger step ${figureLabel(figure)}, coloured by A − B`;
+    this.treemapNote.textContent = `${countOf(d.children.length, 'child', 'children')} · sized by the larger step ${figureLabel(figure)}, coloured by A − B`;
     // The scale's ends only where some child differs (its extent is at least 1 B, to divide by).
     const differs = d.children.some((r) => deltaBytes(r, figure) !== 0);
     const legend = differs

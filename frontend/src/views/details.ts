@@ -3,7 +3,7 @@
 
 import { CATEGORY_NAMES, type CategoryTotal, type DeviceSummary, type FigureName, type NodeExecution, type OpTypeTotal, type ScopeDetails } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
-import { formatBytes, formatCount, formatExactBytes, formatPercent, formatTime, shareOf } from '../format';
+import { countOf, formatBytes, formatCount, formatExactBytes, formatPercent, formatTime, shareOf } from '../format';
 import { CATEGORY_COLORS } from '../lib/colors';
 import { PEAK_ONLY_KEYS, existingFigures } from '../lib/peak-figures';
 import { categoryRows, paramsText } from '../lib/resident';
@@ -319,7 +319,7 @@ export class StepOpTypesView {
   setDevice(device: DeviceSummary | null): void {
     this.device = device;
     this.table.omitColumns(device?.has_curve === false ? PEAK_ONLY_KEYS : [], { key: 'allocated_bytes', direction: 'desc' });
-    this.caption.textContent = device ? `${formatCount(device.op_types.length)} op types on ${device.id}` : '';
+    this.caption.textContent = device ? `${countOf(device.op_types.length, 'op type')} on ${device.id}` : '';
     this.table.setRows(device?.op_types ?? []);
   }
 }

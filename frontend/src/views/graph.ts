@@ -5,7 +5,7 @@ import { select } from 'd3-selection';
 import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from 'd3-zoom';
 import type { GraphResponse } from '../api';
 import { el, setLoading, showPanelError } from '../dom';
-import { formatCount } from '../format';
+import { countOf, formatCount } from '../format';
 import { byteShade } from '../lib/colors';
 import { fitTransform, layoutBounds, panIntoView, readableScale, type Bounds } from '../lib/graph-fit';
 import { boxBytes, boxFiguresText, boxSubLabel, layoutGraph, type GraphLayout } from '../lib/graph-layout';
@@ -142,7 +142,7 @@ export class GraphView {
     // The graph keeps the graph's own name scopes: in the grouping by layer the treemap's figures
     // for a scope (gradients folded in) differ from its box's.
     const layers = this.selection.get().group === 'layer' ? ' · boxes are the graph’s name scopes (the treemap folds gradients and updates into layers)' : '';
-    this.info.textContent = `${formatCount(graph.nodes.length)} boxes · ${SOURCE_TEXT[graph.source] ?? graph.source}${omitted}${layers}`;
+    this.info.textContent = `${countOf(graph.nodes.length, 'box', 'boxes')} · ${SOURCE_TEXT[graph.source] ?? graph.source}${omitted}${layers}`;
     this.draw(graph, this.layout);
     this.fit();
     this.updateSelected();

@@ -3,7 +3,7 @@
 
 import type { Bytes, DefaultStepResponse, DeviceSummary, LargestAtPeak, SummaryResponse } from '../api';
 import { clear, el } from '../dom';
-import { formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatPercent, formatTime } from '../format';
+import { countOf, formatBytes, formatBytesDelta, formatCount, formatExactBytes, formatPercent, formatTime } from '../format';
 import { shareOfCapacity } from '../lib/allocator-readings';
 import { peakIdentity } from '../lib/identity';
 import { noCurveReason } from '../lib/peak-figures';
@@ -106,7 +106,7 @@ export class SummaryView {
       `Bytes held at the peak, split by category and by op type, add up exactly to the peak's rise over the start of the step.\ncategories ${formatExactBytes(id.categoriesBytes)}\nop types ${formatExactBytes(id.opTypesBytes)}\nrise ${formatExactBytes(id.peakRiseBytes)}`,
     );
     secondary.append(identity);
-    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.exec_count)} executions · ${formatCount(device.event_count)} allocation events`];
+    const notes = [`${formatTime(summary.duration_us)} · ${countOf(device.exec_count, 'execution')} · ${countOf(device.event_count, 'allocation event')}`];
     if (device.snapshots.max_abs_diff_bytes !== null && device.snapshots.count > 0) {
       notes.push(`allocator snapshots agree within ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);
     }
@@ -147,7 +147,7 @@ export class SummaryView {
       el('span', { 'data-testid': 'summary-output', 'data-bytes': String(device.figures.output_bytes), title: formatExactBytes(device.figures.output_bytes) }, `output ${formatBytes(device.figures.output_bytes)}`),
     );
     appendNote(main, `${noCurveReason(device)}: no peak and no at-peak figures`);
-    const notes = [`${formatTime(summary.duration_us)} · ${formatCount(device.exec_count)} executions`];
+    const notes = [`${formatTime(summary.duration_us)} · ${countOf(device.exec_count, 'execution')}`];
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));
   }

@@ -4,7 +4,7 @@
 import { hierarchy, treemap, treemapSquarify } from 'd3-hierarchy';
 import { CATEGORY_NAMES, type FigureName, type ScopeChild, type ScopesResponse } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
-import { formatBytes, formatCount, formatPercent, shareOf } from '../format';
+import { countOf, formatBytes, formatCount, formatPercent, shareOf } from '../format';
 import { CATEGORY_COLORS, colorForName, dominantCategory } from '../lib/colors';
 import { paramsText } from '../lib/resident';
 import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
@@ -317,7 +317,7 @@ export class TreemapView {
 
   private renderNotes(nonPositive: number, data: ScopesResponse): void {
     const parts = [
-      `${formatCount(data.children.length)} children, ${formatBytes(data.figures[this.sizeFigure])} ${this.figureLabel()}`,
+      `${countOf(data.children.length, 'child', 'children')}, ${formatBytes(data.figures[this.sizeFigure])} ${this.figureLabel()}`,
     ];
     if (nonPositive > 0) parts.push(`${formatCount(nonPositive)} hold nothing ${this.figureLabel()} (not drawn)`);
     parts.push('hatched tiles are "(self)": bytes of the node named like the scope itself');
