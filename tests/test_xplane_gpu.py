@@ -406,6 +406,17 @@ def test_a_marked_step_that_starts_where_an_executor_step_ends_is_a_step():
     assert [(n, start) for n, start, _ in _steps(space)] == [(None, 0), (1, 100)]
 
 
+def _marked_batches(space, numbers) -> None:
+    """Keras' `Profiled batch <n>` markers 1000 us apart, each around an executor step whose
+    MatMul allocates and frees 100 x (k + 1) bytes."""
+    for k, number in enumerate(numbers):
+        start = 1000 * (k + 1)
+        space.event(1, "Profiled batch", start, 300, step_num=number)
+        space.event(2, "ExecutorState::Process", start + 10, 100, id=k + 1)
+        space.event(2, "dense/MatMul:MatMul", start + 20, 20)
+        space.free(2, start + 50, space.allocate(2, start + 25, 100 * (k + 1), tf_op="dense/MatMul", id=k + 1))
+
+
 def test_markers_nested_in_an_outer_marker_are_the_steps():
     """`Trace("epoch", step_num=e)` around Keras' `Profiled batch n`: each executor step is in both
     markers, and is the innermost one's step (not dropped as run across marked steps)."""
@@ -413,12 +424,7 @@ def test_markers_nested_in_an_outer_marker_are_the_steps():
 
     space = XSpaceBuilder()
     space.event(1, "epoch", 900, 2500, step_num=7)
-    for k, number in enumerate((1, 2)):
-        start = 1000 * (k + 1)
-        space.event(1, "Profiled batch", start, 300, step_num=number)
-        space.event(2, "ExecutorState::Process", start + 10, 100, id=k + 1)
-        space.event(2, "dense/MatMul:MatMul", start + 20, 20)
-        space.free(2, start + 50, space.allocate(2, start + 25, 100 * (k + 1), tf_op="dense/MatMul", id=k + 1))
+    _marked_batches(space, (1, 2))
     steps = _steps(space)
     assert [(n, start) for n, start, _ in steps] == [(1, 1000), (2, 2000)]
     assert [spaces["GPU:0/GPU_0_bfc"][-1] for _, _, spaces in steps] == [("dense/MatMul", 100), ("dense/MatMul", 200)]
@@ -433,12 +439,7 @@ def test_an_executor_step_across_epochs_does_not_swallow_the_marked_steps():
     space = XSpaceBuilder()
     space.event(3, "ExecutorState::Process", 0, 5000, id=99)  # tf.data's, spanning both epochs
     space.free(3, 4900, space.allocate(3, 5, 8, tf_op="RangeDataset", id=99))
-    for k, number in enumerate((0, 1, 0, 1)):
-        start = 1000 * (k + 1)
-        space.event(1, "Profiled batch", start, 300, step_num=number)
-        space.event(2, "ExecutorState::Process", start + 10, 100, id=k + 1)
-        space.event(2, "dense/MatMul:MatMul", start + 20, 20)
-        space.free(2, start + 50, space.allocate(2, start + 25, 100 * (k + 1), tf_op="dense/MatMul", id=k + 1))
+    _marked_batches(space, (0, 1, 0, 1))
     steps = _steps(space)
     assert [(n, start) for n, start, _ in steps] == [(0, 1000), (1, 2000), (0, 3000), (1, 4000)]  # their markers
     assert [spaces["GPU:0/GPU_0_bfc"][-1] for _, _, spaces in steps] == [
