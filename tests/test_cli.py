@@ -381,6 +381,22 @@ def test_the_current_directory_with_a_profile_names_its_profiled_steps_by_its_di
     assert {s["run"] for s in steps} == {"train"} and any(s["tag"].startswith("profile/") for s in steps)
 
 
+def test_findings_that_share_their_advice_are_said_once(capsys):
+    """The Keras demo's convolution gradients each hold a CPU shard buffer: the advice is given
+    once ('as above'), the first three in full, the rest named in one line; --json lists all."""
+    profile = "profile/" + next((REPO / "demo_logs/keras_unet/train/plugins/profile").iterdir()).name
+    args = (REPO / "demo_logs", "--run", "keras_unet/train", "--tag", f"{profile}/step_2")
+    code, out, err = _run(capsys, *args, "--json")
+    assert code == 0, err
+    scratch = [f for f in json.loads(out)["steps"][0]["findings"] if f["kind"] == "conv_scratch"]
+    assert len(scratch) > 3 and len({f["suggestion"] for f in scratch}) == 1
+    code, out, err = _run(capsys, *args)
+    assert code == 0, err
+    assert out.count("   * conv_scratch: ") == 3 and out.count("try: as above.") == 2
+    assert f"and {len(scratch) - 3} more conv_scratch findings like these: " in out
+    assert err == ""  # the callback's empty batch_N record beside the profile is no failure
+
+
 def test_a_root_run_beside_other_runs_keeps_its_profile_under_one_name(capsys, tmp_path):
     """A logdir holding a run itself (events and a profile) and another run below it: the root run
     is `.`, for its records and its profile alike, as TensorBoard names it."""

@@ -417,6 +417,21 @@ def _marked_batches(space, numbers) -> None:
         space.free(2, start + 50, space.allocate(2, start + 25, 100 * (k + 1), tf_op="dense/MatMul", id=k + 1))
 
 
+def test_a_profile_on_onednns_cpu_allocator_says_what_it_misses():
+    """oneDNN's CPU allocator (mklcpu, TensorFlow's default on x86) records only its large
+    allocations in a profile: the step says so, and how to record every one."""
+    from protos import XSpaceBuilder
+
+    for allocator, noted in (("mklcpu", True), ("bfc_cpu_allocator_for_gpu", False)):
+        space = XSpaceBuilder()
+        space.event(2, "ExecutorState::Process", 0, 100, id=7)
+        space.event(2, "dense/MatMul:MatMul", 10, 20)
+        space.free(2, 40, space.allocate(2, 15, 1 << 20, allocator=allocator, tf_op="dense/MatMul", id=7))
+        analysed = analysis.analyse(xplane.decode(space.serialized()).trace(0))
+        assert analysed.status == "ok"
+        assert (analysed.message is not None and "TF_CPU_ALLOCATOR_USE_BFC=true" in analysed.message) == noted
+
+
 def test_markers_nested_in_an_outer_marker_are_the_steps():
     """`Trace("epoch", step_num=e)` around Keras' `Profiled batch n`: each executor step is in both
     markers, and is the innermost one's step (not dropped as run across marked steps)."""

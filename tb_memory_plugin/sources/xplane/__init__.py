@@ -68,6 +68,14 @@ UNRECORDED_DEVICE_HELP = (
     "BFC allocator records them (the default; not with XLA_PYTHON_CLIENT_ALLOCATOR=platform in JAX, "
     "nor TF_GPU_ALLOCATOR=cuda_malloc_async in TensorFlow)."
 )
+# oneDNN's CPU allocator (TensorFlow's default on x86 CPUs) records only its large allocations in a
+# profile: what it shows is a part of the step.
+MKLCPU = "mklcpu"
+MKLCPU_NOTE = (
+    "On CPU, oneDNN's allocator (mklcpu) records only allocations of 256 KiB and more in a profile: smaller "
+    "tensors are missing from these figures. Set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts "
+    "to record every allocation."
+)
 _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its kernels and copies)
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
@@ -555,6 +563,7 @@ class _PlaneSteps:
             op_types=op_types,
             layers=layers,
             source="xplane",
+            note=MKLCPU_NOTE if any(space.allocator == MKLCPU for space in spaces) else None,
         )
 
     def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
@@ -882,7 +891,8 @@ class Profile:
         for plane, steps in self._planes:
             if any(s is step for s in steps):
                 trace = plane.trace(step)
-                trace.note = self._unrecorded_note
+                notes = [note for note in (trace.note, self._unrecorded_note) if note]
+                trace.note = " ".join(notes) if notes else None
                 return trace
         raise IndexError(index)
 
