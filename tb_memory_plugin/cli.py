@@ -562,8 +562,10 @@ def _print_whatif(body: dict) -> None:
         peak = prediction["predicted_peak_bytes"]
         name = names[method].format(**{**prediction, "batches": ", ".join(map(str, prediction.get("batches", ())))})
         print(f"   {name}:")
+        start = prediction["predicted_start_bytes"]
         print(f"     predicted peak {format_bytes(peak) if peak is not None else 'n/a (no baseline)'}, "
-              f"rise {format_bytes(prediction['predicted_peak_rise_bytes'])}")
+              f"rise {format_bytes(prediction['predicted_peak_rise_bytes'])}"
+              + (f" (over a start of {format_bytes(start)})" if start is not None else ""))
         if prediction.get("warning"):
             print(f"     warning: {prediction['warning']}")
         if limit is not None:
@@ -571,7 +573,8 @@ def _print_whatif(body: dict) -> None:
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
             print(f"     largest batch whose {what} fits in {format_bytes(limit)} ({body['limit_source']}): "
                   + ("any (nothing grows with the batch)" if fits is None else str(fits)))
-    print(f"   top layers at the predicted peak ({body['method'].replace('_', ' ')}):")
+    print(f"   top layers at the predicted peak ({body['method'].replace('_', ' ')}; each layer's own ops, "
+          "a layer inside it a row of its own):")
     for layer in body["layers"]:
         how = (f"  (fixed {format_bytes(layer['fixed_bytes'])} + {format_bytes(layer['per_sample_bytes'])} per sample)"
                if "per_sample_bytes" in layer else f"  (traced {format_bytes(layer['traced_at_peak_bytes'])})")

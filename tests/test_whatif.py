@@ -630,7 +630,8 @@ def test_cli_text():
     assert (f"predicted peak {cli.format_bytes(fit['predicted_peak_bytes'])}, "
             f"rise {cli.format_bytes(fit['predicted_peak_rise_bytes'])}") in out
     assert f"largest batch whose peak fits in 100.0 MiB (limit): {fit['max_batch']}" in out
-    assert "top layers at the predicted peak (fit):" in out and "shared_model/unet_00  (fixed" in out
+    assert "top layers at the predicted peak (fit; each layer's own ops" in out and "shared_model/unet_00  (fixed" in out
+    assert "(over a start of " in out  # the two predictions' peaks differ by their starts: said
 
 
 @pytest.mark.parametrize("argv, words", [
