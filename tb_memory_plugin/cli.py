@@ -217,8 +217,7 @@ def _matches_device(space: SpaceAnalysis, wanted: str) -> bool:
     trace = space.trace
     if wanted.lower() in (trace.id.lower(), trace.device.lower(), trace.allocator.lower(), trace.device_type.lower()):
         return True
-    device = trace_mod.parse_device(wanted)
-    return device is not None and device == trace_mod.parse_device(trace.device)
+    return trace_mod.same_device(wanted, trace.device)
 
 
 def _open_store(logdir: str, run: str | None):

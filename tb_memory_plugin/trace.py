@@ -37,6 +37,25 @@ def parse_device(device: str) -> tuple[str, int] | None:
     return match.group("type").upper(), int(match.group("index"))
 
 
+_TASK_RE = re.compile(r"/job:(?P<job>[^/]+)(?:/replica:\d+)?/task:(?P<task>\d+)")
+
+
+def device_task(device: str) -> tuple[str, int] | None:
+    """(`worker`, 1) for `/job:worker/replica:0/task:1/device:CPU:0`; None where the name has no task."""
+    match = _TASK_RE.search(device)
+    return (match.group("job").lower(), int(match.group("task"))) if match else None
+
+
+def same_device(a: str, b: str) -> bool:
+    """Whether two device names, in any spelling, are one device: the same type and index, and the
+    same job and task where both names say (`/cpu:0` is any task's first CPU)."""
+    parsed = parse_device(a)
+    if parsed is None or parsed != parse_device(b):
+        return False
+    task_a, task_b = device_task(a), device_task(b)
+    return task_a is None or task_b is None or task_a == task_b
+
+
 def memory_kind(device_type: str, allocator: str) -> str:
     """Whether an allocator's bytes live in the device's own memory or in host memory."""
     if device_type == "CPU" or "host" in allocator.lower():

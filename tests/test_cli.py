@@ -381,6 +381,24 @@ def test_the_current_directory_with_a_profile_names_its_profiled_steps_by_its_di
     assert {s["run"] for s in steps} == {"train"} and any(s["tag"].startswith("profile/") for s in steps)
 
 
+def test_device_spellings_with_a_job_and_task_pick_that_task(capsys, tmp_path):
+    """An in-process cluster's step: `--device` with a job and task is that task's device only."""
+    import protos
+    from protos import Mem, Node
+
+    devices = {f"/job:{job}/replica:0/task:{task}/device:CPU:0": [
+        Node(f"{job}{task}/op", 0, 2, op="MatMul", memory=[Mem("mklcpu", [(1, 1024)], bytes_in_use=1024)])]
+        for job, task in (("ps", 0), ("worker", 0), ("worker", 1))}
+    protos.write_tagged_run_metadata(tmp_path / "cluster", "step_1", protos.serialized(devices))
+    for spelling, expected in (("/job:worker/task:1/cpu:0", ["worker:1/CPU:0/mklcpu"]),
+                               ("/job:ps/replica:0/task:0/device:CPU:0", ["ps:0/CPU:0/mklcpu"]),
+                               ("ps:0/CPU:0/mklcpu", ["ps:0/CPU:0/mklcpu"]),
+                               ("CPU:0", ["ps:0/CPU:0/mklcpu", "worker:0/CPU:0/mklcpu", "worker:1/CPU:0/mklcpu"])):
+        code, out, err = _run(capsys, tmp_path, "--run", "cluster", "--json", "--device", spelling)
+        assert code == 0, err
+        assert [d["id"] for d in json.loads(out)["steps"][0]["devices"]] == expected, spelling
+
+
 def test_findings_that_share_their_advice_are_said_once(capsys):
     """The Keras demo's convolution gradients each hold a CPU shard buffer: the advice is given
     once ('as above'), the first three in full, the rest named in one line; --json lists all."""

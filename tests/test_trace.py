@@ -12,7 +12,7 @@ import pytest
 
 import protos
 from tracedata import exec_names
-from tb_memory_plugin import analysis, compare_report, figures, report, store
+from tb_memory_plugin import analysis, compare_report, figures, report, store, trace as trace_mod
 from tb_memory_plugin.sources.run_metadata import decode as decode_run_metadata, scan_devices
 from tb_memory_plugin.trace import parse_device
 
@@ -61,6 +61,32 @@ def test_two_cpus_share_one_allocator_whose_readings_are_no_ones_baseline():
     # Each device's ops only: towers stay on their own device.
     assert {path for path, _ in first.top_level("scope")} >= {"tower0"}
     assert "tower0" not in {path for path, _ in second.top_level("scope")}
+
+
+def test_devices_of_several_tasks_are_told_apart():
+    """A parameter server and two workers each have a CPU:0 (an in-process cluster): their spaces
+    carry their job and task, so each can be asked for, and `--device` spellings with a task pick
+    that task's; a one-task step keeps `CPU:0/cpu`."""
+    import protos
+    from protos import Mem, Node
+
+    def device(job, task):
+        return f"/job:{job}/replica:0/task:{task}/device:CPU:0"
+
+    trace = protos.serialized({
+        device(job, task): [Node(f"{job}{task}/op", 0, 2, op="MatMul",
+                                 memory=[Mem("mklcpu", [(1, size)], bytes_in_use=size)], outputs=[("mklcpu", size)])]
+        for job, task, size in (("ps", 0, 1024), ("worker", 0, 2048), ("worker", 1, 4096))})
+    step = store.analyse_bytes(trace)
+    assert sorted(_by_id(step)) == ["ps:0/CPU:0/mklcpu", "worker:0/CPU:0/mklcpu", "worker:1/CPU:0/mklcpu"]
+    assert {space.trace.id: space.peak_rise_bytes for space in step.spaces} == {
+        "ps:0/CPU:0/mklcpu": 1024, "worker:0/CPU:0/mklcpu": 2048, "worker:1/CPU:0/mklcpu": 4096}
+    assert trace_mod.same_device("/job:worker/task:1/cpu:0", device("worker", 1))
+    assert not trace_mod.same_device("/job:worker/task:1/cpu:0", device("worker", 0))
+    assert trace_mod.same_device("/cpu:0", device("ps", 0))  # no task said: any task's CPU:0
+    alone = store.analyse_bytes(protos.serialized({device("worker", 0): [Node("op", 0, 2, op="MatMul",
+                                                                            memory=[Mem("cpu", [(1, 8)])])]}))
+    assert [space.trace.id for space in alone.spaces] == ["CPU:0/cpu"]
 
 
 def test_steps_that_allocate_nothing_say_so():

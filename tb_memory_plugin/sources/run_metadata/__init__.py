@@ -7,6 +7,7 @@ allocator, the device's main allocator keeping every execution.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Callable
 
@@ -15,7 +16,7 @@ from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import graph_pb2
 
 from ..._numeric import scatter_sum
-from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError, memory_kind, parse_device
+from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError, device_task, memory_kind, parse_device
 from . import wire
 
 
@@ -66,8 +67,10 @@ def _trace(devices, op_types: dict[str, str]) -> Trace:
 
     spaces: list[SpaceTrace] = []
     # Accelerators first, then CPUs, each by index (TensorFlow writes them in no set order).
-    for device, device_type, index, columns in sorted(devices, key=lambda d: (d[1] == "CPU", d[1], d[2])):
+    for device, device_type, index, columns in sorted(devices, key=lambda d: (d[1] == "CPU", d[1], d[2],
+                                                                               device_task(d[0]) or ("", 0))):
         spaces.extend(_spaces_of_device(device, device_type, index, columns, step_start))
+    spaces = _ids_told_apart(spaces)
     spaces, note = _shared_allocators(spaces)
     return Trace(
         spaces=spaces,
@@ -78,6 +81,22 @@ def _trace(devices, op_types: dict[str, str]) -> Trace:
         op_types=op_types,  # the partition graphs'
         note=note,
     )
+
+
+def _ids_told_apart(spaces: list[SpaceTrace]) -> list[SpaceTrace]:
+    """Spaces of devices in several jobs or tasks (a parameter server and its workers) named with
+    theirs where they would share an id (`ps:0/CPU:0/mklcpu`, `worker:0/CPU:0/mklcpu`); ids of a
+    one-task step stay `CPU:0/mklcpu`."""
+    ids = collections.Counter(space.id for space in spaces)
+    if all(count == 1 for count in ids.values()):
+        return spaces
+    out = []
+    for space in spaces:
+        task = device_task(space.device)
+        if ids[space.id] > 1 and task is not None:
+            space = dataclasses.replace(space, id=f"{task[0]}:{task[1]}/{space.id}")
+        out.append(space)
+    return out
 
 
 def _shared_allocators(spaces: list[SpaceTrace]) -> tuple[list[SpaceTrace], str | None]:
@@ -189,4 +208,4 @@ def scan_devices(data: bytes) -> list[str]:
     except Exception:  # noqa: BLE001 - corrupt steps list no devices; summary says why
         return []
     names = [wire.device_name(d) for d in run.step_stats.dev_stats if d.node_stats]
-    return [name for name in names if parse_device(name)]
+    return list(dict.fromkeys(name for name in names if parse_device(name)))  # a device may have several blocks
