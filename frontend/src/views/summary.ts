@@ -242,7 +242,8 @@ function openingItem(opening: DefaultStepResponse): HTMLElement {
 /** " (OpType)", or nothing when the name's last part already says it ("…/Conv2D_grad/Conv2DBackpropInput"); titles keep it. */
 export function opSuffix(name: string, opType: string | null): string {
   if (!opType || name.slice(name.lastIndexOf('/') + 1) === opType) return '';
-  return ` (${opType})`;
+  // A made-up op type is already in brackets: `(unknown)`, `(allocated earlier)`.
+  return opType.startsWith('(') && opType.endsWith(')') ? ` ${opType}` : ` (${opType})`;
 }
 
 /**

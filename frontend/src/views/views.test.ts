@@ -8,7 +8,7 @@ import { DataTable } from './data-table';
 import { DetailsView } from './details';
 import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
-import { SummaryView, openingText } from './summary';
+import { SummaryView, openingText, opSuffix } from './summary';
 import { deviceLabel, stepLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
@@ -598,5 +598,14 @@ describe('stepLabel', () => {
     expect(stepLabel('step_7', 7)).toBe('step_7');
     expect(stepLabel('train', 4)).toBe('train (step 4)');
     expect(stepLabel('a/b', null)).toBe('a/b');
+  });
+});
+
+describe('opSuffix', () => {
+  it('brackets an op type once', () => {
+    expect(opSuffix('a/b', 'MatMul')).toBe(' (MatMul)');
+    expect(opSuffix('a/MatMul', 'MatMul')).toBe('');
+    expect(opSuffix('AddV2', '(unknown)')).toBe(' (unknown)');
+    expect(opSuffix('x', null)).toBe('');
   });
 });
