@@ -375,6 +375,11 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         across += "."
     else:
         across = " Only this step of the run is traced: trace a few more to see it grow."
+    variables = sum(b for _, b in _kept_variable_buffers(space))
+    if variables * 10 >= left * 9:  # nearly all of it: resource variables' new buffers
+        across += (" Nearly all of it is resource variables' new buffers: a variable given one drops its old "
+                   "buffer, allocated in an earlier step, in no record, so this may be no growth at all; compare "
+                   "the bytes in use before a few traced steps.")
     return [Finding(
         STEP_GROWTH, left, scope, nodes,
         f"This step ended {format_bytes(left)} above where it started, held by {holders}.{across}",
@@ -438,6 +443,16 @@ def allocator_gap(space) -> list[Finding]:
                   "Read the step's peak as a rise over its start rather than as absolute bytes: the start (a median "
                   "of the readings) may be set too high, or the records count bytes the allocator had already "
                   "given back.")
+    replaced = _kept_variable_buffers(space) if gap < 0 else []
+    if replaced:
+        kept = sum(b for _, b in replaced)
+        message += (f" {len(replaced)} resource variable write{'s keep' if len(replaced) > 1 else ' keeps'} a new buffer "
+                    f"through the step ({', '.join(f'{n} ({format_bytes(b)})' for n, b in replaced[:TOP_NODES])}): "
+                    "a resource variable given a new buffer drops its old one, allocated in an earlier step, in "
+                    f"no record, so the records count up to {format_bytes(kept)} that the allocator gave back.")
+        nodes += [n for n, _ in replaced[:TOP_NODES] if n not in nodes]
+        suggestion += (f" Here the peak shown may be up to {format_bytes(kept)} too high: the allocator's largest "
+                       f"reading, {format_bytes(int(trace.snapshot_bytes[top]))}, bounds it.")
     if peak_short:
         top_when, top_bytes = int(trace.snapshot_time_us[top]), int(trace.snapshot_bytes[top])
         top_node, _ = _finished_by(space, top_when)
@@ -454,6 +469,25 @@ def allocator_gap(space) -> list[Finding]:
          "snapshot_count": int(trace.snapshot_bytes.size), "max_reading_bytes": int(trace.snapshot_bytes[top]),
          "max_reading_time_us": int(trace.snapshot_time_us[top]), "above_peak_bytes": above_peak},
     )]
+
+
+# Ops that write a resource variable, giving it a new buffer where its old one is shared.
+_VARIABLE_WRITERS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApply",
+                     "ResourceSparseApply", "ResourceScatter")
+
+
+def _kept_variable_buffers(space) -> list[tuple[str, int]]:
+    """(graph name, bytes) of the variable writes whose allocations outlive the step (64 KiB and
+    more each), largest first: new buffers whose old ones were freed in no record."""
+    trace, names = space.trace, space.names
+    writer = np.fromiter((op.startswith(_VARIABLE_WRITERS) for op in names.op_type_names), dtype=bool,
+                         count=len(names.op_type_names))[names.op_code]
+    if not writer.any():
+        return []
+    kept = scatter_sum(trace.event_exec, trace.event_bytes, trace.exec_count)
+    rows = np.flatnonzero(writer[trace.name_code] & (kept >= STEP_GROWTH_MIN_BYTES))
+    rows = rows[np.argsort(-kept[rows], kind="stable")]
+    return [(names.graph_names[trace.name_code[i]], int(kept[i])) for i in rows.tolist()]
 
 
 def findings_of_step(step, ref, run_refs: Sequence, analyse, run_graph=None) -> list[dict]:

@@ -128,6 +128,24 @@ def test_a_convolution_fused_into_its_bias_is_checked_by_the_kernel_that_ran():
     assert found.details["cpu_working_set"] is False and "FFT" in found.suggestion
 
 
+def test_a_resource_variables_new_buffer_is_named_where_the_records_outgrow_the_allocator():
+    """An assign that gives a resource variable a new buffer drops its old one in no record: the
+    records end the step a variable higher than the allocator. The allocator gap and the step
+    growth findings say so, and what the peak shown may be off by."""
+    base, small, table = 10 << 20, 64 << 10, 4 << 20
+    nodes = [Node(f"x/op_{i}", 2 * i, 2 * i + 1, op="Mul", outputs=[("cpu", small)],
+                  memory=[Mem("cpu", [(2 * i, small), (2 * i + 1, -small)], bytes_in_use=base)]) for i in range(6)]
+    nodes.append(Node("Adam/update_table/AssignVariableOp", 20, 22, op="AssignVariableOp",
+                      memory=[Mem("cpu", [(21, table)], bytes_in_use=base)]))  # the old buffer went back
+    nodes += [Node(f"y/op_{i}", 30 + i, 31 + i, op="Mul", memory=[Mem("cpu", [], bytes_in_use=base)]) for i in range(2)]
+    step = store.analyse_bytes(protos.serialized({MKL_CPU0: nodes}), None)
+    found = {f.kind: f for f in findings.step_findings(step, None)}
+    gap, growth = found[findings.ALLOCATOR_GAP], found[findings.STEP_GROWTH]
+    assert gap.details["gap_bytes"] == -table and "Adam/update_table/AssignVariableOp" in gap.nodes
+    assert "1 resource variable write keeps a new buffer" in gap.message and "4.0 MiB too high" in gap.suggestion
+    assert growth.bytes == table and "resource variables' new buffers" in growth.message
+
+
 # -- graph_constants: a dataset embedded with tf.constant ----------------------------------------------
 
 
