@@ -291,6 +291,8 @@ class StepAnalysis:
         self.status = status
         self.message = message
         self._by_id = {s.trace.id: s for s in spaces}
+        # An empty record beside its run's profile (Keras' `batch_N`): empty by design, not a failure.
+        self.beside_profile = False
         self._memo: dict = {}
         self._memo_lock = threading.Lock()
 

@@ -160,7 +160,8 @@ def _print_findings(found: list[dict]) -> None:
             print(f"     try: {'as above.' if i else finding['suggestion']}")
         rest = alike[_FINDINGS_SPELT_OUT:]
         if rest:
-            where = ", ".join(f"{f['scope'] or '(top level)'} ({format_bytes(f['bytes'])})" for f in rest)
+            where = ", ".join(f"{f['nodes'][0].rsplit('/', 1)[-1] + ' in ' if f['nodes'] else ''}"
+                              f"{f['scope'] or '(top level)'} ({format_bytes(f['bytes'])})" for f in rest)
             print(f"   * and {len(rest)} more {alike[0]['kind']} finding{'s' if len(rest) > 1 else ''} like these: {where}")
 
 
@@ -215,9 +216,17 @@ def _matches_device(space: SpaceAnalysis, wanted: str) -> bool:
     (`GPU`), or the device in any spelling (`/gpu:0`, `/device:GPU:0`, `GPU:0`,
     `/job:localhost/replica:0/task:0/gpu:0`)."""
     trace = space.trace
-    if wanted.lower() in (trace.id.lower(), trace.device.lower(), trace.allocator.lower(), trace.device_type.lower()):
+    wanted = wanted.lower()
+    if wanted in (trace.id.lower(), trace.device.lower(), trace.allocator.lower(), trace.device_type.lower()):
         return True
+    if trace.id.lower().startswith(wanted.rstrip("/") + "/"):  # an id without its allocator (`worker:1/CPU:0`)
+        return True
+    if _TASK_ID_RE.match(wanted):  # another task's id: not a device spelling
+        return False
     return trace_mod.same_device(wanted, trace.device)
+
+
+_TASK_ID_RE = re.compile(r"^[^/:]+:\d+/[a-z_]+:\d+")  # `worker:1/cpu:0...`: an id that names its task
 
 
 def _open_store(logdir: str, run: str | None):
@@ -265,15 +274,13 @@ def summary_command(args: argparse.Namespace) -> int:
         return 1
     results = []
     failures = []
-    from . import store
-
-    profiled = {ref.run for ref in refs if ref.source == store.PROFILE}
+    read = 0  # steps that could be read, or failed to: not the Keras callback's empty `batch_N` records
     for ref in refs:
         step = steps_store.analysis(ctx, "", ref)
         # The Keras callback's `batch_N` record beside its profile is empty by design (the README
         # says so): not a failure to report on every summary of the run.
-        expected_empty = step.status == "empty" and ref.run in profiled and ref.source != store.PROFILE
-        if step.status != "ok" and not expected_empty:
+        read += not step.beside_profile
+        if step.status != "ok" and not step.beside_profile:
             failures.append(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
         spaces = step.spaces
         if args.device:
@@ -309,7 +316,7 @@ def summary_command(args: argparse.Namespace) -> int:
                              if args.device is None or f["device"] in (None, *(s.trace.id for s in spaces))])
     for failure in failures:
         print(f"tb-memory: {failure}", file=sys.stderr)
-    return 1 if failures and len(failures) == len(results) else 0
+    return 1 if failures and len(failures) == read else 0
 
 
 # -- diff ------------------------------------------------------------------------------------
@@ -654,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--tag", help="the step of each run (default: the run's latest step)")
     what.add_argument("--batch", required=True, type=_batch, help="the batch size to predict")
     what.add_argument("--limit", type=byte_count, help="memory limit in bytes (or 16GiB): the largest batch that "
-                                                       "fits (default: the allocator's capacity, where traced)")
+                                                       "fits (default: a GPU allocator's capacity, where traced; none on a CPU)")
     what.add_argument("--device", help="the memory space (default: the step's main one)")
     what.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     args = parser.parse_args(argv)

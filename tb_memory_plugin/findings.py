@@ -106,7 +106,8 @@ def step_findings(step, model: Model | None = None, run_steps: Sequence[tuple[in
         found += allocator_gap(space)
     if model is not None:
         found += graph_constants(model)
-    found.sort(key=lambda f: (-f.bytes, f.kind, f.scope))
+    # Largest first; of equal bytes and kind (a CPU's fixed conv buffers), what is held at the peak first.
+    found.sort(key=lambda f: (-f.bytes, f.kind, -f.details.get("at_peak_bytes", 0), f.scope))
     return found
 
 
@@ -264,8 +265,6 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
             {"temp_bytes": scratch, "output_bytes": out, "op_type": op_type, "im2col": estimate,
              "cpu_working_set": cpu_working_set, "at_peak_bytes": at_peak},
         ))
-    # The largest first; of equal scratch (a CPU's fixed buffer), those holding it at the peak.
-    found.sort(key=lambda f: (-f.bytes, -f.details["at_peak_bytes"]))
     return found
 
 

@@ -22,7 +22,7 @@ from tensorboard.compat.proto import graph_pb2, node_def_pb2
 from .graph import graph_blobs
 from .names import _SLOT_RE, is_apply_op, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
-from .trace import parse_device, same_device
+from .trace import device_task, parse_device, same_device
 
 VARIABLE = "variable"
 SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
@@ -393,8 +393,15 @@ class ResidentIndex:
 
 def home_space(tensor: ModelTensor, step) -> str | None:
     """The memory space a tensor lives in: its device's main allocator, else the step's default space."""
+    task = device_task(tensor.device) if tensor.device else None
     if tensor.device and parse_device(tensor.device) is not None:
         candidates = [s for s in step.spaces if same_device(tensor.device, s.trace.device)]
+    elif task is not None:  # `/job:ps/task:0` (replica_device_setter): that task's devices, its CPU first
+        on_task = [s for s in step.spaces if device_task(s.trace.device) == task]
+        candidates = [s for s in on_task if s.trace.device_type == "CPU"] or on_task
+    else:
+        candidates = []
+    if candidates:
         own = [s for s in candidates if s.trace.device_type == "CPU" or s.trace.memory_kind == "device"] or candidates
         if own:
             return max(own, key=lambda s: int(s.trace.allocated.sum()) + int(s.trace.output.sum())).trace.id

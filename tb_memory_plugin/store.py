@@ -369,9 +369,11 @@ class StepStore:
         if not profiled:
             return step
         shown = ", ".join(profiled[:4]) + (f" and {len(profiled) - 4} more" if len(profiled) > 4 else "")
-        return analysis.failed_step(
+        pointer = analysis.failed_step(
             "empty", f"This record holds no step stats: TF2 and Keras keep a profiled step's memory in the "
                      f"run's profile. Open {shown}.")
+        pointer.beside_profile = True
+        return pointer
 
     def runs_with_graph(self, ctx, experiment_id: str) -> set[str]:
         return runs_with_graph(self._provider, ctx, experiment_id)

@@ -8,7 +8,7 @@ Two predictions (docs/figures.md, "Batch-size what-if"):
   bytes at the peak are fitted as fixed + per-sample x N (least squares,
   exact through two points).
 
-With a memory limit (or the allocator's capacity, where the trace reports
+With a memory limit (or a device allocator's capacity, where the trace reports
 one), the largest batch whose predicted peak fits. Plain Python + numpy.
 """
 
@@ -547,8 +547,8 @@ class Traced:
 
 class WhatIf:
     """The predictions for one batch size: one step from the first traced step, a fit when the
-    steps hold two batch sizes or more; the largest batch under a limit (the allocator's
-    capacity where the trace has one and no limit is given)."""
+    steps hold two batch sizes or more; the largest batch under a limit (a device allocator's
+    capacity where the trace has one and no limit is given; a host allocator's is a cap, no limit)."""
 
     def __init__(self, steps: list[Traced], batch: int, limit: int | None = None) -> None:
         if not steps:

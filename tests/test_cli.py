@@ -397,6 +397,19 @@ def test_device_spellings_with_a_job_and_task_pick_that_task(capsys, tmp_path):
         code, out, err = _run(capsys, tmp_path, "--run", "cluster", "--json", "--device", spelling)
         assert code == 0, err
         assert [d["id"] for d in json.loads(out)["steps"][0]["devices"]] == expected, spelling
+    code, out, err = _run(capsys, tmp_path, "--run", "cluster", "--json", "--device", "worker:1/CPU:0")
+    assert code == 0 and [d["id"] for d in json.loads(out)["steps"][0]["devices"]] == ["worker:1/CPU:0/mklcpu"]
+
+
+def test_a_keras_run_whose_profile_is_corrupt_fails(capsys, tmp_path):
+    """Its empty `batch_N` record is passed over, not counted as a step read: nothing could be read."""
+    import shutil
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet" / "train", tmp_path / "train")
+    (profile,) = (tmp_path / "train").glob("plugins/profile/*/*.xplane.pb")
+    profile.write_bytes(bytes(range(100)))
+    code, out, err = _run(capsys, tmp_path, "--run", "train")
+    assert code == 1 and "corrupt" in err
 
 
 def test_findings_that_share_their_advice_are_said_once(capsys):
@@ -411,6 +424,9 @@ def test_findings_that_share_their_advice_are_said_once(capsys):
     code, out, err = _run(capsys, *args)
     assert code == 0, err
     assert out.count("   * conv_scratch: ") == 3 and out.count("try: as above.") == 2
+    # Of equal bytes, the scratch held at the peak first.
+    first = out[out.index("   * conv_scratch: "):]
+    assert "It holds 32.0 MiB of it at the peak" in first[:first.index("try:")]
     assert f"and {len(scratch) - 3} more conv_scratch findings like these: " in out
     assert err == ""  # the callback's empty batch_N record beside the profile is no failure
 

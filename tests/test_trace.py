@@ -87,6 +87,26 @@ def test_devices_of_several_tasks_are_told_apart():
     alone = store.analyse_bytes(protos.serialized({device("worker", 0): [Node("op", 0, 2, op="MatMul",
                                                                             memory=[Mem("cpu", [(1, 8)])])]}))
     assert [space.trace.id for space in alone.spaces] == ["CPU:0/cpu"]
+    # A variable placed as `replica_device_setter` places it (a task, no device) lives on that task.
+    from tb_memory_plugin import resident
+
+    variable = resident.ModelTensor("w", resident.VARIABLE, None, "float32", (4,), 4, 16, "/job:worker/task:1")
+    assert resident.home_space(variable, step) == "worker:1/CPU:0/mklcpu"
+
+
+def test_two_stats_blocks_of_one_device_keep_its_plain_id():
+    """One task's CPU:0 written as two blocks (one spelt `/device:CPU:0`): nothing to tell apart,
+    the ids stay as a one-task step's."""
+    import protos
+    from protos import Mem, Node
+
+    nodes = [Node("op", 0, 2, op="MatMul", memory=[Mem("cpu", [(1, 8)])])]
+    run = protos.run_metadata({"/job:localhost/replica:0/task:0/device:CPU:0": nodes})
+    run.step_stats.dev_stats.add().CopyFrom(run.step_stats.dev_stats[0])
+    run.step_stats.dev_stats[1].device = "/device:CPU:0"
+    step = store.analyse_bytes(run.SerializeToString())
+    assert {space.trace.id for space in step.spaces} == {"CPU:0/cpu"}
+    assert scan_devices(run.SerializeToString()) == ["/job:localhost/replica:0/task:0/device:CPU:0", "/device:CPU:0"]
 
 
 def test_steps_that_allocate_nothing_say_so():

@@ -422,11 +422,13 @@ def test_a_profile_on_onednns_cpu_allocator_says_what_it_misses():
     allocations in a profile: the step says so, and how to record every one."""
     from protos import XSpaceBuilder
 
-    for allocator, noted in (("mklcpu", True), ("bfc_cpu_allocator_for_gpu", False)):
+    for allocators, noted in ((["mklcpu"], True), (["bfc_cpu_allocator_for_gpu"], False),
+                              (["mklcpu", "GPU_0_bfc"], False)):  # a GPU step: its own memory is whole
         space = XSpaceBuilder()
         space.event(2, "ExecutorState::Process", 0, 100, id=7)
         space.event(2, "dense/MatMul:MatMul", 10, 20)
-        space.free(2, 40, space.allocate(2, 15, 1 << 20, allocator=allocator, tf_op="dense/MatMul", id=7))
+        for allocator in allocators:
+            space.free(2, 40, space.allocate(2, 15, 1 << 20, allocator=allocator, tf_op="dense/MatMul", id=7))
         analysed = analysis.analyse(xplane.decode(space.serialized()).trace(0))
         assert analysed.status == "ok"
         assert (analysed.message is not None and "TF_CPU_ALLOCATOR_USE_BFC=true" in analysed.message) == noted
@@ -443,6 +445,12 @@ def test_markers_nested_in_an_outer_marker_are_the_steps():
     steps = _steps(space)
     assert [(n, start) for n, start, _ in steps] == [(1, 1000), (2, 2000)]
     assert [spaces["GPU:0/GPU_0_bfc"][-1] for _, _, spaces in steps] == [("dense/MatMul", 100), ("dense/MatMul", 200)]
+    # An executor step across both batches (eager ops') is in the epoch marker, and still no batch's.
+    space.event(2, "ExecutorState::Process", 1005, 1290, id=50)
+    space.free(2, 1200, space.allocate(2, 1100, 7000, tf_op="eager/Add", id=50))
+    space.free(2, 2250, space.allocate(2, 2200, 9000, tf_op="eager/Add", id=50))
+    assert [spaces["GPU:0/GPU_0_bfc"] for _, _, spaces in _steps(space)] == [
+        [("dense/MatMul", 100), ("eager/Add", 7000)], [("dense/MatMul", 200), ("eager/Add", 9000)]]
 
 
 def test_an_executor_step_across_epochs_does_not_swallow_the_marked_steps():

@@ -69,12 +69,12 @@ export function shareOf(part: number, whole: number): number | null {
   return part / whole;
 }
 
-/** Integer counts with thousands separators: 75,000. */
 /** A count and its noun, singular for one: `countOf(1, 'execution')` is "1 execution" (plural: noun + s, or given). */
 export function countOf(n: number, noun: string, plural = `${noun}s`): string {
   return `${formatCount(n)} ${Math.round(Math.abs(n)) === 1 ? noun : plural}`;
 }
 
+/** Integer counts with thousands separators: 75,000. */
 export function formatCount(n: number): string {
   if (!Number.isFinite(n)) return '—';
   const sign = n < 0 ? '-' : '';

@@ -87,13 +87,15 @@ def _ids_told_apart(spaces: list[SpaceTrace]) -> list[SpaceTrace]:
     """Spaces of devices in several jobs or tasks (a parameter server and its workers) named with
     theirs where they would share an id (`ps:0/CPU:0/mklcpu`, `worker:0/CPU:0/mklcpu`); ids of a
     one-task step stay `CPU:0/mklcpu`."""
-    ids = collections.Counter(space.id for space in spaces)
-    if all(count == 1 for count in ids.values()):
-        return spaces
+    tasks: dict[str, set] = collections.defaultdict(set)
+    for space in spaces:
+        task = device_task(space.device)
+        if task is not None:  # a block spelt without its task (`/device:CPU:0`) tells no task apart
+            tasks[space.id].add(task)
     out = []
     for space in spaces:
         task = device_task(space.device)
-        if ids[space.id] > 1 and task is not None:
+        if len(tasks[space.id]) > 1 and task is not None:  # the same id from several tasks
             space = dataclasses.replace(space, id=f"{task[0]}:{task[1]}/{space.id}")
         out.append(space)
     return out

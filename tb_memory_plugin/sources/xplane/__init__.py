@@ -39,7 +39,7 @@ import numpy as np
 
 from ..._numeric import scatter_sum
 from ...names import BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, XLA_PROGRAM_OP_TYPE
-from ...trace import SpaceTrace, Trace, TraceDecodeError
+from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
 from . import names as names_mod
 from . import wire
 
@@ -468,9 +468,9 @@ class _PlaneSteps:
                 if runs.any():
                     start = min(start, int(processes["start_ps"][runs].min()))
                     end = max(end, int(processes["end_ps"][runs].max()))
-            overlapping = (marker_start < end) & (marker_end > start)
-            if np.count_nonzero(overlapping) > 1 and not ((marker_start <= start) & (end <= marker_end)).any():
-                continue  # across marked steps in no one marker (eager ops' executor, run by several): none of them
+            crossed = (marker_start < end) & (marker_end > start) & ~((marker_start <= start) & (end <= marker_end))
+            if np.count_nonzero(crossed) > 1:
+                continue  # across marked steps (eager ops' executor, run by several): none of them, even in an outer one
             group = marked.around(start)
             if group is not None:  # the marked step is all of its marker: eager work around a function too
                 start, end = min(start, int(marker_start[group])), max(end, int(marker_end[group]))
@@ -563,7 +563,8 @@ class _PlaneSteps:
             op_types=op_types,
             layers=layers,
             source="xplane",
-            note=MKLCPU_NOTE if any(space.allocator == MKLCPU for space in spaces) else None,
+            note=(MKLCPU_NOTE if any(s.allocator == MKLCPU for s in spaces)
+                  and not any(s.memory_kind == DEVICE_MEMORY for s in spaces) else None),
         )
 
     def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
