@@ -353,6 +353,11 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         history.append((number, other_space.curve.end_rise_bytes, other_space.start_bytes))
     if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
         return []  # some traced step of the run ended where it started: no steady growth
+    if sum(b for _, b in _kept_variable_buffers(space)) * 10 >= left * 9:
+        # Nearly all of it is resource variables' new buffers (an assign or an optimizer's update,
+        # where the old buffer was shared): a variable holds one buffer whatever it is given, so this
+        # is turnover, not growth (the old ones went back in no record, or after the step).
+        return []
     held = left_behind(space)
     order = np.argsort(-held, kind="stable")
     names = space.names
@@ -374,11 +379,6 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         across += "."
     else:
         across = " Only this step of the run is traced: trace a few more to see it grow."
-    variables = sum(b for _, b in _kept_variable_buffers(space))
-    if variables * 10 >= left * 9:  # nearly all of it: resource variables' new buffers
-        across += (" Nearly all of it is resource variables' new buffers: a variable given one drops its old "
-                   "buffer, allocated in an earlier step, in no record, so this may be no growth at all; compare "
-                   "the bytes in use before a few traced steps.")
     return [Finding(
         STEP_GROWTH, left, scope, nodes,
         f"This step ended {format_bytes(left)} above where it started, held by {holders}.{across}",
