@@ -25,7 +25,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
-from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER
+from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
 from .trace import DEVICE_MEMORY
 from .names import XLA_PROGRAM_OP_TYPE
 from .trace import labels_of
@@ -459,16 +459,28 @@ class Fitted:
             self._start = np.array([float(np.mean(starts)), 0.0])
         self.batches = [batch for batch, _ in points]
         self._traced = sorted({(batch, space.peak_rise_bytes) for batch, space in points})
+        # What each traced peak was made in: the category of the op running then (a peak in the
+        # backward pass at one batch and in the optimizer's update at another is two phases).
+        self._phases = sorted({(batch, _peak_phase(space)) for batch, space in points})
+
+    @property
+    def falls(self) -> bool:
+        """Whether the traced peaks do not grow with the batch: a line through them cannot be trusted
+        beyond them (a peak that moved to another phase of the step, allocator rounding)."""
+        return float(self._coef[1].sum()) <= 0
 
     @property
     def warning(self) -> str | None:
-        """Where the traced peaks do not grow with the batch, a line through them cannot be trusted
-        beyond them (a peak that moved to another phase of the step, allocator rounding)."""
-        if float(self._coef[1].sum()) > 0:
-            return None
-        traced = ", ".join(f"{rise:,} B at batch {batch}" for batch, rise in self._traced)
-        return (f"the traced peak rises do not grow with the batch ({traced}): the fitted line may be far off "
-                "beyond them; trace more batch sizes, or read the one-step prediction")
+        if self.falls:
+            traced = ", ".join(f"{rise:,} B at batch {batch}" for batch, rise in self._traced)
+            return (f"the traced peak rises do not grow with the batch ({traced}): the fitted line may be far off "
+                    "beyond them; trace more batch sizes, or read the one-step prediction")
+        phases = {phase for _, phase in self._phases if phase is not None}
+        if len(phases) > 1:
+            at = ", ".join(f"{phase} at batch {batch}" for batch, phase in self._phases if phase is not None)
+            return (f"the traced peaks fall in different phases of the step ({at}): a line through them may miss "
+                    "where the peak falls at another batch; trace a batch size nearer the one asked")
+        return None
 
     def _layer_bytes(self, batch: int) -> np.ndarray:
         return np.rint(self._coef[0] + self._coef[1] * batch).astype(np.int64)
@@ -486,6 +498,12 @@ class Fitted:
                    "fixed_bytes": int(round(self._coef[0, i])), "per_sample_bytes": int(round(self._coef[1, i]))}
                   for i in order.tolist() if held[i] > 0]
         return Prediction(batch, self.peak_rise(batch), self.start_bytes(batch), layers)
+
+
+def _peak_phase(space: SpaceAnalysis) -> str | None:
+    """The category of the op running at the space's peak (None without a peak)."""
+    at = space.peak_exec()
+    return None if at is None else CATEGORIES[int(space.category[at])]
 
 
 # -- the largest batch that fits --------------------------------------------------------------
@@ -582,7 +600,7 @@ class WhatIf:
         made = {"one_step": self.one_step}
         if self.fitted is None:
             return made
-        if self.fitted.warning is not None and self.one_step.scales.any():
+        if self.fitted.falls and self.one_step.scales.any():
             return {**made, "fit": self.fitted}
         return {"fit": self.fitted, **made}
 

@@ -273,6 +273,15 @@ def test_a_fit_through_peaks_that_do_not_grow_says_so():
     assert body["predicted_peak_rise_bytes"] == body["predictions"]["one_step"]["predicted_peak_rise_bytes"]
 
 
+def test_a_fit_through_peaks_of_different_phases_says_so():
+    """The demo U-Net's step_2 at batch 4 peaks in the forward pass's loss (activations), its steps at
+    batch 2 in the backward pass: the fit warns, and still leads (its peaks grow with the batch)."""
+    mixed = whatif.Fitted([(2, demo_step("unet_b2").space(None)), (4, demo_step("unet_b4", "step_2").space(None))])
+    assert not mixed.falls
+    assert "different phases of the step (gradients at batch 2, activations at batch 4)" in mixed.warning
+    assert fitted("unet").warning is None  # both at step_3: the backward pass
+
+
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():
     """Two readings of what a step starts with that fell by noise as the batch grew: the start is
     fixed memory, their mean at any batch, not a line heading below the model's own size."""
