@@ -7,7 +7,7 @@ import { countOf, formatBytes, formatBytesDelta, formatCount, formatExactBytes, 
 import { shareOfCapacity } from '../lib/allocator-readings';
 import { peakIdentity } from '../lib/identity';
 import { noCurveReason } from '../lib/peak-figures';
-import { isPinnedHost } from '../lib/memory-kind';
+import { isPinnedHost, memoryKind } from '../lib/memory-kind';
 import { canShowAbsolute, peakMode, type PeakMode } from '../lib/resident';
 import type { Selection } from '../selection';
 
@@ -85,7 +85,7 @@ export class SummaryView {
           : 'no allocator baseline: relative to the step’s start'),
       );
     }
-    if (device.capacity_bytes) main.append(capacityItem(device.capacity_bytes, absolute ? device.peak_bytes : null));
+    if (device.capacity_bytes) main.append(capacityItem(device.capacity_bytes, absolute ? device.peak_bytes : null, memoryKind(device) === 'host'));
     if (device.peak_node) {
       const node = device.peak_node;
       const op = node.op_type ? ` (${node.op_type})` : '';
@@ -205,16 +205,19 @@ function peakTitle(device: DeviceSummary, riseBytes: Bytes, mode: PeakMode): str
 }
 
 /** "limit 16.0 GiB (peak 42.1%)": the memory the step must fit in, where the trace reports it. */
-function capacityItem(capacity: number, peakBytes: number | null): HTMLElement {
+function capacityItem(capacity: number, peakBytes: number | null, host: boolean): HTMLElement {
   const share = shareOfCapacity(peakBytes, capacity);
+  // A host allocator's limit is a cap it was given (the CPU BFC allocator's 64 GiB), not the machine's memory.
+  const what = host ? 'The CPU allocator’s cap' : 'The allocator’s limit';
+  const cap = host ? ' It is not the machine’s memory, and the what-if does not use it as a limit.' : '';
   return el(
     'span',
     {
       'data-testid': 'summary-capacity',
       'data-bytes': String(capacity),
-      title: `The allocator’s limit, ${formatExactBytes(capacity)}: bytes allocated + available + reserved, as the profiler reports them.${share === null ? '' : ` The peak fills ${formatPercent(share)} of it.`}`,
+      title: `${what}, ${formatExactBytes(capacity)}: bytes allocated + available + reserved, as the profiler reports them.${share === null ? '' : ` The peak fills ${formatPercent(share)} of it.`}${cap}`,
     },
-    `limit ${formatBytes(capacity)}${share === null ? '' : ` (peak ${formatPercent(share)})`}`,
+    `${host ? 'allocator cap' : 'limit'} ${formatBytes(capacity)}${share === null ? '' : ` (peak ${formatPercent(share)})`}`,
   );
 }
 

@@ -365,6 +365,9 @@ describe('SummaryView', () => {
     expect(capacity.dataset.bytes).toBe(String(16 * 1048576));
     expect(capacity.textContent).toBe('limit 16.0 MiB (peak 25.0%)');
     expect(document.querySelector('[data-testid=summary-source]')!.textContent).toBe('profiled step (XPlane)');
+    // A CPU allocator's limit is a cap it was given, not the machine's memory.
+    view.setData({ ...summary, source: 'xplane' }, { ...device, capacity_bytes: 16 * 1048576, memory_kind: 'host' });
+    expect(document.querySelector('[data-testid=summary-capacity]')!.textContent).toBe('allocator cap 16.0 MiB (peak 25.0%)');
     view.setData(summary, device);
     expect(document.querySelector('[data-testid=summary-capacity]')).toBeNull();
     expect(document.querySelector('[data-testid=summary-source]')).toBeNull();
