@@ -34,6 +34,7 @@ import json
 from tensorboard.compat.proto import config_pb2, graph_pb2
 
 from .graph import RunGraph
+from .keras_model import model_from_config
 from .sources.xplane.names import clean, clean_all
 
 # A function's own plumbing: its arguments and return values (variables come in as `_Arg` resources).
@@ -48,10 +49,11 @@ class FunctionGraph(RunGraph):
 
     `layers_only`: one node per Keras layer (nothing inside a layer), so its
     op "types" are layer classes and the graph view adds the trace's other
-    scopes beside it. It holds no variable shapes: no resident tensors.
+    scopes beside it. Function graphs hold no variable shapes (no resident tensors); a Keras
+    config sizes its layers' weights itself (keras_model.py).
     """
 
-    model = None  # resident.py reads variables from `add_graph` GraphDefs only
+    model = None  # resident.Model: from `add_graph` GraphDefs, or a Keras config (from_keras_config)
     layers_only = False
     origin = "function_graphs"
 
@@ -108,4 +110,8 @@ def from_keras_config(data: bytes) -> FunctionGraph | None:
     result = FunctionGraph.from_bytes(graph.SerializeToString())
     result.layers_only, result.origin = True, "keras_model"
     result.op_types = {}  # layer classes are no op types: the trace's own op types stand
+    try:  # its layers' weights and the optimizer's slots, sized from the config
+        result.model = model_from_config(json.loads(data))
+    except (KeyError, TypeError, ValueError):  # a config this reader does not know: no resident figures
+        result.model = None
     return result

@@ -127,7 +127,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         "slot_bytes": resident.slot_bytes,
         "other_bytes": other,
         "weight_constants": resident.weight_constants_used,
-        "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else None,
+        "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else resident.note,
         "layers": [{key: row[key] for key in ("scope", "param_count", "param_bytes", "slot_bytes")}
                    | {"tensor_count": len(row["tensors"])} for row in resident.layers()],
     }

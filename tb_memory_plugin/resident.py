@@ -123,6 +123,7 @@ class Model:
     convs: dict[str, ConvNode]
     graph_bytes: int
     weight_constants_used: bool = False  # parameters came from Const nodes (a frozen graph)
+    note: str | None = None  # what the tensors may miss, where the source says (keras_model.py)
 
     @classmethod
     def from_nodes(cls, graph_nodes: Sequence, graph_bytes: int) -> "Model":
@@ -416,6 +417,7 @@ class Resident:
     start_bytes: int | None  # the allocator's bytes in use before the step (None: no baseline)
     weight_constants_used: bool
     _indexes: dict = field(default_factory=dict, repr=False)
+    note: str | None = None  # what the tensors may miss (Model.note)
 
     @property
     def param_count(self) -> int:
@@ -467,7 +469,7 @@ def resident_of_space(model: Model, step, space) -> Resident:
             home[key] = home_space(tensor, step)
         if home[key] == space.trace.id:
             tensors.append(tensor)
-    return Resident(tensors, space.start_bytes, model.weight_constants_used)
+    return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note)
 
 
 WEIGHT_CONSTANTS_NOTE = ("parameters include Const nodes read as weights (float, rank >= 1, feeding a conv, "

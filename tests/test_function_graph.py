@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tracedata import REPO, memory_app_client
@@ -278,8 +279,56 @@ def test_a_run_without_a_graph_shows_the_trace_scope_tree(tb, logdir):
         tree.paths[c]: int(tree.figures[c, AT_PEAK]) for c in tree.children[node]}
 
 
-def test_keras_summary_is_unchanged_by_the_layer_graph(tb, logdir):
-    """The layer graph holds no variables: no resident figures, as without a graph."""
+# -- a Keras fit's resident weights, sized from its model config --------------------------------------
+
+
+def test_a_keras_fits_parameters_and_slots_come_from_its_model_config(tb):
+    """The callback writes no GraphDef, only the model's config: its layers' weights are sized from
+    their settings and built shapes, the compiled Adam's two slots per trainable weight, and the
+    summary's resident figures are Keras' own count (the demo U-Net, built again here)."""
+    sys.path.insert(0, str(REPO / "demo_logs"))
+    import keras_unet
+
+    model = keras_unet.build(32, 0, 2, 8)  # demo_logs/generate.py's keras_unet: the defaults
     tag = _profiled(tb, "keras/train")[0]
-    body = _get(tb, "summary", run="keras/train", tag=tag)
-    assert body["status"] == "ok" and all(d.get("resident") is None for d in body["devices"])
+    (device,) = _get(tb, "summary", run="keras/train", tag=tag)["devices"]
+    resident = device["resident"]
+    assert resident["param_count"] == model.count_params() > 0
+    assert resident["param_bytes"] == 4 * model.count_params()
+    assert resident["slot_bytes"] == 2 * 4 * sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert "Keras model's config" in resident["note"]
+    layers = {row["scope"]: row["param_count"] for row in resident["layers"]}
+    assert layers[f"{MODEL}/enc_0"] == 3 * 3 * 3 * 8 + 8  # a 3x3 conv from 3 to 8 channels, with its bias
+
+
+def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
+    import keras
+
+    from tb_memory_plugin import keras_model
+
+    inp = keras.Input((16, 16, 3))
+    x = keras.layers.Conv2D(8, 3, padding="same", name="c")(inp)
+    x = keras.layers.BatchNormalization(name="bn")(x)
+    x = keras.layers.DepthwiseConv2D(3, depth_multiplier=2, name="dw")(x)
+    x = keras.layers.SeparableConv2D(4, 3, use_bias=False, name="sep")(x)
+    x = keras.layers.Conv2DTranspose(5, 3, name="tr")(x)
+    x = keras.layers.Reshape((-1, 5))(x)
+    x = keras.layers.LayerNormalization(name="ln")(x)
+    x = keras.layers.LSTM(6, return_sequences=True, name="lstm")(x)
+    x = keras.layers.GRU(7, name="gru")(x)
+    x = keras.layers.Dense(3, name="d")(x)
+    model = keras.Model(inp, x, name="mix")
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    for optimizer, slots in ((keras.optimizers.RMSprop(momentum=0.9), 2), (keras.optimizers.SGD(), 0),
+                             (keras.optimizers.Adam(amsgrad=True), 3)):
+        model.compile(optimizer, "mse")
+        sized = keras_model.model_from_config(json.loads(model.to_json()))
+        assert sum(t.count for t in sized.tensors if t.kind == "variable") == model.count_params()
+        assert sum(t.count for t in sized.tensors if t.kind == "slot") == slots * trainable
+    # A layer of a class not sized here is named, and counted as nothing.
+    prelu = keras.Model(inp, keras.layers.PReLU(name="p")(inp), name="pr")
+    sized = keras_model.model_from_config(json.loads(prelu.to_json()))
+    assert sized is None  # nothing sized at all
+    both = keras.Model(inp, keras.layers.Dense(2, name="d")(keras.layers.PReLU(name="p")(inp)), name="both")
+    sized = keras_model.model_from_config(json.loads(both.to_json()))
+    assert "both/p" in sized.note and sum(t.count for t in sized.tensors if t.kind == "variable") == 3 * 2 + 2

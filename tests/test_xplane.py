@@ -588,12 +588,19 @@ def test_runs_list_profiled_steps(tb):
     assert [s["tag"] for s in runs["corrupt"]["steps"]] == [f"profile/{session}"]
 
 
-def test_summary_of_a_profiled_step(tb, steps):
+def test_summary_of_a_profiled_step(tb, steps, keras_logdir):
+    from tracedata import read_blob_bytes
+
+    from tb_memory_plugin import function_graph
+
     _, session = tb
     body = _get(tb, "summary", run="keras/train", tag=f"profile/{session}/step_{PROFILE_BATCHES[0] - 1}")
     assert body["source"] == "xplane" and body["status"] == "ok"
     engine = steps[0][1]
-    assert body["devices"] == json.loads(json.dumps(report.step_summary(engine, "layer")["devices"]))
+    # The run's graph is the callback's model config (its resident weights sized from it).
+    config = read_blob_bytes(keras_logdir, "keras/train", "keras", ("graph_keras_model",))
+    run_graph = function_graph.from_keras_config(config)
+    assert body["devices"] == json.loads(json.dumps(report.step_summary(engine, "layer", run_graph)["devices"]))
     (device,) = body["devices"]
     assert device["baseline"] == "allocator_bytes_in_use" and device["start_bytes"] > 0
     assert device["figures"]["at_peak_bytes"] == device["peak_rise_bytes"] > 0
