@@ -112,6 +112,10 @@ def _weights(kind: str, config: dict, input_shape: Any) -> list[tuple[str, list[
     if kind in ("LayerNormalization", "GroupNormalization") and channels:
         return ([("gamma", [channels], True)] if config.get("scale", True) else []) + (
             [("beta", [channels], True)] if config.get("center", True) else [])
+    last_axes = (-1, [-1]) + ((len(input_shape) - 1, [len(input_shape) - 1]) if isinstance(input_shape, list) else ())
+    if kind == "Normalization" and channels and config.get("axis") in last_axes and config.get("mean") is None:
+        # Adapted statistics over the last axis, and how many samples they came from.
+        return [("mean", [channels], False), ("variance", [channels], False), ("count", [], False)]
     if kind == "Embedding":
         return [("embeddings", [int(config["input_dim"]), int(config["output_dim"])], True)]
     if kind in ("LSTM", "GRU", "SimpleRNN") and channels:

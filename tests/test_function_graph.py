@@ -307,7 +307,8 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     from tb_memory_plugin import keras_model
 
     inp = keras.Input((16, 16, 3))
-    x = keras.layers.Conv2D(8, 3, padding="same", name="c")(inp)
+    x = keras.layers.Normalization(name="norm")(inp)  # EfficientNet's first layer
+    x = keras.layers.Conv2D(8, 3, padding="same", name="c")(x)
     x = keras.layers.BatchNormalization(name="bn")(x)
     x = keras.layers.DepthwiseConv2D(3, depth_multiplier=2, name="dw")(x)
     x = keras.layers.SeparableConv2D(4, 3, use_bias=False, name="sep")(x)
