@@ -54,8 +54,7 @@ def _walk(layer: dict, scope: str, weights: list, unsized: list) -> None:
         for child in children or []:
             _walk(child, path, weights, unsized)
         return
-    input_shape = (layer.get("build_config") or {}).get("input_shape")
-    sized = _weights(layer.get("class_name", ""), config, input_shape)
+    sized = _weights(layer.get("class_name", ""), config, layer.get("build_config") or {})
     if sized is None:
         unsized.append(path)
         return
@@ -77,11 +76,15 @@ def _variable_dtype(config: dict) -> str:
     return policy
 
 
-def _weights(kind: str, config: dict, input_shape: Any) -> list[tuple[str, list[int], bool]] | None:
-    """(weight, shape, trainable) of a layer of a common class; [] for one without weights;
-    None when it cannot be sized here."""
+def _weights(kind: str, config: dict, build: dict) -> list[tuple[str, list[int], bool]] | None:
+    """(weight, shape, trainable) of a layer of a common class, from its settings and the shapes
+    it was built for (`build`: its build_config); [] for one without weights; None when it cannot
+    be sized here."""
     if kind in _NO_WEIGHTS:
         return []
+    if kind == "MultiHeadAttention":
+        return _attention_weights(config, build.get("shapes_dict") or {})
+    input_shape = build.get("input_shape")
     channels = _last_dim(input_shape)
     bias = bool(config.get("use_bias", True))
     if kind == "Dense" and channels:
@@ -125,6 +128,25 @@ def _weights(kind: str, config: dict, input_shape: Any) -> list[tuple[str, list[
         return [("kernel", [channels, gates * units], True), ("recurrent_kernel", [units, gates * units], True)] + (
             [("bias", recurrent_bias, True)] if bias else [])
     return None
+
+
+def _attention_weights(config: dict, shapes: dict) -> list[tuple[str, list[int], bool]] | None:
+    """MultiHeadAttention's query, key, value and output projections (each with a bias by default)."""
+    query, value = _last_dim(shapes.get("query_shape")), _last_dim(shapes.get("value_shape"))
+    key = _last_dim(shapes.get("key_shape")) or value
+    if not (query and value):
+        return None
+    heads, key_dim = int(config["num_heads"]), int(config["key_dim"])
+    value_dim = int(config.get("value_dim") or key_dim)
+    out = config.get("output_shape")
+    out = (out[-1] if isinstance(out, list) else out) or query
+    bias = bool(config.get("use_bias", True))
+    weights = []
+    for name, size, dim in (("query", query, key_dim), ("key", key, key_dim), ("value", value, value_dim)):
+        weights.append((f"{name}/kernel", [size, heads, dim], True))
+        weights += [(f"{name}/bias", [heads, dim], True)] if bias else []
+    weights.append(("attention_output/kernel", [heads, value_dim, int(out)], True))
+    return weights + ([("attention_output/bias", [int(out)], True)] if bias else [])
 
 
 # Layers that hold no weights of their own.

@@ -326,6 +326,11 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
         sized = keras_model.model_from_config(json.loads(model.to_json()))
         assert sum(t.count for t in sized.tensors if t.kind == "variable") == model.count_params()
         assert sum(t.count for t in sized.tensors if t.kind == "slot") == slots * trainable
+    # Attention: query, key, value and output projections, from the shapes it was built for.
+    query, value = keras.Input((5, 16)), keras.Input((7, 12))
+    attention = keras.Model([query, value], keras.layers.MultiHeadAttention(3, 4, name="mha")(query, value), name="att")
+    sized = keras_model.model_from_config(json.loads(attention.to_json()))
+    assert sum(t.count for t in sized.tensors if t.kind == "variable") == attention.count_params() == 724
     # A layer of a class not sized here is named, and counted as nothing.
     prelu = keras.Model(inp, keras.layers.PReLU(name="p")(inp), name="pr")
     sized = keras_model.model_from_config(json.loads(prelu.to_json()))
