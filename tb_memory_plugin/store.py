@@ -136,8 +136,11 @@ def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef
 
 
 def runs_with_graph(data_provider, ctx, experiment_id: str) -> set[str]:
+    """Runs with a graph to show: an `add_graph` GraphDef, or the Keras callback's model config."""
     mapping = data_provider.list_blob_sequences(ctx, experiment_id=experiment_id, plugin_name=GRAPHS)
-    return {run for run, tags in mapping.items() if RUN_GRAPH_TAG in tags}
+    keras = data_provider.list_blob_sequences(ctx, experiment_id=experiment_id, plugin_name=KERAS_MODEL)
+    return ({run for run, tags in mapping.items() if RUN_GRAPH_TAG in tags}
+            | {run for run, tags in keras.items() if any(series.plugin_content == b"1" for series in tags.values())})
 
 
 def _latest_blob_key(data_provider, ctx, experiment_id, plugin, run, tag) -> str | None:

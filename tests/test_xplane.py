@@ -577,6 +577,8 @@ def test_runs_list_profiled_steps(tb):
     assert listing["memory"]["enabled"] is True
     runs = {r["run"]: r for r in _get(tb, "runs")["runs"]}
     assert set(runs) == {"keras/train", "profile_only", "corrupt", "nomem"}
+    # The fit's run has a graph to show (the callback's model config); a profile alone has none.
+    assert runs["keras/train"]["has_graph"] is True and runs["profile_only"]["has_graph"] is False
     keras = runs["keras/train"]["steps"]
     profiled = [s for s in keras if s["source"] == "xplane"]
     assert [s["tag"] for s in profiled] == [f"profile/{session}/step_{b - 1}" for b in PROFILE_BATCHES]
