@@ -309,6 +309,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
                       # Other readings at the same times where the source has them (XPlane: reserved, fragmentation).
                       "series": {name: values[snapshot_index].tolist() for name, values in trace.snapshot_series.items()}},
         "capacity_bytes": trace.capacity_bytes,
+        "memory_kind": trace.memory_kind,  # host: the capacity is a cap the allocator was given
         "series": series,
     }
 

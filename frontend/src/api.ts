@@ -283,6 +283,8 @@ export interface CurveResponse {
   /** `series`: the allocator's other readings at the same times (XPlane: reserved_bytes, fragmentation); {} otherwise. */
   snapshots: { t_us: Micros[]; bytes: Bytes[]; series?: Record<string, number[]> };
   capacity_bytes?: Bytes | null;
+  /** Absent from older servers. `host`: the capacity is a cap the allocator was given, not the machine's memory. */
+  memory_kind?: MemoryKind;
   series: CurveSeries[];
 }
 

@@ -342,8 +342,9 @@ export class CurveView {
   private drawCapacity(capacity: number, placement: 'line' | 'above', width: number): void {
     const peak = this.curve?.peak?.bytes ?? null;
     const share = shareOfCapacity(peak, capacity);
-    const label = `limit ${formatBytes(capacity)}`;
-    const title = `The allocator’s limit: ${formatBytes(capacity)}${share === null ? '' : `; the peak fills ${formatPercent(share)} of it`}`;
+    const host = this.curve?.memory_kind === 'host';  // a cap the CPU allocator was given, not the machine's memory
+    const label = `${host ? 'allocator cap' : 'limit'} ${formatBytes(capacity)}`;
+    const title = `${host ? 'The CPU allocator’s cap (not the machine’s memory)' : 'The allocator’s limit'}: ${formatBytes(capacity)}${share === null ? '' : `; the peak fills ${formatPercent(share)} of it`}`;
     const g = this.svg
       .append('g')
       .attr('class', 'capacity')

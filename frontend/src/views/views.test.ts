@@ -432,7 +432,11 @@ describe('CurveView allocator readings', () => {
     expect(far.dataset.placement).toBe('above');
     expect(far.querySelector('line')).toBeNull();
     expect(far.textContent).toContain('above the plot');
+    expect(far.textContent).toContain('limit ');
     expect(document.querySelector('[data-testid=curve-reserved]')).toBeNull();
+    // A CPU allocator's capacity is a cap it was given: said so.
+    view.setCurve({ ...profiled, capacity_bytes: 1e12, memory_kind: 'host' });
+    expect(document.querySelector('[data-testid=curve-capacity]')!.textContent).toContain('allocator cap ');
     view.setCurve({ ...profiled, capacity_bytes: null });
     expect(document.querySelector('[data-testid=curve-capacity]')).toBeNull();
   });
