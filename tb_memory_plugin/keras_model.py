@@ -84,6 +84,11 @@ def _weights(kind: str, config: dict, build: dict) -> list[tuple[str, list[int],
         return []
     if kind == "MultiHeadAttention":
         return _attention_weights(config, build.get("shapes_dict") or {})
+    if kind == "Bidirectional" and isinstance(config.get("layer"), dict):  # the wrapped RNN, each way
+        inner = config["layer"]
+        one = _weights(inner.get("class_name", ""), inner.get("config") or {}, build)
+        return None if one is None else [(f"{way}/{name}", shape, trainable) for way in ("forward", "backward")
+                                         for name, shape, trainable in one]
     input_shape = build.get("input_shape")
     channels = _last_dim(input_shape)
     bias = bool(config.get("use_bias", True))

@@ -331,6 +331,11 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     attention = keras.Model([query, value], keras.layers.MultiHeadAttention(3, 4, name="mha")(query, value), name="att")
     sized = keras_model.model_from_config(json.loads(attention.to_json()))
     assert sum(t.count for t in sized.tensors if t.kind == "variable") == attention.count_params() == 724
+    # A Bidirectional RNN: its layer, each way.
+    seq = keras.Input((12, 5))
+    bidirectional = keras.Model(seq, keras.layers.Bidirectional(keras.layers.LSTM(3), name="bi")(seq), name="birnn")
+    sized = keras_model.model_from_config(json.loads(bidirectional.to_json()))
+    assert sum(t.count for t in sized.tensors if t.kind == "variable") == bidirectional.count_params() == 2 * 4 * (5 + 3 + 1) * 3
     # A layer of a class not sized here is named, and counted as nothing.
     prelu = keras.Model(inp, keras.layers.PReLU(name="p")(inp), name="pr")
     sized = keras_model.model_from_config(json.loads(prelu.to_json()))
