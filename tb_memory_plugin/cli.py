@@ -105,12 +105,14 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
               f"{format_bytes(largest['at_peak_bytes'])}")
     print(f"   top scopes at peak (group={group}):")
-    for path, figures in space.top_level(group)[:top]:  # as the summary's top_scopes (no tree built)
-        row = report.figures_dict(figures)
+    # As the summary's top_scopes (no tree built); entries that hold, allocate and output nothing
+    # (gradient plumbing, a `NoOp`) are left out of the listing (--json keeps every entry).
+    scopes = [(path, report.figures_dict(figures)) for path, figures in space.top_level(group)]
+    for path, row in [(p, r) for p, r in scopes if r["at_peak_bytes"] or r["allocated_bytes"] or r["output_bytes"]][:top]:
         print(f"     {format_bytes(row['at_peak_bytes']):>12}  {path}"
               f"  (allocated {format_bytes(row['allocated_bytes'])})")
     print("   top op types at peak:")
-    for row in summary["op_types"][:top]:
+    for row in [r for r in summary["op_types"] if any(r["figures"][k] for k in _SHOWN)][:top]:
         print(f"     {format_bytes(row['figures']['at_peak_bytes']):>12}  {row['name']} x{row['count']}"
               f"  (allocated {format_bytes(row['figures']['allocated_bytes'])})")
     print("   categories at peak (heuristic):")
@@ -165,6 +167,7 @@ def _print_findings(found: list[dict]) -> None:
             print(f"   * and {len(rest)} more {alike[0]['kind']} finding{'s' if len(rest) > 1 else ''} like these: {where}")
 
 
+_SHOWN = ("at_peak_bytes", "allocated_bytes", "output_bytes")  # a listed row holds, allocates or outputs bytes
 _FINDINGS_SPELT_OUT = 3  # findings sharing their advice printed in full before the rest are named
 
 

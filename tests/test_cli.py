@@ -401,6 +401,21 @@ def test_device_spellings_with_a_job_and_task_pick_that_task(capsys, tmp_path):
     assert code == 0 and [d["id"] for d in json.loads(out)["steps"][0]["devices"]] == ["worker:1/CPU:0/mklcpu"]
 
 
+def test_the_text_lists_leave_out_entries_that_hold_nothing(capsys):
+    """Gradient plumbing and no-ops (0 B at the peak, nothing allocated or output) are not listed
+    in the text; --json keeps every entry."""
+    import re
+
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--top", "1000")
+    assert code == 0, err
+    assert not re.search(r"^ +0 B  .*\(allocated 0 B\)$", out, re.MULTILINE)
+    assert "(before this step)" in out  # nothing allocated, but frees held at the peak: listed
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--json")
+    (step, *_) = [s for s in json.loads(out)["steps"] if s["devices"]]
+    top = [e for e in step["devices"][0]["scopes"] if e["parent"] == ""]
+    assert any(not (e["at_peak_bytes"] or e["allocated_bytes"] or e["output_bytes"]) for e in top)
+
+
 def test_a_keras_run_whose_profile_is_corrupt_fails(capsys, tmp_path):
     """Its empty `batch_N` record is passed over, not counted as a step read: nothing could be read."""
     import shutil
