@@ -287,6 +287,7 @@ class OneStep:
     def __init__(self, step: StepAnalysis, space: SpaceAnalysis) -> None:
         self.space = space
         self.batch = traced_batch(step)
+        self.replicas = replica_count(step)
         outputs = _Outputs(step, self.batch)
         trace = space.trace
         rows = outputs.rows(space)
@@ -327,14 +328,19 @@ class OneStep:
     @property
     def warning(self) -> str | None:
         """What may make this prediction wrong, where the step shows it (None: nothing)."""
+        said = []
         if not self.scales.any():  # beside a fit (alone, WhatIf refuses it)
-            return (f"nothing in this step was found to carry its batch ({self.batch}): this one-step prediction "
-                    "is the traced peak")
-        if not self.batch_in_parameter_shape:
-            return None
-        return (f"at the traced batch ({self.batch}) some forward-pass tensors are shaped like the model's "
-                "parameters, which are never scaled, so this may predict too little; trace at a batch size that is "
-                "no layer's width, or fit over two batch sizes")
+            said.append(f"nothing in this step was found to carry its batch ({self.batch}): this one-step "
+                        "prediction is the traced peak")
+        elif self.batch_in_parameter_shape:
+            said.append(f"at the traced batch ({self.batch}) some forward-pass tensors are shaped like the model's "
+                        "parameters, which are never scaled, so this may predict too little; trace at a batch size "
+                        "that is no layer's width, or fit over two batch sizes")
+        if self.replicas > 1:
+            said.append(f"the step runs {self.replicas} replicas (a distribution strategy): the batch read "
+                        f"({self.batch}) is each replica's, and so is the batch asked for (the global batch is "
+                        f"{self.replicas} times it)")
+        return "; ".join(said) or None
 
     @cached_property
     def scaled_share(self) -> float:
@@ -392,6 +398,15 @@ def _layers(space: SpaceAnalysis) -> tuple[list[str], np.ndarray]:
     """Layer names, and the layer of each distinct name (grouped by layer: gradients and
     optimizer updates folded into their layer)."""
     return space.names.layers
+
+
+_REPLICA_RE = re.compile(r"^replica_\d+$")  # MirroredStrategy's other replicas: `replica_1/...`
+
+
+def replica_count(step: StepAnalysis) -> int:
+    """Replicas the step runs: the `replica_<N>` scopes of its names, and replica 0's own."""
+    scopes = {first for space in step.spaces for first in space.names.path_parts.distinct if _REPLICA_RE.match(first)}
+    return len(scopes) + 1
 
 
 def one_step(step: StepAnalysis, space: SpaceAnalysis) -> OneStep:

@@ -434,6 +434,24 @@ def test_a_profile_on_onednns_cpu_allocator_says_what_it_misses():
         assert (analysed.message is not None and "TF_CPU_ALLOCATOR_USE_BFC=true" in analysed.message) == noted
 
 
+def test_a_what_if_on_a_step_of_several_replicas_says_the_batch_is_each_replicas():
+    """MirroredStrategy runs replica 1's ops under `replica_1/`: the batch read from the shapes is a
+    replica's, and the what-if says so (the global batch is twice it)."""
+    from protos import XSpaceBuilder
+
+    from tb_memory_plugin import whatif
+
+    space = XSpaceBuilder()
+    space.event(2, "ExecutorState::Process", 0, 100, id=7)
+    for k, prefix in enumerate(("", "replica_1/")):
+        space.event(2, f"{prefix}dense/MatMul:MatMul", 10 + 30 * k, 20)
+        space.allocate(2, 15 + 30 * k, 16 * 8 * 4, tf_op=f"{prefix}dense/MatMul", id=7, shape="[16,8]")
+    step = analysis.analyse(xplane.decode(space.serialized()).trace(0))
+    one = whatif.one_step(step, step.spaces[0])
+    assert (one.batch, one.replicas) == (16, 2)
+    assert "runs 2 replicas" in one.warning and "global batch is 2 times it" in one.warning
+
+
 def test_markers_nested_in_an_outer_marker_are_the_steps():
     """`Trace("epoch", step_num=e)` around Keras' `Profiled batch n`: each executor step is in both
     markers, and is the innermost one's step (not dropped as run across marked steps)."""
