@@ -4,7 +4,7 @@
 
 import type { CategoryTotal, DeviceSummary, ParamFigures } from '../api';
 import { CATEGORY_NAMES } from '../api';
-import { formatBytes, formatCount } from '../format';
+import { countOf, formatBytes } from '../format';
 
 export type PeakMode = 'absolute' | 'rise';
 
@@ -47,7 +47,7 @@ export function paramsText(p: ParamFigures): string | null {
   if (count === null) return null;
   const slots = p.slot_bytes ?? 0;
   if (count === 0 && !p.param_bytes && slots === 0) return null;
-  const parts = [`${formatCount(count)} param${count === 1 ? '' : 's'} (${formatBytes(p.param_bytes ?? 0)})`];
+  const parts = [`${countOf(count, 'param')} (${formatBytes(p.param_bytes ?? 0)})`];
   if (slots > 0) parts.push(`optimizer slots ${formatBytes(slots)}`);
   return parts.join(' · ');
 }

@@ -168,7 +168,7 @@ export class DetailsView {
 
   private renderHead(d: ScopePreview): void {
     const scopeText = d.scope === '' ? '(all)' : d.scope;
-    const executions = `${d.kind} · ${formatCount(d.exec_count)} execution${d.exec_count === 1 ? '' : 's'}`;
+    const executions = `${d.kind} · ${countOf(d.exec_count, 'execution')}`;
     this.body.append(
       el('h2', {}, 'Selection'),
       el('div', { class: 'details-title', 'data-testid': 'details-scope', 'data-scope': d.scope }, scopeText),

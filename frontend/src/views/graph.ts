@@ -171,7 +171,7 @@ export class GraphView {
       const d = e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join('');
       const path = svgEl('path', { class: 'edge', d, 'marker-end': 'url(#mem-arrow)', 'stroke-width': Math.min(4, 1 + Math.log2(e.edge.count)) });
       const title = svgEl('title');
-      title.textContent = `${e.edge.source} → ${e.edge.target} (${formatCount(e.edge.count)} edge${e.edge.count === 1 ? '' : 's'})`;
+      title.textContent = `${e.edge.source} → ${e.edge.target} (${countOf(e.edge.count, 'edge')})`;
       path.append(title);
       edges.append(path);
     }
@@ -204,7 +204,7 @@ export class GraphView {
       title.textContent = [
         n.id,
         boxFiguresText(n, hasCurve),
-        `${formatCount(n.node_count)} node${n.node_count === 1 ? '' : 's'}${n.op_type ? ` · ${n.op_type}` : ''}`,
+        `${countOf(n.node_count, 'node')}${n.op_type ? ` · ${n.op_type}` : ''}`,
         n.kind === 'scope' ? 'double click to drill in' : '',
       ]
         .filter(Boolean)

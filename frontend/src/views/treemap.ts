@@ -240,7 +240,7 @@ export class TreemapView {
           child.scope,
           placeholderText(child.scope) ?? '',
           `${this.figureLabel()}: ${formatBytes(tile.value)} (${share} of this level)`,
-          `${formatCount(child.exec_count)} execution${child.exec_count === 1 ? '' : 's'}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
+          `${countOf(child.exec_count, 'execution')}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
           paramsText(child) ?? '',
           child.has_children ? 'double click or Drill in to open' : '',
         ]
