@@ -264,10 +264,13 @@ def optimizer_scope(first: str) -> bool:
 _SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Adamax", "Nadam",
                "ExponentialMovingAverage")
 _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
+# A distribution strategy's other replica's scope (MirroredStrategy: `replica_1/...`).
+_REPLICA = r"replica_\d+"
+REPLICA_RE = re.compile(rf"^{_REPLICA}$")
 # A first component that is not the user's scope, whose next one is read as the first: another
-# replica's (MirroredStrategy: `replica_1/...`), or a control-flow scope (a LossScaleOptimizer
-# applies its update inside a `cond`: `cond/adam/Sub_10`).
-_LOOKED_THROUGH_RE = re.compile(r"^(?:replica_\d+|cond(?:_\d+)?)$")
+# replica's, or a control-flow scope (a LossScaleOptimizer applies its update inside a `cond`:
+# `cond/adam/Sub_10`).
+_LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?)$")
 _GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
 
 

@@ -26,9 +26,8 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
-from .trace import DEVICE_MEMORY
-from .names import XLA_PROGRAM_OP_TYPE
-from .trace import labels_of
+from .names import REPLICA_RE, XLA_PROGRAM_OP_TYPE
+from .trace import DEVICE_MEMORY, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
 # (or its gradient, or a slot), even when its first dimension equals the batch.
@@ -400,12 +399,9 @@ def _layers(space: SpaceAnalysis) -> tuple[list[str], np.ndarray]:
     return space.names.layers
 
 
-_REPLICA_RE = re.compile(r"^replica_\d+$")  # MirroredStrategy's other replicas: `replica_1/...`
-
-
 def replica_count(step: StepAnalysis) -> int:
     """Replicas the step runs: the `replica_<N>` scopes of its names, and replica 0's own."""
-    scopes = {first for space in step.spaces for first in space.names.path_parts.distinct if _REPLICA_RE.match(first)}
+    scopes = {first for space in step.spaces for first in space.names.path_parts.distinct if REPLICA_RE.match(first)}
     return len(scopes) + 1
 
 
