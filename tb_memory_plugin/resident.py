@@ -22,7 +22,7 @@ from tensorboard.compat.proto import graph_pb2, node_def_pb2
 from .graph import graph_blobs
 from .names import _SLOT_RE, is_apply_op, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
-from .trace import device_task, parse_device, same_device
+from .trace import DEVICE_MEMORY, device_task, parse_device, same_device
 
 VARIABLE = "variable"
 SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
@@ -402,10 +402,9 @@ def home_space(tensor: ModelTensor, step) -> str | None:
         candidates = [s for s in on_task if s.trace.device_type == "CPU"] or on_task
     else:
         candidates = []
-    if candidates:
-        own = [s for s in candidates if s.trace.device_type == "CPU" or s.trace.memory_kind == "device"] or candidates
-        if own:
-            return max(own, key=lambda s: int(s.trace.allocated.sum()) + int(s.trace.output.sum())).trace.id
+    if candidates:  # the device's own memory rather than its pinned host memory
+        own = [s for s in candidates if s.trace.device_type == "CPU" or s.trace.memory_kind == DEVICE_MEMORY] or candidates
+        return max(own, key=lambda s: int(s.trace.allocated.sum()) + int(s.trace.output.sum())).trace.id
     return step.default_space_id
 
 
