@@ -16,9 +16,12 @@ from typing import Any
 
 from .resident import SLOT, VARIABLE, Model, ModelTensor
 
-# Slots per trainable weight, by optimizer class (Keras 3 names), where its config does not change it.
+# Slots per trainable weight, by optimizer class (Keras 3 names), where its config does not change it
+# (Adafactor's factored slots are not sized here).
 _SLOTS = {"Adam": ("m", "v"), "AdamW": ("m", "v"), "Adamax": ("m", "u"), "Nadam": ("m", "v"), "Adadelta": ("accumulated_grad", "accumulated_delta_var"),
-          "Adagrad": ("accumulator",), "Ftrl": ("accumulator", "linear"), "Lion": ("momentum",), "Adafactor": ()}
+          "Adagrad": ("accumulator",), "Ftrl": ("accumulator", "linear"), "Lion": ("momentum",)}
+# An optimizer given by its string name (`compile("sgd")`), by its class name.
+_OPTIMIZER_CLASSES = {name.lower(): name for name in (*_SLOTS, "SGD", "RMSprop")}
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 _CONTAINERS = ("Functional", "Sequential", "Model")
 
@@ -33,12 +36,12 @@ def model_from_config(config: dict) -> Model | None:
     slots = _slot_names(config.get("compile_config") or {})
     tensors = [tensor for tensor, _ in weights]
     tensors += [ModelTensor(f"{t.name}/{slot}", SLOT, t.name, t.dtype, t.shape, t.count, t.bytes, "")
-                for t, trainable in weights if trainable for slot in slots]
+                for t, trainable in weights if trainable for slot in slots or ()]
     notes = []
     if unsized:
         notes.append(f"weights of {len(unsized)} layer{'s' if len(unsized) > 1 else ''} the config does not size "
                      f"are not counted ({', '.join(unsized[:5])}{', ...' if len(unsized) > 5 else ''})")
-    if not slots and (config.get("compile_config") or {}).get("optimizer") is not None:
+    if slots is None:
         notes.append("the optimizer's slots are not counted (its class is not one sized here)")
     notes.append("sized from the Keras model's config (the callback's `keras` tag), not from a GraphDef")
     return Model(tensors, [], {}, 0, note="; ".join(notes))
@@ -177,11 +180,12 @@ def _last_dim(input_shape: Any) -> int | None:
     return int(last) if isinstance(last, int) and last > 0 else None
 
 
-def _slot_names(compile_config: dict) -> tuple[str, ...]:
-    """The slots the compiled optimizer keeps per trainable weight (none when it is not named)."""
+def _slot_names(compile_config: dict) -> tuple[str, ...] | None:
+    """The slots the compiled optimizer keeps per trainable weight: none when it is not named or
+    keeps none (SGD without momentum); None for an optimizer of a class not sized here."""
     optimizer = compile_config.get("optimizer")
     if isinstance(optimizer, str):
-        kind, config = optimizer.capitalize().replace("Adamw", "AdamW").replace("Rmsprop", "RMSprop"), {}
+        kind, config = _OPTIMIZER_CLASSES.get(optimizer.lower(), optimizer), {}
     elif isinstance(optimizer, dict):
         kind, config = optimizer.get("class_name", ""), optimizer.get("config") or {}
     else:
@@ -191,7 +195,9 @@ def _slot_names(compile_config: dict) -> tuple[str, ...]:
     if kind == "RMSprop":
         return ("velocity",) + (("momentum",) if float(config.get("momentum", 0) or 0) > 0 else ()) + (
             ("average_gradient",) if config.get("centered") else ())
-    slots = _SLOTS.get(kind, ())
+    slots = _SLOTS.get(kind)
+    if slots is None:
+        return None
     if kind in ("Adam", "AdamW") and config.get("amsgrad"):
         slots += ("velocity_hat",)
     return slots

@@ -326,6 +326,12 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
         sized = keras_model.model_from_config(json.loads(model.to_json()))
         assert sum(t.count for t in sized.tensors if t.kind == "variable") == model.count_params()
         assert sum(t.count for t in sized.tensors if t.kind == "slot") == slots * trainable
+        assert "slots are not counted" not in sized.note  # SGD keeps none: nothing is missing
+    # An optimizer whose slots are not sized here (Adafactor's are factored) is said to be missing.
+    model.compile(keras.optimizers.Adafactor(), "mse")
+    assert "slots are not counted" in keras_model.model_from_config(json.loads(model.to_json())).note
+    model.compile("sgd", "mse")  # by its string name
+    assert "slots are not counted" not in keras_model.model_from_config(json.loads(model.to_json())).note
     # Attention: query, key, value and output projections, from the shapes it was built for.
     query, value = keras.Input((5, 16)), keras.Input((7, 12))
     attention = keras.Model([query, value], keras.layers.MultiHeadAttention(3, 4, name="mha")(query, value), name="att")
