@@ -453,10 +453,19 @@ def _print_changes(title: str, table: compare.Table, ranked, figure: int, top: i
                   f"  ({format_bytes(int(table.b[row, column]))} -> {format_bytes(int(table.a[row, column]))})")
 
 
+_RENUMBERED_SHOWN = 4  # B -> A renames the text diff names; --json lists them all
+
+
 def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: int) -> None:
     print(f"== {a_name} against {b_name}")
     for side, space in (("A", comparison.a), ("B", comparison.b)):
         print(f"   {side} {space.trace.id}: {_peak_text(space)}")
+    renumbered = comparison.renumbered
+    if renumbered:
+        shown = ", ".join(f"{b_path} -> {a_path}" for b_path, a_path in renumbered[:_RENUMBERED_SHOWN])
+        more = len(renumbered) - _RENUMBERED_SHOWN
+        print(f"   B's names numbered as A's (a model built again in one process or graph): {shown}"
+              + (f" and {more} more" if more > 0 else ""))
     if comparison.has_at_peak:
         figure, what = AT_PEAK, "at peak"
         starts = (comparison.a.start_bytes, comparison.b.start_bytes)

@@ -19,6 +19,7 @@ import numpy as np
 
 from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, OUTPUT
+from .names import renumbering
 from .scope_tree import SELF, ScopeTree
 
 # The FIGURES columns compared; categories carry the first two (as everywhere they are shown).
@@ -86,6 +87,7 @@ class ScopeTable(Table):
     parent: np.ndarray | None = None  # row of each row's parent, -1 for the root (row 0, path "")
     entry_a: np.ndarray | None = None  # the entry of A's tree each row stands for, -1 where absent
     entry_b: np.ndarray | None = None
+    b_own: dict[int, str] | None = None  # B's own path of the rows B's numbering names otherwise (renumbered)
 
     def most_specific(self, rows: np.ndarray, figure: int) -> np.ndarray:
         """`rows` less those that only repeat a change: a scope whose child changed by exactly as much
@@ -116,8 +118,18 @@ class Comparison:
         return self.a.peak_rise_bytes - self.b.peak_rise_bytes if self.has_at_peak else None
 
     @cached_property
+    def _b_paths(self) -> tuple[list[str], list[tuple[str, str]]]:
+        return numbered_as_a(self.a.tree(self.group), self.b.tree(self.group))
+
+    @property
+    def renumbered(self) -> list[tuple[str, str]]:
+        """(B's path, A's) of each entry of B named by another number than A names it (see
+        `numbered_as_a`), outermost first; empty when B's names are A's."""
+        return self._b_paths[1]
+
+    @cached_property
     def scopes(self) -> ScopeTable:
-        return _scope_table(self.a.tree(self.group), self.b.tree(self.group), self.has_at_peak)
+        return _scope_table(self.a.tree(self.group), self.b.tree(self.group), self.has_at_peak, self._b_paths[0])
 
     @cached_property
     def _row_of(self) -> dict[str, int]:
@@ -180,6 +192,25 @@ def compare_steps(a: StepAnalysis, b: StepAnalysis, group: str = "layer", a_spac
     return Comparison(spaces[0], spaces[1], group)
 
 
+# -- one model numbered two ways -------------------------------------------------------------
+
+
+def numbered_as_a(tree_a: ScopeTree, tree_b: ScopeTree) -> tuple[list[str], list[tuple[str, str]]]:
+    """(B's tree paths as A numbers them, (B's path, A's) of each entry whose own name that
+    changes, outermost and then largest first): `names.renumbering`, for a model built again
+    in one process or graph."""
+    renamed = renumbering(tree_a.paths, tree_b.paths)
+    if not renamed:
+        return tree_b.paths, []
+    paths = [renamed.get(path, path) for path in tree_b.paths]
+    changed = [entry for entry, path in enumerate(tree_b.paths)
+               if path in renamed and path.rpartition("/")[2] != paths[entry].rpartition("/")[2]]
+    figures = tree_b.figures
+    changed.sort(key=lambda entry: (tree_b.paths[entry].count("/"), -int(figures[entry, AT_PEAK]),
+                                    -int(figures[entry, ALLOCATED]), tree_b.paths[entry]))
+    return paths, [(tree_b.paths[entry], paths[entry]) for entry in changed]
+
+
 # -- building the tables ---------------------------------------------------------------------
 
 
@@ -212,23 +243,27 @@ def _table(names, rows_a, rows_b, columns, figures_a, figures_b, has_at_peak, ki
                 _place(count, rows_b, np.ones(rows_b.size, dtype=bool)), counted, **extra)
 
 
-def _with_selves(tree: ScopeTree, other: ScopeTree) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def _with_selves(tree: ScopeTree, tree_paths: list[str], other: ScopeTree, other_paths: list[str]
+                 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """The tree's entries (paths, entry numbers, kinds, parents as positions in these lists), plus
     `<path>/(self)` for each node that is a scope in the other tree: there a scope's own node sits in
-    its `(self)` child, so the node goes there too and children still add up on both sides."""
+    its `(self)` child, so the node goes there too and children still add up on both sides. Each
+    tree's entries are named by the paths given for it (B's as A numbers them)."""
     kinds = np.asarray(tree.kinds).astype(object)
-    other_scopes = set(itertools.compress(other.paths, np.asarray(other.kinds) == "scope"))
+    other_scopes = set(itertools.compress(other_paths, np.asarray(other.kinds) == "scope"))
     nodes = np.flatnonzero(kinds == "node").tolist()
-    moved = np.array([entry for entry in nodes if tree.paths[entry] in other_scopes], dtype=np.int64)
-    paths = tree.paths + [f"{tree.paths[entry]}/{SELF}" for entry in moved.tolist()]
-    entries = np.concatenate([np.arange(len(tree.paths)), moved])
+    moved = np.array([entry for entry in nodes if tree_paths[entry] in other_scopes], dtype=np.int64)
+    paths = tree_paths + [f"{tree_paths[entry]}/{SELF}" for entry in moved.tolist()]
+    entries = np.concatenate([np.arange(len(tree_paths)), moved])
     kinds = np.concatenate([kinds, np.full(moved.size, SELF_KIND, dtype=object)])
     return paths, entries, kinds, np.concatenate([tree.parent, moved])  # a moved node is its `(self)`'s parent
 
 
-def _scope_table(tree_a: ScopeTree, tree_b: ScopeTree, has_at_peak: bool) -> ScopeTable:
-    paths_a, entries_a, kinds_a, parents_a = _with_selves(tree_a, tree_b)
-    paths_b, entries_b, kinds_b, parents_b = _with_selves(tree_b, tree_a)
+def _scope_table(tree_a: ScopeTree, tree_b: ScopeTree, has_at_peak: bool,
+                 b_paths: list[str] | None = None) -> ScopeTable:
+    b_paths = tree_b.paths if b_paths is None else b_paths
+    paths_a, entries_a, kinds_a, parents_a = _with_selves(tree_a, tree_a.paths, tree_b, b_paths)
+    paths_b, entries_b, kinds_b, parents_b = _with_selves(tree_b, b_paths, tree_a, tree_a.paths)
     names, rows_a, rows_b = _union(paths_a, paths_b)
     count = len(names)
     # A row takes A's kind and parent where A has it, B's elsewhere; a scope on either side is a scope.
@@ -240,7 +275,20 @@ def _scope_table(tree_a: ScopeTree, tree_b: ScopeTree, has_at_peak: bool) -> Sco
     return _table(names, rows_a, rows_b, COMPARED, tree_a.figures[entries_a][:, list(COMPARED)],
                   tree_b.figures[entries_b][:, list(COMPARED)], has_at_peak, kind=ScopeTable, kinds=kinds,
                   parent=parent, entry_a=_place(count, rows_a, entries_a, fill=-1),
-                  entry_b=_place(count, rows_b, entries_b, fill=-1))
+                  entry_b=_place(count, rows_b, entries_b, fill=-1),
+                  b_own=_own_paths(tree_b, b_paths, rows_b, entries_b))
+
+
+def _own_paths(tree_b: ScopeTree, b_paths: list[str], rows_b: np.ndarray, entries_b: np.ndarray) -> dict[int, str]:
+    """Row -> B's own path, for the rows whose name is B's path renumbered (rows_b and entries_b
+    as `_with_selves` lists them: the tree's entries, then the `(self)` of nodes moved there)."""
+    if b_paths is tree_b.paths:
+        return {}
+    own = {}
+    for position, (row, entry) in enumerate(zip(rows_b.tolist(), entries_b.tolist())):
+        if b_paths[entry] != tree_b.paths[entry]:
+            own[row] = tree_b.paths[entry] + (f"/{SELF}" if position >= len(b_paths) else "")
+    return own
 
 
 def _executions(space: SpaceAnalysis, group: str, entry: int) -> np.ndarray | None:

@@ -38,6 +38,8 @@ def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False) -
         if with_tree:
             parent = int(table.parent[i])
             row.update(kind=str(table.kinds[i]), parent=names[parent] if parent >= 0 else None)
+            if i in table.b_own:  # B names it by another number (see compare.numbered_as_a)
+                row["b_name"] = table.b_own[i]
         for column, figure in enumerate(table.columns):
             key = _KEYS[figure]
             at_peak = figure == AT_PEAK
@@ -66,6 +68,7 @@ def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: s
         "b": b_side,
         "group": comparison.group,
         "peak_rise_delta_bytes": comparison.peak_rise_delta_bytes,
+        "renumbered": [{"b": b_path, "a": a_path} for b_path, a_path in comparison.renumbered],
         "scope": _rows(comparison, scopes, [row], with_tree=True)[0],
         "children": _rows(comparison, scopes, scopes.ranked_by_size(comparison.children(row)), with_tree=True),
         "scope_count": int(below.size),

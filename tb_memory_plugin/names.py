@@ -11,6 +11,7 @@ names, and calls the one-name rule only for the names that need it.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import operator
@@ -945,3 +946,76 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
         [INPUTS, OTHER, OPTIMIZER, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
         default=ACTIVATIONS,
     ).astype(np.int64)
+
+
+# --- one model numbered two ways ------------------------------------------------------------
+
+# A path component as TensorFlow and Keras number names made again in one graph or process:
+# `dense`, `dense_1`, `dense_2` (no leading zeros: `unet_01` is a name, not a number).
+_NUMBERED_RE = re.compile(r"^(.*?)(?:_([1-9][0-9]*))?$")
+
+
+def _numbered(component: str) -> tuple[str, int]:
+    """(base, number): `dense_2` -> ("dense", 2), `dense` -> ("dense", 0)."""
+    match = _NUMBERED_RE.match(component)
+    return match.group(1), int(match.group(2) or 0)
+
+
+def sibling_renumbering(a_names: list[str], b_names: list[str]) -> dict[str, str]:
+    """B's names of one scope renamed to A's where the two number the same things apart.
+
+    A model built twice in one process (a notebook cell run again) or one graph is named
+    anew: Keras numbers layers across the process (`dense`, `dense_1`, then `dense_2`,
+    `dense_3`), TensorFlow scopes in the graph (`model`, then `model_1`). Names of one base
+    are matched in the order of their numbers where both steps have as many of them and no
+    number in common; any shared number means the names are the names, and stay.
+    """
+    by_base_a: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
+    by_base_b: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
+    for names, by_base in ((a_names, by_base_a), (b_names, by_base_b)):
+        for name in names:
+            base, number = _numbered(name)
+            by_base[base].append((number, name))
+    renames = {}
+    for base, b_side in by_base_b.items():
+        a_side = by_base_a.get(base)
+        if not a_side or len(a_side) != len(b_side):
+            continue
+        if {number for number, _ in a_side} & {number for number, _ in b_side}:
+            continue
+        renames.update((b_name, a_name) for (_, b_name), (_, a_name) in zip(sorted(b_side), sorted(a_side)))
+    return renames
+
+
+def renumbering(a_paths, b_paths) -> dict[str, str]:
+    """B's paths (scope paths or layers) that A numbers otherwise -> A's (see `sibling_renumbering`).
+
+    Scope by scope from the root: below a scope both have (B's once renamed), B's children
+    are matched against A's; a path's parents need not be listed. Empty where every path
+    of B is one of A's.
+    """
+    a_set = set(a_paths)
+    if a_set.issuperset(b_paths):
+        return {}
+
+    def children(paths) -> dict[str, set[str]]:
+        kids: dict[str, set[str]] = collections.defaultdict(set)
+        for path in paths:
+            while path:
+                parent, _, name = path.rpartition("/")
+                if name in kids[parent]:
+                    break  # its parents are in already
+                kids[parent].add(name)
+                path = parent
+        return kids
+
+    kids_a, kids_b = children(a_set), children(b_paths)
+    new = {"": ""}
+    for parent in sorted(kids_b, key=lambda path: (path.count("/") if path else -1, path)):  # parents first
+        names = sorted(kids_b[parent])
+        new_parent = new[parent]
+        renames = sibling_renumbering(sorted(kids_a.get(new_parent, ())), names)
+        prefix = new_parent + "/" if new_parent else ""
+        for name in names:
+            new[f"{parent}/{name}" if parent else name] = prefix + renames.get(name, name)
+    return {path: new[path] for path in b_paths if new[path] != path}

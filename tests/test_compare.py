@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client
-from tb_memory_plugin import cli, compare, compare_report
+from tb_memory_plugin import cli, compare, compare_report, names
 from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, PARAMETERS
 from tb_memory_plugin.scope_tree import build_tree
 
@@ -385,3 +385,125 @@ def test_diff_failures_are_one_line(argv, words):
     assert code == 1 and out == ""
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("tb-memory: ") and words in lines[0], err
+
+
+# -- one model built twice: B numbered apart from A ------------------------------------------
+
+
+def _write_model_built_twice(logdir) -> None:
+    """One tf.Graph holding the same model built twice, as a script or notebook that builds it
+    again does: TensorFlow numbers the second build's scopes anew (`model_1`, `head_2`,
+    `gradients_1`, `Adam_1`, root ops `sub_1`). Run `first` traces the first build's training
+    step, run `again` the second's, at the same batch; both write the one graph."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    builds = []
+    with graph.as_default():
+        tf1.set_random_seed(0)
+        for _ in range(2):
+            x = tf1.placeholder(tf.float32, [16, 32], name="x")
+            y = tf1.placeholder(tf.float32, [16, 8], name="y")
+            h = x
+            with tf1.variable_scope(None, default_name="model"):
+                with tf1.variable_scope(None, default_name="dense"):
+                    w = tf1.get_variable("kernel", [32, 64])
+                    h = tf.nn.relu(tf.matmul(h, w))
+            for width in (48, 8):  # at the root, numbered across builds as Keras numbers layers
+                with tf1.variable_scope(None, default_name="head"):
+                    w = tf1.get_variable("kernel", [h.shape[-1], width])
+                    h = tf.nn.relu(tf.matmul(h, w))
+            loss = tf.reduce_mean(tf.square(h - y))
+            train = tf1.train.AdamOptimizer(1e-3).minimize(loss)
+            builds.append((x, y, train, loss))
+        init = tf1.global_variables_initializer()
+    feeds = {}
+    rng = np.random.RandomState(0)
+    for x, y, _, _ in builds:
+        feeds[x], feeds[y] = rng.rand(16, 32).astype(np.float32), rng.rand(16, 8).astype(np.float32)
+    with models._session(graph) as session:
+        session.run(init)
+        for run, (x, y, train, loss) in zip(("first", "again"), builds):
+            session.run(train, feed_dict={x: feeds[x], y: feeds[y]})  # warm-up
+            metadata = tf1.RunMetadata()
+            session.run([train, loss], feed_dict={x: feeds[x], y: feeds[y]},
+                        options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=metadata)
+            with graph.as_default():
+                writer = tf1.summary.FileWriter(str(logdir / run))
+            writer.add_graph(graph)
+            writer.add_run_metadata(metadata, "step_1", global_step=1)
+            writer.close()
+
+
+@pytest.fixture(scope="module")
+def built_twice(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("built_twice")
+    _write_model_built_twice(logdir)
+    return logdir
+
+
+def test_a_model_built_again_is_matched_by_its_numbers(built_twice):
+    again, first = engine_step(built_twice, "again", "step_1"), engine_step(built_twice, "first", "step_1")
+    for group in ("layer", "scope"):
+        comparison = compare.compare_steps(again, first, group)
+        renamed = dict(comparison.renumbered)
+        assert renamed["model"] == "model_1" and renamed["head"] == "head_2" and renamed["head_1"] == "head_3"
+        if group == "scope":
+            assert renamed["gradients"] == "gradients_1" and renamed["Adam"] == "Adam_1"
+        scopes = comparison.scopes
+        status = dict(zip(scopes.names, scopes.status))
+        for layer in ("model_1", "model_1/dense", "head_2", "head_3"):  # in both steps, by A's names
+            row = scopes.names.index(layer)
+            assert scopes.in_a[row] and scopes.in_b[row], (group, layer, status[layer])
+            # The same layer at the same batch allocates the same bytes in both builds.
+            assert scopes.delta[row, scopes.column(ALLOCATED)] == 0, (group, layer)
+        assert not any(name == "model" or name.startswith(("model/", "head/", "head_1/")) for name in scopes.names)
+        assert scopes.b_own[scopes.names.index("model_1/dense")] == "model/dense"
+        top = comparison.children(0)
+        assert scopes.delta[top, 0].sum() == comparison.peak_rise_delta_bytes
+        assert comparison.a.tree(group).figures[0, ALLOCATED] == scopes.a[top, scopes.column(ALLOCATED)].sum()
+        assert comparison.b.tree(group).figures[0, ALLOCATED] == scopes.b[top, scopes.column(ALLOCATED)].sum()
+
+
+def test_a_diff_of_a_model_built_again_says_how_it_matched_names(built_twice):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["diff", str(built_twice), "--run", "again", "--against", "first", "--group", "scope"])
+    assert code == 0, err.getvalue()
+    line = next(line for line in out.getvalue().splitlines() if "numbered as A's" in line)
+    assert line.endswith(" more")
+    assert line.split(": ", 1)[1].startswith(("model -> model_1", "gradients -> gradients_1"))  # the largest
+    with contextlib.redirect_stdout(out := io.StringIO()):
+        assert cli.main(["diff", str(built_twice), "--run", "again", "--against", "first", "--json"]) == 0
+    body = json.loads(out.getvalue())
+    assert {"b": "model", "a": "model_1"} in body["renumbered"]
+    row = next(row for row in body["scopes"] if row["name"] == "model_1/dense")
+    assert row["b_name"] == "model/dense" and row["status"] in ("same", "changed")
+
+
+def test_steps_named_alike_are_not_renumbered():
+    for a, b in PAIRS:
+        comparison = demo_comparison(a, b)
+        assert comparison.renumbered == [] and comparison.scopes.b_own == {}
+
+
+@pytest.mark.parametrize("a_names, b_names, renames", [
+    (["dense", "dense_1"], ["dense_2", "dense_3"], {"dense_2": "dense", "dense_3": "dense_1"}),
+    (["model"], ["model_1"], {"model_1": "model"}),
+    (["dense", "dense_1"], ["dense_1", "dense_2"], {}),  # a number in common: the names are the names
+    (["dense", "dense_1"], ["dense_2"], {}),  # not as many
+    (["unet_01", "unet_02"], ["unet_03", "unet_04"], {}),  # leading zeros: names, not numbers
+    (["conv", "pool_1"], ["conv_4", "pool"], {"conv_4": "conv", "pool": "pool_1"}),
+])
+def test_sibling_renumbering(a_names, b_names, renames):
+    assert names.sibling_renumbering(a_names, b_names) == renames
+
+
+def test_renumbering_goes_down_from_the_root_and_needs_no_parents_listed():
+    a = ["sequential/dense", "sequential/dense_1", "sequential/dropout", "loss"]
+    b = ["sequential_1/dense_2", "sequential_1/dense_3", "sequential_1/dropout_1", "loss"]
+    assert names.renumbering(a, b) == {"sequential_1/dense_2": "sequential/dense", "sequential_1/dense_3":
+                                       "sequential/dense_1", "sequential_1/dropout_1": "sequential/dropout"}
+    assert names.renumbering(a, a) == {} and names.renumbering(a, ["other/dense_9"]) == {}
