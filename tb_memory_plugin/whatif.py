@@ -26,7 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
-from .names import REPLICA_RE, XLA_PROGRAM_OP_TYPE
+from .names import REPLICA_RE, XLA_PROGRAM_OP_TYPE, renumbering
 from .trace import DEVICE_MEMORY, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -418,8 +418,16 @@ _INSTANCE_SUFFIX = re.compile(r"_\d+(?=/|$)")  # Keras numbers a model built aga
 
 def _model_layers(space: SpaceAnalysis) -> set[str]:
     """A step's layers as one model's, whichever instance: Keras's `_<N>` suffixes dropped, and the
-    placeholders a profile adds (`(before this step)`, `(no op)`, `(input pipeline)`) left out."""
+    placeholders a profile adds (`(before this step)`, `(no op)`, `(input pipeline)`) left out. (A
+    likeness, not names to match: the fit matches layers by `names.renumbering`.)"""
     return {_INSTANCE_SUFFIX.sub("", layer) for layer in _layers(space)[0] if not layer.startswith("(")}
+
+
+def _as_first_names(first: list[str], layers: list[str]) -> list[str]:
+    """Another step's layers named as the first step names them: a model built again in one
+    process is numbered anew (`sequential_1/dense_3` for `sequential/dense_1`; names.renumbering)."""
+    renamed = renumbering(first, layers)
+    return [renamed.get(layer, layer) for layer in layers]
 
 
 def check_one_model(steps: list[Traced]) -> None:
@@ -456,6 +464,8 @@ class Fitted:
         for batch, space in points:
             names, of_name = _layers(space)
             held = scatter_sum(of_name[space.trace.name_code], space.exec_columns[AT_PEAK], len(names))
+            if per_run:  # each layer by the first step's name for it (a model built again is renumbered)
+                names = _as_first_names(list(per_run[0]), names)
             per_run.append(dict(zip(names, held.tolist())))
         self.layer_names = sorted(set().union(*per_run))
         held = np.array([[run.get(name, 0) for name in self.layer_names] for run in per_run], dtype=np.float64)

@@ -160,6 +160,12 @@ def test_one_keras_model_built_twice_in_one_process_is_fitted(tmp_path):
     assert any(name.startswith("adam_1/") for name in steps[1].space.names.raw)
     question = whatif.WhatIf(steps, 64)
     assert question.fitted is not None and question.fitted.batches == [16, 48]
+    # Each layer is fitted through both steps, by the first step's names (names.renumbering).
+    layers = question.fitted.layer_names
+    assert {"sequential/dense", "sequential/dense_1", "sequential/dense_2"} <= set(layers)
+    assert not any(layer.startswith("sequential_1/") for layer in layers)
+    rows = {row["layer"]: row for row in question.fitted.predict(64, top=10**6).layers}
+    assert rows["sequential/dense"]["per_sample_bytes"] > 0
 
 
 def _traced_real(name: str, build, feed) -> whatif.Traced:
