@@ -352,6 +352,13 @@ export interface CompareScopeRow extends CompareFigures {
   kind: ScopeKind;
   parent: string | null;
   status: CompareStatus;
+  /** B's own path, where B numbers the row otherwise (a model built again: see `renumbered`). */
+  b_name?: string;
+}
+/** A path of B and the path of A it was matched with by numbering. */
+export interface Renumbered {
+  b: string;
+  a: string;
 }
 export interface CompareOpTypeRow extends CompareFigures {
   name: string;
@@ -368,6 +375,8 @@ export interface CompareResponse {
   b: CompareSide;
   group: Group;
   peak_rise_delta_bytes: Bytes | null;
+  /** B's paths numbered as A's (a model built again in one process or graph), outermost first; empty when B's names are A's. */
+  renumbered: Renumbered[];
   scope: CompareScopeRow;
   /** The scope's children in the union of both trees, largest first by the larger side. */
   children: CompareScopeRow[];

@@ -10,6 +10,7 @@ import {
   overlayCurve,
   ownLengthFractions,
   rankByChange,
+  renumberedText,
 } from './compare';
 
 const row = (name: string, a: number | null, b: number | null, allocated = 0): CompareScopeRow => ({
@@ -90,5 +91,15 @@ describe('curves scaled to their own length', () => {
     const c = overlayCurve(curve(300, 20), false);
     expect(overlayAt(c, 0.6)).toEqual({ t_us: 180, bytes: 100 });
     expect(overlayAt(c, 0)).toEqual({ t_us: 0, bytes: 20 });
+  });
+});
+
+describe('renumbered names', () => {
+  it('lists the first few renames and counts the rest', () => {
+    expect(renumberedText([])).toBeNull();
+    expect(renumberedText([{ b: 'model_1', a: 'model' }])).toBe('model_1 → model');
+    const pairs = ['dense_2', 'dense_3', 'dense_4', 'dense_5'].map((b, i) => ({ b, a: i ? `dense_${i}` : 'dense' }));
+    expect(renumberedText(pairs)).toBe('dense_2 → dense, dense_3 → dense_1, dense_4 → dense_2 and 1 more');
+    expect(renumberedText(pairs, 4)).toBe('dense_2 → dense, dense_3 → dense_1, dense_4 → dense_2, dense_5 → dense_3');
   });
 });

@@ -3,7 +3,7 @@
 // to its own length so that a short step and a long one overlay.
 
 import { scaleLinear } from 'd3-scale';
-import type { CompareFigures, CompareSide, CurveResponse } from '../api';
+import type { CompareFigures, CompareSide, CurveResponse, Renumbered } from '../api';
 import { stepIndexAt } from './curve-data';
 
 /** Compared at each step's own peak when both have a curve; else by allocated bytes (a side without records has no peak). */
@@ -97,4 +97,11 @@ export function overlayAt(curve: OverlayCurve, f: number): { t_us: number; bytes
   const i = stepIndexAt(curve.x, f);
   if (i < 0) return null;
   return { t_us: Math.round(f * curve.duration_us), bytes: curve.y[i]! };
+}
+
+/** The first `shown` of B's renumbered paths as `b → a`, and how many more there are (null when none is). */
+export function renumberedText(pairs: readonly Renumbered[], shown = 3): string | null {
+  if (pairs.length === 0) return null;
+  const listed = pairs.slice(0, shown).map((p) => `${p.b} → ${p.a}`).join(', ');
+  return pairs.length > shown ? `${listed} and ${pairs.length - shown} more` : listed;
 }

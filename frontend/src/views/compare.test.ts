@@ -17,7 +17,7 @@ const row = (name: string, a: number, b: number, status: CompareScopeRow['status
   a_allocated_bytes: a, b_allocated_bytes: b, delta_allocated_bytes: a - b, a_output_bytes: 0, b_output_bytes: 0, delta_output_bytes: 0,
 });
 const body: CompareResponse = {
-  a: side('big', 200), b: side(EVIL, 100), group: 'layer', peak_rise_delta_bytes: 30,
+  a: side('big', 200), b: side(EVIL, 100), group: 'layer', peak_rise_delta_bytes: 30, renumbered: [],
   scope: row('', 130, 100),
   children: [row('grew', 100, 40), row(EVIL, 30, 60, 'changed')],
   scope_count: 3,
@@ -71,6 +71,24 @@ describe('CompareView', () => {
     expect(document.querySelector('[data-testid=compare-tile][data-scope="grew"]')!.getAttribute('aria-selected')).toBe('true');
     document.querySelector<HTMLElement>('[data-testid=compare-leave]')!.click();
     expect(selection.get().against).toBeNull();
+  });
+});
+
+describe('CompareView with B numbered apart', () => {
+  it('says which of B names were matched to A names, as text, and gives a row B own name', () => {
+    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
+    const view = new CompareView(selection);
+    mount(view);
+    view.setData(body);
+    expect(document.querySelector('[data-testid=compare-renumbered]')).toBeNull();
+    const renamed = { ...row('grew', 100, 40), b_name: `${EVIL}_1` };
+    view.setData({ ...body, renumbered: [{ b: `${EVIL}_1`, a: 'grew' }], children: [renamed], scopes: [renamed] });
+    const note = document.querySelector<HTMLElement>('[data-testid=compare-renumbered]')!;
+    expect(note.dataset.count).toBe('1');
+    expect(note.textContent).toContain(`${EVIL}_1 → grew`);
+    expect(document.querySelector('img')).toBeNull();
+    document.querySelector<HTMLElement>(`[data-testid=compare-table] tbody tr[data-key="grew"]`)!.click();
+    expect(document.querySelector('[data-testid=compare-details-b-name]')!.textContent).toBe(`in B: ${EVIL}_1`);
   });
 });
 

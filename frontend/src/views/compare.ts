@@ -16,6 +16,7 @@ import {
   divergingExtent,
   largerSide,
   rankByChange,
+  renumberedText,
   sideBytes,
   type CompareFigure,
 } from '../lib/compare';
@@ -190,6 +191,21 @@ export class CompareView {
         delta === null ? 'no peak to compare (a step has no curve)' : `peak rise A − B: ${formatBytesDelta(delta)}`,
       ),
     );
+    const renumbered = renumberedText(d.renumbered);
+    if (renumbered !== null) {
+      this.heading.append(
+        el(
+          'span',
+          {
+            class: 'muted',
+            'data-testid': 'compare-renumbered',
+            'data-count': String(d.renumbered.length),
+            title: `B's names matched to A's by their numbers (the same model built again in one process or graph):\n${d.renumbered.map((p) => `${p.b} → ${p.a}`).join('\n')}`,
+          },
+          `B's names numbered as A's: ${renumbered}`,
+        ),
+      );
+    }
   }
 
   private renderTreemap(): void {
@@ -323,6 +339,7 @@ export class CompareView {
       return;
     }
     this.details.append(el('div', { class: 'muted' }, `${row.kind} · ${STATUS_TEXT[row.status]}`));
+    if (row.b_name !== undefined) this.details.append(el('div', { class: 'muted', 'data-testid': 'compare-details-b-name' }, `in B: ${row.b_name}`));
     const table = el('table', { class: 'kv' }, el('tr', {}, el('th', {}), el('th', { class: 'num' }, 'A'), el('th', { class: 'num' }, 'B'), el('th', { class: 'num' }, 'A − B')));
     const figures: [CompareFigure | 'output_bytes', string][] = [
       ['bytes', 'at peak'],
