@@ -74,8 +74,11 @@ def data_provider(logdir: str, run: str | None = None):
 
     from . import store
 
+    # Graphs kept as TensorBoard's own loading keeps them (its default reservoir): a run written
+    # twice (a restarted script: two event files, one tag) then gives the CLI the graph and the
+    # step that the plugin reads inside TensorBoard.
     multiplexer = plugin_event_multiplexer.EventMultiplexer(
-        tensor_size_guidance={store.TAGGED_RUN_METADATA: 0, store.RUN_METADATA: 0, store.GRAPHS: 1})
+        tensor_size_guidance={store.TAGGED_RUN_METADATA: 0, store.RUN_METADATA: 0})
     runs = run_directories(logdir, run)
     for name, path in runs.items():
         multiplexer.AddRun(path, name)

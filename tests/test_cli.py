@@ -700,3 +700,55 @@ def test_text_says_why_the_peak_is_relative(capsys, in_use, words):
     assert space.baseline == "none" and (space.snapshot_gap is None) == (in_use == 0)
     cli._print_space_at_peak(space, "layer", 3)
     assert words in capsys.readouterr().out
+
+
+def _write_restarted_run(run_dir) -> None:
+    """A run written twice, as a restarted script writes it: two event files in one directory,
+    each with its graph and `step_1`, of a 256- then a 4096-wide MLP."""
+    import time
+
+    import numpy as np
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    for width in (256, 4096):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf1.placeholder(tf.float32, (None, 64), name="x")
+            with tf1.variable_scope("mlp"):
+                h = tf.nn.relu(tf.matmul(x, tf1.get_variable("fc1/w", (64, width))))
+                y = tf.matmul(h, tf1.get_variable("fc2/w", (width, 1)))
+            train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(y)))
+            init = tf1.global_variables_initializer()
+            writer = tf1.summary.FileWriter(str(run_dir))
+        with tf1.Session(graph=graph) as session:
+            session.run(init)
+            feed = {x: np.ones((64, 64), np.float32)}
+            session.run(train, feed)
+            metadata = tf1.RunMetadata()
+            session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                        run_metadata=metadata)
+        writer.add_graph(graph)
+        writer.add_run_metadata(metadata, "step_1", global_step=1)
+        writer.close()
+        time.sleep(1.1)  # the next event file's name (its time in seconds) sorts after this one's
+
+
+def test_a_restarted_run_reads_the_graph_tensorboard_serves(capsys, tmp_path):
+    """Two event files writing one run's graph and tag: the CLI reads the same graph and step as
+    the plugin under TensorBoard's own loading, so the resident parameters are the traced model's."""
+    from tracedata import memory_app_client
+
+    _write_restarted_run(tmp_path / "restart")
+    code, out, err = _run(capsys, tmp_path, "--run", "restart", "--json")
+    assert code == 0, err
+    (step,) = json.loads(out)["steps"]
+    (cli_device,) = step["devices"]
+    client = memory_app_client(tmp_path)
+    served = json.loads(client.get("/data/plugin/memory/summary?run=restart&tag=step_1").get_data())
+    (served_device,) = served["devices"]
+    assert cli_device["resident"]["param_count"] == served_device["resident"]["param_count"]
+    assert cli_device["figures"] == served_device["figures"]
+    # And they are the traced step's own model's: its parameters' bytes are what its variables read.
+    widths = {64 * 256 + 256: 256, 64 * 4096 + 4096: 4096}
+    assert cli_device["resident"]["param_count"] in widths
