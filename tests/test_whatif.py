@@ -164,8 +164,17 @@ def test_one_keras_model_built_twice_in_one_process_is_fitted(tmp_path):
     layers = question.fitted.layer_names
     assert {"sequential/dense", "sequential/dense_1", "sequential/dense_2"} <= set(layers)
     assert not any(layer.startswith("sequential_1/") for layer in layers)
-    rows = {row["layer"]: row for row in question.fitted.predict(64, top=10**6).layers}
-    assert rows["sequential/dense"]["per_sample_bytes"] > 0
+    # Exact through both points: each step's own layers, the second's by the first's names.
+    for traced_step, renamed in ((steps[0], {}), (steps[1], {"sequential_1/dense_3": "sequential/dense",
+                                                             "sequential_1/dense_4": "sequential/dense_1",
+                                                             "sequential_1/dense_5": "sequential/dense_2"})):
+        space = traced_step.space
+        names, of_name = whatif._layers(space)
+        held = np.bincount(of_name[space.trace.name_code], space.exec_columns[AT_PEAK], len(names)).astype(np.int64)
+        rows = {row["layer"]: row["at_peak_bytes"] for row in question.fitted.predict(traced_step.batch, top=10**6).layers}
+        for name, value in zip(names, held.tolist()):
+            if value > 0 and name.startswith("sequential"):
+                assert rows[renamed.get(name, name)] == pytest.approx(value, abs=8), name
 
 
 def _traced_real(name: str, build, feed) -> whatif.Traced:
