@@ -18,7 +18,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMP, TEMPORARIES
-from .names import NameTable, op_type_from_label
+from .names import XLA_CLUSTER_OP_TYPES, NameTable, op_type_from_label
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
@@ -343,16 +343,42 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
                             "or output any memory: either nothing in it does (a step of no-ops), or it was traced "
                             "below FULL_TRACE. " + NO_MEMORY_HELP)
     message = trace.note
+    clusters = xla_clusters(spaces)
     if not any(s.has_curve for s in spaces):
         if any(s.no_curve == "no_records" for s in spaces):
             no_curve = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
                         "allocated and output bytes are shown, but there is no curve and no at-peak figure.")
+        elif clusters:
+            no_curve = ("No allocation was recorded during this step, so there is no curve and no at-peak figure; "
+                        "output bytes are shown.")
         else:
             no_curve = ("Nothing was allocated during this step: its outputs are buffers that existed before it "
                         "(variable reads, constants), so there is no curve and no at-peak figure; output bytes "
                         "are shown.")
         message = no_curve if message is None else f"{no_curve} {message}"
+    if clusters:
+        message = f"{message} {xla_clusters_note(clusters)}" if message else xla_clusters_note(clusters)
     return StepAnalysis(trace, spaces, "ok", message)
+
+
+def xla_clusters(spaces: list[SpaceAnalysis]) -> list[str]:
+    """The XLA clusters a step ran (the names of its `_XlaRun` / `XlaLaunch` executions), once each."""
+    found: dict[str, None] = {}
+    for space in spaces:
+        names = space.names
+        for code, op_type in enumerate(names.op_type_names):
+            if op_type in XLA_CLUSTER_OP_TYPES:
+                found.update(dict.fromkeys(names.raw[i] for i in np.flatnonzero(names.op_code == code).tolist()))
+    return list(found)
+
+
+def xla_clusters_note(clusters: list[str]) -> str:
+    """What a step's note says of the XLA clusters it ran."""
+    shown = ", ".join(clusters[:3]) + (f" and {len(clusters) - 3} more" if len(clusters) > 3 else "")
+    return (f"XLA ran {len(clusters)} compiled cluster{'s' if len(clusters) != 1 else ''} in this step ({shown}): "
+            "TensorFlow does not record what XLA allocates inside a cluster, so that memory is missing from these "
+            "figures (the allocator's own readings, where the trace has them, include it). To see it, trace the "
+            "step with XLA off (no jit_scope, no TF_XLA_FLAGS=--tf_xla_auto_jit or global_jit_level).")
 
 
 def failed_step(status: str, message: str, source: str = "run_metadata") -> StepAnalysis:

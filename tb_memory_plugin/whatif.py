@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from ._numeric import scatter_sum
-from .analysis import SpaceAnalysis, StepAnalysis
+from .analysis import SpaceAnalysis, StepAnalysis, xla_clusters
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
 from .names import REPLICA_RE, XLA_PROGRAM_OP_TYPE, renumbering
 from .trace import DEVICE_MEMORY, labels_of
@@ -87,8 +87,12 @@ def traced_batch(step: StepAnalysis) -> int:
     """
     if any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces):
         # What XLA allocates for a program is one buffer with no tensor shape: nothing to scale.
-        raise WhatIfError("XLA's buffers (JAX, Keras 3 on JAX) carry no tensor shapes: "
+        raise WhatIfError("XLA's buffers (JAX, Keras 3 on JAX, TensorFlow's jit_compile) carry no tensor shapes: "
                           "the batch-size what-if cannot scale a step of XLA programs")
+    if clusters := xla_clusters(step.spaces):
+        raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
+                          "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
+                          "(trace the step with XLA off)")
     leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
     if not leading and step.trace.source in _CHUNK_SOURCES:
         leading = _leading_dims(step, ACTIVATIONS, 2, len)

@@ -472,3 +472,57 @@ def test_tree_of_awkward_paths():
     assert kinds["a/b/c"] == kinds["a.b"] == kinds["z"] == "node"
     assert int(tree.figures[0, AT_PEAK]) == n and int(tree.exec_count[0]) == n
     assert sorted(tree.paths[c] for c in tree.children[0]) == ["/(self)", "a", "a(x)", "a-b", "a.b", "b", "z"]
+
+
+# -- XLA clusters (TF1 jit_scope) ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def xla_step():
+    """A real training step whose forward pass ran in XLA clusters (`jit_scope`): the `_XlaRun`
+    executions allocate inside XLA, which the step stats do not record."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (32, 28, 28, 1), name="x")
+        y = tf1.placeholder(tf.int32, (32,), name="y")
+        with tf.xla.experimental.jit_scope(), tf1.variable_scope("net"):
+            h = tf.nn.relu(tf.nn.conv2d(x, tf1.get_variable("conv1/w", (3, 3, 1, 16)), 1, "SAME"))
+            h = tf.reshape(tf.nn.max_pool2d(h, 2, 2, "VALID"), (-1, 14 * 14 * 16))
+            logits = tf.matmul(tf.nn.relu(tf.matmul(h, tf1.get_variable("fc1/w", (14 * 14 * 16, 64)))),
+                               tf1.get_variable("fc2/w", (64, 10)))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf1.train.AdamOptimizer(1e-3).minimize(loss)
+        init = tf1.global_variables_initializer()
+    rng = np.random.RandomState(0)
+    feed = {x: rng.rand(32, 28, 28, 1).astype(np.float32), y: rng.randint(0, 10, 32)}
+    metadata = tf1.RunMetadata()
+    with models._session(graph) as session:
+        session.run(init)
+        session.run(train, feed)
+        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                    run_metadata=metadata)
+    return store.analyse_bytes(metadata.SerializeToString())
+
+
+def test_a_step_with_xla_clusters_says_their_memory_is_not_recorded(xla_step):
+    from tb_memory_plugin import findings, whatif
+
+    assert xla_step.status == "ok"
+    clusters = analysis.xla_clusters(xla_step.spaces)
+    assert clusters and all(name.startswith("cluster_") for name in clusters)
+    assert f"XLA ran {len(clusters)} compiled cluster" in xla_step.message
+    assert "does not record what XLA allocates" in xla_step.message and "XLA off" in xla_step.message
+    with pytest.raises(whatif.WhatIfError, match="XLA clusters"):
+        whatif.traced_batch(xla_step)
+    for finding in findings.step_findings(xla_step):
+        if finding.kind == findings.ALLOCATOR_GAP:
+            assert "XLA clusters" in finding.suggestion
+
+
+def test_a_step_without_xla_has_no_xla_note(unet_step):
+    assert analysis.xla_clusters(unet_step.spaces) == []
+    assert "XLA" not in (unet_step.message or "")
