@@ -714,3 +714,77 @@ def test_the_batch_of_a_keras_fit_profile_is_read_from_the_forward_pass(steps):
 
     for _, step in steps:
         assert whatif.traced_batch(step) == 2
+
+
+# -- TensorFlow's own XLA (jit_compile) -----------------------------------------------------------
+
+# A tf.function compiled with XLA, profiled around calls made eagerly (`jit_function`), and a
+# Keras fit compiled with XLA under the TensorBoard callback (`jit_fit`). XLA allocates the
+# program's buffers inside `CpuExecutable::ExecuteAsyncOnStream`.
+_JIT_SCRIPT = """
+import os, sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+root = sys.argv[1]
+model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu", name="h"),
+                          keras.layers.Dense(10, name="o")])
+optimizer = keras.optimizers.Adam()
+loss_of = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+@tf.function(jit_compile=True)
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_of(y, model(x, training=True))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+
+x, y = tf.constant(np.random.rand(32, 64).astype(np.float32)), tf.constant(np.random.randint(0, 10, 32))
+step(x, y)  # tensors made before the profile: the steps convert no input
+tf.profiler.experimental.start(os.path.join(root, "jit_function"))
+for i in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+        step(x, y)
+tf.profiler.experimental.stop()
+
+fit_model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)])
+fit_model.compile("adam", loss_of, jit_compile=True)
+board = keras.callbacks.TensorBoard(os.path.join(root, "jit_fit"), profile_batch=(3, 4))
+fit_model.fit(np.random.rand(32 * 6, 64).astype(np.float32), np.random.randint(0, 10, 32 * 6), batch_size=32,
+              epochs=1, callbacks=[board], verbose=0)
+"""
+
+
+@pytest.fixture(scope="module")
+def jit_logdir(tmp_path_factory) -> Path:
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(REPO / "demo_logs"))
+    import keras_unet
+
+    root = tmp_path_factory.mktemp("jit_logs")
+    subprocess.run([sys.executable, "-c", _JIT_SCRIPT, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
+                   check=True, timeout=600)
+    return root
+
+
+@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train"])
+def test_tensorflows_xla_programs_hold_their_buffers(jit_logdir, run):
+    """What XLA allocates while a compiled program runs is the program's (op type `XLA program`),
+    not `(no op)` nor an op typed by the function's name; the what-if says it cannot scale it."""
+    from tb_memory_plugin import whatif
+
+    (path,) = (jit_logdir / run).glob("plugins/profile/*/*.xplane.pb")
+    decoded = xplane.decode(path.read_bytes())
+    step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+    space = step.space(None)
+    by_type = {name: row[figures.AT_PEAK] for name, _, row in space.by_op_type()}
+    assert by_type.get("XLA program", 0) >= 0.9 * space.peak_rise_bytes > 0, by_type
+    assert not any(name.startswith("__inference_") for name in by_type)  # no op type named by its function
+    peak_node = report.node_ref(space, space.largest_at_peak_exec())
+    assert peak_node["op_type"] == "XLA program" and peak_node["name"] != "(no op)"
+    with pytest.raises(whatif.WhatIfError, match="jit_compile"):
+        whatif.traced_batch(step)

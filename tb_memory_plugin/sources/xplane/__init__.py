@@ -15,8 +15,10 @@ and Keras"). This importer turns them into the same columns as RunMetadata:
   Keras 3 on JAX name no executor step) are steps over their marker's window;
 * executions: one per distinct `tf_op` in the window (op events are named
   `<tf_op>:<OpType>`: their op type, start and end); XLA's programs
-  (`...Execute (jit_train_step)`) and copies to the device
-  (`...BufferFromHostBuffer(f32[32,28,28,1])`) stand for ops; an allocation
+  (`...Execute (jit_train_step)`; TensorFlow's own, `CpuExecutable::ExecuteAsyncOnStream`,
+  as `(XLA program)`) and copies to the device
+  (`...BufferFromHostBuffer(f32[32,28,28,1])`) stand for ops, and a tf_op that
+  allocated inside a program (a tf.function with jit_compile) is one; an allocation
   without a `tf_op` belongs to the innermost op running on its thread then
   (`(no op)` where none runs; `(input pipeline)` on one of tf.data's threads);
   the ops whose allocations were all made on tf.data's threads are the step's
@@ -92,6 +94,12 @@ _OP_EVENT_RE = re.compile(r"^(?P<node>[^:\s]+):(?P<type>[A-Za-z0-9_.]*)$")
 # tf_op. These events stand for ops: the program, named as XLA names it, and the copies,
 # under one scope by the shape copied.
 _PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*Execute \((?P<program>[^()\s]+)\)$")
+# TensorFlow's own XLA (`jit_compile=True`, Keras 3 on TensorFlow with jit): the compiled
+# program runs in `CpuExecutable::ExecuteAsyncOnStream` (`GpuExecutable::...` on a GPU), which
+# names no program; its buffers are allocated there, without a tf_op (Keras' fit) or with the
+# function's (`__inference_train_step_2866`, a tf.function called eagerly).
+_TF_PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*\w*Executable::ExecuteAsyncOnStream$")
+TF_PROGRAM = "(XLA program)"  # the node of a TF XLA program's buffers that name no op
 _COPY_EVENT_RE = re.compile(r"^(?:\w+::)*BufferFromHostBuffer\((?P<shape>[^()\s]*)\)$")
 COPY_SCOPE = "(copies to device)"  # op type COPY_TO_DEVICE_OP_TYPE: categorised as inputs
 # PjRt's own callbacks (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`) look like
@@ -256,6 +264,10 @@ def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
             kinds[i] = _OP
             node[i] = strings.code(match.group("program"))
             op_type[i] = strings.code(XLA_PROGRAM_OP_TYPE)
+        elif _TF_PROGRAM_EVENT_RE.match(name):
+            kinds[i] = _OP
+            node[i] = strings.code(TF_PROGRAM)
+            op_type[i] = strings.code(XLA_PROGRAM_OP_TYPE)
         elif match := _COPY_EVENT_RE.match(name):
             kinds[i] = _OP
             node[i] = strings.code(f"{COPY_SCOPE}/{match.group('shape') or '(no shape)'}")
@@ -407,6 +419,7 @@ class _PlaneSteps:
         self.ops = events.ops
         self._pair_frees()
         self._attribute_unnamed()
+        self.xla_nodes = self._allocating_in_programs()
         self.steps = self._find_steps(events.processes, events.markers)
 
     def _pair_frees(self) -> None:
@@ -450,6 +463,26 @@ class _PlaneSteps:
                 node[rows[found]] = ops["node"][line_ops[at[found]]]
         node[memory["is_allocation"] & (node < 0) & self.on_input_thread] = self.strings.code(INPUT_PIPELINE)
         self.node = node
+
+    def _allocating_in_programs(self) -> frozenset[int]:
+        """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
+        a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type."""
+        memory, ops = self.memory, self.ops
+        program_type = self.strings._code.get(XLA_PROGRAM_OP_TYPE)
+        if not ops or program_type is None:
+            return frozenset()
+        programs = np.flatnonzero(ops["op_type"] == program_type)
+        named = np.flatnonzero(memory["is_allocation"] & (memory["tf_op"] >= 0))
+        found: set[int] = set()
+        for line in np.unique(ops["line"][programs]).tolist():
+            rows = programs[ops["line"][programs] == line]
+            rows = rows[np.argsort(ops["start_ps"][rows], kind="stable")]
+            allocations = named[memory["line"][named] == line]
+            time = memory["time_ps"][allocations]
+            at = np.searchsorted(ops["start_ps"][rows], time, side="right") - 1  # the program started last by then
+            inside = (at >= 0) & (time <= ops["end_ps"][rows][np.maximum(at, 0)])
+            found.update(memory["tf_op"][allocations[inside]].tolist())
+        return frozenset(found)
 
     def _find_steps(self, processes: dict, markers: dict) -> list[ProfileStep]:
         memory = self.memory
@@ -672,6 +705,9 @@ class _PlaneSteps:
             return op_types
         type_of = dict(zip(self.ops["node"][ops_in_window].tolist(), self.ops["op_type"][ops_in_window].tolist()))
         for code, name in zip(nodes.tolist(), cleaned):
+            if code in self.xla_nodes:
+                op_types.setdefault(name, XLA_PROGRAM_OP_TYPE)
+                continue
             op_type = type_of.get(code)
             if op_type is not None:
                 op_types.setdefault(name, self.strings.values[op_type])
