@@ -176,7 +176,9 @@ def layer_path(graph_name: str) -> str:
     if not sep or "/" not in rest:
         return graph_name
     if first.startswith("gradient") and _GRADIENTS_RE.match(first):
-        return rest
+        # Nested gradient scopes (`gradient_tape/gradients/model/...`: tf.recompute_grad's
+        # gradient, taken inside the tape's) fold away together.
+        return layer_path(rest) if rest.startswith("gradient") and _GRADIENTS_RE.match(rest.partition("/")[0]) else rest
     if _named_gradients(first) and ("_grad/" in rest or rest.endswith("_grad")):
         return rest
     if rest.startswith("update_"):
@@ -892,13 +894,16 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     deeper = second_end >= 0
     plain = gradients_first & deeper
     update = ~gradients_first & deeper & lines.starting_with(b"update_", parts.has_rest, second)
+    # Nested gradient scopes (`gradient_tape/gradients/...`) go through the one-name rule.
+    nested = plain & lines.starting_with(b"gradient", plain, second)
+    plain &= ~nested
     cut = np.zeros(n, dtype=np.int64)
     cut[plain] = second[plain]
     cut[update] = second[update] + len("update_")
     # The one-name rule's other form (`training/Adam/update_<scope>/...`): a third component
     # starting with `update_`.
-    third_update = deeper & ~plain & ~update & lines.starting_with(b"update_", deeper, second_end + 1)
-    others = {i: layer_path(paths[i]) for i in np.flatnonzero(third_update).tolist()}
+    third_update = deeper & ~plain & ~update & ~nested & lines.starting_with(b"update_", deeper, second_end + 1)
+    others = {i: layer_path(paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     if not (others or cut.any()):
         return _NO_CUT

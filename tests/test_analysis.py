@@ -526,3 +526,43 @@ def test_a_step_with_xla_clusters_says_their_memory_is_not_recorded(xla_step):
 def test_a_step_without_xla_has_no_xla_note(unet_step):
     assert analysis.xla_clusters(unet_step.spaces) == []
     assert "XLA" not in (unet_step.message or "")
+
+
+def test_a_recomputed_blocks_gradients_fold_into_its_layer():
+    """tf.recompute_grad takes its gradient inside the tape's (`gradient_tape/gradients/model/...`):
+    grouped by layer, every backward op is the block's, none in a top-level gradients scope."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf1.placeholder(tf.float32, (4, 16, 16, 8), name="a")
+        with tf1.variable_scope("model"):
+            weights = [tf1.get_variable(f"block_{i}/w", (3, 3, 8, 8)) for i in range(2)]
+
+        def block(h):
+            for w in weights:
+                h = tf.nn.relu(tf.nn.conv2d(h, w, 1, "SAME"))
+            return h
+
+        with tf.name_scope("model/ckpt_block"):
+            h = tf.recompute_grad(block)(a)
+        train = tf1.train.AdamOptimizer(1e-3).minimize(tf.reduce_mean(tf.square(h)))
+        init = tf1.global_variables_initializer()
+    feed = {a: np.random.RandomState(0).rand(4, 16, 16, 8).astype(np.float32)}
+    metadata = tf1.RunMetadata()
+    with models._session(graph) as session:
+        session.run(init)
+        session.run(train, feed)
+        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                    run_metadata=metadata)
+    step = store.analyse_bytes(metadata.SerializeToString(), None)
+    space = step.space(None)
+    raw = space.names.raw
+    nested = [i for i, name in enumerate(raw) if "gradients/model/ckpt_block" in name and name.startswith("gradient_tape")]
+    assert nested, "no nested gradient scope in this trace"
+    for i in nested:
+        assert space.names.leaf_path("layer", i).startswith("model/ckpt_block/"), raw[i]
+    top = {path for path, row in space.top_level("layer") if row[ALLOCATED]}
+    assert not any(path.startswith("gradient") for path in top), top

@@ -69,6 +69,10 @@ def test_plain_names_are_kept():
     ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights/ResourceApplyAdam"),
     ("training/Adam/update_dense/kernel/ResourceApplyAdam", "dense/kernel/ResourceApplyAdam"),
     ("gradients/AddN", "gradients/AddN"),  # nothing after the prefix: stays
+    # tf.recompute_grad: its gradient taken inside the tape's; both fold away.
+    ("gradient_tape/gradients/model/ckpt_block/IdentityN_grad/Conv2DBackpropInput",
+     "model/ckpt_block/IdentityN_grad/Conv2DBackpropInput"),
+    ("gradients/gradients_1/x", "gradients_1/x"),  # nothing after the inner prefix: it stays
     # A gradients scope the user named (tf.gradients(..., name="my_grads")), where an op's gradient follows.
     ("my_grads/body/dense/MatMul_grad/MatMul", "body/dense/MatMul_grad/MatMul"),
     ("my_grads/Fill", "my_grads/Fill"),
