@@ -133,6 +133,8 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
               f"{format_bytes(resident.param_bytes)}, optimizer slots {format_bytes(resident.slot_bytes)}"
               + (f", other {format_bytes(other)} of start {format_bytes(resident.start_bytes)}" if other is not None
                  else ""))
+        if other is not None and other < 0:
+            print(f"   note: {resident.OTHER_BELOW_ZERO}")
         if resident.weight_constants_used:
             print(f"   note: {report.resident_mod.WEIGHT_CONSTANTS_NOTE}")
         layers = sorted(resident.layers(), key=lambda row: -(row["param_bytes"] + row["slot_bytes"]))

@@ -430,6 +430,9 @@ class Resident:
     def slot_bytes(self) -> int:
         return sum(t.bytes or 0 for t in self.tensors if t.kind == SLOT)
 
+    OTHER_BELOW_ZERO = ("the graph's tensors exceed the bytes in use before the step: some live elsewhere, "
+                        "were not allocated yet, or the start (read from the allocator's readings) reads low")
+
     @property
     def other_bytes(self) -> int | None:
         """Bytes in use before the step that the model's tensors do not explain (negative when the

@@ -391,3 +391,32 @@ def test_a_frozen_graph_read_by_op_type_finds_its_weights_as_the_full_parse_does
     lean = run_graph.model
     assert lean.weight_constants_used
     assert _model_facts(lean) == _model_facts(resident.Model.from_bytes(gd_bytes))
+
+
+def test_the_cli_explains_a_graph_bigger_than_the_start(capsys, tmp_path, unet_trace):
+    """The real U-Net step beside its graph with one more variable, larger than all the bytes in use
+    before the step (a hand-made edge: tensors the graph declares that the device did not hold):
+    `other` comes out negative, and the CLI says why, as the page does."""
+    import time
+
+    from tensorboard.compat.proto import event_pb2, tensor_shape_pb2, types_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    graph_def = graph_pb2.GraphDef.FromString(unet_trace.graph_def_bytes)
+    node = graph_def.node.add(name="shared_model/huge/weights", op="VariableV2")
+    node.attr["dtype"].type = types_pb2.DT_FLOAT
+    node.attr["shape"].shape.CopyFrom(tensor_shape_pb2.TensorShapeProto(dim=[{"size": 64 * 2**20}]))  # 256 MiB
+    writer = EventFileWriter(str(tmp_path / "unet"))
+    try:
+        writer.add_event(event_pb2.Event(wall_time=time.time(), graph_def=graph_def.SerializeToString()))
+        event = event_pb2.Event(wall_time=time.time(), step=1)
+        event.tagged_run_metadata.tag = "step_1"
+        event.tagged_run_metadata.run_metadata = unet_trace.run_metadata_bytes
+        writer.add_event(event)
+    finally:
+        writer.close()
+    assert cli.main(["summary", str(tmp_path), "--run", "unet"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("   resident before the step"))
+    assert ", other -" in line
+    assert f"   note: {resident.Resident.OTHER_BELOW_ZERO}" in out
