@@ -72,6 +72,9 @@ _SUFFIX_RE = re.compile(r"(?:/_\d+__cf__\d+|-(?:folded|bcastargs|matshapes)-\d+)
 # `[cpu 0.1MB 0.1MB] name = Op(inputs)` (the bracket part is optional).
 _LABEL_RE = re.compile(r"^(?:\[[^\]]*\]\s*)?\S+\s=\s([A-Za-z0-9_.>]+)\(")
 _ARG_RE = re.compile(r"^_arg_(?P<feed>.+?)_\d+_\d+$")
+# An inlined function call's plumbing (identities at its inputs and outputs): TensorFlow names them
+# `Func/<call>/input/_291`, outside the call's scope. They go in it: `<call>/input/_291`.
+_INLINED_RE = re.compile(r"^Func/(?P<path>.+/(?:input|output|input_control_node|output_control_node)/_\d+)$")
 _OPTIMIZER_STAGE_RE = re.compile(r"^[A-Z][A-Za-z]*_")
 
 
@@ -129,6 +132,10 @@ def classify(raw_name: str) -> NameInfo:
             return NameInfo(feed, f"{FEEDS_SCOPE}/{feed}", FEED, "_Arg")
         if name.startswith(("_retval", "_SOURCE", "_SINK", "_Send", "_Recv", "_HostSend", "_HostRecv")):
             return NameInfo(name, f"{PLUMBING_SCOPE}/{name}", PLUMBING, None)
+    if name.startswith("Func/"):
+        inlined = _INLINED_RE.match(name)
+        if inlined:
+            return NameInfo(name, inlined.group("path"), PLUMBING, None)
     if name.endswith("-LayoutOptimizer"):
         match = _LAYOUT_RE.match(name)
         if match:
@@ -791,7 +798,7 @@ def _classify_all(raw: list[str], lines: _Lines):
     """
     if lines.ok:
         special = lines.with_any_char(b"-:")  # layout helpers, grappler suffixes, stream suffixes
-        special |= lines.starting_with(b"_")  # feeds and plumbing
+        special |= lines.starting_with(b"_") | lines.starting_with(b"Func/")  # feeds and plumbing
         special |= lines.containing(b"__cf__")  # constant folding's suffix
         special |= lines.with_component_head(_OPTIMIZER_HEADS, 8)  # a grappler pass's component
         rows = np.flatnonzero(special).tolist()

@@ -566,3 +566,35 @@ def test_a_recomputed_blocks_gradients_fold_into_its_layer():
         assert space.names.leaf_path("layer", i).startswith("model/ckpt_block/"), raw[i]
     top = {path for path, row in space.top_level("layer") if row[ALLOCATED]}
     assert not any(path.startswith("gradient") for path in top), top
+
+
+def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
+    """A tf.while_loop's body is an inlined function: TensorFlow names the identities at its inputs
+    `Func/<call>/input/_N`, outside any scope. They sit in the call's scope, not a top-level `Func`."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (16, 32), name="x")
+        with tf1.variable_scope("encoder"):
+            w = tf1.get_variable("w", (32, 32))
+            _, h = tf.while_loop(lambda i, h: i < 5, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))),
+                                 (tf.constant(0), x))
+        train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(h)))
+        init = tf1.global_variables_initializer()
+    metadata = tf1.RunMetadata()
+    feed = {x: np.ones((16, 32), np.float32)}
+    with models._session(graph) as session:
+        session.run(init)
+        session.run(train, feed)
+        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                    run_metadata=metadata)
+    space = store.analyse_bytes(metadata.SerializeToString()).space(None)
+    inlined = [i for i, name in enumerate(space.names.raw) if name.startswith("Func/")]
+    assert inlined, "no inlined function plumbing in this trace"
+    for i in inlined:
+        assert space.names.paths[i] == space.names.raw[i][len("Func/"):]
+    for group in ("layer", "scope"):
+        assert "Func" not in {path for path, _ in space.top_level(group)}

@@ -57,6 +57,20 @@ def test_feeds_and_plumbing():
         assert names.scope_of(info.path) == names.PLUMBING_SCOPE
 
 
+@pytest.mark.parametrize("raw, path", [
+    ("Func/encoder/rnn/while/body/_1/input/_291", "encoder/rnn/while/body/_1/input/_291"),
+    ("Func/StatefulPartitionedCall/output_control_node/_12", "StatefulPartitionedCall/output_control_node/_12"),
+])
+def test_an_inlined_calls_plumbing_goes_in_the_calls_scope(raw, path):
+    info = names.classify(raw)
+    assert (info.graph_name, info.path, info.kind) == (raw, path, names.PLUMBING)
+    assert names.categorise(info.path, "Identity", info.kind) == names.categorise("x", "NoOp", names.PLUMBING)
+
+
+def test_a_scope_the_user_named_func_stays():
+    assert names.classify("Func/dense/MatMul").path == "Func/dense/MatMul"
+
+
 def test_plain_names_are_kept():
     info = names.classify("shared_model/unet_01/LeakyRelu")
     assert info == names.NameInfo("shared_model/unet_01/LeakyRelu", "shared_model/unet_01/LeakyRelu", names.OP, None)
