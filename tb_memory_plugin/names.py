@@ -99,6 +99,27 @@ def op_type_from_label(timeline_label: str) -> str | None:
     return match.group(1) if match else None
 
 
+# oneDNN's rewrites of TensorFlow's own fused ops, which are `_`-prefixed (`_FusedMatMul`); any
+# other `_Mkl<Op>` or `_MklNative<Op>` stands for the public `<Op>` (`FusedBatchNormV3` too).
+_UNDERSCORED = frozenset({"FusedMatMul", "FusedConv2D", "FusedConv3D", "FusedDepthwiseConv2dNative",
+                          "FusedBatchMatMulV2", "FusedBatchNormEx", "FusedPadConv2D", "FusedResizeAndPadConv2D"})
+_ONEDNN_RE = re.compile(r"^_Mkl(?:Native)?(?P<op>[A-Z]\w*)$")
+_ONEDNN_OWN = frozenset({"ToTf", "InputConversion"})  # oneDNN's own layout ops: no op of TensorFlow's
+
+
+def graph_op_type(kernel: str | None) -> str | None:
+    """The op a label's kernel ran for, as a graph names it: oneDNN's `_MklMatMul` and
+    `_MklNativeFusedMatMul` are `MatMul` and `_FusedMatMul` (op types read from labels then
+    group with those read from the graph). Findings that need the kernel itself read the label."""
+    match = _ONEDNN_RE.match(kernel) if kernel and kernel.startswith("_Mkl") else None
+    if match is None:
+        return kernel
+    op = match.group("op")
+    if op in _ONEDNN_OWN:
+        return kernel
+    return f"_{op}" if op in _UNDERSCORED else op
+
+
 def scope_of(path: str) -> str:
     """Parent scope of a path (\"\" at the root)."""
     slash = path.rfind("/")
@@ -854,11 +875,11 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
         ops[i] = op
     made = [i for i in derived if not (source_ops and source_ops.get(runtime[i]))]
     for i, label in zip(made, labels_of(label_of, [runtime[i] for i in made]) if made else ()):
-        ops[i] = op_type_from_label(label) or ops[i]
+        ops[i] = graph_op_type(op_type_from_label(label)) or ops[i]
     if not all(ops):  # a None or ""
         missing = list(itertools.compress(range(len(ops)), map(operator.not_, ops)))
         for i, label in zip(missing, labels_of(label_of, [runtime[i] for i in missing])):
-            ops[i] = op_type_from_label(label) or UNKNOWN_OP
+            ops[i] = graph_op_type(op_type_from_label(label)) or UNKNOWN_OP
     return ops  # type: ignore[return-value]
 
 

@@ -598,3 +598,8 @@ def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
         assert space.names.paths[i] == space.names.raw[i][len("Func/"):]
     for group in ("layer", "scope"):
         assert "Func" not in {path for path, _ in space.top_level(group)}
+    # The body's ops are not in the user's GraphDef: their op types come from the labels, where
+    # oneDNN's kernels (`_MklMatMul`) stand for the graph's ops (`MatMul`).
+    body = [i for i, name in enumerate(space.names.raw) if "/body/" in name and name.endswith("/MatMul")]
+    assert body and {space.names.op_types[i] for i in body} == {"MatMul"}
+    assert not any(op.startswith("_Mkl") for op in space.names.op_type_names)

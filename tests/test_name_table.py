@@ -18,7 +18,7 @@ COMPONENTS = [
     "_arg_frames_0_0", "_retval_loss_0_0", "_SOURCE", "_Recv_x", "(self)", "a.b", "ünï", "",
 ]
 OP_TYPES = ["MatMul", "Relu", "VariableV2", "ReadVariableOp", "Const", "Placeholder", "ApplyAdam",
-            "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", None]
+            "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", "_MklMatMul", "_MklNativeFusedMatMul", None]
 
 name_strategy = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=6).map("/".join)
 
@@ -31,12 +31,12 @@ def reference_op_type(raw, info, label, source_ops, graph_ops):
         return op
     derived = info.kind == names.OP and info.graph_name != names.strip_stream_suffix(raw)
     if derived and names.op_type_from_label(label):  # made by a grappler pass: what ran
-        return names.op_type_from_label(label)
+        return names.graph_op_type(names.op_type_from_label(label))
     if graph_ops is not None:
         op = graph_ops.get(info.graph_name)
         if op:
             return op
-    return names.op_type_from_label(label) or names.UNKNOWN_OP
+    return names.graph_op_type(names.op_type_from_label(label)) or names.UNKNOWN_OP
 
 
 def assert_agrees(raw, label_of, source_ops, graph_ops):

@@ -67,6 +67,15 @@ def test_an_inlined_calls_plumbing_goes_in_the_calls_scope(raw, path):
     assert names.categorise(info.path, "Identity", info.kind) == names.categorise("x", "NoOp", names.PLUMBING)
 
 
+@pytest.mark.parametrize("kernel, op", [
+    ("_MklMatMul", "MatMul"), ("_MklNativeFusedMatMul", "_FusedMatMul"), ("_MklFusedConv2D", "_FusedConv2D"),
+    ("_MklFusedBatchNormV3", "FusedBatchNormV3"), ("_MklNativeConv2DBackpropInput", "Conv2DBackpropInput"),
+    ("_MklEinsum", "Einsum"), ("MatMul", "MatMul"), ("_Mkl", "_Mkl"), ("_MklToTf", "_MklToTf"), (None, None),
+])
+def test_graph_op_type_of_a_onednn_kernel(kernel, op):
+    assert names.graph_op_type(kernel) == op
+
+
 def test_a_scope_the_user_named_func_stays():
     assert names.classify("Func/dense/MatMul").path == "Func/dense/MatMul"
 
