@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import protos
-from tracedata import UNET_STEPS, exec_names, read_blob_bytes, records_peak
+from tracedata import UNET_STEPS, exec_names, read_blob_bytes, records_peak, traced_graph_step
 from tb_memory_plugin import analysis, curve as curve_mod, figures, report, scope_tree, store
 from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
 
@@ -481,7 +481,6 @@ def test_tree_of_awkward_paths():
 def xla_step():
     """A real training step whose forward pass ran in XLA clusters (`jit_scope`): the `_XlaRun`
     executions allocate inside XLA, which the step stats do not record."""
-    import models
     import tensorflow as tf
 
     tf1 = tf.compat.v1
@@ -499,13 +498,7 @@ def xla_step():
         init = tf1.global_variables_initializer()
     rng = np.random.RandomState(0)
     feed = {x: rng.rand(32, 28, 28, 1).astype(np.float32), y: rng.randint(0, 10, 32)}
-    metadata = tf1.RunMetadata()
-    with models._session(graph) as session:
-        session.run(init)
-        session.run(train, feed)
-        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
-                    run_metadata=metadata)
-    return store.analyse_bytes(metadata.SerializeToString())
+    return store.analyse_bytes(traced_graph_step(graph, init, train, feed))
 
 
 def test_a_step_with_xla_clusters_says_their_memory_is_not_recorded(xla_step):
@@ -531,7 +524,6 @@ def test_a_step_without_xla_has_no_xla_note(unet_step):
 def test_a_recomputed_blocks_gradients_fold_into_its_layer():
     """tf.recompute_grad takes its gradient inside the tape's (`gradient_tape/gradients/model/...`):
     grouped by layer, every backward op is the block's, none in a top-level gradients scope."""
-    import models
     import tensorflow as tf
 
     tf1 = tf.compat.v1
@@ -551,13 +543,7 @@ def test_a_recomputed_blocks_gradients_fold_into_its_layer():
         train = tf1.train.AdamOptimizer(1e-3).minimize(tf.reduce_mean(tf.square(h)))
         init = tf1.global_variables_initializer()
     feed = {a: np.random.RandomState(0).rand(4, 16, 16, 8).astype(np.float32)}
-    metadata = tf1.RunMetadata()
-    with models._session(graph) as session:
-        session.run(init)
-        session.run(train, feed)
-        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
-                    run_metadata=metadata)
-    step = store.analyse_bytes(metadata.SerializeToString(), None)
+    step = store.analyse_bytes(traced_graph_step(graph, init, train, feed))
     space = step.space(None)
     raw = space.names.raw
     nested = [i for i, name in enumerate(raw) if "gradients/model/ckpt_block" in name and name.startswith("gradient_tape")]
@@ -571,7 +557,6 @@ def test_a_recomputed_blocks_gradients_fold_into_its_layer():
 def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
     """A tf.while_loop's body is an inlined function: TensorFlow names the identities at its inputs
     `Func/<call>/input/_N`, outside any scope. They sit in the call's scope, not a top-level `Func`."""
-    import models
     import tensorflow as tf
 
     tf1 = tf.compat.v1
@@ -584,14 +569,7 @@ def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
                                  (tf.constant(0), x))
         train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(h)))
         init = tf1.global_variables_initializer()
-    metadata = tf1.RunMetadata()
-    feed = {x: np.ones((16, 32), np.float32)}
-    with models._session(graph) as session:
-        session.run(init)
-        session.run(train, feed)
-        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
-                    run_metadata=metadata)
-    space = store.analyse_bytes(metadata.SerializeToString()).space(None)
+    space = store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((16, 32), np.float32)})).space(None)
     inlined = [i for i, name in enumerate(space.names.raw) if name.startswith("Func/")]
     assert inlined, "no inlined function plumbing in this trace"
     for i in inlined:

@@ -187,8 +187,9 @@ tf.profiler.experimental.stop()
 """
 
 
-@pytest.fixture(scope="module")
-def eager_profile(tmp_path_factory) -> Path:
+def _profiled_by(script: str, root: Path) -> Path:
+    """`root` after a Python process has run `script` with it as its argument, in the allocator
+    settings the profiles here are made with (demo_logs/keras_unet.py's BFC_ENV)."""
     import os
     import subprocess
     import sys
@@ -196,10 +197,14 @@ def eager_profile(tmp_path_factory) -> Path:
     sys.path.insert(0, str(REPO / "demo_logs"))
     import keras_unet
 
-    root = tmp_path_factory.mktemp("eager_logs")
-    subprocess.run([sys.executable, "-c", _EAGER_SCRIPT, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
+    subprocess.run([sys.executable, "-c", script, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
                    check=True, timeout=600)
-    (path,) = root.glob("plugins/profile/*/*.xplane.pb")
+    return root
+
+
+@pytest.fixture(scope="module")
+def eager_profile(tmp_path_factory) -> Path:
+    (path,) = _profiled_by(_EAGER_SCRIPT, tmp_path_factory.mktemp("eager_logs")).glob("plugins/profile/*/*.xplane.pb")
     return path
 
 
@@ -758,17 +763,7 @@ fit_model.fit(np.random.rand(32 * 6, 64).astype(np.float32), np.random.randint(0
 
 @pytest.fixture(scope="module")
 def jit_logdir(tmp_path_factory) -> Path:
-    import os
-    import subprocess
-    import sys
-
-    sys.path.insert(0, str(REPO / "demo_logs"))
-    import keras_unet
-
-    root = tmp_path_factory.mktemp("jit_logs")
-    subprocess.run([sys.executable, "-c", _JIT_SCRIPT, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
-                   check=True, timeout=600)
-    return root
+    return _profiled_by(_JIT_SCRIPT, tmp_path_factory.mktemp("jit_logs"))
 
 
 @pytest.mark.parametrize("run", ["jit_function", "jit_fit/train"])

@@ -39,6 +39,22 @@ class RealTrace:
         return store.analyse_bytes(self.run_metadata_bytes, graph.RunGraph.from_bytes(self.graph_def_bytes))
 
 
+def traced_graph_step(graph, init, train, feed) -> bytes:
+    """The serialized RunMetadata of one FULL_TRACE run of `train` in `graph` (after its `init` and
+    one untraced warm-up run), in the suite's session settings (demo_logs/models.py)."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    metadata = tf1.RunMetadata()
+    with models._session(graph) as session:
+        session.run(init)
+        session.run(train, feed)
+        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                    run_metadata=metadata)
+    return metadata.SerializeToString()
+
+
 def read_blob_bytes(logdir: Path, run: str, tag: str, plugins=("graph_tagged_run_metadata", "graph_run_metadata")) -> bytes:
     """The exact bytes TensorBoard's data provider hands the plugin for run/tag."""
     from tensorboard import context
