@@ -26,7 +26,7 @@ import pytest
 
 import zoo_models
 from tracedata import engine_step, exec_names, read_blob_bytes, records_peak
-from tb_memory_plugin import cli
+from tb_memory_plugin import cli, names
 
 # The figures every listing carries (docs/figures.md, "Per-execution figures").
 FIGURE_KEYS = ("at_peak_bytes", "allocated_bytes", "op_peak_bytes", "live_bytes", "output_bytes", "temp_bytes",
@@ -96,6 +96,12 @@ def label_op(label: str) -> str | None:
     if " = " not in label:
         return None
     return label.split(" = ", 1)[1].split("(", 1)[0].strip() or None
+
+
+def label_op_type(label: str) -> str | None:
+    """The op type a label gives a node: its op, oneDNN's kernels named as the graph names their
+    op (`_MklMatMul` is `MatMul`: names.graph_op_type)."""
+    return names.graph_op_type(label_op(label))
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +271,7 @@ def _disputed_op_types(raw_step: Raw) -> set[str]:
     disputed = set()
     for device in raw_step.devices:
         for node in device.node_stats:
-            name, label = node.node_name, label_op(node.timeline_label)
+            name, label = node.node_name, label_op_type(node.timeline_label)
             graph_op = raw_step.graph_ops.get(name)
             if graph_op is not None:
                 if graph_op != label:
@@ -289,7 +295,7 @@ def test_op_type_counts_are_the_labels(summary, engine, raw, run, tag):
         space = _main_space(engine[(run, tag)], raw_step, device)
         # The main allocator keeps every execution, in the trace's order.
         assert exec_names(space.trace) == [node.node_name for node in device_stats.node_stats]
-        labels = [label_op(node.timeline_label) for node in device_stats.node_stats]
+        labels = [label_op_type(node.timeline_label) for node in device_stats.node_stats]
         checked = 0
         for i, (node, label) in enumerate(zip(device_stats.node_stats, labels)):
             graph_op = raw_step.graph_ops.get(node.node_name)
@@ -298,7 +304,8 @@ def test_op_type_counts_are_the_labels(summary, engine, raw, run, tag):
                 checked += 1
             elif graph_op is not None and graph_op != label:
                 # A fused or oneDNN kernel keeps its graph node's op type, the kernel shown beside it.
-                assert (space.op_type(i), space.kernel_of(i)) == (graph_op, label), (run, tag, node.node_name)
+                assert (space.op_type(i), space.kernel_of(i)) == (graph_op, label_op(node.timeline_label)), \
+                    (run, tag, node.node_name)
         assert checked > len(labels) // 2, (run, tag, disputed)
         counts = collections.Counter(label for label in labels if label not in disputed)
         for group in GROUPS:
@@ -323,7 +330,7 @@ def test_many_output_ops(zoo, summary, raw, run, tag):
     output_bytes = collections.Counter()
     for device in raw_step.devices:
         for node in device.node_stats:
-            op = label_op(node.timeline_label)
+            op = label_op_type(node.timeline_label)
             label_counts[op] += 1
             output_bytes[op] += sum(o.tensor_description.allocation_description.requested_bytes for o in node.output)
     assert not {"Split", "Unpack", "IdentityN"} & _disputed_op_types(raw_step)
