@@ -99,23 +99,27 @@ def op_type_from_label(timeline_label: str) -> str | None:
     return match.group(1) if match else None
 
 
-# oneDNN's rewrites of TensorFlow's own fused ops, which are `_`-prefixed (`_FusedMatMul`); any
-# other `_Mkl<Op>` or `_MklNative<Op>` stands for the public `<Op>` (`FusedBatchNormV3` too).
+# oneDNN's rewrites of TensorFlow's own fused ops, which are `_`-prefixed (`_FusedMatMul`); other
+# `_Mkl<Op>` and `_MklNative<Op>` kernels stand for the public `<Op>` (`FusedBatchNormV3` too),
+# except those of fusions only oneDNN makes (`_MklLayerNorm`, `_MklConv2DWithBias`) and its own
+# layout ops (`_MklToTf`): they have no op of TensorFlow's and keep the kernel's name.
 _UNDERSCORED = frozenset({"FusedMatMul", "FusedConv2D", "FusedConv3D", "FusedDepthwiseConv2dNative",
-                          "FusedBatchMatMulV2", "FusedBatchNormEx", "FusedPadConv2D", "FusedResizeAndPadConv2D"})
+                          "FusedBatchNormEx"})
 _ONEDNN_RE = re.compile(r"^_Mkl(?:Native)?(?P<op>[A-Z]\w*)$")
-_ONEDNN_OWN = frozenset({"ToTf", "InputConversion"})  # oneDNN's own layout ops: no op of TensorFlow's
+_ONEDNN_OWN = re.compile(r"^(?:ToTf|InputConversion|FusedBatchMatMulV2)$|WithBias|PadWith|LayerNorm|Swish|Mish|"
+                         r"InstanceNorm")
 
 
 def graph_op_type(kernel: str | None) -> str | None:
     """The op a label's kernel ran for, as a graph names it: oneDNN's `_MklMatMul` and
     `_MklNativeFusedMatMul` are `MatMul` and `_FusedMatMul` (op types read from labels then
-    group with those read from the graph). Findings that need the kernel itself read the label."""
+    group with those read from the graph); see _UNDERSCORED for the kernels that keep their
+    name. Findings that need the kernel itself read the label."""
     match = _ONEDNN_RE.match(kernel) if kernel and kernel.startswith("_Mkl") else None
     if match is None:
         return kernel
     op = match.group("op")
-    if op in _ONEDNN_OWN:
+    if _ONEDNN_OWN.search(op):
         return kernel
     return f"_{op}" if op in _UNDERSCORED else op
 
@@ -255,6 +259,13 @@ XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buff
 # A TF1 graph's XLA clusters (auto-clustering, jit_scope): ops that run a compiled cluster. What
 # XLA allocates inside one is not in the step stats: the records hold none of it.
 XLA_CLUSTER_OP_TYPES = frozenset({"_XlaRun", "XlaLaunch", "XlaLaunchV2"})
+XLA_OFF_ADVICE = ("trace the step with XLA off (no jit_scope, no TF_XLA_FLAGS=--tf_xla_auto_jit, no "
+                  "global_jit_level) to see that memory")
+
+
+def ran_xla_clusters(table: "NameTable") -> bool:
+    """Whether a space's names ran an XLA cluster (see XLA_CLUSTER_OP_TYPES)."""
+    return any(op_type in XLA_CLUSTER_OP_TYPES for op_type in table.op_type_names)
 _INPUT_OPS = frozenset(
     {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorGetNextSync", "IteratorV2",
      "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE,
@@ -1027,31 +1038,33 @@ def renumbering(a_paths, b_paths) -> dict[str, str]:
     """B's paths (scope paths or layers) that A numbers otherwise -> A's (see `sibling_renumbering`).
 
     Scope by scope from the root: below a scope both have (B's once renamed), B's children
-    are matched against A's; a path's parents need not be listed. Empty where every path
-    of B is one of A's.
+    are matched against A's; a path's parents need not be listed. Paths are split at every
+    "/" (an empty component included: `/x_1` is `x_1` under an unnamed scope). Empty where
+    every path of B is one of A's.
     """
     a_set = set(a_paths)
     if a_set.issuperset(b_paths):
         return {}
 
-    def children(paths) -> dict[str, set[str]]:
-        kids: dict[str, set[str]] = collections.defaultdict(set)
+    def children(paths) -> dict[tuple[str, ...], set[str]]:
+        kids: dict[tuple[str, ...], set[str]] = collections.defaultdict(set)
         for path in paths:
-            while path:
-                parent, _, name = path.rpartition("/")
-                if name in kids[parent]:
+            parts = tuple(path.split("/"))
+            while parts:
+                parent = parts[:-1]
+                if parts[-1] in kids[parent]:
                     break  # its parents are in already
-                kids[parent].add(name)
-                path = parent
+                kids[parent].add(parts[-1])
+                parts = parent
         return kids
 
     kids_a, kids_b = children(a_set), children(b_paths)
-    new = {"": ""}
-    for parent in sorted(kids_b, key=lambda path: (path.count("/") if path else -1, path)):  # parents first
+    new: dict[tuple[str, ...], tuple[str, ...]] = {(): ()}
+    for parent in sorted(kids_b, key=len):  # parents first
         names = sorted(kids_b[parent])
         new_parent = new[parent]
         renames = sibling_renumbering(sorted(kids_a.get(new_parent, ())), names)
-        prefix = new_parent + "/" if new_parent else ""
         for name in names:
-            new[f"{parent}/{name}" if parent else name] = prefix + renames.get(name, name)
-    return {path: new[path] for path in b_paths if new[path] != path}
+            new[parent + (name,)] = new_parent + (renames.get(name, name),)
+    renamed = {path: "/".join(new[tuple(path.split("/"))]) for path in b_paths}
+    return {path: text for path, text in renamed.items() if text != path}

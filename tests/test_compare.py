@@ -507,3 +507,13 @@ def test_renumbering_goes_down_from_the_root_and_needs_no_parents_listed():
     assert names.renumbering(a, b) == {"sequential_1/dense_2": "sequential/dense", "sequential_1/dense_3":
                                        "sequential/dense_1", "sequential_1/dropout_1": "sequential/dropout"}
     assert names.renumbering(a, a) == {} and names.renumbering(a, ["other/dense_9"]) == {}
+    # Paths with empty components (a scope tree keeps `/x_1`, `a//b`) are renamed component by component.
+    assert names.renumbering(["/x", "a//b"], ["/x_1", "a//b_3", "a//c"]) == {"/x_1": "/x", "a//b_3": "a//b"}
+
+
+def test_a_comparison_with_a_path_under_an_empty_scope():
+    comparison = compare.Comparison(_Space(["/x", "y"], [5, 1]), _Space(["/x_1", "y"], [2, 1]))
+    assert comparison.renumbered == [("/x_1", "/x")]
+    scopes = comparison.scopes
+    assert "/x_1" not in scopes.names and scopes.b_own[scopes.names.index("/x")] == "/x_1"
+    assert scopes.delta[comparison.children(0), 0].sum() == comparison.peak_rise_delta_bytes == 3
