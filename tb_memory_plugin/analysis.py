@@ -18,7 +18,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMP, TEMPORARIES
-from .names import XLA_CLUSTER_OP_TYPES, NameTable, op_type_from_label
+from .names import XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, NameTable, op_type_from_label, ran_xla_clusters
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
@@ -337,13 +337,18 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
                                                    space.input_names, trace.layers))
               for space in trace.spaces]
     has_bytes = any(int(s.trace.allocated.sum()) or int(s.trace.output.sum()) or s.has_curve for s in spaces)
+    clusters = xla_clusters(spaces)
     if not has_bytes:
+        if clusters:
+            return StepAnalysis(trace, [], "no_memory",
+                                f"This step was traced ({trace.node_stat_count} node stats) but no op in it "
+                                f"allocated or output any memory that TensorFlow recorded. "
+                                + xla_clusters_note(clusters))
         return StepAnalysis(trace, [], "no_memory",
                             f"This step was traced ({trace.node_stat_count} node stats) but no op in it allocated "
                             "or output any memory: either nothing in it does (a step of no-ops), or it was traced "
                             "below FULL_TRACE. " + NO_MEMORY_HELP)
     message = trace.note
-    clusters = xla_clusters(spaces)
     if not any(s.has_curve for s in spaces):
         if any(s.no_curve == "no_records" for s in spaces):
             no_curve = ("This trace has no allocation records (TensorFlow 1.x before records existed): "
@@ -366,9 +371,11 @@ def xla_clusters(spaces: list[SpaceAnalysis]) -> list[str]:
     found: dict[str, None] = {}
     for space in spaces:
         names = space.names
+        if not ran_xla_clusters(names):
+            continue
         for code, op_type in enumerate(names.op_type_names):
-            if op_type in XLA_CLUSTER_OP_TYPES:
-                found.update(dict.fromkeys(names.raw[i] for i in np.flatnonzero(names.op_code == code).tolist()))
+            if op_type in XLA_CLUSTER_OP_TYPES:  # by graph name: a GPU stream's entry is its node's
+                found.update(dict.fromkeys(names.graph_names[i] for i in np.flatnonzero(names.op_code == code).tolist()))
     return list(found)
 
 
@@ -377,8 +384,7 @@ def xla_clusters_note(clusters: list[str]) -> str:
     shown = ", ".join(clusters[:3]) + (f" and {len(clusters) - 3} more" if len(clusters) > 3 else "")
     return (f"XLA ran {len(clusters)} compiled cluster{'s' if len(clusters) != 1 else ''} in this step ({shown}): "
             "TensorFlow does not record what XLA allocates inside a cluster, so that memory is missing from these "
-            "figures (the allocator's own readings, where the trace has them, include it). To see it, trace the "
-            "step with XLA off (no jit_scope, no TF_XLA_FLAGS=--tf_xla_auto_jit or global_jit_level).")
+            f"figures (the allocator's own readings, where the trace has them, include it): {XLA_OFF_ADVICE}.")
 
 
 def failed_step(status: str, message: str, source: str = "run_metadata") -> StepAnalysis:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .figures import AT_PEAK, OUTPUT, TEMP
-from .names import KINDS, LAYOUT_TRANSPOSE, XLA_CLUSTER_OP_TYPES, op_type_from_label, scope_of
+from .names import KINDS, LAYOUT_TRANSPOSE, XLA_OFF_ADVICE, op_type_from_label, ran_xla_clusters, scope_of
 from .trace import labels_of
 from .resident import Model
 
@@ -442,10 +442,10 @@ def allocator_gap(space) -> list[Finding]:
                   "Read the step's peak as a rise over its start rather than as absolute bytes: the start (a median "
                   "of the readings) may be set too high, or the records count bytes the allocator had already "
                   "given back.")
-    if any(op_type in XLA_CLUSTER_OP_TYPES for op_type in space.names.op_type_names):
+    if (gap > 0 or peak_short) and ran_xla_clusters(space.names):
         suggestion = ("This step ran XLA clusters: TensorFlow does not record what XLA allocates inside them, "
-                      "which the allocator's readings count and the records do not (the step's note says which). "
-                      "Trace the step with XLA off to see that memory. " + suggestion)
+                      "which the allocator's readings count and the records do not (the step's note says which): "
+                      f"{XLA_OFF_ADVICE}. " + suggestion)
     replaced = _kept_variable_buffers(space) if gap < 0 else []
     if replaced:
         kept = sum(b for _, b in replaced)

@@ -26,7 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis, xla_clusters
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
-from .names import REPLICA_RE, XLA_PROGRAM_OP_TYPE, renumbering
+from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, renumbering
 from .trace import DEVICE_MEMORY, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -92,7 +92,7 @@ def traced_batch(step: StepAnalysis) -> int:
     if clusters := xla_clusters(step.spaces):
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
-                          "(trace the step with XLA off)")
+                          f"({XLA_OFF_ADVICE})")
     leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
     if not leading and step.trace.source in _CHUNK_SOURCES:
         leading = _leading_dims(step, ACTIVATIONS, 2, len)
@@ -422,8 +422,12 @@ _INSTANCE_SUFFIX = re.compile(r"_\d+(?=/|$)")  # Keras numbers a model built aga
 
 def _model_layers(space: SpaceAnalysis) -> set[str]:
     """A step's layers as one model's, whichever instance: Keras's `_<N>` suffixes dropped, and the
-    placeholders a profile adds (`(before this step)`, `(no op)`, `(input pipeline)`) left out. (A
-    likeness, not names to match: the fit matches layers by `names.renumbering`.)"""
+    placeholders a profile adds (`(before this step)`, `(no op)`, `(input pipeline)`) left out.
+
+    A likeness, looser than the names the fit matches by `names.renumbering`: Keras 3 numbers
+    each optimizer update op (`adam/Add_10`), and a model built again adds `adam_1` beside the
+    first `adam`, whose counts then differ; renumbering leaves those apart, which would make one
+    model look like two."""
     return {_INSTANCE_SUFFIX.sub("", layer) for layer in _layers(space)[0] if not layer.startswith("(")}
 
 

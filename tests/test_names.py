@@ -71,6 +71,10 @@ def test_an_inlined_calls_plumbing_goes_in_the_calls_scope(raw, path):
     ("_MklMatMul", "MatMul"), ("_MklNativeFusedMatMul", "_FusedMatMul"), ("_MklFusedConv2D", "_FusedConv2D"),
     ("_MklFusedBatchNormV3", "FusedBatchNormV3"), ("_MklNativeConv2DBackpropInput", "Conv2DBackpropInput"),
     ("_MklEinsum", "Einsum"), ("MatMul", "MatMul"), ("_Mkl", "_Mkl"), ("_MklToTf", "_MklToTf"), (None, None),
+    # Fusions only oneDNN makes have no op of TensorFlow's: the kernel's name stays.
+    ("_MklLayerNorm", "_MklLayerNorm"), ("_MklConv2DWithBias", "_MklConv2DWithBias"),
+    ("_MklFusedBatchMatMulV2", "_MklFusedBatchMatMulV2"), ("_MklPadWithFusedConv2D", "_MklPadWithFusedConv2D"),
+    ("_MklSwish", "_MklSwish"),
 ])
 def test_graph_op_type_of_a_onednn_kernel(kernel, op):
     assert names.graph_op_type(kernel) == op
