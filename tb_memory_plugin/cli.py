@@ -134,7 +134,7 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
               + (f", other {format_bytes(other)} of start {format_bytes(resident.start_bytes)}" if other is not None
                  else ""))
         if other is not None and other < 0:
-            print(f"   note: {resident.OTHER_BELOW_ZERO}")
+            print(f"   note: {report.resident_mod.OTHER_BELOW_ZERO_NOTE}")
         if resident.weight_constants_used:
             print(f"   note: {report.resident_mod.WEIGHT_CONSTANTS_NOTE}")
         layers = sorted(resident.layers(), key=lambda row: -(row["param_bytes"] + row["slot_bytes"]))
@@ -455,7 +455,7 @@ def _print_changes(title: str, table: compare.Table, ranked, figure: int, top: i
                   f"  ({format_bytes(int(table.b[row, column]))} -> {format_bytes(int(table.a[row, column]))})")
 
 
-_RENUMBERED_SHOWN = 4  # B -> A renames the text diff names; --json lists them all
+_RENUMBERED_SHOWN = 3  # B -> A renames the text diff names, as the page does; --json lists them all
 
 
 def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: int) -> None:

@@ -408,6 +408,10 @@ def home_space(tensor: ModelTensor, step) -> str | None:
     return step.default_space_id
 
 
+OTHER_BELOW_ZERO_NOTE = ("the graph's tensors exceed the bytes in use before the step: some live elsewhere, "
+                         "were not allocated yet, or the start (read from the allocator's readings) reads low")
+
+
 @dataclass
 class Resident:
     """The model's tensors living in one memory space, against the bytes in use before the step."""
@@ -429,9 +433,6 @@ class Resident:
     @property
     def slot_bytes(self) -> int:
         return sum(t.bytes or 0 for t in self.tensors if t.kind == SLOT)
-
-    OTHER_BELOW_ZERO = ("the graph's tensors exceed the bytes in use before the step: some live elsewhere, "
-                        "were not allocated yet, or the start (read from the allocator's readings) reads low")
 
     @property
     def other_bytes(self) -> int | None:

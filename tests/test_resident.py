@@ -86,6 +86,7 @@ def test_categories_show_resident_beside_the_at_peak_identity(unet_step, unet_re
     assert space.exec_columns[AT_PEAK].sum() == summary["peak_rise_bytes"]
     start = summary["start_bytes"]
     assert start is not None and summary["resident"]["other_bytes"] == start - found.param_bytes - found.slot_bytes
+    assert (summary["resident"]["other_note"] is None) == (summary["resident"]["other_bytes"] >= 0)
     if summary["resident"]["other_bytes"] >= 0:
         assert sum(row["resident_bytes"] for row in summary["categories"]) == start
         assert sum(row["resident_bytes"] + row["at_peak_bytes"] for row in summary["categories"]) == \
@@ -419,4 +420,9 @@ def test_the_cli_explains_a_graph_bigger_than_the_start(capsys, tmp_path, unet_t
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.startswith("   resident before the step"))
     assert ", other -" in line
-    assert f"   note: {resident.Resident.OTHER_BELOW_ZERO}" in out
+    assert f"   note: {resident.OTHER_BELOW_ZERO_NOTE}" in out
+    from tracedata import memory_app_client  # the page reads the same note from the summary route
+
+    served = json.loads(memory_app_client(tmp_path).get("/data/plugin/memory/summary?run=unet&tag=step_1").get_data())
+    (device,) = served["devices"]
+    assert device["resident"]["other_bytes"] < 0 and device["resident"]["other_note"] == resident.OTHER_BELOW_ZERO_NOTE

@@ -108,6 +108,8 @@ export interface Resident {
   slot_bytes: Bytes;
   /** start_bytes minus both: null without a baseline, negative when the GraphDef's tensors exceed it. */
   other_bytes: Bytes | null;
+  /** Why other_bytes is negative, when it is (else null). */
+  other_note: string | null;
   weight_constants: boolean;
   note: string | null;
   layers: ResidentLayer[];

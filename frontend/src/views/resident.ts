@@ -70,9 +70,7 @@ export class ResidentView {
     }
     this.body.append(el('div', { class: 'resident-line' }, ...parts));
     if (resident.note) this.body.append(el('div', { class: 'table-note', 'data-testid': 'resident-note' }, `Note: ${resident.note}.`));
-    if (resident.other_bytes !== null && resident.other_bytes < 0) {
-      this.body.append(el('div', { class: 'table-note' }, 'The graph’s tensors exceed the bytes in use before the step: some live elsewhere, were not allocated yet, or the start (read from the allocator’s readings) reads low.'));
-    }
+    if (resident.other_note) this.body.append(el('div', { class: 'table-note', 'data-testid': 'resident-other-note' }, `Note: ${resident.other_note}.`));
     this.body.append(this.categories(device));
     this.table.setRows(resident.layers.map((layer, order) => ({ ...layer, order: order + 1 })));
     this.body.append(
