@@ -12,7 +12,7 @@ exactly. Plain Python + numpy.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -87,7 +87,7 @@ class ScopeTable(Table):
     parent: np.ndarray | None = None  # row of each row's parent, -1 for the root (row 0, path "")
     entry_a: np.ndarray | None = None  # the entry of A's tree each row stands for, -1 where absent
     entry_b: np.ndarray | None = None
-    b_own: dict[int, str] | None = None  # B's own path of the rows B's numbering names otherwise (renumbered)
+    b_own: dict[int, str] = field(default_factory=dict)  # row -> B's own path, where B numbers it otherwise
 
     def most_specific(self, rows: np.ndarray, figure: int) -> np.ndarray:
         """`rows` less those that only repeat a change: a scope whose child changed by exactly as much

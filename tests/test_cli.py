@@ -749,6 +749,7 @@ def test_a_restarted_run_reads_the_graph_tensorboard_serves(capsys, tmp_path):
     (served_device,) = served["devices"]
     assert cli_device["resident"]["param_count"] == served_device["resident"]["param_count"]
     assert cli_device["figures"] == served_device["figures"]
-    # And they are the traced step's own model's: its parameters' bytes are what its variables read.
-    widths = {64 * 256 + 256: 256, 64 * 4096 + 4096: 4096}
-    assert cli_device["resident"]["param_count"] in widths
+    # And they are the traced step's own model's: the width its first matmul ran at is the graph's.
+    width = {64 * 256 + 256: 256, 64 * 4096 + 4096: 4096}[cli_device["resident"]["param_count"]]
+    matmul = next(row for row in cli_device["scopes"] if row["name"] == "mlp/MatMul")
+    assert matmul["allocated_bytes"] == 64 * width * 4  # its output, 64 x width float32
