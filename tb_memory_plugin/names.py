@@ -998,14 +998,16 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
 # --- one model numbered two ways ------------------------------------------------------------
 
 # A path component as TensorFlow and Keras number names made again in one graph or process:
-# `dense`, `dense_1`, `dense_2` (no leading zeros: `unet_01` is a name, not a number).
-_NUMBERED_RE = re.compile(r"^(.*?)(?:_([1-9][0-9]*))?$")
+# `dense`, `dense_1`, `dense_2` (no leading zeros: `unet_01` is a name, not a number), and the
+# gradient scope of such an op, numbered before its `_grad` (`Square_1_grad`).
+_NUMBERED_RE = re.compile(r"^(.*?)(?:_([1-9][0-9]*))?(_grad)?$")
 
 
 def _numbered(component: str) -> tuple[str, int]:
-    """(base, number): `dense_2` -> ("dense", 2), `dense` -> ("dense", 0)."""
+    """(base, number): `dense_2` -> ("dense", 2), `dense` -> ("dense", 0), `Square_1_grad` ->
+    ("Square_grad", 1)."""
     match = _NUMBERED_RE.match(component)
-    return match.group(1), int(match.group(2) or 0)
+    return match.group(1) + (match.group(3) or ""), int(match.group(2) or 0)
 
 
 def sibling_renumbering(a_names: list[str], b_names: list[str]) -> dict[str, str]:

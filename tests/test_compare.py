@@ -460,6 +460,9 @@ def test_a_model_built_again_is_matched_by_its_numbers(built_twice):
             # The same layer at the same batch allocates the same bytes in both builds.
             assert scopes.delta[row, scopes.column(ALLOCATED)] == 0, (group, layer)
         assert not any(name == "model" or name.startswith(("model/", "head/", "head_1/")) for name in scopes.names)
+        # Nothing is in one step only but the runtime's plumbing (`_retval_Mean_0_0`, `_retval_Mean_1_0_0`).
+        one_sided = {scopes.names[i] for i in np.flatnonzero(scopes.in_a != scopes.in_b).tolist()}
+        assert all(name.startswith("(plumbing)/") for name in one_sided), (group, sorted(one_sided))
         assert scopes.b_own[scopes.names.index("model_1/dense")] == "model/dense"
         top = comparison.children(0)
         assert scopes.delta[top, 0].sum() == comparison.peak_rise_delta_bytes
@@ -496,6 +499,9 @@ def test_steps_named_alike_are_not_renumbered():
     (["dense", "dense_1"], ["dense_2"], {}),  # not as many
     (["unet_01", "unet_02"], ["unet_03", "unet_04"], {}),  # leading zeros: names, not numbers
     (["conv", "pool_1"], ["conv_4", "pool"], {"conv_4": "conv", "pool": "pool_1"}),
+    # An op's gradient scope is numbered before its `_grad`.
+    (["Square_1_grad", "Square_1"], ["Square_grad", "Square"], {"Square_grad": "Square_1_grad", "Square": "Square_1"}),
+    (["dense_grad"], ["dense_grad_1"], {"dense_grad_1": "dense_grad"}),
 ])
 def test_sibling_renumbering(a_names, b_names, renames):
     assert names.sibling_renumbering(a_names, b_names) == renames
