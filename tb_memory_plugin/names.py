@@ -261,11 +261,6 @@ XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buff
 XLA_CLUSTER_OP_TYPES = frozenset({"_XlaRun", "XlaLaunch", "XlaLaunchV2"})
 XLA_OFF_ADVICE = ("trace the step with XLA off (no jit_scope, no TF_XLA_FLAGS=--tf_xla_auto_jit, no "
                   "global_jit_level) to see that memory")
-
-
-def ran_xla_clusters(table: "NameTable") -> bool:
-    """Whether a space's names ran an XLA cluster (see XLA_CLUSTER_OP_TYPES)."""
-    return any(op_type in XLA_CLUSTER_OP_TYPES for op_type in table.op_type_names)
 _INPUT_OPS = frozenset(
     {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorGetNextSync", "IteratorV2",
      "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE,
@@ -279,6 +274,11 @@ _OTHER_OPS = frozenset(
      "BroadcastGradientArgs", "VarIsInitializedOp", "_SOURCE", "_SINK", BEFORE_STEP_OP_TYPE}
 )
 _APPLY_PREFIXES = ("Apply", "ResourceApply", "ResourceSparseApply", "SparseApply")
+
+
+def ran_xla_clusters(table: "NameTable") -> bool:
+    """Whether a space's names ran an XLA cluster (see XLA_CLUSTER_OP_TYPES)."""
+    return any(op_type in XLA_CLUSTER_OP_TYPES for op_type in table.op_type_names)
 
 
 def is_apply_op(op_type: str) -> bool:
@@ -933,22 +933,38 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     deeper = second_end >= 0
     plain = gradients_first & deeper
     update = ~gradients_first & deeper & lines.starting_with(b"update_", parts.has_rest, second)
-    # Nested gradient scopes (`gradient_tape/gradients/...`) go through the one-name rule.
+    # Nested gradient scopes (`gradient_tape/gradients/<scope>/...`: tf.recompute_grad's, every
+    # backward op of a recomputed model) lose both, cut at the third component; rarer forms
+    # (a third gradient scope, a named one) go through the one-name rule.
     nested = plain & lines.starting_with(b"gradient", plain, second)
     plain &= ~nested
+    two_level, third_end = np.zeros(n, dtype=bool), None
+    if nested.any():
+        rows = np.flatnonzero(nested & parts.where(_GRADIENTS_RE.match))
+        distinct, code = lines.code_slices(lines.starts[rows] + second[rows], second_end[rows] - second[rows])
+        rows = rows[np.fromiter(map(bool, map(_GRADIENTS_RE.match, distinct)), bool, len(distinct))[code]]
+        third_end = lines.slash_from(np.where(nested, second_end + 1, 0))
+        candidates = np.zeros(n, dtype=bool)
+        candidates[rows[third_end[rows] >= 0]] = True
+        two_level = candidates & ~lines.starting_with(b"gradient", candidates, second_end + 1)
+        nested &= ~two_level
     cut = np.zeros(n, dtype=np.int64)
     cut[plain] = second[plain]
     cut[update] = second[update] + len("update_")
+    cut[two_level] = second_end[two_level] + 1
     # The one-name rule's other form (`training/Adam/update_<scope>/...`): a third component
     # starting with `update_`.
-    third_update = deeper & ~plain & ~update & ~nested & lines.starting_with(b"update_", deeper, second_end + 1)
+    third_update = (deeper & ~plain & ~update & ~nested & ~two_level
+                    & lines.starting_with(b"update_", deeper, second_end + 1))
     others = {i: layer_path(paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     if not (others or cut.any()):
         return _NO_CUT
-    # A cut path's layer path starts at its second component (`update_` cut off it): its first
-    # "/" ends that component.
+    # A cut path's layer path starts at its second component (`update_` cut off it), or its
+    # third (two gradient scopes cut off): its first "/" ends that component.
     slash = np.where(cut > 0, second_end, np.where(parts.length < parts.path_length, parts.length, -1))
+    if two_level.any():
+        slash[two_level] = third_end[two_level]
     return LayerCut(cut, others, slash)
 
 
