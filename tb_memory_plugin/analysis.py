@@ -269,7 +269,7 @@ class SpaceAnalysis:
         return [(CATEGORIES[i], int(at_peak[i]), int(allocated[i])) for i in range(len(CATEGORIES))]
 
     def op_type(self, exec_index: int) -> str:
-        return self.names.op_types[self.name_code[exec_index]]
+        return self.names.op_type(int(self.name_code[exec_index]))
 
     def graph_name(self, exec_index: int) -> str:
         return self.names.graph_names[self.name_code[exec_index]]

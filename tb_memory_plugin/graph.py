@@ -20,6 +20,7 @@ import numpy as np
 from tensorboard.compat.proto import graph_pb2
 
 from ._protos import BYTES, MESSAGE, OPTIONAL, REPEATED, STRING, message_classes
+from .names import CodedOpTypes
 
 
 # GraphDef read for the fields we use. "Graph" declares `node` singular, so protobuf merges
@@ -66,9 +67,9 @@ class RunGraph:
     _collapsed_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @cached_property
-    def op_types(self) -> dict[str, str]:
+    def op_types(self) -> CodedOpTypes:
         """Graph node name -> op type (built once per graph, read for every step of its run)."""
-        return dict(zip(self.names, self.ops))
+        return CodedOpTypes(zip(self.names, self.ops))
 
     @cached_property
     def model(self):

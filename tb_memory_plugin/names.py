@@ -666,12 +666,23 @@ class NameTable:
     graph_names: list[str]  # the GraphDef node each belongs to (best effort)
     paths: list[str]  # leaf path in the scope tree, grouped by name scope
     kind_code: np.ndarray  # into KINDS
-    op_types: list[str]
+    _op_types: list[str] | None  # per name (None: built from the codes when first asked)
     op_type_names: list[str]  # each op type once, sorted
     op_code: np.ndarray  # per name: index into op_type_names
     category: np.ndarray  # into figures.CATEGORIES
     path_parts: "FirstComponents"  # first components of `paths`
     source_layers: Mapping[str, str] = field(default_factory=dict)  # raw name -> layer, where the source knows
+
+    @cached_property
+    def op_types(self) -> list[str]:
+        """Each name's op type."""
+        if self._op_types is not None:
+            return self._op_types
+        return list(map(self.op_type_names.__getitem__, self.op_code.tolist()))
+
+    def op_type(self, index: int) -> str:
+        """One name's op type (without building the per-name list)."""
+        return self.op_type_names[int(self.op_code[index])]
 
     @cached_property
     def _layer_cut(self) -> "LayerCut":
@@ -752,8 +763,8 @@ class NameTable:
         `source_layers`: the layers of the names the source knows them of."""
         lines = _Lines(raw)
         graph_names, paths, kind_code, fixed, runtime, changed, derived = _classify_all(raw, lines)
-        op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops, derived)
-        op_type_names, op_code = coded(op_types)
+        op_types, op_type_names, op_code = _resolve_op_codes(runtime, graph_names, fixed, label_of, source_ops,
+                                                             graph_ops, derived)
         parts = FirstComponents(paths, lines.with_lines(paths, changed))
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
         if input_names:
@@ -869,6 +880,54 @@ def _with_rows(texts: list[str], rows: dict[int, str]) -> list[str]:
     return out
 
 
+class CodedOpTypes(dict):
+    """Graph node name -> op type (a dict), also read as codes (`codes`): a run graph's
+    op types, which every step of its run looks its names up in."""
+
+    @cached_property
+    def codes(self) -> tuple[dict[str, int], list[str]]:
+        """(graph node name -> code; each op type once, by code), built once per graph: a step
+        with thousands of names reads their op types as codes in one pass, without making a
+        list of them and coding it again."""
+        type_names = list(dict.fromkeys(self.values()))
+        code_of_type = dict(zip(type_names, range(len(type_names))))
+        return dict(zip(self, map(code_of_type.__getitem__, self.values()))), type_names
+
+
+def _resolve_op_codes(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
+                      label_of: Mapping[str, str], source_ops: Mapping[str, str],
+                      graph_ops: Mapping[str, str] | None,
+                      derived: list[int]) -> tuple[list[str] | None, list[str], np.ndarray]:
+    """`_resolve_op_types` coded: (the op types, None where only coded; each op type once,
+    sorted; each name's index into those). With a coded run graph (CodedOpTypes) and no
+    op types from the source, the graph's codes are read in one pass and only the names
+    it lacks, or whose op type is not the graph's, are resolved one by one."""
+    if source_ops or not isinstance(graph_ops, CodedOpTypes):
+        op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops, derived)
+        return (op_types, *coded(op_types))
+    code_of, type_names = graph_ops.codes
+    graph_code = np.fromiter(map(code_of.get, graph_names, itertools.repeat(-1)), dtype=np.int64,
+                             count=len(graph_names))
+    unknown = graph_code < 0
+    if "" in type_names:  # a node without an op type: as if the graph lacked it
+        unknown |= graph_code == type_names.index("")
+    rows = sorted(set(fixed).union(derived, np.flatnonzero(unknown).tolist()))
+    positions = dict(zip(rows, range(len(rows))))
+    own = _resolve_op_types([runtime[i] for i in rows], [graph_names[i] for i in rows],
+                            {positions[i]: op for i, op in fixed.items()}, label_of, source_ops, graph_ops,
+                            [positions[i] for i in derived])
+    normal = np.ones(graph_code.size, dtype=bool)
+    normal[rows] = False
+    used = np.flatnonzero(np.bincount(graph_code[normal], minlength=len(type_names)))
+    names = sorted(set(map(type_names.__getitem__, used.tolist())).union(own))
+    code_of_name = dict(zip(names, range(len(names))))
+    remap = np.full(len(type_names), -1, dtype=np.int64)
+    remap[used] = list(map(code_of_name.__getitem__, map(type_names.__getitem__, used.tolist())))
+    op_code = remap[np.maximum(graph_code, 0)] if remap.size else np.zeros(graph_code.size, dtype=np.int64)
+    op_code[rows] = list(map(code_of_name.__getitem__, own))
+    return None, names, op_code
+
+
 def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
                       label_of: Mapping[str, str], source_ops: Mapping[str, str],
                       graph_ops: Mapping[str, str] | None, derived: list[int] = ()) -> list[str]:
@@ -968,15 +1027,17 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     return LayerCut(cut, others, slash)
 
 
-def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str],
+def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] | None,
                    parts: FirstComponents | None = None,
                    op_coding: tuple[list[str], np.ndarray] | None = None) -> np.ndarray:
     """`categorise` over many names, with numpy over the joined paths; `op_coding` is the
-    op types coded (`coded`), where the caller has them."""
+    op types coded (`coded`), where the caller has them (then `op_types` may be None)."""
     n = len(paths)
     parts = parts or FirstComponents(paths)
     lines = parts.lines
     if not lines.ok:
+        if op_types is None:
+            op_types = list(map(op_coding[0].__getitem__, op_coding[1].tolist()))
         return np.fromiter(map(categorise, paths, op_types, (KINDS[k] for k in kind_code.tolist())),
                            dtype=np.int64, count=n)
     distinct_ops, op_code = op_coding or coded(op_types)

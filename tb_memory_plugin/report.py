@@ -193,7 +193,7 @@ def _child_dict(space: SpaceAnalysis, tree, child: int) -> dict:
 def _top_op_type(space: SpaceAnalysis, tree, node: int) -> str | None:
     """Op type of the node (distinct name) holding the most at peak, else the most allocated."""
     top = int(tree.top_name[node])
-    return space.names.op_types[top] if top >= 0 else None
+    return space.names.op_type(top) if top >= 0 else None
 
 
 def _param_figures(resident: resident_mod.Resident | None, group: str, paths: list[str]) -> list[dict]:

@@ -41,6 +41,8 @@ def reference_op_type(raw, info, label, source_ops, graph_ops):
 
 def assert_agrees(raw, label_of, source_ops, graph_ops):
     table = names.NameTable.build(raw, label_of, source_ops, graph_ops)
+    if graph_ops is not None:  # a run graph's op types read as codes: the same table
+        assert_coded_alike(table, names.NameTable.build(raw, label_of, source_ops, names.CodedOpTypes(graph_ops)))
     for i, name in enumerate(raw):
         info = names.classify(name)
         assert table.graph_names[i] == info.graph_name, name
@@ -86,6 +88,44 @@ def test_name_table_agrees_with_the_one_name_rules(raw, ops, with_graph):
     source_ops = {names.strip_stream_suffix(n): op for n, op in zip(raw, ops) if op and len(n) % 3 == 0}
     label_of = {names.strip_stream_suffix(n): f"{n} = {op}(a)" for n, op in zip(raw, reversed(ops)) if op}
     assert_agrees(raw, label_of, source_ops, graph_ops)
+
+
+def assert_coded_alike(table, coded):
+    assert coded.op_types == table.op_types
+    assert coded.op_type_names == table.op_type_names
+    assert coded.op_code.tolist() == table.op_code.tolist()
+    assert coded.category.tolist() == table.category.tolist()
+    assert [coded.op_type(i) for i in range(len(table.raw))] == table.op_types
+
+
+def test_op_types_read_as_codes_match_the_graphs_dict_on_a_real_step(unet_trace):
+    """A real TF1 step (the U-Net's) with its run graph: its op types read from the graph as
+    codes (CodedOpTypes, what RunGraph gives) are those read name by name from a plain dict,
+    for names the graph has, names it lacks (runtime plumbing) and names with a fixed op type."""
+    from tb_memory_plugin import graph as graph_mod
+    from tb_memory_plugin.sources import run_metadata
+
+    graph = graph_mod.RunGraph.from_bytes(unet_trace.graph_def_bytes)
+    assert isinstance(graph.op_types, names.CodedOpTypes)
+    trace = run_metadata.decode(unet_trace.run_metadata_bytes)
+    for space in trace.spaces:
+        table = names.NameTable.build(space.distinct_names, space.label_of, trace.op_types, dict(graph.op_types))
+        coded = names.NameTable.build(space.distinct_names, space.label_of, trace.op_types, graph.op_types)
+        assert_coded_alike(table, coded)
+        if not trace.op_types:
+            assert coded._op_types is None  # the list built only when asked
+        lacking = [i for i, name in enumerate(table.graph_names) if name not in graph.op_types]
+        assert lacking and len(lacking) < len(table.raw)  # both kinds of names are there
+
+
+def test_a_graph_node_without_an_op_type_is_looked_up_by_its_label():
+    raw = ["a/MatMul", "b/Relu", "c/x"]
+    graph_ops = {"a/MatMul": "MatMul", "b/Relu": "", "c/x": "Const"}
+    label_of = {"b/Relu": "b/Relu = Relu(a/MatMul)"}
+    plain = names.NameTable.build(raw, label_of, {}, graph_ops)
+    assert plain.op_types == ["MatMul", "Relu", "Const"]
+    assert_coded_alike(plain, names.NameTable.build(raw, label_of, {}, names.CodedOpTypes(graph_ops)))
+    assert names.NameTable.build(raw, {}, {}, names.CodedOpTypes({})).op_types == [names.UNKNOWN_OP] * 3
 
 
 def test_names_with_newlines_take_the_one_name_path():
