@@ -291,6 +291,26 @@ def test_a_chunk_with_allocator_names_and_no_bytes_is_read_in_full(monkeypatch):
     assert columns.named_from == 37
 
 
+def test_a_name_in_both_readings_is_one_name(monkeypatch):
+    """Chunks read quickly and chunks read in full both give names as text: a name in one of
+    each (a loop body run before and after the step moved to a second allocator) is one name."""
+    monkeypatch.setattr(wire, "CHUNK_NODES", 37)
+    step = _cpu_step(5)
+    nodes = step.dev_stats[0].node_stats
+    for node in nodes[37:74]:
+        for output in node.output:
+            output.tensor_description.allocation_description.requested_bytes = 0
+    nodes[80].node_name = nodes[3].node_name
+    nodes[81].node_name = "caf\u00e9/op"  # not ASCII, still UTF-8
+    nodes[5].node_name = "caf\u00e9/op"
+    (columns,) = _columns_of(step)
+    assert columns.named_from == 37
+    _assert_same(columns, _blobs(nodes))
+    assert columns.name_code[80] == columns.name_code[3] and columns.name_code[81] == columns.name_code[5]
+    assert len(columns.distinct_names) == len(nodes) - 2
+    assert all(isinstance(name, str) for name in columns.distinct_names)
+
+
 def test_a_chunk_with_entries_and_no_output_takes_the_name_from_its_first_entry(monkeypatch):
     monkeypatch.setattr(wire, "CHUNK_NODES", 37)
     step = _cpu_step(7)

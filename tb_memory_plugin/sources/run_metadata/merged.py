@@ -27,11 +27,11 @@ def _IGNORED_INTS(*numbers: int) -> list[tuple]:  # noqa: N802 - reads as part o
     return [(f"ignored_{n}", n, _INT64, _OPTIONAL, None) for n in numbers]
 
 
-def _nodes(outputs: str, memory: tuple) -> list[tuple]:
+def _nodes(outputs: str, memory: tuple, name_type: int) -> list[tuple]:
     """NodeExecStats, merged over all nodes of a chunk; `outputs` names the outputs'
-    schema, `memory` is how the memory entries are read."""
+    schema, `memory` is how the memory entries are read, `name_type` the node names'."""
     return [
-        ("node_name", 1, _BYTES, _REPEATED, None),  # bytes: decoded once per distinct name
+        ("node_name", 1, name_type, _REPEATED, None),
         ("all_start_micros", 2, _INT64, _REPEATED, None),
         ("all_end_rel_micros", 5, _INT64, _REPEATED, None),
         memory,
@@ -75,8 +75,13 @@ _SCHEMA = {
     # with at most one memory entry per node (a CPU step): outputs' allocator names, and
     # whole memory entries, are read as packed varints. "NodesNamed" reads any step:
     # names as strings, and each memory entry as raw bytes, merged again ("Entries").
-    "Nodes": _nodes("Outputs", ("memory", 6, _INT64, _REPEATED, None)),
-    "NodesNamed": _nodes("OutputsNamed", ("memory", 6, _BYTES, _REPEATED, None)),
+    # Node names come as text (upb decodes them, as str, or as bytes where they are not
+    # UTF-8: proto2 text is not checked), but where the markers are texts themselves
+    # (ROBUST's), as bytes: "...Raw".
+    **{f"Nodes{raw}": _nodes("Outputs", ("memory", 6, _INT64, _REPEATED, None), name_type)
+       for raw, name_type in (("", _STRING), ("Raw", _BYTES))},
+    **{f"NodesNamed{raw}": _nodes("OutputsNamed", ("memory", 6, _BYTES, _REPEATED, None), name_type)
+       for raw, name_type in (("", _STRING), ("Raw", _BYTES))},
     # The quick reading pairs each node's sizes and allocator names by their counts alone:
     # dtypes are not read (nor marked: a third of the markers' cost).
     **_outputs("", _INT64, *_IGNORED_INTS(1)),
@@ -168,7 +173,13 @@ class Markers:
     def _node_packed(self) -> bytes:
         return self._node_sentinel(TOKEN_MARK, TOKEN_MARK, dtype=False)
 
-    def dense_bytes(self, values, n: int) -> list[bytes]:
+    def nodes(self, named: bool) -> str:
+        """The schema the nodes are read with (`node` is the record after each): names as text
+        where they carry no marker, else as bytes."""
+        return ("NodesNamed" if named else "Nodes") + ("Raw" if self.mark_dense else "")
+
+    def dense_names(self, values, n: int) -> list[str | bytes]:
+        """The node names of n nodes: as text read by `nodes` (str, or bytes where not UTF-8)."""
         if self.mark_dense:
             return self.text(values, n)
         if len(values) != n:

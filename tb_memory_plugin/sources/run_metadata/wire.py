@@ -68,16 +68,18 @@ class NodeColumns:
         return table if on_it.all() else table[on_it]
 
 
-def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _interned(names: list[str | bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(each name once, in first-seen order, decoded; each execution's index into them; the
-    first execution of each), in C-level passes. Names are told apart by their bytes.
+    first execution of each), in C-level passes. Names come as the nodes were read
+    (merged.Markers.nodes): str, or bytes where they are not UTF-8 (or all bytes, read
+    with text markers); they are told apart by their bytes.
 
     On a deep model every name is distinct: the names are then decoded first, and
     a set of the strings (whose hashes the run graph's lookups use again) shows it;
     the codes are the executions' own order. Where the set shows a repeat that the
     sample missed, the strings already decoded are interned (decoded as they are, they
     tell names apart as their bytes do). Where a sample shows names repeat (a loop),
-    they are interned as bytes and only the distinct ones decoded: two names that
+    they are interned as they came and only the distinct ones decoded: two names that
     are not UTF-8 may decode alike and stay two.
     """
     sample = names[::max(1, len(names) // 1024)]
@@ -92,8 +94,8 @@ def _interned(names: list[bytes]) -> tuple[list[str], np.ndarray, np.ndarray]:
 
 
 def _coded(names: list, decoded: Callable[[list], list[str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """`_interned` of names (bytes, or strings decoded as they are), the distinct ones decoded by
-    `decoded`."""
+    """`_interned` of names (as they came, or strings decoded as they are), the distinct ones
+    decoded by `decoded`."""
     index = dict.fromkeys(names)
     distinct = list(index)
     index = dict(zip(distinct, range(len(distinct))))
@@ -101,11 +103,23 @@ def _coded(names: list, decoded: Callable[[list], list[str]]) -> tuple[list[str]
     return decoded(distinct), code, np.unique(code, return_index=True)[1]  # codes are 0..k-1, all present
 
 
-def _decode_all(texts: list[bytes]) -> list[str]:
-    """Each text decoded as UTF-8 (U+FFFD where it is not: names from other writers are shown
-    rather than refused). In one C-level decode when no text holds a newline or bytes that are
-    not UTF-8: the texts then carry their joined bytes on (trace.JoinedNames)."""
-    joined = b"\n".join(texts)
+def _decode_all(texts: list[str | bytes]) -> list[str]:
+    """Each text as a str: str kept, bytes decoded as UTF-8 (U+FFFD where they are not: names
+    from other writers are shown rather than refused). Where no text holds a newline and
+    none needed U+FFFD, the texts carry their joined bytes on (trace.JoinedNames), made in
+    one C-level pass: joined as str (names read as text) or as bytes, then decoded."""
+    try:
+        joined_text = "\n".join(texts)  # all str: read as text, and UTF-8
+    except TypeError:  # bytes among them
+        pass
+    else:
+        if joined_text.count("\n") == max(len(texts) - 1, 0):
+            return JoinedNames(texts, joined_text.encode("utf-8"))
+        return list(texts)
+    try:
+        joined = b"\n".join(texts)
+    except TypeError:  # text and bytes mixed: bytes only where they are not UTF-8
+        return [text if isinstance(text, str) else text.decode("utf-8", "replace") for text in texts]
     try:
         decoded = joined.decode("utf-8").split("\n")
     except UnicodeDecodeError:
@@ -256,14 +270,14 @@ class _ColumnarReading:
         columns = None
         if self.named_from is None:
             try:
-                nodes = cls["Nodes"].FromString(with_sentinels(node_blobs, mk.node(False)))
+                nodes = cls[mk.nodes(False)].FromString(with_sentinels(node_blobs, mk.node(False)))
                 columns = quick.one_allocator(nodes, n, mk, self._codes)
             except DecodeError:  # a non-ASCII allocator name ends in a byte that is no whole varint
                 pass
             if columns is None:
                 self.named_from = offset
         if columns is None:
-            nodes = cls["NodesNamed"].FromString(with_sentinels(node_blobs, mk.node(True)))
+            nodes = cls[mk.nodes(True)].FromString(with_sentinels(node_blobs, mk.node(True)))
             columns = {"outputs": self._outputs(nodes.output.tensor_description, node_blobs)}
             columns["memory"], columns["records"] = self._entries(nodes.memory, n)
         for key in ("outputs", "memory", "records"):
@@ -271,7 +285,7 @@ class _ColumnarReading:
 
         start = mk.dense_scalar(nodes.all_start_micros, n)
         columns.update({
-            "names": mk.dense_bytes(nodes.node_name, n),  # interned once all chunks are read
+            "names": mk.dense_names(nodes.node_name, n),  # interned once all chunks are read
             "start": start,
             "end": start + mk.scalar(nodes.all_end_rel_micros, n),
             "temp": mk.scalar(nodes.memory_stats.temp_memory_size, n),
