@@ -201,10 +201,14 @@ def _alike_entries(tokens: np.ndarray, starts: np.ndarray, header: np.ndarray, p
         if np.bincount(slot).max(initial=0) > 1:  # a field twice
             return None
         own = record < 0
-        memory[rows[:, None], 2 + column[own]] = values[:, own]
+        every = rows.size == k  # one kind of entry (a CPU step's): its rows are all, in order
+        if every:
+            memory[:, 2 + column[own]] = values[:, own]
+        else:
+            memory[rows[:, None], 2 + column[own]] = values[:, own]
         r = int(opens.sum())
         fields = np.zeros((rows.size, r, 3), np.int64)  # micros, bytes, length
-        fields[:, record[~own], column[~own]] = values[:, ~own]
+        fields.reshape(rows.size, 3 * r)[:, 3 * record[~own] + column[~own]] = values[:, ~own]
         present = np.zeros((r, 3), np.int64)
         present[record[~own], column[~own]] = 1
         encoded = present[:, :2] * (1 + _varint_size(fields[:, :, :2]))
@@ -215,6 +219,10 @@ def _alike_entries(tokens: np.ndarray, starts: np.ndarray, header: np.ndarray, p
     first_record = np.cumsum(record_count) - record_count
     records = np.zeros((int(record_count.sum()), 4), np.int64)
     for rows, fields in tables:
+        if rows.size == k:  # one kind of entry: its records are all, in order
+            records[:, 0] = np.repeat(entry_exec, fields.shape[1])
+            records[:, 2:] = fields[:, :, :2].reshape(-1, 2)
+            continue
         at = (first_record[rows, None] + np.arange(fields.shape[1])).reshape(-1)
         records[at, 0] = np.repeat(entry_exec[rows], fields.shape[1])
         records[at, 2:] = fields[:, :, :2].reshape(-1, 2)
