@@ -69,7 +69,7 @@ class RunGraph:
     @cached_property
     def op_types(self) -> CodedOpTypes:
         """Graph node name -> op type (built once per graph, read for every step of its run)."""
-        return CodedOpTypes(zip(self.names, self.ops))
+        return CodedOpTypes(self.names, self.ops)
 
     @cached_property
     def model(self):

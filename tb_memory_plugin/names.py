@@ -12,13 +12,14 @@ names, and calls the one-name rule only for the names that need it.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import functools
 import itertools
 import operator
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Mapping, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -880,18 +881,38 @@ def _with_rows(texts: list[str], rows: dict[int, str]) -> list[str]:
     return out
 
 
-class CodedOpTypes(dict):
-    """Graph node name -> op type (a dict), also read as codes (`codes`): a run graph's
-    op types, which every step of its run looks its names up in."""
+class CodedOpTypes(collections.abc.Mapping):
+    """Graph node name -> op type, held as codes: one dict of name -> code and each op type
+    once (a run graph's op types, which every step of its run looks its names up in). A
+    step with thousands of names reads their op types as codes in one pass (`codes`),
+    without making a list of them and coding it again; one dict, as a plain one would be."""
 
-    @cached_property
+    def __init__(self, names: Iterable[str], ops: Iterable[str]) -> None:
+        ops = list(ops)
+        self.type_names: list[str] = list(dict.fromkeys(ops))
+        code_of_type = dict(zip(self.type_names, range(len(self.type_names))))
+        self.code_of: dict[str, int] = dict(zip(names, map(code_of_type.__getitem__, ops)))
+
+    @property
     def codes(self) -> tuple[dict[str, int], list[str]]:
-        """(graph node name -> code; each op type once, by code), built once per graph: a step
-        with thousands of names reads their op types as codes in one pass, without making a
-        list of them and coding it again."""
-        type_names = list(dict.fromkeys(self.values()))
-        code_of_type = dict(zip(type_names, range(len(type_names))))
-        return dict(zip(self, map(code_of_type.__getitem__, self.values()))), type_names
+        """(graph node name -> code; each op type once, by code)."""
+        return self.code_of, self.type_names
+
+    def __getitem__(self, name: str) -> str:
+        return self.type_names[self.code_of[name]]
+
+    def get(self, name: str, default=None):
+        code = self.code_of.get(name)
+        return default if code is None else self.type_names[code]
+
+    def __contains__(self, name) -> bool:
+        return name in self.code_of
+
+    def __iter__(self):
+        return iter(self.code_of)
+
+    def __len__(self) -> int:
+        return len(self.code_of)
 
 
 def _resolve_op_codes(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
@@ -937,7 +958,11 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     label names one; the graph node it was made from is the fallback."""
     if source_ops:
         ops: list[str | None] = list(map(source_ops.get, runtime))
-        if graph_ops and not all(ops):  # a None or ""
+        if graph_ops and not all(ops) and isinstance(graph_ops, CodedOpTypes):  # a None or "": the graph's
+            code_of, type_names = graph_ops.codes
+            ops = [known or (None if code is None else type_names[code])
+                   for known, code in zip(ops, map(code_of.get, graph_names))]
+        elif graph_ops and not all(ops):
             ops = [known or graph_ops.get(name) for known, name in zip(ops, graph_names)]
     else:
         ops = list(map(graph_ops.get, graph_names)) if graph_ops else [None] * len(runtime)

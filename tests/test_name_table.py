@@ -42,7 +42,7 @@ def reference_op_type(raw, info, label, source_ops, graph_ops):
 def assert_agrees(raw, label_of, source_ops, graph_ops):
     table = names.NameTable.build(raw, label_of, source_ops, graph_ops)
     if graph_ops is not None:  # a run graph's op types read as codes: the same table
-        assert_coded_alike(table, names.NameTable.build(raw, label_of, source_ops, names.CodedOpTypes(graph_ops)))
+        assert_coded_alike(table, names.NameTable.build(raw, label_of, source_ops, names.CodedOpTypes(graph_ops, graph_ops.values())))
     for i, name in enumerate(raw):
         info = names.classify(name)
         assert table.graph_names[i] == info.graph_name, name
@@ -124,8 +124,8 @@ def test_a_graph_node_without_an_op_type_is_looked_up_by_its_label():
     label_of = {"b/Relu": "b/Relu = Relu(a/MatMul)"}
     plain = names.NameTable.build(raw, label_of, {}, graph_ops)
     assert plain.op_types == ["MatMul", "Relu", "Const"]
-    assert_coded_alike(plain, names.NameTable.build(raw, label_of, {}, names.CodedOpTypes(graph_ops)))
-    assert names.NameTable.build(raw, {}, {}, names.CodedOpTypes({})).op_types == [names.UNKNOWN_OP] * 3
+    assert_coded_alike(plain, names.NameTable.build(raw, label_of, {}, names.CodedOpTypes(graph_ops, graph_ops.values())))
+    assert names.NameTable.build(raw, {}, {}, names.CodedOpTypes([], [])).op_types == [names.UNKNOWN_OP] * 3
 
 
 def test_names_with_newlines_take_the_one_name_path():
