@@ -7,6 +7,11 @@ object per field read: each reader declares the few fields it reads, by number.
 from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
+# What protobuf raises for bytes it refuses: upb, DecodeError; its pure-Python implementation
+# (PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python) UnicodeDecodeError for text that is not UTF-8.
+REFUSED = (DecodeError, UnicodeDecodeError)
 
 INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
 STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING

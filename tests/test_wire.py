@@ -412,6 +412,45 @@ def test_names_that_are_not_utf8_show_replacement_characters():
     assert "bad\ufffd/op" in analysis.analyse(decoded).space(None).tree("scope").index
 
 
+def test_text_that_is_not_utf8_decodes_with_protobufs_pure_python_parser(tmp_path):
+    """Users set PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python to get past protobuf version
+    clashes. That parser refuses text that is not UTF-8 with UnicodeDecodeError (upb hands
+    a name over as bytes, and refuses a label with DecodeError): the step still decodes,
+    names with U+FFFD, and the what-if's shapes read what they can."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tracedata import REPO
+
+    step = _cpu_step(1, nodes=40)
+    nodes = step.dev_stats[0].node_stats
+    nodes[3].node_name = "bad#/op"
+    nodes[5].timeline_label = "lab#el"
+    data = (config_pb2.RunMetadata(step_stats=step).SerializeToString()
+            .replace(b"bad#/op", b"bad\xff/op").replace(b"lab#el", b"lab\xffel"))
+    path = tmp_path / "step.pb"
+    path.write_bytes(data)
+    code = (
+        "import json, sys\n"
+        "from google.protobuf.internal import api_implementation\n"
+        "assert api_implementation.Type() == 'python', api_implementation.Type()\n"
+        "from tb_memory_plugin.sources import run_metadata\n"
+        "(space,) = run_metadata.decode(open(sys.argv[1], 'rb').read()).spaces\n"
+        "names = [space.distinct_names[c] for c in space.name_code.tolist()]\n"
+        "shapes = space.outputs_of(space.distinct_names)\n"
+        "print(json.dumps([names, [len(s) for s in shapes]]))\n"
+    )
+    env = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names, shape_counts = json.loads(done.stdout)
+    written = [node.node_name for node in nodes]
+    assert names == written[:3] + ["bad\ufffd/op"] + written[4:]
+    assert shape_counts[5] == 0 and sum(shape_counts) > 0  # the node the protos refuse has none; the others theirs
+
+
 @pytest.mark.parametrize("repeats", [False, True])
 def test_names_told_apart_by_their_bytes_stay_apart_when_shown_alike(repeats):
     """Two names that are not UTF-8 and decode to the same text remain two names, whether

@@ -41,13 +41,12 @@ import itertools
 
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import step_stats_pb2
 
 from . import reference
 from .merged import ROBUST, Misaligned, segment_counts
 from .quick import _varint_size
-from ..._protos import encode_varint as _varint
+from ..._protos import REFUSED, encode_varint as _varint
 
 Outputs = list[tuple[tuple[int, ...], int]]
 
@@ -203,7 +202,7 @@ def _checked(blobs: list[bytes]) -> list[Outputs]:
     try:
         with _no_gc():  # a few small containers per node: the collector's passes would cost more
             return _bulk(blobs)
-    except (DecodeError, Misaligned):  # bytes the protos refuse, or a value equal to a marker
+    except (*REFUSED, Misaligned):  # bytes the protos refuse, or a value equal to a marker
         if len(blobs) <= _GROUP:
             return [_one(blob) for blob in blobs]
         half = len(blobs) // 2
@@ -224,7 +223,7 @@ def _no_gc():
 def _one(blob: bytes) -> Outputs:
     try:
         return reference.output_shapes(reference.parse_node(blob))
-    except DecodeError:  # as Labels.outputs reads a node the protos refuse: no shapes
+    except REFUSED:  # as Labels.outputs reads a node the protos refuse: no shapes
         return []
 
 
@@ -245,7 +244,7 @@ def _bulk(blobs: list[bytes]) -> list[Outputs]:
     m = len(output_items)
     try:
         description = _merged("NodeOutputTokens", output_items, _AFTER_OUTPUT_TOKENS)
-    except DecodeError:  # a shape whose bytes are no varints (text in it): read them as items
+    except REFUSED:  # a shape whose bytes are no varints (text in it): read them as items
         description = None
     if description is not None:
         description = description.tensor_description

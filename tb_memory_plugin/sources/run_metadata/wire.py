@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
-from google.protobuf.message import DecodeError
+from ..._protos import REFUSED
 
 from ...trace import JoinedNames
 from . import quick, reference
@@ -177,7 +177,7 @@ class Labels(Mapping):
         try:
             merged = classes()["Labels"].FromString(with_sentinels(nodes, self._mk.text_field(8))).timeline_label
             texts = iter(_decode_all(self._mk.text(merged, len(nodes))))
-        except (Misaligned, DecodeError):  # a label equal to a marker: one by one
+        except (Misaligned, *REFUSED):  # a label equal to a marker: one by one
             texts = iter([self[self._names[code]] for code in known])
         return [next(texts) if name in codes else "" for name in names]
 
@@ -189,7 +189,7 @@ class Labels(Mapping):
             if index is None:
                 return []
             return reference.output_shapes(reference.parse_node(self._node_stats[int(self._first_exec[index])]))
-        except DecodeError:  # text the protos refuse (read by the columns with U+FFFD): no shapes
+        except REFUSED:  # text the protos refuse (read by the columns with U+FFFD): no shapes
             return []
 
     def outputs_many(self, names: list[str]) -> list[list[tuple[tuple[int, ...], int]]]:
@@ -226,9 +226,12 @@ def _read(node_stats) -> dict:
     try:
         try:
             return _ColumnarReading(COMPACT).read(node_stats)
-        except Misaligned:  # explicit zeros in the bytes: redo with markers nothing real uses
+        except (Misaligned, UnicodeDecodeError):
+            # Explicit zeros in the bytes, or a name that is not UTF-8 where protobuf refuses
+            # such text (its pure-Python implementation; upb hands it over as bytes): redo with
+            # markers nothing real uses, which read names as bytes.
             return _ColumnarReading(ROBUST).read(node_stats)
-    except (Misaligned, DecodeError):  # a field equal to a marker, or bytes cut short
+    except (Misaligned, *REFUSED):  # a field equal to a marker, or bytes cut short
         return reference.read(node_stats)  # DecodeError again if the protos refuse them too
 
 
@@ -272,7 +275,7 @@ class _ColumnarReading:
             try:
                 nodes = cls[mk.nodes(False)].FromString(with_sentinels(node_blobs, mk.node(False)))
                 columns = quick.one_allocator(nodes, n, mk, self._codes)
-            except DecodeError:  # a non-ASCII allocator name ends in a byte that is no whole varint
+            except REFUSED:  # a non-ASCII allocator name ends in a byte that is no whole varint
                 pass
             if columns is None:
                 self.named_from = offset
