@@ -109,7 +109,7 @@ def from_keras_config(data: bytes) -> FunctionGraph | None:
         return None
     result = FunctionGraph.from_bytes(graph.SerializeToString())
     result.layers_only, result.origin = True, "keras_model"
-    result.op_types = {}  # layer classes are no op types: the trace's own op types stand
+    result.op_types = {}  # type: ignore[assignment]  # layer classes are no op types: the trace's own stand
     try:  # its layers' weights and the optimizer's slots, sized from the config
         result.model = model_from_config(json.loads(data))
     except (KeyError, TypeError, ValueError):  # a config this reader does not know: no resident figures

@@ -51,6 +51,16 @@ def _classes() -> dict:
     return message_classes("tb_memory.graph", _SCHEMA)
 
 
+def _texts(texts: list) -> list[str]:
+    """Text fields as upb reads them (proto2: str, or bytes where not UTF-8) as str, U+FFFD
+    where they are not UTF-8 (as a trace's names are shown); one C-level pass when all are."""
+    try:
+        "\n".join(texts)
+        return texts
+    except TypeError:
+        return [text.decode("utf-8", "replace") if isinstance(text, bytes) else text for text in texts]
+
+
 @dataclass
 class RunGraph:
     """Node names and op types of a GraphDef; input edges read when first needed."""
@@ -91,16 +101,16 @@ class RunGraph:
 
     @classmethod
     def from_bytes(cls, data: bytes, reload: Callable[[], bytes] | None = None) -> "RunGraph":
-        """Raises protobuf's DecodeError on bytes that are not a GraphDef. `reload`: reads
-        the same bytes again (then they are not held once the model is read)."""
+        """Raises what protobuf raises on bytes that are not a GraphDef (`_protos.REFUSED`).
+        `reload`: reads the same bytes again (then they are not held once the model is read)."""
         merged = _classes()["Graph"].FromString(data).node
-        names, ops = list(merged.name), list(merged.op)
+        names, ops = _texts(list(merged.name)), list(merged.op)
         if len(names) != len(ops):  # a node without a name or op: read node by node
             graph_def = graph_pb2.GraphDef.FromString(data)
             names, ops = [node.name for node in graph_def.node], [node.op for node in graph_def.node]
         # One str per op type, shared by its nodes (a graph has a few hundred op types): less
         # memory, and a step's op types come back as the same few objects, quick to code.
-        shared = {op: op for op in dict.fromkeys(ops)}
+        shared = dict(zip(distinct := list(dict.fromkeys(ops)), _texts(distinct)))
         return cls(names, list(map(shared.__getitem__, ops)), bytes(data), reload)
 
     @cached_property

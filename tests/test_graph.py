@@ -71,6 +71,22 @@ def test_hand_built_graph_inputs_ports_controls_and_strangers():
     assert graph.collapse(run_graph, "c").children == {"c/d": 1}
 
 
+def test_graph_text_that_is_not_utf8_is_shown_with_replacement_characters():
+    """A GraphDef from another writer whose node names or op types are not UTF-8: the graph
+    reads them as the trace's names are shown (U+FFFD), and a step's op types sort and code
+    alongside the others (bytes among them raised)."""
+    from tb_memory_plugin import names
+
+    graph_def = graph_pb2.GraphDef()
+    graph_def.node.add(name="bad#/x", op="Op#")
+    graph_def.node.add(name="a/MatMul", op="MatMul")
+    data = graph_def.SerializeToString().replace(b"bad#", b"bad\xff").replace(b"Op#", b"Op\xfe")
+    run_graph = graph.RunGraph.from_bytes(data)
+    assert run_graph.names == ["bad\ufffd/x", "a/MatMul"] and run_graph.ops == ["Op\ufffd", "MatMul"]
+    table = names.NameTable.build(["bad\ufffd/x", "a/MatMul"], {}, {}, run_graph.op_types)
+    assert table.op_type_names == ["MatMul", "Op\ufffd"] and table.op_types == ["Op\ufffd", "MatMul"]
+
+
 def test_not_a_graph_raises_decode_error():
     with pytest.raises(DecodeError):
         graph.RunGraph.from_bytes(b"\x0a\xff\xff\xff")

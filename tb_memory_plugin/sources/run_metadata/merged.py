@@ -135,7 +135,7 @@ class Markers:
     """
 
     mark_int: int
-    mark_text: bytes  # text fields are all read as bytes, and decoded once per distinct value
+    mark_text: bytes  # text fields are read as bytes and decoded once per distinct value (node names: see `nodes`)
     # Node name and start time are always written by TensorFlow: COMPACT leaves their
     # markers out and checks that there are exactly as many as nodes.
     mark_dense: bool
@@ -179,7 +179,8 @@ class Markers:
         return ("NodesNamed" if named else "Nodes") + ("Raw" if self.mark_dense else "")
 
     def dense_names(self, values, n: int) -> list[str | bytes]:
-        """The node names of n nodes: as text read by `nodes` (str, or bytes where not UTF-8)."""
+        """The node names of n nodes, as `nodes` reads them: text (str, or bytes where not UTF-8),
+        or with text markers all bytes."""
         if self.mark_dense:
             return self.text(values, n)
         if len(values) != n:

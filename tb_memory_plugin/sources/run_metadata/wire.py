@@ -276,6 +276,8 @@ class _ColumnarReading:
                 nodes = cls[mk.nodes(False)].FromString(with_sentinels(node_blobs, mk.node(False)))
                 columns = quick.one_allocator(nodes, n, mk, self._codes)
             except REFUSED:  # a non-ASCII allocator name ends in a byte that is no whole varint
+                # (or, with protobuf's pure-Python parser, a name that is not UTF-8: read in full
+                # below, it fails again, and _read starts over with names as bytes)
                 pass
             if columns is None:
                 self.named_from = offset
