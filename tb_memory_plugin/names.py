@@ -317,7 +317,10 @@ REPLICA_RE = re.compile(rf"^{_REPLICA}$")
 # replica's, or a control-flow scope (a LossScaleOptimizer applies its update inside a `cond`:
 # `cond/adam/Sub_10`).
 _LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?)$")
-_GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
+_GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
+# First components whose ops hold gradients (categories only, not the layer grouping): the
+# gradient scopes, and `tf.clip_by_global_norm`'s, whose outputs are the clipped gradients.
+_GRADIENT_FIRST_RE = re.compile(r"^(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?$")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -1081,7 +1084,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     for i in rows[lines.last_component_head(rows, _SLOT_HEADS, 4)].tolist():
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
     # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
-    gradient = parts.where(_GRADIENTS_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
+    gradient = parts.where(_GRADIENT_FIRST_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
     rows = np.flatnonzero(parts.where(_LOOKED_THROUGH_RE.match) & parts.has_rest)
     if rows.size:  # the component after `replica_<N>/` is the first, as in `categorise`
         second = parts.length[rows] + 1  # where it starts in its name
@@ -1089,7 +1092,8 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         length = np.where(slash >= 0, slash, lines.lengths[rows]) - second
         distinct, code = lines.code_slices(lines.starts[rows] + second, length)
         optimizer_first[rows] = np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]
-        gradient[rows] |= np.fromiter((_GRADIENTS_RE.match(t) is not None for t in distinct), bool, len(distinct))[code]
+        gradient[rows] |= np.fromiter((_GRADIENT_FIRST_RE.match(t) is not None for t in distinct), bool,
+                                      len(distinct))[code]
     return np.select(
         [is_input, is_plumbing, is_apply, optimizer_first, slot, gradient, is_variable, is_other],
         [INPUTS, OTHER, OPTIMIZER, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],

@@ -12,6 +12,7 @@ COMPONENTS = [
     "model", "block_0001", "MatMul", "Relu", "kernel", "dense", "loss", "x", "Func", "input", "_291",
     "gradients", "gradients_1", "gradient_tape", "gradientsX", "Conv2D_grad", "foo_grad", "_grad", "my_grads", "Grad", "replica_1",
     "Adam", "Adam_1", "Momentum", "training", "optimizer", "beta1_power", "update_dense", "update_",
+    "clip_by_global_norm", "clip_by_global_norm_2", "global_norm",
     "ConstantFolding", "ArithmeticOptimizer", "AddOpsRewrite_loss", "LayoutOptimizer", "Remapper",
     "BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer", "PermConstNHWCToNCHW-LayoutOptimizer",
     "Conv2D-folded-1", "ShapeN-matshapes-1", "_1__cf__3", "Conv2D:Conv2D",

@@ -215,6 +215,12 @@ def test_parse_device_keeps_real_devices_only(device, parsed):
 # -- categories: variable ops hold the variable's buffer, an embedding lookup does not ----------
 
 CATEGORY_CASES = [
+    # tf.clip_by_global_norm's outputs are the clipped gradients; a user's `global_norm` scope is not.
+    ("clip_by_global_norm/clip_by_global_norm/_0", "Identity", names.OP, GRADIENTS),
+    ("clip_by_global_norm_1/mul_1", "Mul", names.OP, GRADIENTS),
+    ("replica_1/clip_by_global_norm/mul", "Mul", names.OP, GRADIENTS),
+    ("global_norm/L2Loss", "L2Loss", names.OP, ACTIVATIONS),
+    ("model/clip_by_global_norm_layer/mul", "Mul", names.OP, ACTIVATIONS),
     # ResourceGather outputs the gathered rows, a new tensor sized by the batch: the pass decides.
     ("embedding/embedding_lookup", "ResourceGather", names.OP, ACTIVATIONS),
     ("gradients/embedding/embedding_lookup_grad/ResourceGather", "ResourceGather", names.OP, GRADIENTS),
