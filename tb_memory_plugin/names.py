@@ -76,6 +76,16 @@ _ARG_RE = re.compile(r"^_arg_(?P<feed>.+?)_\d+_\d+$")
 # An inlined function call's plumbing (identities at its inputs and outputs): TensorFlow names them
 # `Func/<call>/input/_291`, outside the call's scope. They go in it: `<call>/input/_291`.
 _INLINED_RE = re.compile(r"^Func/(?P<path>.+/(?:input|output|input_control_node|output_control_node)/_\d+)$")
+# Control flow v2 (tf.while_loop, tf.cond, dynamic_rnn in a TF 2.x graph), lowered and inlined at
+# run time: a loop's body and condition and a branch run as `<op>/<function>/_<N>/<its node>`
+# (`rnn/while/body/_1/gru_cell/MatMul`, `cond/else/_12/...`). Those two components are the
+# runtime's call, not the user's scopes: the path drops them (`rnn/while/gru_cell/MatMul`, as
+# TensorFlow 1's control flow named it).
+_CALL_RE = re.compile(r"/(?:body|cond|then|else)/_\d+(?=/|$)")
+# The gradient of such an op, after the gradients scope: `<op>_grad/<op>_grad/...` for a loop
+# (`rnn/while_grad/rnn/while_grad/gradients/gru_cell/MatMul_grad/MatMul_1`), `<op>_grad/
+# StatelessIf/...` (or `If`) for a branch; its body's own `gradients/` scope after that.
+_CONTROL_FLOW_GRAD_RE = re.compile(r"^(?P<op>[^/].*?)_grad/(?:(?P=op)_grad|StatelessIf|If)/(?:gradients/)?(?P<rest>.+)$")
 _OPTIMIZER_STAGE_RE = re.compile(r"^[A-Z][A-Za-z]*_")
 
 
@@ -161,7 +171,7 @@ def classify(raw_name: str) -> NameInfo:
     if name.startswith("Func/"):
         inlined = _INLINED_RE.match(name)
         if inlined:
-            return NameInfo(name, inlined.group("path"), PLUMBING, None)
+            return NameInfo(name, _without_calls(inlined.group("path")), PLUMBING, None)
     if name.endswith("-LayoutOptimizer"):
         match = _LAYOUT_RE.match(name)
         if match:
@@ -176,7 +186,12 @@ def classify(raw_name: str) -> NameInfo:
     cleaned = _SUFFIX_RE.sub("", name) if ("-" in name or "__cf__" in name) else name
     if not _OPTIMIZER_COMPONENTS.isdisjoint(cleaned.split("/")):  # a path component names a grappler pass
         cleaned = _drop_optimizer_components(cleaned)
-    return NameInfo(cleaned, cleaned, OP, None)
+    return NameInfo(cleaned, _without_calls(cleaned), OP, None)
+
+
+def _without_calls(path: str) -> str:
+    """A path without the runtime's function-call components (`_CALL_RE`)."""
+    return _CALL_RE.sub("", path) if "/_" in path else path
 
 
 # --- grouping by layer -----------------------------------------------------
@@ -211,7 +226,11 @@ def layer_path(graph_name: str) -> str:
     if first.startswith("gradient") and _GRADIENTS_RE.match(first):
         # Nested gradient scopes (`gradient_tape/gradients/model/...`: tf.recompute_grad's
         # gradient, taken inside the tape's) fold away together.
-        return layer_path(rest) if rest.startswith("gradient") and _GRADIENTS_RE.match(rest.partition("/")[0]) else rest
+        if rest.startswith("gradient") and _GRADIENTS_RE.match(rest.partition("/")[0]):
+            return layer_path(rest)
+        # A loop's or a branch's gradient (control flow v2) goes to the op it is the gradient of.
+        control_flow = _CONTROL_FLOW_GRAD_RE.match(rest) if "_grad/" in rest else None
+        return f"{control_flow.group('op')}/{control_flow.group('rest')}" if control_flow else rest
     if _named_gradients(first) and ("_grad/" in rest or rest.endswith("_grad")):
         return rest
     if rest.startswith("update_"):
@@ -419,17 +438,27 @@ class _Lines:
 
     def containing(self, literal: bytes) -> np.ndarray:
         """Which names contain `literal` (no newline in it)."""
+        return self._mask(self.positions(literal))
+
+    def positions(self, literal: bytes) -> np.ndarray:
+        """Where `literal` (no newline in it) starts in the joined names, each place once asked
+        (the categories and the layer cut both ask for `_grad/`)."""
+        found_before = self.__dict__.setdefault("_positions", {})
+        if literal in found_before:
+            return found_before[literal]
         k = len(literal)
-        # No memmem first: the literals asked for start with "_", common in names, which makes
-        # memmem slower (1.7 ms over a deep step's 3 MB) than the pass below (0.8 ms) even when absent.
+        # No memmem first: the literals asked for start with "_" or "/", common in names, which
+        # makes memmem slower (1.7 ms over a deep step's 3 MB) than the pass below (0.8 ms) even
+        # when absent.
         buf = self.buf[: max(self.buf.size - k + 1, 0)]  # where the literal can start
         if k == 1:
-            return self._mask(np.flatnonzero(buf == literal[0]))
-        # Where its first two bytes stand (few places, even where one byte is common), then the rest.
-        found = np.flatnonzero((buf == literal[0]) & (self.buf[1:buf.size + 1] == literal[1]))
-        for offset in range(2, k):
-            found = found[self.buf[found + offset] == literal[offset]]
-        return self._mask(found)
+            found = np.flatnonzero(buf == literal[0])
+        else:  # where its first two bytes stand (few places, even where one byte is common), then the rest
+            found = np.flatnonzero((buf == literal[0]) & (self.buf[1:buf.size + 1] == literal[1]))
+            for offset in range(2, k):
+                found = found[self.buf[found + offset] == literal[offset]]
+        found_before[literal] = found
+        return found
 
     def with_any_char(self, chars: bytes) -> np.ndarray:
         chars = bytes(char for char in chars if char in self.data)  # one memchr each
@@ -748,9 +777,11 @@ class NameTable:
         """Whether some leaf path of a grouping starts with `prefix`."""
         cut, others, _ = self._layer_cut if group == "layer" else _NO_CUT
         if cut is not None and not others and "layer_paths" not in self.__dict__:
-            found = self.path_parts.lines.any_starting_with(prefix, cut)
-            if found is not None:
-                return found
+            lines = self.path_parts.lines
+            found = lines.any_starting_with(prefix, cut)
+            if found is None:  # the prefix stands in too many places: every line asked at its cut
+                found = bool(lines.starting_with(prefix.encode("ascii"), offset=cut).any())
+            return found
         parts = self.leaf_parts(group)
         if parts.lines.ok:
             return bool(parts.lines.any_starting_with(prefix))
@@ -847,6 +878,7 @@ def _classify_all(raw: list[str], lines: _Lines):
         special = lines.with_any_char(b"-:")  # layout helpers, grappler suffixes, stream suffixes
         special |= lines.starting_with(b"_") | lines.starting_with(b"Func/")  # feeds and plumbing
         special |= lines.containing(b"__cf__")  # constant folding's suffix
+        special |= lines.containing(b"/_")  # control flow v2's calls (`while/body/_1/`), its plumbing (`merge/_5`)
         special |= lines.with_component_head(_OPTIMIZER_HEADS, 8)  # a grappler pass's component
         rows = np.flatnonzero(special).tolist()
     else:
@@ -1045,6 +1077,13 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
                     & lines.starting_with(b"update_", deeper, second_end + 1))
     others = {i: layer_path(paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
+    # A loop's or a branch's gradient (control flow v2: `gradients/rnn/while_grad/rnn/while_grad/...`,
+    # `gradients/cond_grad/StatelessIf/...`) goes to its op by the one-name rule: the paths that
+    # hold `_grad/` twice, or once before an `If`.
+    for i in _control_flow_gradient_rows(lines, plain).tolist():
+        layer = layer_path(paths[i])
+        if layer != paths[i][int(cut[i]):]:
+            others[i] = layer
     if not (others or cut.any()):
         return _NO_CUT
     # A cut path's layer path starts at its second component (`update_` cut off it), or its
@@ -1053,6 +1092,22 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     if two_level.any():
         slash[two_level] = third_end[two_level]
     return LayerCut(cut, others, slash)
+
+
+_IF_HEADS = _heads(["StatelessIf/", "If/"], 8)  # the first 8 bytes after `_grad/` of a branch's gradient
+
+
+def _control_flow_gradient_rows(lines: _Lines, among: np.ndarray) -> np.ndarray:
+    """Of the rows `among`, those that may hold a loop's or a branch's gradient (what
+    `_CONTROL_FLOW_GRAD_RE` reads): `_grad/` at least twice, or once before `StatelessIf/` or `If/`."""
+    found = lines.positions(b"_grad/")
+    if not found.size:
+        return found
+    line = lines.line_of(found)
+    after = lines._word(np.minimum(found + 6, lines.buf.size - 1), 8)
+    branch = (after == _IF_HEADS[0]) | ((after & _LOW_BYTES[3]) == (_IF_HEADS[1] & _LOW_BYTES[3]))
+    rows = (np.bincount(line, minlength=lines.count) >= 2) | np.bincount(line[branch], minlength=lines.count).astype(bool)
+    return np.flatnonzero(rows & among)
 
 
 def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] | None,

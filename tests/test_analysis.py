@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import collections
 
+import re
+
 import numpy as np
 import pytest
 
@@ -573,8 +575,8 @@ def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
     space = store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((16, 32), np.float32)})).space(None)
     inlined = [i for i, name in enumerate(space.names.raw) if name.startswith("Func/")]
     assert inlined, "no inlined function plumbing in this trace"
-    for i in inlined:
-        assert space.names.paths[i] == space.names.raw[i][len("Func/"):]
+    for i in inlined:  # in the loop's scope, the body's call (`body/_1`) dropped as from its ops
+        assert space.names.paths[i] == re.sub(r"/body/_\d+", "", space.names.raw[i][len("Func/"):])
     for group in ("layer", "scope"):
         assert "Func" not in {path for path, _ in space.top_level(group)}
     # The body's ops are not in the user's GraphDef: their op types come from the labels, where
@@ -582,3 +584,48 @@ def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
     body = [i for i, name in enumerate(space.names.raw) if "/body/" in name and name.endswith("/MatMul")]
     assert body and {space.names.op_types[i] for i in body} == {"MatMul"}
     assert not any(op.startswith("_Mkl") for op in space.names.op_type_names)
+
+
+def _control_flow_step(kind: str):
+    """A real TF 2.x graph (control flow v2, lowered and inlined at run time) with a MatMul in a
+    while loop's body or in both branches of a cond, trained with Adam."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (16, 32), name="x")
+        with tf1.variable_scope("encoder"):
+            w = tf1.get_variable("w", (32, 32))
+            if kind == "while":
+                _, h = tf.while_loop(lambda i, h: i < 5, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))),
+                                     (tf.constant(0), x))
+            else:
+                h = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.tanh(tf.matmul(x, w)), lambda: tf.matmul(x, w) * 2.0)
+        train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(h)))
+        init = tf1.global_variables_initializer()
+    return store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((16, 32), np.float32)}))
+
+
+@pytest.mark.parametrize("kind", ["while", "cond"])
+def test_a_control_flow_ops_body_and_gradient_share_its_layer(kind):
+    """Control flow v2 runs a loop's body or a branch as an inlined call, `<op>/body/_1/...`
+    (`then/_0`, `else/_1`), and its gradient in `gradients/<op>_grad/<op>_grad/body/_N/gradients/...`
+    (`<op>_grad/StatelessIf/...`). The call components are the runtime's: no path keeps them, and
+    grouped by layer the body's MatMul and its gradient are one layer, the control-flow op's."""
+    step = _control_flow_step(kind)
+    space = step.space(None)
+    names_ = space.names
+    raw = names_.raw
+    calls = [i for i, name in enumerate(raw) if re.search(r"/(?:body|then|else)/_\d+/", name)]
+    assert calls, "no inlined call in this trace"
+    for group in ("scope", "layer"):
+        assert not any(re.search(r"/(?:body|cond|then|else)/_\d+(?:/|$)", path) for path in names_.leaf_paths(group))
+    forward = [i for i in calls if raw[i].endswith("/MatMul") and not raw[i].startswith("gradients")]
+    backward = [i for i in calls if "MatMul_grad/" in raw[i]]
+    assert forward and backward, (kind, [raw[i] for i in calls])
+    layers = {names_.layer(i) for i in forward + backward}
+    assert layers == {"encoder/while" if kind == "while" else "encoder/cond"}, {raw[i]: names_.layer(i) for i in forward + backward}
+    # The tree still adds up: the top level's figures are the step's.
+    for group in ("scope", "layer"):
+        assert (sum(row for _, row in space.top_level(group)) == space.totals()).all()

@@ -13,6 +13,7 @@ COMPONENTS = [
     "gradients", "gradients_1", "gradient_tape", "gradientsX", "Conv2D_grad", "foo_grad", "_grad", "my_grads", "Grad", "replica_1",
     "Adam", "Adam_1", "Momentum", "training", "optimizer", "beta1_power", "update_dense", "update_",
     "clip_by_global_norm", "clip_by_global_norm_2", "global_norm",
+    "while", "while_grad", "body", "cond", "cond_grad", "StatelessIf", "If", "then", "else", "_1", "_12", "merge",
     "ConstantFolding", "ArithmeticOptimizer", "AddOpsRewrite_loss", "LayoutOptimizer", "Remapper",
     "BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer", "PermConstNHWCToNCHW-LayoutOptimizer",
     "Conv2D-folded-1", "ShapeN-matshapes-1", "_1__cf__3", "Conv2D:Conv2D",

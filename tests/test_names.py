@@ -58,7 +58,8 @@ def test_feeds_and_plumbing():
 
 
 @pytest.mark.parametrize("raw, path", [
-    ("Func/encoder/rnn/while/body/_1/input/_291", "encoder/rnn/while/body/_1/input/_291"),
+    # A loop body's call (`body/_1`) is the runtime's, dropped as from the body's own ops.
+    ("Func/encoder/rnn/while/body/_1/input/_291", "encoder/rnn/while/input/_291"),
     ("Func/StatefulPartitionedCall/output_control_node/_12", "StatefulPartitionedCall/output_control_node/_12"),
 ])
 def test_an_inlined_calls_plumbing_goes_in_the_calls_scope(raw, path):
@@ -167,8 +168,12 @@ _LAYERS = {
     "gradients/shared_model/unet_01/Conv2D_grad/Conv2DBackpropInput": "shared_model/unet_01",
     "shared_model/unet_01/Conv2D": "shared_model/unet_01",
     "Adam/update_shared_model/unet_01/weights/ResourceApplyAdam": "shared_model/unet_01/weights",
-    # A while loop's gradient (control flow v2) nests `_grad` scopes: cut before the first.
-    "gradients/rnn/while_grad/rnn/while_grad/body/lstm/MatMul_grad/MatMul": "rnn",
+    # A while loop's gradient (control flow v2) goes to the loop's op, its body's call dropped:
+    # the layer of the forward `rnn/while/body/_1/lstm/MatMul`.
+    "gradients/rnn/while_grad/rnn/while_grad/body/_5/gradients/lstm/MatMul_grad/MatMul": "rnn/while/lstm",
+    "rnn/while/body/_1/lstm/MatMul": "rnn/while/lstm",
+    # Nested `_grad` scopes of no loop: cut before the first.
+    "gradients/a_grad/b_grad/MatMul": "a_grad",
     "gradients/Mean_grad/Tile": "Mean_grad",  # a root op's gradient scope: its own layer, as in the tree
     "clip_grad/mul": "clip_grad",
     "Mean": "Mean",
