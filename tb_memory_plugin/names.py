@@ -438,7 +438,16 @@ class _Lines:
 
     def containing(self, literal: bytes) -> np.ndarray:
         """Which names contain `literal` (no newline in it)."""
-        return self._mask(self.positions(literal))
+        mask = np.zeros(self.count, dtype=bool)
+        mask[self.lines_holding(literal)] = True
+        return mask
+
+    def lines_holding(self, literal: bytes) -> np.ndarray:
+        """The line of each place `literal` stands (`positions`), each literal's once asked."""
+        lines_before = self.__dict__.setdefault("_lines_holding", {})
+        if literal not in lines_before:
+            lines_before[literal] = self.line_of(self.positions(literal))
+        return lines_before[literal]
 
     def positions(self, literal: bytes) -> np.ndarray:
         """Where `literal` (no newline in it) starts in the joined names, each place once asked
@@ -1103,7 +1112,7 @@ def _control_flow_gradient_rows(lines: _Lines, among: np.ndarray) -> np.ndarray:
     found = lines.positions(b"_grad/")
     if not found.size:
         return found
-    line = lines.line_of(found)
+    line = lines.lines_holding(b"_grad/")
     after = lines._word(np.minimum(found + 6, lines.buf.size - 1), 8)
     branch = (after == _IF_HEADS[0]) | ((after & _LOW_BYTES[3]) == (_IF_HEADS[1] & _LOW_BYTES[3]))
     rows = (np.bincount(line, minlength=lines.count) >= 2) | np.bincount(line[branch], minlength=lines.count).astype(bool)
