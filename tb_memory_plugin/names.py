@@ -763,7 +763,8 @@ class NameTable:
         if others:  # paths the one-name rule changed: from the layer paths themselves
             return FirstComponents(self.layer_paths, _Lines(self.layer_paths))
         # Each layer path is its path from cut[i] on: found in the paths' own joined lines.
-        return FirstComponents(lambda: self.layer_paths, self.path_parts.lines, offset=cut, slash=slash)
+        return FirstComponents(lambda: self.layer_paths, self.path_parts.lines, offset=cut, slash=slash,
+                               base=self.path_parts)
 
     def leaf_paths(self, group: str) -> list[str]:
         """The leaf paths of a grouping ("layer" or "scope")."""
@@ -834,11 +835,12 @@ class FirstComponents:
     """The first path component of many paths, coded (a model has few distinct ones)."""
 
     def __init__(self, paths, lines: "_Lines | None" = None, offset: np.ndarray | None = None,
-                 slash: np.ndarray | None = None) -> None:
+                 slash: np.ndarray | None = None, base: "FirstComponents | None" = None) -> None:
         """paths: the paths, or a function that makes them (called when `lines` is asked);
         lines: the paths joined (numpy finds the components), or with `offset`, lines whose
         i-th holds path i from offset[i] on; slash: where each path's first "/" is in its
-        line (-1: none), where the caller knows."""
+        line (-1: none), where the caller knows; base: with `offset`, the first components
+        of the lines themselves (those of the paths at offset 0 are theirs)."""
         self._paths = paths
         self._lines = lines if offset is None else None
         self.slash_index: np.ndarray | None = None  # which "/" of `lines` is each path's first
@@ -851,7 +853,8 @@ class FirstComponents:
             elif slash is None:
                 slash = lines.slash_from(start)
             self.length = np.where(slash >= 0, slash - start, self.path_length)
-            self.distinct, self.code = lines.code_slices(lines.starts + start, self.length)
+            coded = _coded_from_base(lines, base, start, self.length) if base is not None and offset is not None else None
+            self.distinct, self.code = coded or lines.code_slices(lines.starts + start, self.length)
             self.has_rest = self.length < self.path_length - 1
             return
         paths = self._paths = paths() if callable(paths) else paths
@@ -874,6 +877,35 @@ class FirstComponents:
         """Which paths have a first component that passes `test`."""
         passes = np.fromiter(map(bool, map(test, self.distinct)), dtype=bool, count=len(self.distinct))
         return passes[self.code] if self.code.size else np.zeros(0, dtype=bool)
+
+
+_FEW_FIRSTS = 64  # first components few enough to merge two codings of them one pass each
+
+
+def _coded_from_base(lines: _Lines, base: FirstComponents, start: np.ndarray,
+                     length: np.ndarray) -> tuple[list[str], np.ndarray] | None:
+    """`code_slices` of the slices at `start` (a layer path's first component), where `base`
+    has the lines' own first components coded: a path at offset 0 has its line's, so only the
+    others are coded (on a deep step, the gradients' and the updates': under half), and the
+    two codings merged, in first-seen order. None where that does not pay: few rows at 0, or
+    many distinct components (a pass each)."""
+    rows = np.flatnonzero(start > 0)
+    n = start.size
+    if rows.size * 4 > n * 3 or len(base.distinct) > _FEW_FIRSTS:
+        return None
+    cut_distinct, cut_code = lines.code_slices(lines.starts[rows] + start[rows], length[rows])
+    texts = list(base.distinct) + cut_distinct
+    if len(texts) > _FEW_FIRSTS:
+        return None
+    provisional = base.code.copy()
+    provisional[rows] = len(base.distinct) + cut_code
+    present = np.flatnonzero(np.bincount(provisional, minlength=len(texts)))
+    first_row = [int(np.argmax(provisional == c)) for c in present.tolist()]
+    code_of_text: dict[str, int] = {}
+    remap = np.zeros(len(texts), dtype=np.int64)
+    for _, c in sorted(zip(first_row, present.tolist())):  # in first-seen order, a text once
+        remap[c] = code_of_text.setdefault(texts[c], len(code_of_text))
+    return list(code_of_text), remap[provisional]
 
 
 def _classify_all(raw: list[str], lines: _Lines):
