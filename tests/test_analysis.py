@@ -560,19 +560,7 @@ def test_a_recomputed_blocks_gradients_fold_into_its_layer():
 def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
     """A tf.while_loop's body is an inlined function: TensorFlow names the identities at its inputs
     `Func/<call>/input/_N`, outside any scope. They sit in the call's scope, not a top-level `Func`."""
-    import tensorflow as tf
-
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        x = tf1.placeholder(tf.float32, (16, 32), name="x")
-        with tf1.variable_scope("encoder"):
-            w = tf1.get_variable("w", (32, 32))
-            _, h = tf.while_loop(lambda i, h: i < 5, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))),
-                                 (tf.constant(0), x))
-        train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(h)))
-        init = tf1.global_variables_initializer()
-    space = store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((16, 32), np.float32)})).space(None)
+    space = _control_flow_step("while").space(None)
     inlined = [i for i, name in enumerate(space.names.raw) if name.startswith("Func/")]
     assert inlined, "no inlined function plumbing in this trace"
     for i in inlined:  # in the loop's scope, the body's call (`body/_1`) dropped as from its ops
