@@ -237,6 +237,17 @@ class SpaceAnalysis:
             return None
         return int(np.argmax(at_peak))
 
+    def largest_at_peak_name(self) -> tuple[int, int, int] | None:
+        """(its first execution, its bytes, its executions) of the node name holding the most bytes
+        at the peak over all its executions (a loop body's op runs once per iteration, and
+        together they may hold the most); None when nothing is held."""
+        at_peak = self.name_column(AT_PEAK)
+        if at_peak.size == 0 or int(at_peak.max()) <= 0:
+            return None
+        name = int(np.argmax(at_peak))
+        execution = name if self._one_name_each else int(np.argmax(self.name_code == name))
+        return execution, int(at_peak[name]), int(self.name_exec_counts[name])
+
     def totals(self) -> np.ndarray:
         return np.array([int(column.sum()) for column in self.exec_columns], dtype=np.int64)
 

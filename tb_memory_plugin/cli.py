@@ -102,8 +102,9 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         print(f"   op at peak: {summary['peak_node']['name']} ({summary['peak_node']['op_type']})")
     if summary["largest_at_peak"]:
         largest = summary["largest_at_peak"]
+        runs = f" over {largest['executions']} executions" if largest["executions"] > 1 else ""
         print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
-              f"{format_bytes(largest['at_peak_bytes'])}")
+              f"{format_bytes(largest['at_peak_bytes'])}{runs}")
     print(f"   top scopes at peak (group={group}):")
     # As the summary's top_scopes (no tree built); entries that hold, allocate and output nothing
     # (gradient plumbing, a `NoOp`) are left out of the listing (--json keeps every entry).

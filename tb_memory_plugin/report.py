@@ -135,11 +135,13 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
 
 
 def _largest_at_peak(space: SpaceAnalysis, group: str) -> dict | None:
-    """The execution holding the most bytes at the peak (the op at the peak may hold little)."""
-    execution = space.largest_at_peak_exec()
-    if execution is None:
+    """The node holding the most bytes at the peak, over all its executions (the op at the peak
+    may hold little; a loop body's op runs once per iteration)."""
+    found = space.largest_at_peak_name()
+    if found is None:
         return None
-    return {**node_ref(space, execution, group), "at_peak_bytes": int(space.exec_columns[AT_PEAK][execution])}
+    execution, held, executions = found
+    return {**node_ref(space, execution, group), "at_peak_bytes": held, "executions": executions}
 
 
 def step_summary(step: StepAnalysis, group: str, run_graph: graph_mod.RunGraph | None = None) -> dict:

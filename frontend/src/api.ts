@@ -76,7 +76,9 @@ export interface NodeRef {
 }
 /** The node execution holding the most bytes at the peak, with those bytes. */
 export interface LargestAtPeak extends NodeRef {
+  /** Over all its executions (a loop body's op runs once per iteration). */
   at_peak_bytes: Bytes;
+  executions: number;
 }
 export interface CategoryTotal {
   name: CategoryName;

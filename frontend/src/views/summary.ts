@@ -160,8 +160,9 @@ export class SummaryView {
   private largestItem(largest: LargestAtPeak): HTMLElement {
     const op = largest.op_type ? ` (${largest.op_type})` : '';
     const scope = largest.scope || '(root)';
+    const runs = largest.executions > 1 ? ` over ${countOf(largest.executions, 'execution')}` : '';
     const title = [
-      `biggest at peak: ${largest.name}${op} holds ${formatBytes(largest.at_peak_bytes)} (${formatExactBytes(largest.at_peak_bytes)})`,
+      `biggest at peak: ${largest.name}${op} holds ${formatBytes(largest.at_peak_bytes)} (${formatExactBytes(largest.at_peak_bytes)})${runs}`,
       `scope: ${scope}`,
       largest.graph_name && largest.graph_name !== largest.name ? `graph node: ${largest.graph_name}` : null,
       this.selection ? 'click to select its scope' : null,

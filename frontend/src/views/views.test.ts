@@ -261,7 +261,7 @@ describe('SummaryView', () => {
     peak_rise_bytes: 4 * 1048576 - 1024,
     peak_time_us: 1500,
     peak_node: { name: 'grad/Conv2DBackpropInput', scope: 'grad', op_type: 'Conv2DBackpropInput' },
-    largest_at_peak: { name: `${EVIL}/act`, scope: EVIL, op_type: 'Relu', graph_name: `${EVIL}/act`, at_peak_bytes: 3 * 1048576 },
+    largest_at_peak: { name: `${EVIL}/act`, scope: EVIL, op_type: 'Relu', graph_name: `${EVIL}/act`, at_peak_bytes: 3 * 1048576, executions: 1 },
     end_bytes: 2048,
     exec_count: 10,
     event_count: 20,
