@@ -24,8 +24,6 @@ def scatter_sum(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
             return _column_sum(index, values, size, _each_once(index))
         values = [values[:, column] for column in range(values.shape[1])]
     once = _each_once(index)  # asked once for all the columns
-    if not once and index.size and len(values) >= _SORTED_FROM and size <= _SMALL_CODES:
-        return _sorted_sums(index, values, size)
     out = np.empty((size, len(values)), dtype=np.int64, order="F")
     for column, column_values in enumerate(values):
         out[:, column] = _column_sum(index, np.asarray(column_values, dtype=np.int64), size, once)
@@ -53,20 +51,3 @@ def _column_sum(index: np.ndarray, values: np.ndarray, size: int, once: bool) ->
         np.add.at(out, index, values)
         return out
     return np.bincount(index, weights=values, minlength=size).astype(np.int64)
-
-
-_SORTED_FROM, _SMALL_CODES = 3, 2**15 - 1  # columns from which few groups are summed in sorted runs
-
-
-def _sorted_sums(index: np.ndarray, values, size: int) -> np.ndarray:
-    """`scatter_sum` of several columns over few groups (op types, top-level scopes): the index
-    sorted once (a radix sort, on 16-bit codes) and each column summed in its runs
-    (`np.add.reduceat`), exact in int64; about half the time of a bincount per column."""
-    order = np.argsort(index.astype(np.int16), kind="stable")
-    sorted_index = index[order]
-    starts = np.flatnonzero(np.r_[True, sorted_index[1:] != sorted_index[:-1]])
-    groups = sorted_index[starts]
-    out = np.zeros((size, len(values)), dtype=np.int64, order="F")
-    for column, column_values in enumerate(values):
-        out[groups, column] = np.add.reduceat(np.asarray(column_values, dtype=np.int64)[order], starts)
-    return out
