@@ -82,10 +82,7 @@ _INLINED_RE = re.compile(r"^Func/(?P<path>.+/(?:input|output|input_control_node|
 # runtime's call, not the user's scopes: the path drops them (`rnn/while/gru_cell/MatMul`, as
 # TensorFlow 1's control flow named it).
 _CALL_RE = re.compile(r"/(?:body|cond|then|else)/_\d+(?=/|$)")
-# The gradient of such an op, after the gradients scope: `<op>_grad/<op>_grad/...` for a loop
-# (`rnn/while_grad/rnn/while_grad/gradients/gru_cell/MatMul_grad/MatMul_1`), `<op>_grad/
-# StatelessIf/...` (or `If`) for a branch; its body's own `gradients/` scope after that.
-_CONTROL_FLOW_GRAD_RE = re.compile(r"^(?P<op>[^/].*?)_grad/(?:(?P=op)_grad|StatelessIf|If)/(?:gradients/)?(?P<rest>.+)$")
+_RUNTIME_COMPONENT_RE = re.compile(r"_\d+")  # the runtime's own nodes of a lowered loop or branch: `merge/_5`
 _OPTIMIZER_STAGE_RE = re.compile(r"^[A-Z][A-Za-z]*_")
 
 
@@ -229,8 +226,7 @@ def layer_path(graph_name: str) -> str:
         if rest.startswith("gradient") and _GRADIENTS_RE.match(rest.partition("/")[0]):
             return layer_path(rest)
         # A loop's or a branch's gradient (control flow v2) goes to the op it is the gradient of.
-        control_flow = _CONTROL_FLOW_GRAD_RE.match(rest) if "_grad/" in rest else None
-        return f"{control_flow.group('op')}/{control_flow.group('rest')}" if control_flow else rest
+        return _without_control_flow_gradients(rest) if "_grad/" in rest else rest
     if _named_gradients(first) and ("_grad/" in rest or rest.endswith("_grad")):
         return rest
     if rest.startswith("update_"):
@@ -240,6 +236,40 @@ def layer_path(graph_name: str) -> str:
     if sep2 and rest2.startswith("update_") and "/" in rest2:
         return rest2[len("update_"):]
     return graph_name
+
+
+def _without_control_flow_gradients(path: str) -> str:
+    """A gradient path (its gradients scope cut off) with control flow v2's gradient ops folded
+    into the ops they are the gradients of, nested ones too:
+
+    - a loop's: `<op>_grad/<op>_grad/...` (`rnn/while_grad/rnn/while_grad/gradients/gru_cell/
+      MatMul_grad/MatMul_1` -> `rnn/while/gru_cell/MatMul_grad/MatMul_1`; inside another
+      loop's body, `inner_grad/inner_grad/...`);
+    - a branch's: `<op>_grad/StatelessIf/...` (or `If`).
+
+    Only where the body's own `gradients/` scope follows, or the runtime's plumbing of the
+    lowered op (a `_<N>` component: `merge/_5`): a second-order gradient
+    (`MatMul_grad/MatMul_grad/MatMul`, the gradient of an op in a first gradient's scope) is
+    no control flow and stays as it is.
+    """
+    parts = path.split("/")
+    i = 0
+    while i < len(parts) - 1:
+        part = parts[i]
+        if part.endswith("_grad") and len(part) > len("_grad"):
+            after = parts[i + 1]
+            if after in ("StatelessIf", "If") or after == part:
+                dropped = 1
+            elif parts[i + 1:2 * i + 2] == parts[:i + 1]:  # the whole path repeated: a top-level loop
+                dropped = i + 1
+            else:
+                dropped = 0
+            rest = parts[i + 1 + dropped:]
+            if dropped and rest and (rest[0] == "gradients" or any(map(_RUNTIME_COMPONENT_RE.fullmatch, rest))):
+                parts = parts[:i] + [part[:-len("_grad")]] + (rest[1:] if rest[0] == "gradients" else rest)
+                continue  # a loop or branch inside this one's body folds too
+        i += 1
+    return "/".join(parts)
 
 
 def layer_of(layer_path: str) -> str:
@@ -1121,7 +1151,7 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     # A loop's or a branch's gradient (control flow v2: `gradients/rnn/while_grad/rnn/while_grad/...`,
     # `gradients/cond_grad/StatelessIf/...`) goes to its op by the one-name rule: the paths that
     # hold `_grad/` twice, or once before an `If`.
-    for i in _control_flow_gradient_rows(lines, plain).tolist():
+    for i in _control_flow_gradient_rows(lines, plain | two_level).tolist():
         layer = layer_path(paths[i])
         if layer != paths[i][int(cut[i]):]:
             others[i] = layer
@@ -1140,7 +1170,8 @@ _IF_HEADS = _heads(["StatelessIf/", "If/"], 8)  # the first 8 bytes after `_grad
 
 def _control_flow_gradient_rows(lines: _Lines, among: np.ndarray) -> np.ndarray:
     """Of the rows `among`, those that may hold a loop's or a branch's gradient (what
-    `_CONTROL_FLOW_GRAD_RE` reads): `_grad/` at least twice, or once before `StatelessIf/` or `If/`."""
+    `_without_control_flow_gradients` folds): `_grad/` at least twice, or once before
+    `StatelessIf/` or `If/`."""
     found = lines.positions(b"_grad/")
     if not found.size:
         return found

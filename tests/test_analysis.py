@@ -602,18 +602,24 @@ def _control_flow_step(kind: str):
         x = tf1.placeholder(tf.float32, (16, 32), name="x")
         with tf1.variable_scope("encoder"):
             w = tf1.get_variable("w", (32, 32))
+            def branch(h):
+                return tf.cond(tf.reduce_sum(h) > 0, lambda: tf.tanh(tf.matmul(h, w)), lambda: tf.matmul(h, w) * 2.0)
+
             if kind == "while":
                 _, h = tf.while_loop(lambda i, h: i < 5, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))),
                                      (tf.constant(0), x))
+            elif kind == "cond_in_while":
+                _, h = tf.while_loop(lambda i, h: i < 2, lambda i, h: (i + 1, branch(h)), (tf.constant(0), x))
             else:
-                h = tf.cond(tf.reduce_sum(x) > 0, lambda: tf.tanh(tf.matmul(x, w)), lambda: tf.matmul(x, w) * 2.0)
+                h = branch(x)
         train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(h)))
         init = tf1.global_variables_initializer()
     return store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((16, 32), np.float32)}))
 
 
-@pytest.mark.parametrize("kind", ["while", "cond"])
-def test_a_control_flow_ops_body_and_gradient_share_its_layer(kind):
+@pytest.mark.parametrize("kind, layer", [("while", "encoder/while"), ("cond", "encoder/cond"),
+                                         ("cond_in_while", "encoder/while/cond")])
+def test_a_control_flow_ops_body_and_gradient_share_its_layer(kind, layer):
     """Control flow v2 runs a loop's body or a branch as an inlined call, `<op>/body/_1/...`
     (`then/_0`, `else/_1`), and its gradient in `gradients/<op>_grad/<op>_grad/body/_N/gradients/...`
     (`<op>_grad/StatelessIf/...`). The call components are the runtime's: no path keeps them, and
@@ -630,7 +636,7 @@ def test_a_control_flow_ops_body_and_gradient_share_its_layer(kind):
     backward = [i for i in calls if "MatMul_grad/" in raw[i]]
     assert forward and backward, (kind, [raw[i] for i in calls])
     layers = {names_.layer(i) for i in forward + backward}
-    assert layers == {"encoder/while" if kind == "while" else "encoder/cond"}, {raw[i]: names_.layer(i) for i in forward + backward}
+    assert layers == {layer}, {raw[i]: names_.layer(i) for i in forward + backward}
     # The tree still adds up: the top level's figures are the step's.
     for group in ("scope", "layer"):
         assert (sum(row for _, row in space.top_level(group)) == space.totals()).all()

@@ -174,6 +174,14 @@ _LAYERS = {
     "rnn/while/body/_1/lstm/MatMul": "rnn/while/lstm",
     # Nested `_grad` scopes of no loop: cut before the first.
     "gradients/a_grad/b_grad/MatMul": "a_grad",
+    # A second-order gradient (a gradient penalty's) repeats an op's `_grad` scope: no control flow.
+    "gradients_1/gradients/MatMul_grad/MatMul_grad/MatMul": "MatMul_grad",
+    # Nested control flow: a loop in a loop's body, a branch in one; the loop's plumbing.
+    "gradients/enc/outer_grad/enc/outer_grad/body/_3/gradients/inner_grad/inner_grad/body/_9/gradients/"
+    "MatMul_grad/MatMul": "enc/outer/inner",
+    "gradients/enc/while_grad/enc/while_grad/body/_3/gradients/cond_grad/StatelessIf/then/_7/gradients/"
+    "MatMul_grad/MatMul_1": "enc/while/cond",
+    "gradients/rnn/while_grad/rnn/while_grad/merge/_5": "rnn/while/merge",
     "gradients/Mean_grad/Tile": "Mean_grad",  # a root op's gradient scope: its own layer, as in the tree
     "clip_grad/mul": "clip_grad",
     "Mean": "Mean",

@@ -166,7 +166,7 @@ export interface DeviceSummary {
   peak_time_us: Micros | null;
   /** The op whose allocation made the peak (it may itself hold little). */
   peak_node: NodeRef | null;
-  /** The node execution holding the most at the peak; null when the curve never rises. */
+  /** The node holding the most at the peak over all its executions; null when the curve never rises. */
   largest_at_peak: LargestAtPeak | null;
   end_bytes: Bytes | null;
   /** Executions on this memory space (docs/figures.md, "Words"). */
