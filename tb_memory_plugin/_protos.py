@@ -13,6 +13,17 @@ from google.protobuf.message import DecodeError
 # (PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python) UnicodeDecodeError for text that is not UTF-8.
 REFUSED = (DecodeError, UnicodeDecodeError)
 
+
+def as_text(texts: list) -> list[str]:
+    """Text fields as upb hands them over (proto2 text: str, or bytes where it is not UTF-8), all as
+    str, U+FFFD where they are not UTF-8 (names from other writers are shown, not refused); the
+    list itself, in one C-level check, where all are str already."""
+    try:
+        "\n".join(texts)
+        return texts
+    except TypeError:
+        return [text.decode("utf-8", "replace") if isinstance(text, bytes) else text for text in texts]
+
 INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
 STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
 BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES

@@ -230,13 +230,6 @@ class SpaceAnalysis:
             return None
         return int(self.trace.event_exec[curve.last_event(np.array([curve.peak_index]))[0]])
 
-    def largest_at_peak_exec(self) -> int | None:
-        """The execution holding the most bytes at the peak (None when nothing is held)."""
-        at_peak = self.exec_columns[AT_PEAK]
-        if at_peak.size == 0 or int(at_peak.max()) <= 0:
-            return None
-        return int(np.argmax(at_peak))
-
     def largest_at_peak_name(self) -> tuple[int, int, int] | None:
         """(its first execution, its bytes, its executions) of the node name holding the most bytes
         at the peak over all its executions (a loop body's op runs once per iteration, and

@@ -334,11 +334,15 @@ def compared_refs(refs: Sequence, ref, limit: int = STEP_GROWTH_STEPS) -> list:
     return same[start:start + limit]
 
 
-def left_behind(space) -> np.ndarray:
-    """Per distinct name: the net of all its allocation events (what it still held when the step ended)."""
+def _left_by_exec(space) -> np.ndarray:
+    """Per execution: the net of all its allocation events (what it still held when the step ended)."""
     trace = space.trace
-    per_exec = scatter_sum(trace.event_exec, trace.event_bytes, trace.exec_count)
-    return scatter_sum(space.name_code, per_exec, len(space.names.raw))
+    return scatter_sum(trace.event_exec, trace.event_bytes, trace.exec_count)
+
+
+def left_behind(space) -> np.ndarray:
+    """Per distinct name: what its executions still held when the step ended (`_left_by_exec`)."""
+    return scatter_sum(space.name_code, _left_by_exec(space), len(space.names.raw))
 
 
 def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Finding]:
@@ -487,7 +491,7 @@ def _kept_variable_buffers(space) -> list[tuple[str, int]]:
                          count=len(names.op_type_names))[names.op_code]
     if not writer.any():
         return []
-    kept = scatter_sum(trace.event_exec, trace.event_bytes, trace.exec_count)
+    kept = _left_by_exec(space)
     rows = np.flatnonzero(writer[trace.name_code] & (kept >= STEP_GROWTH_MIN_BYTES))
     rows = rows[np.argsort(-kept[rows], kind="stable")]
     return [(names.graph_names[trace.name_code[i]], int(kept[i])) for i in rows.tolist()]

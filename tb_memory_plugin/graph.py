@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 from tensorboard.compat.proto import graph_pb2
 
-from ._protos import BYTES, MESSAGE, OPTIONAL, REPEATED, STRING, message_classes
+from ._protos import BYTES, MESSAGE, OPTIONAL, REPEATED, STRING, as_text, message_classes
 from .names import CodedOpTypes
 
 
@@ -49,16 +49,6 @@ _COLLAPSED_KEPT = 64  # collapsed scopes kept per graph (the graph view asks eac
 @functools.cache
 def _classes() -> dict:
     return message_classes("tb_memory.graph", _SCHEMA)
-
-
-def _texts(texts: list) -> list[str]:
-    """Text fields as upb reads them (proto2: str, or bytes where not UTF-8) as str, U+FFFD
-    where they are not UTF-8 (as a trace's names are shown); one C-level pass when all are."""
-    try:
-        "\n".join(texts)
-        return texts
-    except TypeError:
-        return [text.decode("utf-8", "replace") if isinstance(text, bytes) else text for text in texts]
 
 
 @dataclass
@@ -104,13 +94,13 @@ class RunGraph:
         """Raises what protobuf raises on bytes that are not a GraphDef (`_protos.REFUSED`).
         `reload`: reads the same bytes again (then they are not held once the model is read)."""
         merged = _classes()["Graph"].FromString(data).node
-        names, ops = _texts(list(merged.name)), list(merged.op)
+        names, ops = as_text(list(merged.name)), list(merged.op)
         if len(names) != len(ops):  # a node without a name or op: read node by node
             graph_def = graph_pb2.GraphDef.FromString(data)
             names, ops = [node.name for node in graph_def.node], [node.op for node in graph_def.node]
         # One str per op type, shared by its nodes (a graph has a few hundred op types): less
         # memory, and a step's op types come back as the same few objects, quick to code.
-        shared = dict(zip(distinct := list(dict.fromkeys(ops)), _texts(distinct)))
+        shared = dict(zip(distinct := list(dict.fromkeys(ops)), as_text(distinct)))
         return cls(names, list(map(shared.__getitem__, ops)), bytes(data), reload)
 
     @cached_property

@@ -366,10 +366,11 @@ REPLICA_RE = re.compile(rf"^{_REPLICA}$")
 # replica's, or a control-flow scope (a LossScaleOptimizer applies its update inside a `cond`:
 # `cond/adam/Sub_10`).
 _LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?)$")
-_GRADIENT_RE = re.compile(r"^(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?(?:/|$)|_grad(?:/|$)")
 # First components whose ops hold gradients (categories only, not the layer grouping): the
 # gradient scopes, and `tf.clip_by_global_norm`'s, whose outputs are the clipped gradients.
-_GRADIENT_FIRST_RE = re.compile(r"^(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?$")
+_GRADIENT_FIRST = r"(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?"
+_GRADIENT_FIRST_RE = re.compile(rf"^{_GRADIENT_FIRST}$")
+_GRADIENT_RE = re.compile(rf"^{_GRADIENT_FIRST}(?:/|$)|_grad(?:/|$)")  # such a first component, or an op's `_grad`
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -990,7 +991,7 @@ def _with_rows(texts: list[str], rows: dict[int, str]) -> list[str]:
 class CodedOpTypes(collections.abc.Mapping):
     """Graph node name -> op type, held as codes: one dict of name -> code and each op type
     once (a run graph's op types, which every step of its run looks its names up in). A
-    step with thousands of names reads their op types as codes in one pass (`codes`),
+    step with thousands of names reads their op types as codes in one pass (`code_of`),
     without making a list of them and coding it again; one dict, as a plain one would be."""
 
     def __init__(self, names: Iterable[str], ops: Iterable[str]) -> None:
@@ -998,11 +999,6 @@ class CodedOpTypes(collections.abc.Mapping):
         self.type_names: list[str] = list(dict.fromkeys(ops))
         code_of_type = dict(zip(self.type_names, range(len(self.type_names))))
         self.code_of: dict[str, int] = dict(zip(names, map(code_of_type.__getitem__, ops)))
-
-    @property
-    def codes(self) -> tuple[dict[str, int], list[str]]:
-        """(graph node name -> code; each op type once, by code)."""
-        return self.code_of, self.type_names
 
     def __getitem__(self, name: str) -> str:
         return self.type_names[self.code_of[name]]
@@ -1032,8 +1028,8 @@ def _resolve_op_codes(runtime: list[str], graph_names: list[str], fixed: dict[in
     if source_ops or not isinstance(graph_ops, CodedOpTypes):
         op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops, derived)
         return (op_types, *coded(op_types))
-    code_of, type_names = graph_ops.codes
-    graph_code = np.fromiter(map(code_of.get, graph_names, itertools.repeat(-1)), dtype=np.int64,
+    type_names = graph_ops.type_names
+    graph_code = np.fromiter(map(graph_ops.code_of.get, graph_names, itertools.repeat(-1)), dtype=np.int64,
                              count=len(graph_names))
     unknown = graph_code < 0
     if "" in type_names:  # a node without an op type: as if the graph lacked it
@@ -1055,6 +1051,15 @@ def _resolve_op_codes(runtime: list[str], graph_names: list[str], fixed: dict[in
     return None, names, op_code
 
 
+def _graph_op_types(graph_ops: Mapping[str, str], graph_names: list[str]) -> list[str | None]:
+    """The run graph's op type of each name (None where it has none), from a CodedOpTypes's
+    codes without a Python call per name."""
+    if isinstance(graph_ops, CodedOpTypes):
+        type_names = graph_ops.type_names
+        return [None if code is None else type_names[code] for code in map(graph_ops.code_of.get, graph_names)]
+    return list(map(graph_ops.get, graph_names))
+
+
 def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
                       label_of: Mapping[str, str], source_ops: Mapping[str, str],
                       graph_ops: Mapping[str, str] | None, derived: list[int] = ()) -> list[str]:
@@ -1064,14 +1069,10 @@ def _resolve_op_types(runtime: list[str], graph_names: list[str], fixed: dict[in
     label names one; the graph node it was made from is the fallback."""
     if source_ops:
         ops: list[str | None] = list(map(source_ops.get, runtime))
-        if graph_ops and not all(ops) and isinstance(graph_ops, CodedOpTypes):  # a None or "": the graph's
-            code_of, type_names = graph_ops.codes
-            ops = [known or (None if code is None else type_names[code])
-                   for known, code in zip(ops, map(code_of.get, graph_names))]
-        elif graph_ops and not all(ops):
-            ops = [known or graph_ops.get(name) for known, name in zip(ops, graph_names)]
+        if graph_ops and not all(ops):  # a None or "": the graph's
+            ops = [known or graph for known, graph in zip(ops, _graph_op_types(graph_ops, graph_names))]
     else:
-        ops = list(map(graph_ops.get, graph_names)) if graph_ops else [None] * len(runtime)
+        ops = _graph_op_types(graph_ops, graph_names) if graph_ops else [None] * len(runtime)
     for i, op in fixed.items():
         ops[i] = op
     made = [i for i in derived if not (source_ops and source_ops.get(runtime[i]))]
@@ -1210,7 +1211,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     rows = np.flatnonzero(is_variable & parts.has_rest)
     for i in rows[lines.last_component_head(rows, _SLOT_HEADS, 4)].tolist():
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
-    # _GRADIENT_RE: a first component `gradients[_N]`/`gradient_tape[_N]`, or a component ending in `_grad`.
+    # _GRADIENT_RE: a first component of _GRADIENT_FIRST_RE, or a component ending in `_grad`.
     gradient = parts.where(_GRADIENT_FIRST_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
     rows = np.flatnonzero(parts.where(_LOOKED_THROUGH_RE.match) & parts.has_rest)
     if rows.size:  # the component after `replica_<N>/` is the first, as in `categorise`

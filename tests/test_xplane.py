@@ -779,7 +779,7 @@ def test_tensorflows_xla_programs_hold_their_buffers(jit_logdir, run):
     by_type = {name: row[figures.AT_PEAK] for name, _, row in space.by_op_type()}
     assert by_type.get("XLA program", 0) >= 0.9 * space.peak_rise_bytes > 0, by_type
     assert not any(name.startswith("__inference_") for name in by_type)  # no op type named by its function
-    peak_node = report.node_ref(space, space.largest_at_peak_exec())
+    peak_node = report.node_ref(space, space.largest_at_peak_name()[0])
     assert peak_node["op_type"] == "XLA program" and peak_node["name"] != "(no op)"
     with pytest.raises(whatif.WhatIfError, match="jit_compile"):
         whatif.traced_batch(step)

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
-from ..._protos import REFUSED
 
+from ..._protos import REFUSED, as_text
 from ...trace import JoinedNames
 from . import quick, reference
 from .merged import COMPACT, ROBUST, Markers, Misaligned, classes, items, requested, with_sentinels
@@ -119,7 +119,7 @@ def _decode_all(texts: list[str | bytes]) -> list[str]:
     try:
         joined = b"\n".join(texts)
     except TypeError:  # text and bytes mixed: bytes only where they are not UTF-8
-        return [text if isinstance(text, str) else text.decode("utf-8", "replace") for text in texts]
+        return as_text(texts)
     try:
         decoded = joined.decode("utf-8").split("\n")
     except UnicodeDecodeError:
