@@ -235,7 +235,50 @@ def layer_path(graph_name: str) -> str:
     _, sep2, rest2 = rest.partition("/")
     if sep2 and rest2.startswith("update_") and "/" in rest2:
         return rest2[len("update_"):]
+    below = _below_gradients(graph_name)
+    if below is not None:  # nested gradient scopes below it fold away too
+        return layer_path(below) if below.startswith("gradient") else below
     return graph_name
+
+
+# A gradients scope below the first component: tf.gradients or `minimize` under a name scope
+# (`train/gradients/model/...`, Keras' `training/Adam/gradients/...`).
+_GRADIENTS_BELOW_RE = re.compile(r"/gradients(?:_\d+)?/")
+
+
+def _below_gradients(path: str) -> str | None:
+    """The path below the first gradients scope that is not its first component, where it holds
+    an op's gradient (a `*_grad` component) below a scope: the ops' own graph names, as below a
+    first one (`train/gradients/model/dense/MatMul_grad/MatMul` -> `model/dense/MatMul_grad/
+    MatMul`); None where there is none."""
+    match = _GRADIENTS_BELOW_RE.search(path)
+    if match is None:
+        return None
+    below = path[match.end():]
+    if "/" in below and ("_grad/" in below or below.endswith("_grad")):
+        return below
+    return None
+
+
+def function_layer_path(graph_name: str, path: str) -> str:
+    """`layer_path` of a name whose gradients scope is below its first component (`_below_gradients`),
+    from its graph name with the runtime's calls (`graph_name`) and its path without them.
+
+    In a function's body (a loop's, a branch's: control flow v2), the ops' names are the
+    function's own: the gradients taken there (`accumulate/while/body/_1/gradients/cnn/
+    Conv2D_grad/...`) name the body's ops from the body's root, so they fold below the
+    call (`accumulate/while/cnn/Conv2D_grad/...`, where the forward `accumulate/while/body/_1/
+    cnn/Conv2D` is `accumulate/while/cnn/Conv2D`). Elsewhere, `layer_path` of the path.
+    """
+    call = None
+    for call in _CALL_RE.finditer(graph_name):
+        pass
+    if call is not None and call.end() < len(graph_name):
+        inner = graph_name[call.end() + 1:]
+        folded = layer_path(inner)
+        if folded != inner:
+            return f"{_without_calls(graph_name[:call.start()])}/{folded}"
+    return layer_path(path)
 
 
 def _without_control_flow_gradients(path: str) -> str:
@@ -759,7 +802,7 @@ class NameTable:
 
     @cached_property
     def _layer_cut(self) -> "LayerCut":
-        return layer_cut(self.paths, self.path_parts)
+        return layer_cut(self.paths, self.path_parts, self.graph_names)
 
     @cached_property
     def layers(self) -> tuple[list[str], np.ndarray]:
@@ -1096,25 +1139,29 @@ class LayerCut(NamedTuple):
 _NO_CUT = LayerCut(None, {}, None)
 
 
-def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
-    """`layer_path` over many paths, as how much of each path its layer path drops.
+def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] | None = None) -> LayerCut:
+    """`layer_path` over many paths, as how much of each path its layer path drops
+    (`function_layer_path` where a gradients scope is below the first component, with
+    `graph_names`, the names with the runtime's calls, where the caller has them).
 
-    Only paths starting with a gradients scope or with a second or third component
-    starting with `update_` can change. The two common forms are cut at offsets
-    found with numpy (`gradients/<scope>/...` loses its first component,
-    `<optimizer>/update_<scope>/...` that and the `update_`); the third-component
-    form goes through the one-name rule.
+    Only paths starting with a gradients scope, with a second or third component
+    starting with `update_`, or with a gradients scope below can change. The common forms
+    are cut at offsets found with numpy (`gradients/<scope>/...` loses its first component,
+    `<optimizer>/update_<scope>/...` that and the `update_`, `<scope>/gradients/<scope>/...`
+    all up to the gradients scope's end); the others go through the one-name rule.
     """
     n = len(paths)
+    graph_names = paths if graph_names is None else graph_names
     lines = parts.lines
     if not lines.ok:
-        others = {i: layer for i, (path, layer) in enumerate(zip(paths, map(layer_path, paths))) if layer != path}
+        others = {i: layer for i, (path, layer) in enumerate(zip(paths, map(layer_path_of, graph_names, paths)))
+                  if layer != path}
         return LayerCut(np.zeros(n, dtype=np.int64), others, None) if others else _NO_CUT
     gradients_first = parts.where(_GRADIENTS_RE.match) & parts.has_rest
     named = parts.where(_named_gradients) & parts.has_rest
     if named.any():  # an op's `_grad` scope after the first component (which does not end so)
         gradients_first |= named & (lines.containing(b"_grad/") | lines.ending_with(b"_grad"))
-    if not (gradients_first.any() or b"update_" in lines.data):
+    if not (gradients_first.any() or b"update_" in lines.data or b"/gradients" in lines.data):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not): the
@@ -1148,6 +1195,13 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     third_update = (deeper & ~plain & ~update & ~nested & ~two_level
                     & lines.starting_with(b"update_", deeper, second_end + 1))
     others = {i: layer_path(paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
+    # A gradients scope below the first component (`train/gradients/<scope>/...`): cut where
+    # it ends, or by the one-name rule (`_below_gradients_cut`).
+    below, below_cut, below_slash, below_others = _below_gradients_cut(
+        lines, deeper & ~gradients_first & ~update & ~third_update, paths, graph_names)
+    cut[below] = below_cut
+    for i in below_others.tolist():
+        others[i] = layer_path_of(graph_names[i], paths[i])
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     # A loop's or a branch's gradient (control flow v2: `gradients/rnn/while_grad/rnn/while_grad/...`,
     # `gradients/cond_grad/StatelessIf/...`) goes to its op by the one-name rule: the paths that
@@ -1163,7 +1217,66 @@ def layer_cut(paths: list[str], parts: FirstComponents) -> LayerCut:
     slash = np.where(cut > 0, second_end, np.where(parts.length < parts.path_length, parts.length, -1))
     if two_level.any():
         slash[two_level] = third_end[two_level]
+    slash[below] = below_slash
     return LayerCut(cut, others, slash)
+
+
+def layer_path_of(graph_name: str, path: str) -> str:
+    """`layer_path` of one name, `function_layer_path` where a gradients scope is below its first
+    component and it ran in a function's body."""
+    if "/gradients" in path and graph_name != path and _CALL_RE.search(graph_name):
+        return function_layer_path(graph_name, path)
+    return layer_path(path)
+
+
+_GRADIENT_WORD = np.uint64(int.from_bytes(b"gradient", "little"))
+
+
+def _below_gradients_cut(lines: "_Lines", among: np.ndarray, paths: list[str], graph_names: list[str]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_below_gradients` over the rows `among`: (rows cut at their first `/gradients/` below the
+    first component, each one's cut, where its layer path's first "/" is; rows for the one-name
+    rule: a numbered scope (`gradients_1`), a gradients scope again below it, a name that ran in
+    a function's body). The first `/gradients` of a row decides, as the one-name rule's search."""
+    empty = np.zeros(0, dtype=np.int64)
+    found = lines.positions(b"/gradients")
+    if not found.size:
+        return empty, empty, empty, empty
+    buf = lines.buf
+    after = np.minimum(found + len(b"/gradients"), buf.size - 1)  # the byte after the word
+    ends = (buf[after] == ord("/")) & (found + len(b"/gradients") < buf.size)
+    numbered = buf[after] == ord("_")
+    line = lines.line_of(found)
+    keep = (ends | numbered) & among[line]
+    found, line, ends = found[keep], line[keep], ends[keep]
+    first = np.ones(line.size, dtype=bool)  # a row's first such scope only
+    first[1:] = line[1:] != line[:-1]
+    found, line, ends = found[first], line[first], ends[first]
+    one_name = line[~ends]  # `gradients_<N>`: the one-name rule reads the number
+    found, rows = found[ends], line[ends]
+    begin = found + len(b"/gradients/")  # where the path below starts
+    cut = begin - lines.starts[rows]
+    stop = lines.starts[rows] + lines.lengths[rows]
+    # An op's gradient below it: a `_grad/` at or after its start (the last one of the row), or
+    # a row ending in `_grad` with a "/" below the scope.
+    grads, grad_lines = lines.positions(b"_grad/"), lines.lines_holding(b"_grad/")
+    last_grad = np.full(lines.count, -1, dtype=np.int64)
+    if grads.size:
+        last = np.ones(grad_lines.size, dtype=bool)
+        last[:-1] = grad_lines[1:] != grad_lines[:-1]
+        last_grad[grad_lines[last]] = grads[last]
+    slashes = lines._slashes
+    slash = slashes[np.minimum(np.searchsorted(slashes, begin), slashes.size - 1)]
+    slash = np.where(slash < stop, slash - lines.starts[rows], -1)
+    held = (last_grad[rows] >= begin) | (lines.ending_with(b"_grad")[rows] & (slash >= 0))
+    begin, stop, rows, cut, slash = begin[held], stop[held], rows[held], cut[held], slash[held]
+    # Below it, another gradients scope (Keras' `training/Adam/gradients/gradients/...`), or a name
+    # that ran in a function's body (control flow v2): the one-name rule.
+    again = (stop - begin >= 8) & (lines._word(begin, 8) == _GRADIENT_WORD)
+    if graph_names is not paths:
+        again |= np.fromiter((graph_names[i] is not paths[i] and _CALL_RE.search(graph_names[i]) is not None
+                              for i in rows.tolist()), dtype=bool, count=rows.size)
+    return rows[~again], cut[~again], slash[~again], np.concatenate([one_name, rows[again]])
 
 
 _IF_HEADS = _heads(["StatelessIf/", "If/"], 8)  # the first 8 bytes after `_grad/` of a branch's gradient

@@ -591,6 +591,67 @@ def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
     assert not any(op.startswith("_Mkl") for op in space.names.op_type_names)
 
 
+def _scoped_gradients_step(kind: str):
+    """A real TF 2.x graph whose gradients are not under a first `gradients` scope: `minimize`
+    under `name_scope("train")` (`train/gradients/model/...`), or tf.gradients taken in a while
+    loop's body (`acc/while/body/_1/micro/gradients/micro/model/...`: gradient accumulation)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (64, 32), name="x")
+        with tf1.variable_scope("weights"):
+            w1, w2 = tf1.get_variable("w1", (32, 256)), tf1.get_variable("w2", (256, 8))
+
+        def model(h):
+            with tf.name_scope("model"):
+                with tf.name_scope("dense_1"):
+                    h = tf.nn.relu(tf.matmul(h, w1))
+                with tf.name_scope("dense_2"):
+                    return tf.matmul(h, w2)
+
+        if kind == "train":
+            loss = tf.reduce_mean(tf.square(model(x)))
+            with tf.name_scope("train"):
+                train = tf1.train.AdamOptimizer().minimize(loss)
+        else:
+            def body(i, g1, g2):
+                with tf.name_scope("micro"):
+                    grads = tf.gradients(tf.reduce_mean(tf.square(model(x * tf.cast(i + 1, tf.float32)))), [w1, w2])
+                return i + 1, g1 + grads[0], g2 + grads[1]
+
+            with tf.name_scope("acc"):
+                _, g1, g2 = tf.while_loop(lambda i, *_: i < 3, body, (tf.constant(0), tf.zeros_like(w1),
+                                                                       tf.zeros_like(w2)))
+            train = tf1.train.AdamOptimizer().apply_gradients([(g1, w1), (g2, w2)])
+        init = tf1.global_variables_initializer()
+    return store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((64, 32), np.float32)}))
+
+
+@pytest.mark.parametrize("kind, layer", [("train", "model/dense_1"), ("accumulate", "acc/while/micro/model/dense_1")])
+def test_gradients_under_a_name_scope_join_their_layer(kind, layer):
+    """Gradients under a scope of the user's fold into the layers they are the gradients of, as
+    `gradients/...` does: grouped by layer, dense_1's MatMul and its gradient MatMuls are one
+    layer, and the backward pass's bytes are not a `train` (or `.../gradients`) layer of their own."""
+    step = _scoped_gradients_step(kind)
+    space = step.space(None)
+    table = space.names
+    raw = table.raw
+    prefix = "train/gradients/" if kind == "train" else "acc/while/body/_"
+    backward = [i for i, name in enumerate(raw) if name.startswith(prefix) and "dense_1/MatMul_grad/" in name]
+    forward = [i for i, name in enumerate(raw) if name.endswith("dense_1/MatMul") and "gradients" not in name]
+    assert backward and forward, raw
+    assert {table.layer(i) for i in forward + backward} == {layer}, {raw[i]: table.layer(i) for i in forward + backward}
+    # The same in the tree grouped by layer: no top-level or nested layer holds the gradients scope.
+    assert not any("gradients/model" in path for path in table.leaf_paths("layer") if "_grad" in path)
+    tops = dict(space.top_level("layer"))
+    assert "train" not in tops or tops["train"][AT_PEAK] < \
+        0.05 * space.peak_rise_bytes, tops.get("train")
+    for group in ("scope", "layer"):
+        assert (sum(row for _, row in space.top_level(group)) == space.totals()).all()
+
+
 def _control_flow_step(kind: str):
     """A real TF 2.x graph (control flow v2, lowered and inlined at run time) with a MatMul in a
     while loop's body or in both branches of a cond, trained with Adam."""

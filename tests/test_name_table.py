@@ -54,7 +54,7 @@ def assert_agrees(raw, label_of, source_ops, graph_ops):
         assert table.op_types[i] == op, name
         expected = names.categorise(info.path, op, info.kind)
         assert CATEGORIES[table.category[i]] == CATEGORIES[expected], (name, op)
-        assert table.layer_paths[i] == names.layer_path(info.path), name
+        assert table.layer_paths[i] == names.layer_path_of(info.graph_name, info.path), name
     for group in ("layer", "scope"):  # the first components the summary ranks without a tree
         paths, parts = table.leaf_paths(group), table.leaf_parts(group)
         # A fresh table answers for one name, and its first components, without building every path.

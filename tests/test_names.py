@@ -106,9 +106,19 @@ def test_plain_names_are_kept():
     ("my_grads/Fill", "my_grads/Fill"),
     ("my_grads/body/Fill", "my_grads/body/Fill"),  # no op's gradient below it: a scope of the user's
     ("Grads_1/dense/MatMul_grad/MatMul", "dense/MatMul_grad/MatMul"),
-    # Scopes that merely hold the word stay (a gradient penalty's own gradients fold once, as usual).
-    ("gradient_penalty/gradients/critic/MatMul_grad/MatMul", "gradient_penalty/gradients/critic/MatMul_grad/MatMul"),
+    # Scopes that merely hold the word are no gradients scope: a gradient penalty's own ops stay in it...
+    ("gradient_penalty/norm/Sqrt", "gradient_penalty/norm/Sqrt"),
     ("upgrade_net/dense/MatMul_grad/MatMul", "upgrade_net/dense/MatMul_grad/MatMul"),
+    # ... and a gradients scope below the first component (tf.gradients or `minimize` under a name
+    # scope) folds as a first one does, where an op's gradient follows: the penalty's gradient
+    # through the critic, the training gradients of `train`, Keras' `training/<optimizer>/gradients`.
+    ("gradient_penalty/gradients/critic/MatMul_grad/MatMul", "critic/MatMul_grad/MatMul"),
+    ("train/gradients/model/dense_1/MatMul_grad/MatMul_1", "model/dense_1/MatMul_grad/MatMul_1"),
+    ("training/Adam/gradients/gradients/dense/MatMul_grad/MatMul", "dense/MatMul_grad/MatMul"),
+    ("train/gradients_2/model/conv/Conv2D_grad/Conv2DBackpropFilter", "model/conv/Conv2D_grad/Conv2DBackpropFilter"),
+    ("train/gradients/AddN_3", "train/gradients/AddN_3"),  # no op's gradient below it: stays
+    ("train/gradients/model/Fill", "train/gradients/model/Fill"),
+    ("model/gradients/Conv2D_grad", "model/gradients/Conv2D_grad"),  # nothing below the op's gradient
     ("Mean_grad/Tile/x", "Mean_grad/Tile/x"),  # a root op's own gradient scope
     ("Adam/learning_rate", "Adam/learning_rate"),
     ("shared_model/unet_01/BiasAdd", "shared_model/unet_01/BiasAdd"),
@@ -183,6 +193,11 @@ _LAYERS = {
     "MatMul_grad/MatMul_1": "enc/while/cond",
     "gradients/rnn/while_grad/rnn/while_grad/merge/_5": "rnn/while/merge",
     "gradients/Mean_grad/Tile": "Mean_grad",  # a root op's gradient scope: its own layer, as in the tree
+    # Gradients taken under a name scope; in a loop's body, from the body's root (its call dropped).
+    "train/gradients/model/dense_1/MatMul_grad/MatMul_1": "model/dense_1",
+    "acc/while/body/_1/micro/gradients/micro/cnn/conv/Conv2D_grad/Conv2DBackpropInput": "acc/while/micro/cnn/conv",
+    "acc/while/body/_1/micro/cnn/conv/Conv2D": "acc/while/micro/cnn/conv",
+    "acc/while/body/_1/gradients/cnn/conv/Conv2D_grad/Conv2DBackpropInput": "acc/while/cnn/conv",
     "clip_grad/mul": "clip_grad",
     "Mean": "Mean",
 }
