@@ -458,8 +458,13 @@ def allocator_gap(space) -> list[Finding]:
                     "a resource variable given a new buffer drops its old one, allocated in an earlier step, in "
                     f"no record, so the records count up to {format_bytes(kept)} that the allocator gave back.")
         nodes += [n for n, _ in replaced[:TOP_NODES] if n not in nodes]
-        suggestion += (f" Here the peak shown may be up to {format_bytes(kept)} too high: the allocator's largest "
-                       f"reading, {format_bytes(int(trace.snapshot_bytes[top]))}, bounds it.")
+        # The real peak is at least the allocator's largest reading: the peak shown is too high by
+        # no more than the bytes given back, nor than its excess over that reading.
+        reading = int(trace.snapshot_bytes[top])
+        too_high = kept if peak_bytes is None else min(kept, peak_bytes - reading)
+        if too_high > 0:
+            suggestion += (f" Here the peak shown may be up to {format_bytes(too_high)} too high: the allocator's "
+                           f"largest reading, {format_bytes(reading)}, bounds it.")
     if peak_short:
         top_when, top_bytes = int(trace.snapshot_time_us[top]), int(trace.snapshot_bytes[top])
         top_node, _ = _finished_by(space, top_when)
