@@ -38,6 +38,7 @@ _ROUNDING = 256
 # Profiles record the BFC chunk an allocation got: a chunk is split only when it is at least
 # twice the rounded request, so it can be up to twice the request (rounded to 256 bytes).
 _CHUNK_SOURCES = frozenset({"xplane"})
+_FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 # `[cpu 0.1MB 0.1MB] name = Op(in_1, in_2:1, ^control)`
 _INPUTS_RE = re.compile(r"=\s*[^(]*\((?P<inputs>.*)\)\s*$")
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
@@ -80,10 +81,11 @@ def traced_batch(step: StepAnalysis) -> int:
     (`_arg_*`, placeholders, iterators) over all memory spaces.
 
     A profile (XPlane) holds no feed: the input pipeline prefetched the batch before the step
-    and the step's function takes it as an argument, allocating nothing. There the batch is the
-    commonest first dimension of the forward pass's tensors (activations) of rank 2 or more,
-    each counted by its rank: a matmul's `[batch x seq, d]` is the reshaped `[batch, seq, d]`
-    of the ops around it.
+    and the step's function takes it as an argument, allocating nothing (its ops in the step
+    work on later batches, a `map` example by example). There the batch is the commonest first
+    dimension of the forward pass's tensors (activations) of rank 2 or more, each counted by
+    its rank: a matmul's `[batch x seq, d]` is the reshaped `[batch, seq, d]` of the ops
+    around it.
     """
     if any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces):
         # What XLA allocates for a program is one buffer with no tensor shape: nothing to scale.
@@ -93,9 +95,13 @@ def traced_batch(step: StepAnalysis) -> int:
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
                           f"({XLA_OFF_ADVICE})")
-    leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
-    if not leading and step.trace.source in _CHUNK_SOURCES:
-        leading = _leading_dims(step, ACTIVATIONS, 2, len)
+    if step.trace.source in _CHUNK_SOURCES:
+        # In a profile the input ops in the step are the input pipeline's threads at work on the
+        # next batches: a `map` runs per example (an image's [32, 32, 3] would read as batch 32),
+        # so the forward pass decides, and the inputs only where it has no shaped tensor.
+        leading = _leading_dims(step, ACTIVATIONS, 2, len) or _leading_dims(step, INPUTS, 1, lambda shape: 1)
+    else:
+        leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
     if not leading:
         if not any(space.trace.outputs_of for space in step.spaces):
             raise WhatIfError(f"a {step.trace.source} trace keeps no output shapes here: "
@@ -335,6 +341,11 @@ class OneStep:
         if not self.scales.any():  # beside a fit (alone, WhatIf refuses it)
             said.append(f"nothing in this step was found to carry its batch ({self.batch}): this one-step "
                         "prediction is the traced peak")
+        elif self.scaled_share < _FEW_SCALED:
+            said.append(f"under {_FEW_SCALED:.0%} of the traced peak rise was found to carry the batch "
+                        f"({self.batch}): this one-step prediction stays near the traced peak at any batch; "
+                        f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
+                        "over steps at two batch sizes")
         elif self.batch_in_parameter_shape:
             said.append(f"at the traced batch ({self.batch}) some forward-pass tensors are shaped like the model's "
                         "parameters, which are never scaled, so this may predict too little; trace at a batch size "

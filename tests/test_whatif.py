@@ -272,6 +272,27 @@ def test_a_step_where_nothing_carries_the_batch_is_refused():
     assert "this one-step prediction is the traced peak" in whatif.one_step(step.step, step.space).warning
 
 
+def test_a_step_whose_peak_holds_little_of_the_batch_says_so():
+    """Batch-carrying tensors found, but under 1% of the peak rise (a big tensor of no batch holds
+    the peak): the one step says its prediction stays near the traced peak, rather than predict
+    that peak at any batch in silence; a step whose peak is its batch's says nothing."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, 8), name="x")
+        small = tf.matmul(x, tf.compat.v1.get_variable("w", (8, 8)))
+        big = tf.square(tf.compat.v1.get_variable("table", (1024, 512)))  # 2 MiB, no batch
+        loss = tf.reduce_mean(tf.square(small)) + tf.reduce_mean(big)
+        return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+    traced_step = _traced_real("big_table", build, [np.ones((4, 8), np.float32)])
+    one = whatif.one_step(traced_step.step, traced_step.space)
+    assert one.batch == 4 and one.scales.any() and one.scaled_share < 0.01
+    assert "under 1% of the traced peak rise was found to carry the batch (4)" in one.warning
+    assert whatif_report.whatif_dict(whatif.WhatIf([traced_step], 64))["predictions"]["one_step"]["warning"] == \
+        one.warning
+    clean = whatif.one_step(_mlp(64, 512).step, _mlp(64, 512).space)
+    assert clean.scaled_share > 0.2 and clean.warning is None
+
+
 def test_a_fit_through_peaks_that_do_not_grow_says_so():
     """Traced peaks that fall as the batch grows (here the demos' two steps swapped): the line
     through them cannot be trusted beyond them, and the fit says so; a growing one says nothing."""
@@ -915,6 +936,65 @@ def test_a_profile_without_shapes_says_why(profiles):
     assert step.status == "ok"
     with pytest.raises(whatif.WhatIfError, match="no input op and no forward-pass tensor with a shape"):
         whatif.traced_batch(step)
+
+
+MAPPED_PIPELINE_SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+logdir, batch = sys.argv[1], int(sys.argv[2])
+model = keras.Sequential([keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+                          keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+                          keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)])
+model.build((None, 32, 32, 3))
+optimizer = keras.optimizers.SGD(0.01)
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+
+rng = np.random.default_rng(0)
+images = rng.standard_normal((batch * 6, 32, 32, 3)).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((images, rng.integers(0, 10, batch * 6).astype("int32")))
+ds = ds.map(lambda x, y: (tf.image.random_flip_left_right(x), y)).batch(batch).prefetch(2)
+it = iter(ds)
+train_step(*next(it))
+tf.profiler.experimental.start(logdir)
+for step in range(3):
+    with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+        train_step(*next(it))
+tf.profiler.experimental.stop()
+"""
+
+
+def test_the_batch_of_a_profile_whose_pipeline_maps_examples_is_the_forward_passs(tmp_path):
+    """A custom training loop fed by `ds.map(flip).batch(8)`: in the profiled steps the pipeline's
+    threads flip the next batches' images one by one ([32, 32, 3], input ops). The batch is the
+    forward pass's 8, not the images' height, and a step predicts the batch's growth (it predicted
+    the traced peak at any batch, and a largest batch of 85,116 under 40 MiB)."""
+    import subprocess
+
+    job = subprocess.run([sys.executable, "-c", MAPPED_PIPELINE_SCRIPT, str(tmp_path), "8"], capture_output=True,
+                         env=dict(__import__("os").environ, **bench_whatif.KERAS_PROFILE_ENV), timeout=600)
+    assert job.returncode == 0, job.stderr.decode()[-2000:]
+    (path,) = tmp_path.glob("plugins/profile/*/*.xplane.pb")
+    decoded = xplane.decode(path.read_bytes())
+    steps = [analysis.analyse(decoded.trace(index)) for index in range(len(decoded.steps))]
+    steps = [step for step in steps if step.status == "ok"]
+    mapped = 0  # steps in which the pipeline's images would read as the batch
+    for step in steps:
+        space = step.space(None)
+        inputs = whatif._leading_dims(step, INPUTS, 1, lambda shape: 1)
+        mapped += bool(inputs) and max(inputs, key=inputs.get) == 32  # the images' height
+        assert whatif.traced_batch(step) == 8
+        one = whatif.one_step(step, space)
+        assert one.scaled_share > 0.05 and one.peak_rise(32) > 1.2 * space.peak_rise_bytes, (one.scaled_share,)
+    assert steps and mapped, "no step shows the pipeline's per-example ops"
 
 
 def _whatif_in(logdir, *argv):
