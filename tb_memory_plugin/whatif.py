@@ -113,6 +113,27 @@ def traced_batch(step: StepAnalysis) -> int:
     return max(leading.items(), key=lambda item: (item[1], item[0]))[0]
 
 
+def flattened_batches(step: StepAnalysis, batch: int) -> set[int]:
+    """First dimensions that hold the batch times the feeds' next dimensions: a feed `[batch, seq]`
+    reshaped to `[batch x seq, d]` (a language model's logits, a transformer's dense layers).
+    Read from the feeds' shapes (RunMetadata): a profile holds no feed."""
+    flat: set[int] = set()
+    for space in step.spaces:
+        outputs_of = space.trace.outputs_of
+        if outputs_of is None:
+            continue
+        names = [space.names.raw[i] for i in np.flatnonzero(space.names.category == INPUTS).tolist()]
+        for outputs in outputs_of(names):
+            for shape, _ in outputs:
+                if len(shape) >= 2 and shape[0] == batch:
+                    product = batch
+                    for dim in shape[1:]:
+                        product *= max(int(dim), 0)
+                        if product > batch:
+                            flat.add(product)
+    return flat
+
+
 class _SizeSets:
     """A set of sizes per row, as (row, size) pairs sorted once, asked many (row, size) questions
     at once (numpy: the last pair at or below each, then the rule)."""
@@ -207,13 +228,15 @@ class _Outputs:
         first_dim = np.zeros(len(shapes), dtype=np.int64)
         first_dim[shaped] = np.fromiter(map(operator.itemgetter(0), map(shapes.__getitem__, shaped.tolist())),
                                         dtype=np.int64, count=shaped.size)
+        # The batch as a first dimension, or flattened with the feeds' next dimensions ([batch x seq, d]).
+        leads = (first_dim == batch) | np.isin(first_dim, sorted(flattened_batches(step, batch)))
         # Only shapes that could carry the batch are looked up among the parameters'.
-        maybe = np.flatnonzero((rank > 0) & ((first_dim == batch) | ((rank == 1) & (first_dim % batch == 0))))
+        maybe = np.flatnonzero((rank > 0) & (leads | ((rank == 1) & (first_dim % batch == 0))))
         parameter = np.zeros(len(shapes), dtype=bool)
         if parameter_shapes:
             parameter[maybe] = np.fromiter(map(parameter_shapes.__contains__, map(shapes.__getitem__, maybe.tolist())),
                                            dtype=bool, count=maybe.size)
-        batched = (rank > 0) & (first_dim == batch) & ~parameter
+        batched = (rank > 0) & leads & ~parameter
         # Outputs that would carry the batch but for their parameter's shape (reads of parameters
         # aside), as (row, requested bytes): where they are forward-pass tensors, the batch is also
         # a layer's width.

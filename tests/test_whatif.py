@@ -272,6 +272,34 @@ def test_a_step_where_nothing_carries_the_batch_is_refused():
     assert "this one-step prediction is the traced peak" in whatif.one_step(step.step, step.space).warning
 
 
+def _language_model(batch: int, seq: int = 32, vocab: int = 4000) -> whatif.Traced:
+    """A real step of a small language model: token ids `[batch, seq]` embedded, flattened to
+    `[batch x seq, 64]` for its dense layer and its logits `[batch x seq, vocab]`."""
+    def build(tf):
+        ids = tf.compat.v1.placeholder(tf.int32, (None, seq), name="ids")
+        table = tf.compat.v1.get_variable("embedding", (vocab, 64))
+        h = tf.reshape(tf.nn.embedding_lookup(table, ids), (-1, 64))
+        h = tf.nn.relu(tf.matmul(h, tf.compat.v1.get_variable("dense", (64, 64))))
+        logits = tf.matmul(h, tf.compat.v1.get_variable("out", (64, vocab)))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.reshape(ids, (-1,)),
+                                                                             logits=logits))
+        return [ids], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+    rng = np.random.default_rng(batch)
+    return _traced_real(f"lm_b{batch}", build, [rng.integers(0, vocab, (batch, seq)).astype(np.int32)])
+
+
+def test_tensors_of_the_batch_flattened_with_the_sequence_scale():
+    """A language model's logits are `[batch x seq, vocab]`: their first dimension is the batch
+    times the feed's sequence, and they scale with the batch (kept at their traced bytes, the
+    prediction from batch 4 fell a third short at 16 on a transformer)."""
+    small, large = _language_model(4), _language_model(16)
+    assert whatif.flattened_batches(small.step, 4) == {4 * 32}
+    one = whatif.one_step(small.step, small.space)
+    assert one.peak_rise(16) == pytest.approx(large.space.peak_rise_bytes, rel=0.10)
+    assert one.scaled_share > 0.5
+
+
 def test_a_step_whose_peak_holds_little_of_the_batch_says_so():
     """Batch-carrying tensors found, but under 1% of the peak rise (a big tensor of no batch holds
     the peak): the one step says its prediction stays near the traced peak, rather than predict
