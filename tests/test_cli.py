@@ -174,6 +174,10 @@ def test_run_and_tag_filters(capsys, logdir):
     code, _, err = _run(capsys, logdir, "--run", "nope")
     _one_line_error(code, err)
     assert "no run 'nope' in" in err and "unet" in err  # the runs that are there, named
+    # The directory given to Keras' callback, which writes its run below it (`<dir>/train`).
+    code, _, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet")
+    _one_line_error(code, err)
+    assert "no run 'keras_unet' in" in err and "runs below it: keras_unet/train" in err
     assert "accumulator" not in err  # TensorBoard's own log lines stay out of it
     code, _, err = _run(capsys, logdir, "--run", "unet", "--tag", "step_99")
     _one_line_error(code, err)
