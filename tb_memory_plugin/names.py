@@ -221,6 +221,8 @@ def layer_path(graph_name: str) -> str:
     if not sep or "/" not in rest:
         return graph_name
     if first.startswith("gradient") and _GRADIENTS_RE.match(first):
+        if rest.startswith("AddN") and _AGGREGATION_RE.match(rest):
+            return graph_name  # the gradients' own sum and its helpers: no layer's
         # Nested gradient scopes (`gradient_tape/gradients/model/...`: tf.recompute_grad's
         # gradient, taken inside the tape's) fold away together.
         if rest.startswith("gradient") and _GRADIENTS_RE.match(rest.partition("/")[0]):
@@ -240,6 +242,10 @@ def layer_path(graph_name: str) -> str:
         return layer_path(below) if below.startswith("gradient") else below
     return graph_name
 
+
+# TensorFlow sums an op's gradients from several consumers in `gradients/AddN_<N>`, and sparse ones
+# (IndexedSlices) with helpers below it (`gradients/AddN_9/strided_slice`): the gradients' own ops.
+_AGGREGATION_RE = re.compile(r"^AddN(?:_\d+)?(?:/|$)")
 
 # A gradients scope below the first component: tf.gradients or `minimize` under a name scope
 # (`train/gradients/model/...`, Keras' `training/Adam/gradients/...`).
@@ -1176,6 +1182,10 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     # (a third gradient scope, a named one) go through the one-name rule.
     nested = plain & lines.starting_with(b"gradient", plain, second)
     plain &= ~nested
+    # The gradients' own sums (`gradients/AddN_9/...`) stay: the one-name rule tells `AddN_<N>` apart.
+    aggregation = plain & lines.starting_with(b"AddN", plain, second)
+    plain &= ~aggregation
+    nested |= aggregation
     two_level, third_end = np.zeros(n, dtype=bool), None
     if nested.any():
         rows = np.flatnonzero(nested & parts.where(_GRADIENTS_RE.match))

@@ -97,6 +97,10 @@ def test_plain_names_are_kept():
     ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights/ResourceApplyAdam"),
     ("training/Adam/update_dense/kernel/ResourceApplyAdam", "dense/kernel/ResourceApplyAdam"),
     ("gradients/AddN", "gradients/AddN"),  # nothing after the prefix: stays
+    # The gradients' own sums, sparse ones with helpers below them: no layer's, they stay.
+    ("gradients/AddN_9/strided_slice", "gradients/AddN_9/strided_slice"),
+    ("gradients_1/AddN/inputs_1", "gradients_1/AddN/inputs_1"),
+    ("gradients/AddNorm/dense/MatMul_grad/MatMul", "AddNorm/dense/MatMul_grad/MatMul"),  # a scope of the user's
     # tf.recompute_grad: its gradient taken inside the tape's; both fold away.
     ("gradient_tape/gradients/model/ckpt_block/IdentityN_grad/Conv2DBackpropInput",
      "model/ckpt_block/IdentityN_grad/Conv2DBackpropInput"),
