@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -555,7 +556,12 @@ def _whatif_steps(args: argparse.Namespace) -> list | None:
     steps = _Steps(args.logdir)
     picked = []
     first = None
-    for run in dict.fromkeys(args.run):
+    runs = list(dict.fromkeys(args.run))
+    given = args.traced_batch or []
+    if given and len(given) != len(runs):
+        raise _StepNotFound(f"--traced-batch given {len(given)} times for {len(runs)} runs: give it once per --run, "
+                            "in the same order")
+    for run, batch in itertools.zip_longest(runs, given):
         refs = steps.refs(run)
         if refs is None:
             return None
@@ -567,7 +573,7 @@ def _whatif_steps(args: argparse.Namespace) -> list | None:
         if step.status != "ok":
             raise _StepNotFound(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
         space = _pick_space(step, args.device, f"{ref.run}/{ref.tag}")
-        picked.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space))
+        picked.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space, batch))
     return picked
 
 
@@ -679,6 +685,9 @@ def main(argv: list[str] | None = None) -> int:
                       help="a run to predict from; several runs of the same graph at other batch sizes are fitted")
     what.add_argument("--tag", help="the step of each run (default: the run's latest step)")
     what.add_argument("--batch", required=True, type=_batch, help="the batch size to predict")
+    what.add_argument("--traced-batch", type=_batch, action="append",
+                      help="the batch each run's step ran at, once per --run in order, where the one read from "
+                           "its shapes is wrong (a time-major or ragged feed)")
     what.add_argument("--limit", type=byte_count, help="memory limit in bytes (or 16GiB): the largest batch that "
                                                        "fits (default: a GPU allocator's capacity, where traced; none on a CPU)")
     what.add_argument("--device", help="the memory space (default: the step's main one)")

@@ -264,10 +264,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
             comparison, compare_report.side_dict(a_space, run, tag, a_ref.step, a_ref.source),
             compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top)
 
-    def whatif_impl(self, ctx, experiment, run, tag, batch, runs=(), limit=None, device=None, series=True):
+    def whatif_impl(self, ctx, experiment, run, tag, batch, runs=(), limit=None, device=None, series=True,
+                    traced_batch=None):
         """The peak at `batch` from step (`run`, `tag`), fitted with the matching step
         (store.matching_step) of each of `runs` when they hold other batch sizes; the largest
-        batch under `limit`."""
+        batch under `limit`. `traced_batch`: the batch step (`run`, `tag`) ran at, where the
+        user gives it (else read from its shapes)."""
         steps = self._store.list_steps(ctx, experiment)
         first = self._step(ctx, experiment, run, tag)[0]
         for other in runs:
@@ -275,7 +277,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
                 raise report.NotFound(f"unknown run {other!r}")
         devices_of = self._devices_of(ctx, experiment)
         space = self._side(ctx, experiment, run, tag, device)[1]
-        traced = [whatif.Traced(run, tag, first.step, first.source, self._store.analysis(ctx, experiment, first), space)]
+        traced = [whatif.Traced(run, tag, first.step, first.source, self._store.analysis(ctx, experiment, first), space,
+                                traced_batch)]
         # A run picked to fit with that cannot be read there (unreadable, no such memory space, no
         # batch to read, another model) is left out, and said so: the others still answer.
         skipped = []
@@ -368,7 +371,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
         return self.whatif_impl(*self._context(request), _required(request, "run"), _required(request, "tag"),
                                 _int_arg(request, "batch", None, 1, whatif.MAX_BATCH_SEARCHED),
                                 [r for r in request.args.getlist("runs") if r], _int_arg(request, "limit", None, 1, 2**62),
-                                request.args.get("device") or None)
+                                request.args.get("device") or None,
+                                traced_batch=_int_arg(request, "traced_batch", None, 1, whatif.MAX_BATCH_SEARCHED))
 
     @wrappers.Request.application
     def static_route(self, request):

@@ -316,9 +316,10 @@ class OneStep:
 
     method = "one_step"
 
-    def __init__(self, step: StepAnalysis, space: SpaceAnalysis) -> None:
+    def __init__(self, step: StepAnalysis, space: SpaceAnalysis, batch: int | None = None) -> None:
+        """batch: the batch the step ran at, where the user gives it (else read from its shapes)."""
         self.space = space
-        self.batch = traced_batch(step)
+        self.batch = batch or traced_batch(step)
         self.replicas = replica_count(step)
         outputs = _Outputs(step, self.batch)
         trace = space.trace
@@ -443,9 +444,9 @@ def replica_count(step: StepAnalysis) -> int:
     return len(scopes) + 1
 
 
-def one_step(step: StepAnalysis, space: SpaceAnalysis) -> OneStep:
-    """The one-step predictor of a space, built once per analysed step."""
-    return step.memoized(("whatif", space.trace.id), lambda: OneStep(step, space))
+def one_step(step: StepAnalysis, space: SpaceAnalysis, batch: int | None = None) -> OneStep:
+    """The one-step predictor of a space, built once per analysed step (and batch given, if any)."""
+    return step.memoized(("whatif", space.trace.id, batch), lambda: OneStep(step, space, batch))
 
 
 # -- several batch sizes --------------------------------------------------------------------
@@ -620,10 +621,11 @@ class Traced:
     source: str
     step: StepAnalysis
     space: SpaceAnalysis
+    given_batch: int | None = None  # the batch it ran at, where the user says (a time-major or ragged feed)
 
     @cached_property
     def batch(self) -> int:
-        return traced_batch(self.step)
+        return self.given_batch or traced_batch(self.step)
 
 
 class WhatIf:
@@ -638,7 +640,7 @@ class WhatIf:
         first = steps[0]
         if not first.space.has_curve:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")
-        self.one_step = one_step(first.step, first.space)
+        self.one_step = one_step(first.step, first.space, first.given_batch)
         batches = {s.batch for s in steps}
         if len(batches) > 1:
             check_one_model(steps)

@@ -12,7 +12,8 @@ def _traced_dict(traced: Traced) -> dict:
     space = traced.space
     start = space.start_bytes
     return {"run": traced.run, "tag": traced.tag, "step": traced.step_number, "source": traced.source,
-            "device": space.trace.id, "batch": traced.batch, "peak_rise_bytes": space.peak_rise_bytes,
+            "device": space.trace.id, "batch": traced.batch, "batch_given": traced.given_batch is not None,
+            "peak_rise_bytes": space.peak_rise_bytes,
             "start_bytes": start, "peak_bytes": space.peak_bytes}
 
 

@@ -5,6 +5,7 @@ real TF2 profiles (XPlane) of a Keras 3 model at batch 4 and 8."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import io
 import json
@@ -298,6 +299,35 @@ def test_tensors_of_the_batch_flattened_with_the_sequence_scale():
     one = whatif.one_step(small.step, small.space)
     assert one.peak_rise(16) == pytest.approx(large.space.peak_rise_bytes, rel=0.10)
     assert one.scaled_share > 0.5
+
+
+def _time_major(batch: int, steps: int = 24) -> whatif.Traced:
+    """A real step of a time-major model: its feed is `[time, batch, 8]`, unstacked into a
+    `[batch, 8]` input per time step (as a time-major RNN's)."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (steps, None, 8), name="x")
+        w = tf.compat.v1.get_variable("w", (8, 256))
+        h = tf.add_n([tf.nn.relu(tf.matmul(xt, w)) for xt in tf.unstack(x, axis=0)])
+        return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+
+    return _traced_real(f"time_major_b{batch}", build, [np.ones((steps, batch, 8), np.float32)])
+
+
+def test_a_batch_the_user_gives_is_the_batch_scaled():
+    """A time-major feed's first dimension is its time steps: read from the shapes, the batch is
+    24, and nothing of the real batch scales. Given (`Traced.given_batch`, the CLI's
+    --traced-batch, the route's traced_batch), the batch is 4 and the prediction at 16 is a real
+    run's."""
+    small, large = _time_major(4), _time_major(16)
+    assert whatif.traced_batch(small.step) == 24
+    with pytest.raises(whatif.WhatIfError, match=r"carry its batch \(24, as read from its shapes\)"):
+        whatif.WhatIf([small], 16)
+    given = whatif.WhatIf([dataclasses.replace(small, given_batch=4)], 16)
+    assert given.one_step.batch == 4
+    assert given.one_step.peak_rise(16) == pytest.approx(large.space.peak_rise_bytes, rel=0.10)
+    body = whatif_report.whatif_dict(given)
+    assert body["runs"][0]["batch"] == 4 and body["runs"][0]["batch_given"] is True
+    assert whatif_report.whatif_dict(whatif.WhatIf([_mlp(8, 64)], 4))["runs"][0]["batch_given"] is False
 
 
 def test_a_step_whose_peak_holds_little_of_the_batch_says_so():
@@ -640,6 +670,12 @@ def test_route_equals_the_engine(tb):
     other = get_json(tb, run="unet_b2", tag="step_1", batch="8", runs="unet_b4")
     assert [(r["run"], r["tag"]) for r in other["runs"]] == [("unet_b2", "step_1"), ("unet_b4", "step_1")]
     assert tb.post(PREFIX + "whatif", query_string={"run": "unet_b2", "tag": "step_3", "batch": "8"}).status_code == 405
+    # A batch the user gives for the step: the one read (2), or another.
+    same = get_json(tb, run="unet_b2", tag="step_3", batch="8", traced_batch="2")
+    assert same["runs"][0]["batch_given"] is True and same["predicted_peak_bytes"] == \
+        _expected(["unet_b2"], 8, series=True)["predicted_peak_bytes"]
+    given = get_json(tb, run="unet_b2", tag="step_3", batch="8", traced_batch="4")
+    assert given["runs"][0]["batch"] == 4 and given["predicted_peak_bytes"] < same["predicted_peak_bytes"]
 
 
 def test_runs_that_cannot_be_fitted_are_left_out_and_said(tb):
@@ -663,6 +699,8 @@ def test_runs_that_cannot_be_fitted_are_left_out_and_said(tb):
     ({"batch": "0"}, 400, "batch"),
     ({"limit": "0"}, 400, "limit"),
     ({"limit": "1GiB"}, 400, "integer"),
+    ({"traced_batch": "0"}, 400, "traced_batch"),
+    ({"traced_batch": "two"}, 400, "integer"),
     ({"tag": None}, 400, "tag"),
     ({"run": "nope"}, 404, "unknown run 'nope'"),
     ({"runs": "nope"}, 404, "unknown run 'nope'"),
@@ -741,6 +779,16 @@ def test_cli_says_why_there_is_no_fit():
     assert code == 0, err
     assert "no fit: every step read holds batch 2 (pick steps at other batch sizes with --tag)" in out
     assert "   fit (" not in out
+
+
+def test_cli_takes_the_traced_batch_once_per_run():
+    code, out, err = _whatif("--run", "unet_b2", "--traced-batch", "4", "--batch", "8", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert body["runs"][0]["batch"] == 4 and body["runs"][0]["batch_given"] is True
+    code, out, err = _whatif("--run", "unet_b2", "--run", "unet_b4", "--traced-batch", "2", "--batch", "8")
+    assert code == 1 and not out and err.count("\n") == 1
+    assert "--traced-batch given 1 times for 2 runs" in err
 
 
 def test_cli_on_the_keras_demo_profile():
