@@ -18,6 +18,8 @@ describe('routeUrl', () => {
     const fetcher = vi.fn(async (_url: string) => jsonResponse({}));
     await new Api(fetcher).whatif({ run: 'r', tag: 't', batch: 8, runs: ['r4'], limit: 1024, device: 'CPU:0/mklcpu' });
     expect(fetcher).toHaveBeenCalledWith('./whatif?run=r&tag=t&batch=8&runs=r4&limit=1024&device=CPU%3A0%2Fmklcpu');
+    await new Api(fetcher).whatif({ run: 'r', tag: 't', batch: 8, tracedBatch: 128 });
+    expect(fetcher).toHaveBeenLastCalledWith('./whatif?run=r&tag=t&batch=8&traced_batch=128');
   });
 });
 

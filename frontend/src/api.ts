@@ -410,8 +410,10 @@ export interface WhatIfRun {
   step: number | null;
   source: TraceSource | string;
   device: string;
-  /** The batch it ran at, read from its feeds' shapes. */
+  /** The batch it ran at, read from its feeds' shapes (or given: `batch_given`). */
   batch: number;
+  /** The batch was the user's (`traced_batch`), not read from the shapes. */
+  batch_given?: boolean;
   peak_rise_bytes: Bytes;
   start_bytes: Bytes | null;
   peak_bytes: Bytes | null;
@@ -463,6 +465,8 @@ export interface WhatIfParams {
   runs?: readonly string[];
   limit?: Bytes | null;
   device?: string | null;
+  /** The batch the step ran at, where the user gives it (else the route reads it from the shapes). */
+  tracedBatch?: number | null;
 }
 
 // ---- fetching ----
@@ -584,7 +588,15 @@ export class Api {
   /** The step's peak predicted at another batch size, and the largest batch that fits (docs/http_api.md, `whatif`). */
   whatif(p: WhatIfParams): Promise<WhatIfResponse> {
     return this.get(
-      routeUrl('whatif', { run: p.run, tag: p.tag, batch: p.batch, runs: p.runs, limit: p.limit, device: p.device }),
+      routeUrl('whatif', {
+        run: p.run,
+        tag: p.tag,
+        batch: p.batch,
+        runs: p.runs,
+        limit: p.limit,
+        device: p.device,
+        traced_batch: p.tracedBatch,
+      }),
     );
   }
 

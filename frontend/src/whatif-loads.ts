@@ -41,6 +41,7 @@ export class WhatIfLoads {
     const same = step && this.step && step.run === this.step.run && step.tag === this.step.tag && step.device === this.step.device;
     this.step = step;
     if (same) return;
+    this.view.resetTracedBatch(); // the batch a step ran at is that step's
     if (step) this.load();
     else {
       this.wanted.next();
@@ -60,7 +61,16 @@ export class WhatIfLoads {
         this.readiness,
         this.latest,
         this.view,
-        () => this.api.whatif({ run: step.run, tag: step.tag, device: step.device, batch: request.batch, runs: request.runs, limit: request.limit }),
+        () =>
+          this.api.whatif({
+            run: step.run,
+            tag: step.tag,
+            device: step.device,
+            batch: request.batch,
+            runs: request.runs,
+            limit: request.limit,
+            tracedBatch: request.tracedBatch,
+          }),
         (data) => this.view.setData(data),
         (e) => whatIfErrorText(step, message(e)),
       ),

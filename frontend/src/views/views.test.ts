@@ -568,13 +568,29 @@ describe('WhatIfView', () => {
     const limit = type(view, 'whatif-limit', '8 parsecs');
     expect(limit.getAttribute('aria-invalid')).toBe('true');
     expect(view.element.hasAttribute('data-stale')).toBe(true);
-    expect(view.element.textContent).toContain('not read: a whole batch from 1, a limit such as 16 GiB (the answer shown is for the last values read)');
+    expect(view.element.textContent).toContain('not read: whole batches from 1, a limit such as 16 GiB (the answer shown is for the last values read)');
     view.setData(answer); // an answer asked before the bad input lands: still stale
     expect(view.element.hasAttribute('data-stale')).toBe(true);
     type(view, 'whatif-limit', '8GB');  // read, as 8 GiB
     expect(limit.getAttribute('aria-invalid')).toBe('false');
     expect(view.element.hasAttribute('data-stale')).toBe(false);
-    expect(view.request()).toEqual({ batch: expect.any(Number), runs: [], limit: 8 * 2 ** 30 });
+    expect(view.request()).toEqual({ batch: expect.any(Number), runs: [], limit: 8 * 2 ** 30, tracedBatch: null });
+  });
+
+  it('asks with the batch the step ran at where the user gives one, until another step is shown', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    const traced = type(view, 'whatif-traced-batch', '0');
+    expect(traced.getAttribute('aria-invalid')).toBe('true');
+    expect(view.request()).toBeNull();
+    type(view, 'whatif-traced-batch', '128');
+    expect(traced.getAttribute('aria-invalid')).toBe('false');
+    expect(view.request()?.tracedBatch).toBe(128);
+    view.setData({ ...answer, runs: [{ ...answer.runs[0]!, batch: 128, batch_given: true }] });
+    expect(view.element.querySelector('[data-testid=whatif-predicted]')!.textContent).toContain('traced at batch 128 (as given)');
+    view.resetTracedBatch();
+    expect(traced.value).toBe('');
+    expect(view.request()?.tracedBatch).toBeNull();
   });
 });
 

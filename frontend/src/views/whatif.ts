@@ -25,6 +25,8 @@ export interface WhatIfRequest {
   batch: number;
   runs: string[];
   limit: number | null;
+  /** The batch the step ran at, where the user gives it (null: read from its shapes). */
+  tracedBatch: number | null;
 }
 
 const bytesColumn = (key: string, label: string, get: (l: WhatIfLayer) => number | undefined): Column<WhatIfLayer> => ({
@@ -51,6 +53,7 @@ export class WhatIfView {
   onRequest: (() => void) | null = null;
   private readonly batchInput = el('input', { type: 'number', min: 1, step: 1, value: DEFAULT_BATCH, 'data-testid': 'whatif-batch', 'aria-label': 'Batch size', class: 'whatif-batch' });
   private readonly limitInput = el('input', { type: 'text', placeholder: 'e.g. 16 GiB', 'data-testid': 'whatif-limit', 'aria-label': 'Memory limit', class: 'whatif-limit', title: 'The memory the step must fit in (binary units: 512 MiB, 16 GiB or 16 GB); empty: the allocator’s capacity where the trace has one' });
+  private readonly tracedInput = el('input', { type: 'number', min: 1, step: 1, placeholder: 'as read', 'data-testid': 'whatif-traced-batch', 'aria-label': 'Batch the step ran at', class: 'whatif-batch', title: 'The batch this step ran at, where the one read from its shapes is wrong (a time-major or ragged feed); empty: as read' });
   private readonly runsSelect = el('select', { multiple: true, size: 3, 'data-testid': 'whatif-runs', 'aria-label': 'Other runs of the same model, fitted with this one', title: 'Other runs of the same model at other batch sizes: the peak is then fitted per layer (Ctrl/Cmd-click to pick several)' });
   private readonly inputNote = el('span', { class: 'muted whatif-input-note' });
   private readonly headline = el('div', { class: 'whatif-headline', 'data-testid': 'whatif-predicted' });
@@ -93,6 +96,7 @@ export class WhatIfView {
         el('h2', {}, 'What if the batch were'),
         this.batchInput,
         el('label', {}, 'limit', this.limitInput),
+        el('label', {}, 'traced at', this.tracedInput),
         this.inputNote,
       ),
       el('div', { class: 'whatif-runs' }, el('label', { class: 'muted' }, 'fit with runs of the same model', this.runsSelect)),
@@ -100,6 +104,7 @@ export class WhatIfView {
     );
     this.batchInput.addEventListener('input', () => this.changed(true));
     this.limitInput.addEventListener('input', () => this.changed(true));
+    this.tracedInput.addEventListener('input', () => this.changed(true));
     this.runsSelect.addEventListener('change', () => this.changed(false));
     onResize(this.svgNode, () => this.draw(), true);
   }
@@ -109,9 +114,17 @@ export class WhatIfView {
     const batch = parseBatch(this.batchInput.value);
     const limitText = this.limitInput.value.trim();
     const limit = limitText === '' ? null : parseLimit(limitText);
-    if (batch === null || (limitText !== '' && limit === null)) return null;
+    const tracedText = this.tracedInput.value.trim();
+    const tracedBatch = tracedText === '' ? null : parseBatch(tracedText);
+    if (batch === null || (limitText !== '' && limit === null) || (tracedText !== '' && tracedBatch === null)) return null;
     const runs = [...this.runsSelect.selectedOptions].map((o) => o.value);
-    return { batch, runs, limit };
+    return { batch, runs, limit, tracedBatch };
+  }
+
+  /** A new step: the batch it ran at is read from its shapes until the user gives one. */
+  resetTracedBatch(): void {
+    this.tracedInput.value = '';
+    this.tracedInput.removeAttribute('aria-invalid');
   }
 
   /** The runs the user may add (the current one left out); those still listed stay picked. */
@@ -159,7 +172,8 @@ export class WhatIfView {
     if (first) {
       // As the prediction is put: absolute where a baseline is known, else a rise.
       const traced = absolute && first.peak_bytes !== null ? formatBytes(first.peak_bytes) : formatBytesDelta(first.peak_rise_bytes);
-      this.headline.append(el('span', { class: 'muted' }, ` · traced at batch ${formatCount(first.batch)}: ${traced}`));
+      const given = first.batch_given ? ' (as given)' : '';
+      this.headline.append(el('span', { class: 'muted' }, ` · traced at batch ${formatCount(first.batch)}${given}: ${traced}`));
     }
     const skipped = skippedText(data);
     this.method.textContent = skipped.text ? `${methodText(data)} · ${skipped.text}` : methodText(data);
@@ -180,10 +194,12 @@ export class WhatIfView {
     const limitText = this.limitInput.value.trim();
     this.batchInput.setAttribute('aria-invalid', String(parseBatch(this.batchInput.value) === null));
     this.limitInput.setAttribute('aria-invalid', String(limitText !== '' && parseLimit(limitText) === null));
+    const tracedText = this.tracedInput.value.trim();
+    this.tracedInput.setAttribute('aria-invalid', String(tracedText !== '' && parseBatch(tracedText) === null));
     this.element.toggleAttribute('data-stale', !valid && this.data !== null);
     this.inputNote.textContent = valid
       ? ''
-      : `not read: a whole batch from 1, a limit such as 16 GiB${this.data ? ' (the answer shown is for the last values read)' : ''}`;
+      : `not read: whole batches from 1, a limit such as 16 GiB${this.data ? ' (the answer shown is for the last values read)' : ''}`;
     if (!valid) return;
     const fire = () => {
       this.timer = null;
