@@ -212,11 +212,22 @@ def layer_path(graph_name: str) -> str:
     """The graph name with gradient and optimizer-update prefixes folded away.
 
     `gradients/shared_model/unet_01/Conv2D_grad/X` -> `shared_model/unet_01/Conv2D_grad/X` (a
-    gradients scope the user named, `my_grads/...`, too, where an op's `_grad` scope follows);
+    gradients scope the user named, `my_grads/...`, too, where an op's `_grad` scope follows;
+    and one below the first component, `train/gradients/...`, see `_below_gradients`);
     `Adam/update_shared_model/unet_01/kernel/ResourceApplyAdam`
       -> `shared_model/unet_01/kernel/ResourceApplyAdam`.
     Names with nothing after the prefix (`gradients/AddN`) stay where they are.
     """
+    folded = _first_component_rules(graph_name)
+    if folded is not None:
+        return folded
+    below = _below_gradients(graph_name)
+    return graph_name if below is None else _below_folded(below, graph_name)
+
+
+def _first_component_rules(graph_name: str) -> str | None:
+    """`layer_path` by the rules of a first component (a gradients scope, a named one, an
+    optimizer's `update_`), where one decides; else None."""
     first, sep, rest = graph_name.partition("/")
     if not sep or "/" not in rest:
         return graph_name
@@ -228,6 +239,8 @@ def layer_path(graph_name: str) -> str:
         if rest.startswith("gradient") and _GRADIENTS_RE.match(rest.partition("/")[0]):
             return layer_path(rest)
         # A loop's or a branch's gradient (control flow v2) goes to the op it is the gradient of.
+        # (A gradients scope further down stays: in a loop's gradient it is the body's own,
+        # `encoder/rnn/while_grad/gradients/...`, whose names start at the body's root.)
         return _without_control_flow_gradients(rest) if "_grad/" in rest else rest
     if _named_gradients(first) and ("_grad/" in rest or rest.endswith("_grad")):
         return rest
@@ -237,10 +250,15 @@ def layer_path(graph_name: str) -> str:
     _, sep2, rest2 = rest.partition("/")
     if sep2 and rest2.startswith("update_") and "/" in rest2:
         return rest2[len("update_"):]
-    below = _below_gradients(graph_name)
-    if below is not None:  # nested gradient scopes below it fold away too
-        return layer_path(below) if below.startswith("gradient") else below
-    return graph_name
+    return None
+
+
+def _below_folded(below: str, path: str) -> str:
+    """The layer path of `path`, whose gradients scope below its first component holds `below`:
+    as the same gradients scope first would fold (nested scopes, a loop's gradient), or the
+    path itself where that one stays (`AddN`)."""
+    folded = layer_path(f"gradients/{below}")
+    return path if folded.startswith("gradients/") else folded
 
 
 # TensorFlow sums an op's gradients from several consumers in `gradients/AddN_<N>`, and sparse ones
@@ -267,18 +285,20 @@ def _below_gradients(path: str) -> str | None:
 
 
 def function_layer_path(graph_name: str, path: str) -> str:
-    """`layer_path` of a name whose gradients scope is below its first component (`_below_gradients`),
-    from its graph name with the runtime's calls (`graph_name`) and its path without them.
-
-    In a function's body (a loop's, a branch's: control flow v2), the ops' names are the
-    function's own: the gradients taken there (`accumulate/while/body/_1/gradients/cnn/
-    Conv2D_grad/...`) name the body's ops from the body's root, so they fold below the
-    call (`accumulate/while/cnn/Conv2D_grad/...`, where the forward `accumulate/while/body/_1/
-    cnn/Conv2D` is `accumulate/while/cnn/Conv2D`). Elsewhere, `layer_path` of the path.
+    """`layer_path` of a name from its graph name with the runtime's calls (`graph_name`) and
+    its path without them: where the gradients were taken in a function's body (a loop's, a
+    branch's: control flow v2), that is, below the first component and after a call, the ops'
+    names are the function's own. Those gradients (`acc/while/body/_1/gradients/cnn/
+    Conv2D_grad/...`) name the body's ops from the body's root, so they fold below the call
+    (`acc/while/cnn/Conv2D_grad/...`, where the forward `acc/while/body/_1/cnn/Conv2D` is
+    `acc/while/cnn/Conv2D`). Everywhere else, `layer_path` of the path.
     """
+    if "/gradients" not in path or _first_component_rules(path) is not None or _below_gradients(path) is None:
+        return layer_path(path)
+    scope = _GRADIENTS_BELOW_RE.search(graph_name)
     call = None
-    for call in _CALL_RE.finditer(graph_name):
-        pass
+    for found in _CALL_RE.finditer(graph_name, 0, scope.start() if scope else 0):
+        call = found
     if call is not None and call.end() < len(graph_name):
         inner = graph_name[call.end() + 1:]
         folded = layer_path(inner)
@@ -1212,6 +1232,10 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     cut[below] = below_cut
     for i in below_others.tolist():
         others[i] = layer_path_of(graph_names[i], paths[i])
+    # Two gradients scopes with the gradients' sums below them: the one-name rule keeps them.
+    if two_level.any():
+        for i in np.flatnonzero(lines.starting_with(b"AddN", two_level, second_end + 1)).tolist():
+            others[i] = layer_path(paths[i])
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     # A loop's or a branch's gradient (control flow v2: `gradients/rnn/while_grad/rnn/while_grad/...`,
     # `gradients/cond_grad/StatelessIf/...`) goes to its op by the one-name rule: the paths that
@@ -1232,32 +1256,42 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
 
 
 def layer_path_of(graph_name: str, path: str) -> str:
-    """`layer_path` of one name, `function_layer_path` where a gradients scope is below its first
-    component and it ran in a function's body."""
+    """`layer_path` of one name (`function_layer_path` where its graph name holds a call)."""
     if "/gradients" in path and graph_name != path and _CALL_RE.search(graph_name):
         return function_layer_path(graph_name, path)
     return layer_path(path)
 
 
 _GRADIENT_WORD = np.uint64(int.from_bytes(b"gradient", "little"))
+_ADDN_WORD = np.uint64(int.from_bytes(b"AddN", "little"))
+
+
+def _gradients_scopes_below(lines: "_Lines") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every `/gradients/` or `/gradients_<...>` in the joined names: (where its "/" is, its line,
+    whether the word ends there: `gradients_<N>` does not, and is the one-name rule's to read)."""
+    found = lines.positions(b"/gradients")
+    buf = lines.buf
+    after = np.minimum(found + len(b"/gradients"), buf.size - 1)  # the byte after the word
+    room = found + len(b"/gradients") < buf.size
+    ends = (buf[after] == ord("/")) & room
+    keep = ends | ((buf[after] == ord("_")) & room)
+    return found[keep], lines.line_of(found[keep]), ends[keep]
 
 
 def _below_gradients_cut(lines: "_Lines", among: np.ndarray, paths: list[str], graph_names: list[str]
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """`_below_gradients` over the rows `among`: (rows cut at their first `/gradients/` below the
     first component, each one's cut, where its layer path's first "/" is; rows for the one-name
-    rule: a numbered scope (`gradients_1`), a gradients scope again below it, a name that ran in
-    a function's body). The first `/gradients` of a row decides, as the one-name rule's search."""
+    rule: a numbered scope (`gradients_1`), below it what a first gradients scope folds by the
+    one-name rule (another gradients scope, a loop's gradient, the gradients' sums, a second
+    gradients scope further down), a name that ran in a function's body). The first
+    `/gradients` of a row decides, as the one-name rule's search."""
     empty = np.zeros(0, dtype=np.int64)
-    found = lines.positions(b"/gradients")
+    found, line, ends = _gradients_scopes_below(lines)
     if not found.size:
         return empty, empty, empty, empty
-    buf = lines.buf
-    after = np.minimum(found + len(b"/gradients"), buf.size - 1)  # the byte after the word
-    ends = (buf[after] == ord("/")) & (found + len(b"/gradients") < buf.size)
-    numbered = buf[after] == ord("_")
-    line = lines.line_of(found)
-    keep = (ends | numbered) & among[line]
+    twice = np.bincount(line, minlength=lines.count) >= 2
+    keep = among[line]
     found, line, ends = found[keep], line[keep], ends[keep]
     first = np.ones(line.size, dtype=bool)  # a row's first such scope only
     first[1:] = line[1:] != line[:-1]
@@ -1280,9 +1314,15 @@ def _below_gradients_cut(lines: "_Lines", among: np.ndarray, paths: list[str], g
     slash = np.where(slash < stop, slash - lines.starts[rows], -1)
     held = (last_grad[rows] >= begin) | (lines.ending_with(b"_grad")[rows] & (slash >= 0))
     begin, stop, rows, cut, slash = begin[held], stop[held], rows[held], cut[held], slash[held]
-    # Below it, another gradients scope (Keras' `training/Adam/gradients/gradients/...`), or a name
-    # that ran in a function's body (control flow v2): the one-name rule.
+    # What a first gradients scope folds by the one-name rule, below this one: another gradients
+    # scope (Keras' `training/Adam/gradients/gradients/...`), the gradients' sums, a loop's or a
+    # branch's gradient; and a name that ran in a function's body (control flow v2).
     again = (stop - begin >= 8) & (lines._word(begin, 8) == _GRADIENT_WORD)
+    again |= (stop - begin >= 4) & (lines._word(begin, 4) == _ADDN_WORD)
+    again |= twice[rows]
+    at_rows = np.zeros(lines.count, dtype=bool)
+    at_rows[rows] = True
+    again |= np.isin(rows, _control_flow_gradient_rows(lines, at_rows))
     if graph_names is not paths:
         again |= np.fromiter((graph_names[i] is not paths[i] and _CALL_RE.search(graph_names[i]) is not None
                               for i in rows.tolist()), dtype=bool, count=rows.size)

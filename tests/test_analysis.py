@@ -615,6 +615,13 @@ def _scoped_gradients_step(kind: str):
             loss = tf.reduce_mean(tf.square(model(x)))
             with tf.name_scope("train"):
                 train = tf1.train.AdamOptimizer().minimize(loss)
+        elif kind == "loop_train":  # the model in a while loop's body, trained under a name scope
+            with tf.name_scope("rnn"):
+                w3 = tf1.get_variable("w3", (8, 32))
+                _, h = tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(tf.matmul(model(h), w3))),
+                                     (tf.constant(0), x))
+            with tf.name_scope("train"):
+                train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(h)))
         else:
             def body(i, g1, g2):
                 with tf.name_scope("micro"):
@@ -629,7 +636,8 @@ def _scoped_gradients_step(kind: str):
     return store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((64, 32), np.float32)}))
 
 
-@pytest.mark.parametrize("kind, layer", [("train", "model/dense_1"), ("accumulate", "acc/while/micro/model/dense_1")])
+@pytest.mark.parametrize("kind, layer", [("train", "model/dense_1"), ("accumulate", "acc/while/micro/model/dense_1"),
+                                         ("loop_train", "rnn/while/model/dense_1")])
 def test_gradients_under_a_name_scope_join_their_layer(kind, layer):
     """Gradients under a scope of the user's fold into the layers they are the gradients of, as
     `gradients/...` does: grouped by layer, dense_1's MatMul and its gradient MatMuls are one
@@ -638,16 +646,16 @@ def test_gradients_under_a_name_scope_join_their_layer(kind, layer):
     space = step.space(None)
     table = space.names
     raw = table.raw
-    prefix = "train/gradients/" if kind == "train" else "acc/while/body/_"
+    prefix = "acc/while/body/_" if kind == "accumulate" else "train/gradients/"
     backward = [i for i, name in enumerate(raw) if name.startswith(prefix) and "dense_1/MatMul_grad/" in name]
     forward = [i for i, name in enumerate(raw) if name.endswith("dense_1/MatMul") and "gradients" not in name]
     assert backward and forward, raw
     assert {table.layer(i) for i in forward + backward} == {layer}, {raw[i]: table.layer(i) for i in forward + backward}
-    # The same in the tree grouped by layer: no top-level or nested layer holds the gradients scope.
-    assert not any("gradients/model" in path for path in table.leaf_paths("layer") if "_grad" in path)
-    tops = dict(space.top_level("layer"))
-    assert "train" not in tops or tops["train"][AT_PEAK] < \
-        0.05 * space.peak_rise_bytes, tops.get("train")
+    # The same in the tree grouped by layer: no op's gradient stays in a gradients scope (its own
+    # helpers may: `train/gradients/zeros`, as `gradients/zeros` does; and the lowered loop's
+    # plumbing, `.../grad_counter_switch/_94`, is the runtime's).
+    assert not [path for path in table.leaf_paths("layer")
+                if "_grad/" in path and "gradients/" in path and not re.search(r"/_\d+$", path)]
     for group in ("scope", "layer"):
         assert (sum(row for _, row in space.top_level(group)) == space.totals()).all()
 

@@ -121,6 +121,14 @@ def test_plain_names_are_kept():
     ("training/Adam/gradients/gradients/dense/MatMul_grad/MatMul", "dense/MatMul_grad/MatMul"),
     ("train/gradients_2/model/conv/Conv2D_grad/Conv2DBackpropFilter", "model/conv/Conv2D_grad/Conv2DBackpropFilter"),
     ("train/gradients/AddN_3", "train/gradients/AddN_3"),  # no op's gradient below it: stays
+    # Below it, what a first gradients scope folds: a loop's gradient.
+    ("train/gradients/rnn/while_grad/rnn/while_grad/gradients/cell/MatMul_grad/MatMul", "rnn/while/cell/MatMul_grad/MatMul"),
+    # A gradients scope below a first one stays: a second order's (`gradient_penalty/gradients`), or
+    # in a loop's gradient the body's own, whose names start at the body's root.
+    ("gradients/gradient_penalty/gradients/critic/MatMul_grad/MatMul_grad/MatMul",
+     "gradient_penalty/gradients/critic/MatMul_grad/MatMul_grad/MatMul"),
+    ("gradients/encoder/rnn/while_grad/gradients/TensorArrayV2Read/TensorListGetItem_grad/x",
+     "encoder/rnn/while_grad/gradients/TensorArrayV2Read/TensorListGetItem_grad/x"),
     ("train/gradients/model/Fill", "train/gradients/model/Fill"),
     ("model/gradients/Conv2D_grad", "model/gradients/Conv2D_grad"),  # nothing below the op's gradient
     ("Mean_grad/Tile/x", "Mean_grad/Tile/x"),  # a root op's own gradient scope
@@ -202,6 +210,9 @@ _LAYERS = {
     "acc/while/body/_1/micro/gradients/micro/cnn/conv/Conv2D_grad/Conv2DBackpropInput": "acc/while/micro/cnn/conv",
     "acc/while/body/_1/micro/cnn/conv/Conv2D": "acc/while/micro/cnn/conv",
     "acc/while/body/_1/gradients/cnn/conv/Conv2D_grad/Conv2DBackpropInput": "acc/while/cnn/conv",
+    # A loop's gradient under a name scope: its call is in the gradient, not before the scope.
+    "train/gradients/rnn/while_grad/rnn/while_grad/body/_52/gradients/cell/MatMul_grad/MatMul": "rnn/while/cell",
+    "rnn/while/body/_1/cell/MatMul": "rnn/while/cell",
     "clip_grad/mul": "clip_grad",
     "Mean": "Mean",
 }
@@ -213,6 +224,9 @@ def test_the_layer_of_a_node_is_one_rule_for_findings_and_the_whatif():
     table = names.NameTable.build(raw, {}, {}, None)
     distinct, code = table.layers
     assert [distinct[c] for c in code.tolist()] == [table.layer(i) for i in range(len(raw))] == list(_LAYERS.values())
+    # A name that is not ASCII sends the whole table through the one-name rules: the same layers.
+    table = names.NameTable.build([*raw, "ünï/x"], {}, {}, None)
+    assert [table.layer(i) for i in range(len(raw))] == list(_LAYERS.values())
     # A source that knows a name's layer (a profile's Keras 3 layers) is taken at its word.
     keras = ["gradient_tape/cnn/c2/convolution/Conv2DBackpropInput", "cnn/c2/Relu"]
     table = names.NameTable.build(keras, {}, {}, None, source_layers={name: "cnn/c2" for name in keras})
