@@ -114,9 +114,18 @@ def traced_batch(step: StepAnalysis) -> int:
 
 
 def flattened_batches(step: StepAnalysis, batch: int) -> set[int]:
-    """First dimensions that hold the batch times the feeds' next dimensions: a feed `[batch, seq]`
-    reshaped to `[batch x seq, d]` (a language model's logits, a transformer's dense layers).
-    Read from the feeds' shapes (RunMetadata): a profile holds no feed."""
+    """First dimensions that hold the batch flattened with a feed's positions: a feed `[batch,
+    seq]` (token ids) as `[batch x seq, d]`, a feed `[batch, seq, d]` likewise (all but its last
+    dimension, the features): a language model's logits, a transformer's dense layers. An image
+    feed `[batch, h, w, c]` gives `batch x h x w` (a 1x1 convolution as a matmul), never
+    `batch x h`. None at batch 1, where the products are the feeds' own dimensions (a sequence's
+    length, which masks and positions have too). Read from the feeds' shapes (RunMetadata): a
+    profile holds no feed."""
+    return _flattened(step, batch) if batch > 1 else set()
+
+
+def _flattened(step: StepAnalysis, batch: int) -> set[int]:
+    """`flattened_batches`, at batch 1 too."""
     flat: set[int] = set()
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
@@ -126,11 +135,10 @@ def flattened_batches(step: StepAnalysis, batch: int) -> set[int]:
         for outputs in outputs_of(names):
             for shape, _ in outputs:
                 if len(shape) >= 2 and shape[0] == batch:
-                    product = batch
-                    for dim in shape[1:]:
-                        product *= max(int(dim), 0)
-                        if product > batch:
-                            flat.add(product)
+                    positions = shape[1:] if len(shape) == 2 else shape[1:-1]
+                    product = batch * int(np.prod(positions, dtype=np.int64))
+                    if product > batch:
+                        flat.add(product)
     return flat
 
 
@@ -210,10 +218,13 @@ class _Outputs:
             outputs = outputs_of(wanted)
             counts = np.fromiter(map(len, outputs), dtype=np.int64, count=len(outputs))
             # Variable reads (graphs) and optimizer updates (profiles, where reads allocate
-            # nothing) have parameters' shapes.
+            # nothing) have parameters' shapes. (A graph's sparse updates do not: an embedding's
+            # gradient rows are [batch x seq, d].)
             names = space.names
             reads = np.fromiter((op in _VARIABLE_READS for op in names.op_type_names), dtype=bool,
-                                count=len(names.op_type_names))[names.op_code] | (names.category == OPTIMIZER)
+                                count=len(names.op_type_names))[names.op_code]
+            if step.trace.source in _CHUNK_SOURCES:
+                reads |= names.category == OPTIMIZER
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
                               list(itertools.chain.from_iterable(outputs))))
         self.count = len(self.names)
@@ -240,8 +251,12 @@ class _Outputs:
         # Outputs that would carry the batch but for their parameter's shape (reads of parameters
         # aside), as (row, requested bytes): where they are forward-pass tensors, the batch is also
         # a layer's width.
-        look_alike = (rank > 0) & (first_dim == batch) & parameter & ~from_reads
+        look_alike = (rank > 0) & leads & parameter & ~from_reads
         self.parameter_shaped = (out_row[look_alike], sizes[look_alike])
+        # At batch 1 a first dimension that is a feed's sequence (`[seq, d]`) may be the batch
+        # flattened with it, or the sequence's own (positions, masks): not scaled, and weighed.
+        unsure = np.zeros(len(shapes), dtype=bool) if batch > 1 else np.isin(first_dim, sorted(_flattened(step, 1)))
+        self.unsure_flattened_bytes = int(sizes[unsure & (rank > 1) & ~parameter & ~from_reads].sum())
         # oneDNN's workspaces (batch norm, max pool) are flat: one dimension, a multiple of the
         # batch, longer than a per-channel vector of the op's batch output.
         with_channels = np.zeros(self.count, dtype=bool)
@@ -347,6 +362,8 @@ class OneStep:
         unscaled = int(shaped_bytes[np.isin(shaped_rows, forward)].sum())
         # Said where those tensors weigh: 1% of the peak rise (a per-example loss beside a bias does not).
         self.batch_in_parameter_shape = unscaled > 0 and unscaled * 100 >= space.peak_rise_bytes
+        self.unsure_flattened = (outputs.unsure_flattened_bytes > 0
+                                 and outputs.unsure_flattened_bytes * 100 >= space.peak_rise_bytes)
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants. An
         # input op that allocates in the step (a queue's dequeue) is in the rise, scaled there.
         allocated = space.name_column(ALLOCATED) > 0
@@ -365,6 +382,10 @@ class OneStep:
         if not self.scales.any():  # beside a fit (alone, WhatIf refuses it)
             said.append(f"nothing in this step was found to carry its batch ({self.batch}): this one-step "
                         "prediction is the traced peak")
+        elif self.unsure_flattened:
+            said.append("traced at batch 1, tensors whose first dimension is a feed's sequence ([seq, d]) may be the "
+                        "batch flattened with it or the sequence's own (positions, masks), and are not scaled, so "
+                        "this may predict too little; trace at batch 2 or more, or fit over two batch sizes")
         elif self.scaled_share < _FEW_SCALED:
             said.append(f"under {_FEW_SCALED:.0%} of the traced peak rise was found to carry the batch "
                         f"({self.batch}): this one-step prediction stays near the traced peak at any batch; "

@@ -298,7 +298,11 @@ def test_tensors_of_the_batch_flattened_with_the_sequence_scale():
     assert whatif.flattened_batches(small.step, 4) == {4 * 32}
     one = whatif.one_step(small.step, small.space)
     assert one.peak_rise(16) == pytest.approx(large.space.peak_rise_bytes, rel=0.10)
-    assert one.scaled_share > 0.5
+    assert one.scaled_share > 0.5 and one.warning is None
+    # At batch 1 the logits are [seq, vocab]: the batch flattened, or the sequence's own? Said.
+    single = _language_model(1)
+    one = whatif.one_step(single.step, single.space)
+    assert "traced at batch 1, tensors whose first dimension is a feed's sequence" in one.warning
 
 
 def _time_major(batch: int, steps: int = 24) -> whatif.Traced:
@@ -311,6 +315,34 @@ def _time_major(batch: int, steps: int = 24) -> whatif.Traced:
         return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
 
     return _traced_real(f"time_major_b{batch}", build, [np.ones((steps, batch, 8), np.float32)])
+
+
+def _flat_weight_cnn(batch: int) -> whatif.Traced:
+    """A real step of a CNN fed `[batch, 32, 32, 3]` whose dense weight is kept as one flat vector
+    and reshaped to `[256, 2048]`: at batch 8, 256 is batch x height, and the weight's gradient
+    `[256, 2048]` has no variable's shape."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, 32, 32, 3), name="x")
+        h = x
+        for i in range(3):
+            w = tf.compat.v1.get_variable(f"c{i}", (3, 3, h.shape[-1], 16))
+            h = tf.nn.max_pool2d(tf.nn.relu(tf.nn.conv2d(h, w, 1, "SAME")), 2, 2, "VALID")
+        flat = tf.compat.v1.get_variable("fc_flat", (256 * 2048,))
+        h = tf.nn.relu(tf.matmul(tf.reshape(h, (-1, 256)), tf.reshape(flat, (256, 2048))))
+        return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+
+    return _traced_real(f"flat_b{batch}", build, [np.ones((batch, 32, 32, 3), np.float32)])
+
+
+def test_an_image_feeds_rows_are_no_flattened_batch():
+    """An image feed flattens to batch x height x width, never batch x height: the flat weight's
+    gradient ([256, 2048] at batch 8 = 8 x 32) keeps its bytes, and batch 32 is predicted as a
+    real run measures it (it was predicted twice too high). At batch 1 nothing is flattened."""
+    small, large = _flat_weight_cnn(8), _flat_weight_cnn(32)
+    assert whatif.flattened_batches(small.step, 8) == {8 * 32 * 32}
+    assert whatif.flattened_batches(small.step, 1) == set()
+    one = whatif.one_step(small.step, small.space)
+    assert one.peak_rise(32) == pytest.approx(large.space.peak_rise_bytes, rel=0.10)
 
 
 def test_a_batch_the_user_gives_is_the_batch_scaled():
@@ -462,11 +494,20 @@ def _reference_one_step(step, space) -> tuple[list[bool], int]:
         labels.update(zip(wanted, trace_mod.labels_of(other.trace.label_of, wanted)))
         for (index, name), outputs in zip(fresh, other.trace.outputs_of(wanted)):
             shapes[name] = outputs
-            if other.names.op_types[index] in whatif._VARIABLE_READS or other.names.category[index] == OPTIMIZER:
+            if other.names.op_types[index] in whatif._VARIABLE_READS or (
+                    other.names.category[index] == OPTIMIZER and step.trace.source == "xplane"):
                 parameter_shapes.update(shape for shape, _ in outputs if shape)
+    # The batch as a first dimension, or flattened with a feed's positions (all its dimensions
+    # but the batch, or but the batch and the last where it has three or more).
+    leads = {batch}
+    for other in step.spaces:
+        for index, name in enumerate(other.names.raw):
+            if batch > 1 and other.names.category[index] == INPUTS and name in shapes:
+                leads.update(batch * int(np.prod(shape[1:] if len(shape) == 2 else shape[1:-1])) for shape, _ in
+                             shapes[name] if len(shape) >= 2 and shape[0] == batch)
     batch_bytes, other_bytes = {}, {}
     for name, outputs in shapes.items():
-        batched = [shape for shape, _ in outputs if shape and shape[0] == batch and shape not in parameter_shapes]
+        batched = [shape for shape, _ in outputs if shape and shape[0] in leads and shape not in parameter_shapes]
         channels = max((shape[-1] for shape in batched), default=None)
         batch_bytes[name] = {size for shape, size in outputs if shape in batched or (
             channels is not None and len(shape) == 1 and shape[0] % batch == 0 and shape[0] > channels
