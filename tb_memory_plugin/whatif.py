@@ -61,18 +61,23 @@ def _label_inputs(label: str) -> list[str]:
     return [name.split(":", 1)[0] for name in names if name and not name.startswith("^")]
 
 
-def _leading_dims(step: StepAnalysis, category: int, min_rank: int, weight) -> collections.Counter:
-    """First dimensions of the outputs of the names of one category, over all memory spaces."""
-    leading: collections.Counter = collections.Counter()
+def _shapes_of(step: StepAnalysis, category: int):
+    """The shapes of the outputs of the names of one category, over all memory spaces."""
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
         names = [space.names.raw[i] for i in np.flatnonzero(space.names.category == category).tolist()]
         for outputs in outputs_of(names):
-            for shape, _ in outputs:
-                if len(shape) >= min_rank and shape[0] > 0:
-                    leading[shape[0]] += weight(shape)
+            yield from (shape for shape, _ in outputs)
+
+
+def _leading_dims(step: StepAnalysis, category: int, min_rank: int, weight) -> collections.Counter:
+    """First dimensions of the outputs of the names of one category, over all memory spaces."""
+    leading: collections.Counter = collections.Counter()
+    for shape in _shapes_of(step, category):
+        if len(shape) >= min_rank and shape[0] > 0:
+            leading[shape[0]] += weight(shape)
     return leading
 
 
@@ -127,18 +132,12 @@ def flattened_batches(step: StepAnalysis, batch: int) -> set[int]:
 def _flattened(step: StepAnalysis, batch: int) -> set[int]:
     """`flattened_batches`, at batch 1 too."""
     flat: set[int] = set()
-    for space in step.spaces:
-        outputs_of = space.trace.outputs_of
-        if outputs_of is None:
-            continue
-        names = [space.names.raw[i] for i in np.flatnonzero(space.names.category == INPUTS).tolist()]
-        for outputs in outputs_of(names):
-            for shape, _ in outputs:
-                if len(shape) >= 2 and shape[0] == batch:
-                    positions = shape[1:] if len(shape) == 2 else shape[1:-1]
-                    product = batch * int(np.prod(positions, dtype=np.int64))
-                    if product > batch:
-                        flat.add(product)
+    for shape in _shapes_of(step, INPUTS):
+        if len(shape) >= 2 and shape[0] == batch:
+            positions = shape[1:] if len(shape) == 2 else shape[1:-1]
+            product = batch * int(np.prod(positions, dtype=np.int64))
+            if product > batch:
+                flat.add(product)
     return flat
 
 
