@@ -15,6 +15,7 @@ import itertools
 import json
 import logging
 import os
+import posixpath
 import re
 import sys
 
@@ -646,6 +647,12 @@ def _top(text: str) -> int:
     return value
 
 
+def _run_name(text: str) -> str:
+    """--run: a run as TensorBoard names it, a path below the logdir (`keras_unet/train/` and
+    `./keras_unet/train` are `keras_unet/train`)."""
+    return posixpath.normpath(text) if text else text
+
+
 def _batch(text: str) -> int:
     """--batch: as the whatif route bounds it."""
     from .whatif import MAX_BATCH_SEARCHED
@@ -661,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     summary = commands.add_parser("summary", help="peak, top scopes, op types and categories of each traced step")
     summary.add_argument("logdir")
-    summary.add_argument("--run")
+    summary.add_argument("--run", type=_run_name)
     summary.add_argument("--tag")
     summary.add_argument("--device", help="memory space id (CPU:0/mklcpu), device name or allocator")
     summary.add_argument("--group", choices=GROUPS, default="layer")
@@ -669,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     diff = commands.add_parser("diff", help="what grew: one traced step against a baseline step, scope by scope")
     diff.add_argument("logdir")
-    diff.add_argument("--run", required=True, help="the run of step A")
+    diff.add_argument("--run", required=True, type=_run_name, help="the run of step A")
     diff.add_argument("--tag", help="step A's tag (default: the run's latest step)")
     diff.add_argument("--against", required=True, metavar="RUN[:TAG]",
                       help="the baseline step B (RUN empty: A's run; TAG left out: A's tag, else the latest step)")
@@ -681,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
     what = commands.add_parser("whatif", help="the peak at another batch size, the layers holding it, the "
                                               "largest batch that fits")
     what.add_argument("logdir")
-    what.add_argument("--run", required=True, action="append",
+    what.add_argument("--run", required=True, action="append", type=_run_name,
                       help="a run to predict from; several runs of the same graph at other batch sizes are fitted")
     what.add_argument("--tag", help="the step of each run (default: the run's latest step)")
     what.add_argument("--batch", required=True, type=_batch, help="the batch size to predict")

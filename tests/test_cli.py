@@ -178,6 +178,11 @@ def test_run_and_tag_filters(capsys, logdir):
     code, _, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet")
     _one_line_error(code, err)
     assert "no run 'keras_unet' in" in err and "runs below it: keras_unet/train" in err
+    # A run as a path, with a trailing slash or from "./", is the run.
+    for spelt in ("keras_unet/train/", "./keras_unet/train"):
+        code, out, err = _run(capsys, REPO / "demo_logs", "--run", spelt, "--json")
+        assert code == 0, err
+        assert {s["run"] for s in json.loads(out)["steps"]} == {"keras_unet/train"}
     assert "accumulator" not in err  # TensorBoard's own log lines stay out of it
     code, _, err = _run(capsys, logdir, "--run", "unet", "--tag", "step_99")
     _one_line_error(code, err)
