@@ -216,6 +216,29 @@ def is_convolution(op_type: str) -> bool:
     return "Conv" in op_type
 
 
+def kernels(space, rows: list[int]) -> list[str]:
+    """The kernel each name of `rows` ran: its label's (a convolution the graph optimizer fused
+    into its bias keeps that node's name and type: `BiasAdd` ran `_MklNativeFusedConv2D`), else
+    its op type."""
+    names = space.names
+    labels = labels_of(space.trace.label_of, [names.raw[i] for i in rows])
+    return [op_type_from_label(label) or names.op_type(i) for i, label in zip(rows, labels)]
+
+
+def cpu_working_set_scratch(space) -> np.ndarray:
+    """Per name: a CPU convolution gradient of TensorFlow's own kernels, whose scratch is sized to
+    a working set, not to the batch (CPU_SHARDED_CONV_GRADS): the what-if keeps it, the
+    convolution-scratch finding says so."""
+    names = space.names
+    out = np.zeros(len(names.raw), dtype=bool)
+    if space.trace.device_type != "CPU":
+        return out
+    convolutions = np.array([is_convolution(op) for op in names.op_type_names], dtype=bool)
+    rows = np.flatnonzero(convolutions[names.op_code]).tolist() if convolutions.any() else []
+    out[[i for i, kernel in zip(rows, kernels(space, rows)) if kernel in CPU_SHARDED_CONV_GRADS]] = True
+    return out
+
+
 def conv_scratch(space, model: Model | None) -> list[Finding]:
     """Convolutions whose scratch dwarfs their output. Other ops' temp bytes are not scratch to
     shrink (an assign that gives a resource variable a new buffer records it as temp)."""
@@ -226,16 +249,12 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
     threshold = max(SCRATCH_MIN_BYTES, SCRATCH_MIN_SHARE * space.peak_rise_bytes)
     names = space.names
     candidates = np.flatnonzero((per_exec_temp >= threshold) & (per_exec_temp >= SCRATCH_MIN_RATIO * per_exec_output))
-    # The kernel that ran, from the trace's labels (a few names): a convolution the graph optimizer
-    # fused into its bias or activation keeps that node's name and type (`BiasAdd` ran
-    # `_MklNativeFusedConv2D`).
-    kernels = labels_of(space.trace.label_of, [names.raw[i] for i in candidates.tolist()])
     # Scratch held at the peak, per name (what a running op had allocated and freed before it ended).
     held = scatter_sum(space.name_code, space.temporaries, len(names.raw)) if candidates.size else candidates
+    working_set = cpu_working_set_scratch(space) if candidates.size else None
     found = []
-    for i, label in zip(candidates.tolist(), kernels):
+    for i, kernel in zip(candidates.tolist(), kernels(space, candidates.tolist())):
         op_type = names.op_types[i]
-        kernel = op_type_from_label(label) or op_type
         if not (is_convolution(op_type) or is_convolution(kernel)):
             continue
         graph_name, scratch, out = names.graph_names[i], int(per_exec_temp[i]), int(per_exec_output[i])
@@ -254,7 +273,7 @@ def conv_scratch(space, model: Model | None) -> list[Finding]:
                      f"{format_bytes(estimate['im2col_bytes'])}"
                      f" (the op's scratch is {scratch / estimate['im2col_bytes']:.1f}x that).")
         # TensorFlow's own CPU kernels (oneDNN's `_MklNative...` ones keep their scratch apart).
-        cpu_working_set = space.trace.device_type == "CPU" and kernel in CPU_SHARDED_CONV_GRADS
+        cpu_working_set = bool(working_set[i])
         if cpu_working_set:
             text += (" On a CPU, TensorFlow's convolution gradients stage im2col for a shard of whole images in "
                      f"one buffer sized to a working set of about {format_bytes(CPU_CONV_WORKING_SET_BYTES)} (or to "

@@ -26,6 +26,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis, xla_clusters
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
+from .findings import cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, renumbering
 from .trace import DEVICE_MEMORY, labels_of
 
@@ -353,6 +354,11 @@ class OneStep:
         asked = np.unique(event_row[known & keep & ~outputs.carries[event_row]])
         uses[asked] = outputs.uses_batch(asked)
         self.scales = keep & uses[event_row]
+        # TensorFlow's CPU convolution gradients size their scratch to a working set, not to the
+        # batch (findings.CPU_SHARDED_CONV_GRADS): what fits none of their batch outputs stays.
+        fixed = cpu_working_set_scratch(space)
+        if fixed.any():
+            self.scales &= ~(fixed[trace.name_code[trace.event_exec]] & (as_batch == 0))
         # Forward-pass tensors shaped like a parameter (a [64, 64] activation beside a 64x64
         # weight at batch 64): they cannot be told from the parameter's gradients, and are not
         # scaled.
