@@ -324,6 +324,10 @@ def summary_command(args: argparse.Namespace) -> int:
                              if args.device is None or f["device"] in (None, *(s.trace.id for s in spaces))])
     for failure in failures:
         print(f"tb-memory: {failure}", file=sys.stderr)
+    if not read:  # only the Keras callback's empty records were asked for: say why, and where to look
+        ref, step, _ = results[0]
+        print(f"tb-memory: {ref.run}/{ref.tag}: {step.status}: {step.message}", file=sys.stderr)
+        return 1
     return 1 if failures and len(failures) == read else 0
 
 

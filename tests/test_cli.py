@@ -410,6 +410,17 @@ def test_device_spellings_with_a_job_and_task_pick_that_task(capsys, tmp_path):
     assert code == 0 and [d["id"] for d in json.loads(out)["steps"][0]["devices"]] == ["worker:1/CPU:0/mklcpu"]
 
 
+def test_the_keras_callbacks_empty_record_alone_says_where_the_step_is(capsys):
+    """Asked for the Keras callback's `batch_N` record only (empty by design), the command says
+    why there is nothing and names the profiled steps, and exits non-zero, as for any step with
+    nothing to show; beside the run's profiled steps the record stays quiet."""
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "batch_4")
+    _one_line_error(code, err)
+    assert not out and "keras_unet/train/batch_4: empty" in err and "Open profile/" in err
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train")
+    assert code == 0 and "batch_4" not in err and "== keras_unet/train / profile/" in out
+
+
 def test_the_text_lists_leave_out_entries_that_hold_nothing(capsys):
     """Gradient plumbing and no-ops (0 B at the peak, nothing allocated or output) are not listed
     in the text; --json keeps every entry."""
