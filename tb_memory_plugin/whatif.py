@@ -675,9 +675,9 @@ class WhatIf:
             why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "
                    "never scaled" if self.one_step.batch_in_parameter_shape else "")
             raise WhatIfError(
-                f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, as "
-                f"read from its shapes){why}: one step cannot be scaled. Trace the model at two batch sizes and fit "
-                "over both (runs).")
+                f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, "
+                + ("as given: is that the batch it ran at?" if first.given_batch else "as read from its shapes")
+                + f"){why}: one step cannot be scaled. Trace the model at two batch sizes and fit over both (runs).")
         # A device's capacity is what its steps must fit in; a host allocator's is a cap it was
         # given (the CPU BFC allocator's 64 GiB, whatever the machine holds): no limit by itself.
         capacity = first.space.trace.capacity_bytes if first.space.trace.memory_kind == DEVICE_MEMORY else None

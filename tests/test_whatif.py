@@ -849,6 +849,9 @@ def test_cli_takes_the_traced_batch_once_per_run():
     code, out, err = _whatif("--run", "unet_b2", "--run", "unet_b4", "--traced-batch", "2", "--batch", "8")
     assert code == 1 and not out and err.count("\n") == 1
     assert "--traced-batch given 1 times for 2 runs" in err
+    # A batch given that nothing carries: the answer says it was given, not read.
+    code, out, err = _whatif("--run", "unet_b2", "--traced-batch", "3", "--batch", "8")
+    assert code == 1 and "carry its batch (3, as given: is that the batch it ran at?)" in err
 
 
 def test_cli_on_the_keras_demo_profile():

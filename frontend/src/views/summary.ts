@@ -108,7 +108,7 @@ export class SummaryView {
     secondary.append(identity);
     const notes = [`${formatTime(summary.duration_us)} · ${countOf(device.exec_count, 'execution')} · ${countOf(device.event_count, 'allocation event')}`];
     if (device.snapshots.max_abs_diff_bytes !== null && device.snapshots.count > 0) {
-      notes.push(`allocator snapshots agree within ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);
+      notes.push(`allocator readings differ from the records by up to ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);
     }
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));
