@@ -461,7 +461,9 @@ def categorise(path: str, op_type: str, kind: str) -> int:
     if replica:  # a distribution strategy's other replica: its ops are named as replica 0's, under `replica_<N>/`
         first = rest.partition("/")[0]
     if optimizer_scope(first):
-        return OPTIMIZER
+        # Gradients taken under the optimizer's scope (tf_keras' `training/Adam/gradients/...`,
+        # `minimize` under `optimizer/`) are gradients, as their layer path says.
+        return GRADIENTS if "/gradients" in path and _below_gradients(path) is not None else OPTIMIZER
     if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
     if _GRADIENT_RE.search(rest if replica else path):
@@ -1385,9 +1387,16 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         optimizer_first[rows] = np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]
         gradient[rows] |= np.fromiter((_GRADIENT_FIRST_RE.match(t) is not None for t in distinct), bool,
                                       len(distinct))[code]
+    # Gradients under the optimizer's scope (`training/Adam/gradients/...`): gradients, by the
+    # one-name rule on the rows holding `/gradients`.
+    is_gradient_below = np.zeros(n, dtype=bool)
+    if optimizer_first.any() and b"/gradients" in lines.data:
+        _, scope_lines, _ = _gradients_scopes_below(lines)
+        rows = np.unique(scope_lines[optimizer_first[scope_lines]]).tolist()
+        is_gradient_below[[i for i in rows if _below_gradients(paths[i]) is not None]] = True
     return np.select(
-        [is_input, is_plumbing, is_apply, optimizer_first, slot, gradient, is_variable, is_other],
-        [INPUTS, OTHER, OPTIMIZER, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
+        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first, slot, gradient, is_variable, is_other],
+        [INPUTS, OTHER, OPTIMIZER, GRADIENTS, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
         default=ACTIVATIONS,
     ).astype(np.int64)
 

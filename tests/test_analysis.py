@@ -611,9 +611,9 @@ def _scoped_gradients_step(kind: str):
                 with tf.name_scope("dense_2"):
                     return tf.matmul(h, w2)
 
-        if kind == "train":
+        if kind in ("train", "optimizer"):
             loss = tf.reduce_mean(tf.square(model(x)))
-            with tf.name_scope("train"):
+            with tf.name_scope(kind):
                 train = tf1.train.AdamOptimizer().minimize(loss)
         elif kind == "loop_train":  # the model in a while loop's body, trained under a name scope
             with tf.name_scope("rnn"):
@@ -636,7 +636,8 @@ def _scoped_gradients_step(kind: str):
     return store.analyse_bytes(traced_graph_step(graph, init, train, {x: np.ones((64, 32), np.float32)}))
 
 
-@pytest.mark.parametrize("kind, layer", [("train", "model/dense_1"), ("accumulate", "acc/while/micro/model/dense_1"),
+@pytest.mark.parametrize("kind, layer", [("train", "model/dense_1"), ("optimizer", "model/dense_1"),
+                                         ("accumulate", "acc/while/micro/model/dense_1"),
                                          ("loop_train", "rnn/while/model/dense_1")])
 def test_gradients_under_a_name_scope_join_their_layer(kind, layer):
     """Gradients under a scope of the user's fold into the layers they are the gradients of, as
@@ -646,11 +647,13 @@ def test_gradients_under_a_name_scope_join_their_layer(kind, layer):
     space = step.space(None)
     table = space.names
     raw = table.raw
-    prefix = "acc/while/body/_" if kind == "accumulate" else "train/gradients/"
+    prefix = "acc/while/body/_" if kind == "accumulate" else f"{'optimizer' if kind == 'optimizer' else 'train'}/gradients/"
     backward = [i for i, name in enumerate(raw) if name.startswith(prefix) and "dense_1/MatMul_grad/" in name]
     forward = [i for i, name in enumerate(raw) if name.endswith("dense_1/MatMul") and "gradients" not in name]
     assert backward and forward, raw
     assert {table.layer(i) for i in forward + backward} == {layer}, {raw[i]: table.layer(i) for i in forward + backward}
+    # Gradients, under an optimizer's scope too (`optimizer/gradients/...`).
+    assert {CATEGORIES[table.category[i]] for i in backward} == {"gradients"}
     # The same in the tree grouped by layer: no op's gradient stays in a gradients scope (its own
     # helpers may: `train/gradients/zeros`, as `gradients/zeros` does; and the lowered loop's
     # plumbing, `.../grad_counter_switch/_94`, is the runtime's).

@@ -175,6 +175,19 @@ def test_a_numbered_optimizer_scope_is_the_optimizers(path):
 
 
 @pytest.mark.parametrize("path, category", [
+    # Gradients taken under the optimizer's scope are gradients (tf_keras, `minimize` under a scope).
+    ("training/Adam/gradients/gradients/dense/MatMul_grad/MatMul", GRADIENTS),
+    ("optimizer/gradients/decoder/rnn/while_grad/x_grad/y", GRADIENTS),
+    ("replica_1/training/Adam/gradients/dense/MatMul_grad/MatMul", GRADIENTS),
+    ("training/Adam/gradients/AddN", OPTIMIZER),  # no op's gradient below: the optimizer's own
+    ("training/Adam/Adam/update_fc/kernel/ResourceApplyAdam", OPTIMIZER),
+])
+def test_gradients_under_an_optimizer_scope_are_gradients(path, category):
+    assert names.categorise(path, "MatMul", names.OP) == category
+    assert names.categorise_all([path, "x"], np.zeros(2, np.int64), ["MatMul", "MatMul"]).tolist()[0] == category
+
+
+@pytest.mark.parametrize("path, category", [
     ("cond/adam/Sub_10", OPTIMIZER),  # a LossScaleOptimizer applies its update inside a `cond`
     ("cond_1/Adam/mul", OPTIMIZER),
     ("cond/gradients/dense/MatMul_grad/MatMul", GRADIENTS),
