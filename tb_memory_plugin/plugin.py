@@ -290,6 +290,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
                 raise StepNotAnalysable(str(exc)) from None
         for other in others:
             ref = store.matching_step(steps[other], first, devices_of)
+            if traced_batch is not None:  # its batch would be read from its shapes, this one's was given
+                skipped.append({"run": other, "tag": ref.tag, "reason": (
+                    f"the batch of {run} {tag} was given ({traced_batch}) and {other}'s would be read from its "
+                    "shapes, which misread it here: fit them with the CLI, `tb-memory whatif --run ... "
+                    "--traced-batch ...` once per run")})
+                continue
             try:
                 space = self._side(ctx, experiment, other, ref.tag, device)[1]
                 step = whatif.Traced(other, ref.tag, ref.step, ref.source, self._store.analysis(ctx, experiment, ref),

@@ -736,6 +736,11 @@ def test_route_equals_the_engine(tb):
         _expected(["unet_b2"], 8, series=True)["predicted_peak_bytes"]
     given = get_json(tb, run="unet_b2", tag="step_3", batch="8", traced_batch="4")
     assert given["runs"][0]["batch"] == 4 and given["predicted_peak_bytes"] < same["predicted_peak_bytes"]
+    # Fitted with another run, whose batch would be read from its shapes: that run is left out, and said.
+    given = get_json(tb, run="unet_b2", tag="step_3", batch="8", traced_batch="2", runs="unet_b4")
+    assert given["method"] == "one_step" and [r["run"] for r in given["runs"]] == ["unet_b2"]
+    (skipped,) = given["skipped_runs"]
+    assert skipped["run"] == "unet_b4" and "--traced-batch" in skipped["reason"]
 
 
 def test_runs_that_cannot_be_fitted_are_left_out_and_said(tb):
