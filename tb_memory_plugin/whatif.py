@@ -130,6 +130,12 @@ def flattened_batches(step: StepAnalysis, batch: int) -> set[int]:
     return _flattened(step, batch) if batch > 1 else set()
 
 
+def time_major_steps(step: StepAnalysis, batch: int) -> set[int]:
+    """The time steps of the feeds shaped `[time, batch, ...]` (time-major: a time-major RNN's),
+    where the batch is not their first dimension."""
+    return {shape[0] for shape in _shapes_of(step, INPUTS) if len(shape) >= 2 and shape[1] == batch != shape[0] > 1}
+
+
 def _flattened(step: StepAnalysis, batch: int) -> set[int]:
     """`flattened_batches`, at batch 1 too."""
     flat: set[int] = set()
@@ -241,6 +247,15 @@ class _Outputs:
                                         dtype=np.int64, count=shaped.size)
         # The batch as a first dimension, or flattened with the feeds' next dimensions ([batch x seq, d]).
         leads = (first_dim == batch) | np.isin(first_dim, sorted(flattened_batches(step, batch)))
+        # A time-major feed ([time, batch, ...]: the batch given, as the shapes misread it): its
+        # tensors hold the batch second ([time, batch, d]), or flattened with the time steps.
+        times = time_major_steps(step, batch)
+        if times:
+            wide = np.flatnonzero(rank >= 2)
+            second_dim = np.zeros(len(shapes), dtype=np.int64)
+            second_dim[wide] = np.fromiter((shapes[i][1] for i in wide.tolist()), dtype=np.int64, count=wide.size)
+            leads |= ((rank >= 2) & (second_dim == batch) & np.isin(first_dim, sorted(times))) | np.isin(
+                first_dim, [t * batch for t in sorted(times)])
         # Only shapes that could carry the batch are looked up among the parameters'.
         maybe = np.flatnonzero((rank > 0) & (leads | ((rank == 1) & (first_dim % batch == 0))))
         parameter = np.zeros(len(shapes), dtype=bool)
