@@ -375,6 +375,10 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("StatefulPartitionedCall/model_1/rnn_1/while/body/_1/model_1/rnn_1/while/lstm_cell_1/MatMul",
      "model/rnn/while/lstm_cell_1/MatMul", "model/rnn"),
     ("a/then/_0/b/c", "a/then/_0/b/c", None),  # no repeat: a user's scope named `then`
+    # A distribution strategy's other replica keeps its number; the model's scopes after it lose theirs.
+    ("replica_1/mirrored_cnn_1/conv_1/Conv2D", "replica_1/mirrored_cnn/conv/Conv2D", "mirrored_cnn/conv"),
+    ("replica_1/gradient_tape/mirrored_cnn_1/conv_1/Conv2D/Conv2DBackpropInput",
+     "replica_1/gradient_tape/mirrored_cnn/conv/Conv2D/Conv2DBackpropInput", "mirrored_cnn/conv"),
 ])
 def test_clean_keras_names(raw, cleaned, layer):
     assert xnames.clean(raw) == cleaned

@@ -17,6 +17,8 @@ import functools
 import re
 from typing import NamedTuple
 
+from ...names import REPLICA_RE
+
 # Function-call wrappers the runtime puts in front of a function body's op names.
 _CALL_RE = re.compile(r"^(?:Stateful)?PartitionedCall(?:_\d+)?$")
 # Scopes a Keras train step opens before the model's own: kept, and skipped over.
@@ -123,7 +125,11 @@ def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
     while first < len(parts) - 1 and _CALL_RE.match(parts[first]):
         first += 1
     parts = _without_branch_calls(parts[first:])
-    skip = 1 if len(parts) > 1 and _STEP_SCOPE_RE.match(parts[0]) else 0
+    # A distribution strategy's other replica (`replica_1/...`: MirroredStrategy) and the tape's
+    # scope are no Keras scopes: the chain starts after them, and they stay as they are.
+    skip = 0
+    while skip < min(2, len(parts) - 1) and (_STEP_SCOPE_RE.match(parts[skip]) or REPLICA_RE.match(parts[skip])):
+        skip += 1
     return skip, tuple(parts)
 
 
