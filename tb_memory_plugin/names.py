@@ -244,11 +244,13 @@ def _first_component_rules(graph_name: str) -> str | None:
         return _without_control_flow_gradients(rest) if "_grad/" in rest else rest
     if _named_gradients(first) and ("_grad/" in rest or rest.endswith("_grad")):
         return rest
-    if rest.startswith("update_"):
+    # An optimizer's update of a variable: `Adam/update_<variable>/...` (Keras 3 numbers its updates
+    # instead, `adam/update_0_2/...`: no variable's name, and they stay).
+    if rest.startswith("update_") and not rest[len("update_"):len("update_") + 1].isdigit():
         return rest[len("update_"):]
     # Keras-style `training/Adam/update_...`.
     _, sep2, rest2 = rest.partition("/")
-    if sep2 and rest2.startswith("update_") and "/" in rest2:
+    if sep2 and rest2.startswith("update_") and "/" in rest2 and not rest2[len("update_")].isdigit():
         return rest2[len("update_"):]
     return None
 
@@ -1199,6 +1201,9 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     deeper = second_end >= 0
     plain = gradients_first & deeper
     update = ~gradients_first & deeper & lines.starting_with(b"update_", parts.has_rest, second)
+    if update.any():  # Keras 3's numbered updates (`adam/update_0_2/...`) name no variable: they stay
+        at = np.minimum(lines.starts + second + len("update_"), lines.buf.size - 1)
+        update &= (lines.buf[at] - np.uint8(ord("0"))) >= 10
     # Nested gradient scopes (`gradient_tape/gradients/<scope>/...`: tf.recompute_grad's, every
     # backward op of a recomputed model) lose both, cut at the third component; rarer forms
     # (a third gradient scope, a named one) go through the one-name rule.

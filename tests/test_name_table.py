@@ -11,7 +11,7 @@ from tb_memory_plugin.figures import CATEGORIES
 COMPONENTS = [
     "model", "block_0001", "MatMul", "Relu", "kernel", "dense", "loss", "x", "Func", "input", "_291",
     "gradients", "gradients_1", "gradient_tape", "AddN", "AddN_9", "AddNorm", "train", "gradientsX", "Conv2D_grad", "foo_grad", "_grad", "my_grads", "Grad", "replica_1",
-    "Adam", "Adam_1", "Momentum", "training", "optimizer", "beta1_power", "update_dense", "update_",
+    "Adam", "Adam_1", "Momentum", "training", "optimizer", "beta1_power", "update_dense", "update_", "update_0_2",
     "clip_by_global_norm", "clip_by_global_norm_2", "global_norm",
     "while", "while_grad", "body", "cond", "cond_grad", "StatelessIf", "If", "then", "else", "_1", "_12", "merge",
     "ConstantFolding", "ArithmeticOptimizer", "AddOpsRewrite_loss", "LayoutOptimizer", "Remapper",

@@ -96,6 +96,8 @@ def test_plain_names_are_kept():
     ("gradients_1/shared_model/unet_01/BiasAdd_grad/BiasAddGrad", "shared_model/unet_01/BiasAdd_grad/BiasAddGrad"),
     ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights/ResourceApplyAdam"),
     ("training/Adam/update_dense/kernel/ResourceApplyAdam", "dense/kernel/ResourceApplyAdam"),
+    ("adam/update_0_2/mul", "adam/update_0_2/mul"),  # Keras 3 numbers its updates: no variable's name
+    ("training/adam/update_1/mul", "training/adam/update_1/mul"),
     ("gradients/AddN", "gradients/AddN"),  # nothing after the prefix: stays
     # The gradients' own sums, sparse ones with helpers below them: no layer's, they stay.
     ("gradients/AddN_9/strided_slice", "gradients/AddN_9/strided_slice"),
