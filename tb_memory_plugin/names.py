@@ -249,9 +249,14 @@ def _first_component_rules(graph_name: str) -> str | None:
     if rest.startswith("update_") and not rest[len("update_"):len("update_") + 1].isdigit():
         return rest[len("update_"):]
     # Keras-style `training/Adam/update_...`.
-    _, sep2, rest2 = rest.partition("/")
+    second, sep2, rest2 = rest.partition("/")
     if sep2 and rest2.startswith("update_") and "/" in rest2 and not rest2[len("update_")].isdigit():
         return rest2[len("update_"):]
+    # tf_keras in graph mode: `training/Adam/Adam/update_<scope>/...` (its optimizer's scope twice).
+    third, sep3, rest3 = rest2.partition("/")
+    if (sep3 and third == second and rest3.startswith("update_") and "/" in rest3
+            and not rest3[len("update_")].isdigit() and optimizer_scope(first)):
+        return rest3[len("update_"):]
     return None
 
 
@@ -1231,7 +1236,11 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     # starting with `update_`.
     third_update = (deeper & ~plain & ~update & ~nested & ~two_level
                     & lines.starting_with(b"update_", deeper, second_end + 1))
-    others = {i: layer_path(paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
+    # And tf_keras' `training/Adam/Adam/update_<scope>/...`: an `update_` fourth component.
+    fourth_slash = lines.slash_from(np.where(deeper, second_end + 1, 0))  # where the third component ends
+    fourth = deeper & (fourth_slash >= 0) & ~third_update & ~plain & ~update & ~nested & ~two_level
+    third_update |= fourth & lines.starting_with(b"update_", fourth, np.maximum(fourth_slash, 0) + 1)
+    others = {i: layer_path_of(graph_names[i], paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
     # A gradients scope below the first component (`train/gradients/<scope>/...`): cut where
     # it ends, or by the one-name rule (`_below_gradients_cut`).
     below, below_cut, below_slash, below_others = _below_gradients_cut(

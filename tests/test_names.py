@@ -97,6 +97,8 @@ def test_plain_names_are_kept():
     ("Adam/update_shared_model/unet_01/weights/ResourceApplyAdam", "shared_model/unet_01/weights/ResourceApplyAdam"),
     ("training/Adam/update_dense/kernel/ResourceApplyAdam", "dense/kernel/ResourceApplyAdam"),
     ("adam/update_0_2/mul", "adam/update_0_2/mul"),  # Keras 3 numbers its updates: no variable's name
+    ("training/Adam/Adam/update_fc/kernel/ResourceApplyAdam", "fc/kernel/ResourceApplyAdam"),  # tf_keras
+    ("model/dense/dense/update_x/y", "model/dense/dense/update_x/y"),  # no optimizer's scope first
     ("training/adam/update_1/mul", "training/adam/update_1/mul"),
     ("gradients/AddN", "gradients/AddN"),  # nothing after the prefix: stays
     # The gradients' own sums, sparse ones with helpers below them: no layer's, they stay.
