@@ -1196,7 +1196,7 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     named = parts.where(_named_gradients) & parts.has_rest
     if named.any():  # an op's `_grad` scope after the first component (which does not end so)
         gradients_first |= named & (lines.containing(b"_grad/") | lines.ending_with(b"_grad"))
-    if not (gradients_first.any() or b"update_" in lines.data or b"/gradients" in lines.data):
+    if not (gradients_first.any() or b"update_" in lines.data or _gradients_scopes_below(lines)[0].size):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not): the
@@ -1237,9 +1237,19 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     third_update = (deeper & ~plain & ~update & ~nested & ~two_level
                     & lines.starting_with(b"update_", deeper, second_end + 1))
     # And tf_keras' `training/Adam/Adam/update_<scope>/...`: an `update_` fourth component.
-    fourth_slash = lines.slash_from(np.where(deeper, second_end + 1, 0))  # where the third component ends
-    fourth = deeper & (fourth_slash >= 0) & ~third_update & ~plain & ~update & ~nested & ~two_level
-    third_update |= fourth & lines.starting_with(b"update_", fourth, np.maximum(fourth_slash, 0) + 1)
+    # (Only under an optimizer's first component, as the one-name rule asks: few rows.)
+    rows = np.flatnonzero(deeper & ~third_update & ~plain & ~update & ~nested & ~two_level
+                          & parts.where(optimizer_scope))
+    if rows.size:
+        slashes = lines._slashes
+        third_slash = slashes[np.searchsorted(slashes, lines.starts[rows] + second_end[rows] + 1)]
+        rows, third_slash = rows[third_slash < lines.starts[rows] + lines.lengths[rows]], \
+            third_slash[third_slash < lines.starts[rows] + lines.lengths[rows]]
+        fourth = np.zeros(n, dtype=bool)
+        fourth[rows] = True
+        offset = np.zeros(n, dtype=np.int64)
+        offset[rows] = third_slash + 1 - lines.starts[rows]
+        third_update |= lines.starting_with(b"update_", fourth, offset)
     others = {i: layer_path_of(graph_names[i], paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
     # A gradients scope below the first component (`train/gradients/<scope>/...`): cut where
     # it ends, or by the one-name rule (`_below_gradients_cut`).
@@ -1284,14 +1294,22 @@ _ADDN_WORD = np.uint64(int.from_bytes(b"AddN", "little"))
 
 def _gradients_scopes_below(lines: "_Lines") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every `/gradients/` or `/gradients_<...>` in the joined names: (where its "/" is, its line,
-    whether the word ends there: `gradients_<N>` does not, and is the one-name rule's to read)."""
-    found = lines.positions(b"/gradients")
+    whether the word ends there: `gradients_<N>` does not, and is the one-name rule's to read).
+    Found from the slashes (a `g` after one, then the word), not by a scan of the names' bytes:
+    absent, as on most steps, it costs a tenth of one. Asked once per table."""
+    found_before = lines.__dict__.get("_gradients_below")
+    if found_before is not None:
+        return found_before
     buf = lines.buf
+    slashes = lines._slashes[:-1]  # the buffer's end, appended last, is no slash
+    found = slashes[buf[np.minimum(slashes + 1, buf.size - 1)] == ord("g")]
+    found = found[(found + len(b"/gradients") < buf.size)]
+    found = found[(lines._word(found + 1, 8) == _GRADIENT_WORD) & (buf[found + len(b"/gradient")] == ord("s"))]
     after = np.minimum(found + len(b"/gradients"), buf.size - 1)  # the byte after the word
-    room = found + len(b"/gradients") < buf.size
-    ends = (buf[after] == ord("/")) & room
-    keep = ends | ((buf[after] == ord("_")) & room)
-    return found[keep], lines.line_of(found[keep]), ends[keep]
+    ends = buf[after] == ord("/")
+    keep = ends | (buf[after] == ord("_"))
+    lines.__dict__["_gradients_below"] = out = (found[keep], lines.line_of(found[keep]), ends[keep])
+    return out
 
 
 def _below_gradients_cut(lines: "_Lines", among: np.ndarray, paths: list[str], graph_names: list[str]
@@ -1404,7 +1422,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     # Gradients under the optimizer's scope (`training/Adam/gradients/...`): gradients, by the
     # one-name rule on the rows holding `/gradients`.
     is_gradient_below = np.zeros(n, dtype=bool)
-    if optimizer_first.any() and b"/gradients" in lines.data:
+    if optimizer_first.any() and _gradients_scopes_below(lines)[0].size:
         _, scope_lines, _ = _gradients_scopes_below(lines)
         rows = np.unique(scope_lines[optimizer_first[scope_lines]]).tolist()
         is_gradient_below[[i for i in rows if _below_gradients(paths[i]) is not None]] = True
