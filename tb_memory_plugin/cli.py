@@ -382,7 +382,7 @@ def _missing_run(logdir: str, run: str) -> str:
     if run in names:
         return f"run {run!r} in {logdir} has no traced steps (write them with FileWriter.add_run_metadata)"
     # The directory given to a writer that adds its own (Keras' TensorBoard callback: `<dir>/train`).
-    below = [name for name in names if name.startswith(run.rstrip("/") + "/")]
+    below = [name for name in names if name.startswith(run + "/")]
     if below:
         return f"no run {run!r} in {logdir}; runs below it: {_few(below)}"
     return f"no run {run!r} in {logdir}" + (f" (runs: {_few(names)})" if names else "")

@@ -244,20 +244,24 @@ def _first_component_rules(graph_name: str) -> str | None:
         return _without_control_flow_gradients(rest) if "_grad/" in rest else rest
     if _named_gradients(first) and ("_grad/" in rest or rest.endswith("_grad")):
         return rest
-    # An optimizer's update of a variable: `Adam/update_<variable>/...` (Keras 3 numbers its updates
-    # instead, `adam/update_0_2/...`: no variable's name, and they stay).
-    if rest.startswith("update_") and not rest[len("update_"):len("update_") + 1].isdigit():
+    # An optimizer's update of a variable: `Adam/update_<variable>/...`.
+    if _updates_variable(rest):
         return rest[len("update_"):]
     # Keras-style `training/Adam/update_...`.
     second, sep2, rest2 = rest.partition("/")
-    if sep2 and rest2.startswith("update_") and "/" in rest2 and not rest2[len("update_")].isdigit():
+    if sep2 and _updates_variable(rest2) and "/" in rest2:
         return rest2[len("update_"):]
     # tf_keras in graph mode: `training/Adam/Adam/update_<scope>/...` (its optimizer's scope twice).
     third, sep3, rest3 = rest2.partition("/")
-    if (sep3 and third == second and rest3.startswith("update_") and "/" in rest3
-            and not rest3[len("update_")].isdigit() and optimizer_scope(first)):
+    if sep3 and third == second and _updates_variable(rest3) and "/" in rest3 and optimizer_scope(first):
         return rest3[len("update_"):]
     return None
+
+
+def _updates_variable(path: str) -> bool:
+    """A path that starts with an optimizer's update of a variable, `update_<variable>` (Keras 3
+    numbers its updates instead, `update_0_2`: no variable's name, and they stay)."""
+    return path.startswith("update_") and not path[len("update_"):len("update_") + 1].isdigit()
 
 
 def _below_folded(below: str, path: str) -> str:
@@ -289,29 +293,6 @@ def _below_gradients(path: str) -> str | None:
     if "/" in below and ("_grad/" in below or below.endswith("_grad")):
         return below
     return None
-
-
-def function_layer_path(graph_name: str, path: str) -> str:
-    """`layer_path` of a name from its graph name with the runtime's calls (`graph_name`) and
-    its path without them: where the gradients were taken in a function's body (a loop's, a
-    branch's: control flow v2), that is, below the first component and after a call, the ops'
-    names are the function's own. Those gradients (`acc/while/body/_1/gradients/cnn/
-    Conv2D_grad/...`) name the body's ops from the body's root, so they fold below the call
-    (`acc/while/cnn/Conv2D_grad/...`, where the forward `acc/while/body/_1/cnn/Conv2D` is
-    `acc/while/cnn/Conv2D`). Everywhere else, `layer_path` of the path.
-    """
-    if "/gradients" not in path or _first_component_rules(path) is not None or _below_gradients(path) is None:
-        return layer_path(path)
-    scope = _GRADIENTS_BELOW_RE.search(graph_name)
-    call = None
-    for found in _CALL_RE.finditer(graph_name, 0, scope.start() if scope else 0):
-        call = found
-    if call is not None and call.end() < len(graph_name):
-        inner = graph_name[call.end() + 1:]
-        folded = layer_path(inner)
-        if folded != inner:
-            return f"{_without_calls(graph_name[:call.start()])}/{folded}"
-    return layer_path(path)
 
 
 def _without_control_flow_gradients(path: str) -> str:
@@ -617,6 +598,22 @@ class _Lines:
     def _slashes(self) -> np.ndarray:
         """Where every "/" of the joined names is, with the buffer's end after the last."""
         return np.append(np.flatnonzero(self.buf == ord("/")), self.buf.size)
+
+    @cached_property
+    def gradients_below(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every `/gradients/` or `/gradients_<...>` in the joined names: (where its "/" is, its
+        line, whether the word ends there: `gradients_<N>` does not, and is the one-name rule's to
+        read). Found from the slashes (a `g` after one, then the word), not by a scan of the
+        names' bytes: absent, as on most steps, it costs a tenth of one."""
+        buf = self.buf
+        slashes = self._slashes[:-1]  # the buffer's end, appended last, is no slash
+        found = slashes[buf[np.minimum(slashes + 1, buf.size - 1)] == ord("g")]
+        found = found[found + len(b"/gradients") < buf.size]
+        found = found[(self._word(found + 1, 8) == _GRADIENT_WORD) & (buf[found + len(b"/gradient")] == ord("s"))]
+        after = buf[found + len(b"/gradients")]  # the byte after the word
+        ends = after == ord("/")
+        keep = ends | (after == ord("_"))
+        return found[keep], self.line_of(found[keep]), ends[keep]
 
     def slash_from(self, offset: np.ndarray | int = 0) -> np.ndarray:
         """Per name: where its first "/" at or after `offset` is, counted from the name's
@@ -1176,7 +1173,7 @@ _NO_CUT = LayerCut(None, {}, None)
 
 def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] | None = None) -> LayerCut:
     """`layer_path` over many paths, as how much of each path its layer path drops
-    (`function_layer_path` where a gradients scope is below the first component, with
+    (`layer_path_of` where a gradients scope is below the first component, with
     `graph_names`, the names with the runtime's calls, where the caller has them).
 
     Only paths starting with a gradients scope, with a second or third component
@@ -1196,7 +1193,7 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     named = parts.where(_named_gradients) & parts.has_rest
     if named.any():  # an op's `_grad` scope after the first component (which does not end so)
         gradients_first |= named & (lines.containing(b"_grad/") | lines.ending_with(b"_grad"))
-    if not (gradients_first.any() or b"update_" in lines.data or _gradients_scopes_below(lines)[0].size):
+    if not (gradients_first.any() or b"update_" in lines.data or lines.gradients_below[0].size):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not): the
@@ -1243,8 +1240,8 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     if rows.size:
         slashes = lines._slashes
         third_slash = slashes[np.searchsorted(slashes, lines.starts[rows] + second_end[rows] + 1)]
-        rows, third_slash = rows[third_slash < lines.starts[rows] + lines.lengths[rows]], \
-            third_slash[third_slash < lines.starts[rows] + lines.lengths[rows]]
+        within = third_slash < lines.starts[rows] + lines.lengths[rows]
+        rows, third_slash = rows[within], third_slash[within]
         fourth = np.zeros(n, dtype=bool)
         fourth[rows] = True
         offset = np.zeros(n, dtype=np.int64)
@@ -1282,34 +1279,30 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
 
 
 def layer_path_of(graph_name: str, path: str) -> str:
-    """`layer_path` of one name (`function_layer_path` where its graph name holds a call)."""
-    if "/gradients" in path and graph_name != path and _CALL_RE.search(graph_name):
-        return function_layer_path(graph_name, path)
+    """`layer_path` of one name, from its path and its graph name, which keeps the runtime's
+    calls. Where the gradients were taken in a function's body (a loop's, a branch's: control
+    flow v2), that is, below the first component and after a call, the ops' names are the
+    function's own: those gradients (`acc/while/body/_1/gradients/cnn/Conv2D_grad/...`) name
+    the body's ops from the body's root, so they fold below the call (`acc/while/cnn/
+    Conv2D_grad/...`, where the forward `acc/while/body/_1/cnn/Conv2D` is `acc/while/cnn/
+    Conv2D`). Everywhere else, `layer_path` of the path.
+    """
+    if ("/gradients" in path and graph_name != path and _first_component_rules(path) is None
+            and _below_gradients(path) is not None):
+        scope = _GRADIENTS_BELOW_RE.search(graph_name)
+        call = None
+        for call in _CALL_RE.finditer(graph_name, 0, scope.start() if scope else 0):
+            pass  # the last call before the gradients scope
+        if call is not None and call.end() < len(graph_name):
+            inner = graph_name[call.end() + 1:]
+            folded = layer_path(inner)
+            if folded != inner:
+                return f"{_without_calls(graph_name[:call.start()])}/{folded}"
     return layer_path(path)
 
 
 _GRADIENT_WORD = np.uint64(int.from_bytes(b"gradient", "little"))
 _ADDN_WORD = np.uint64(int.from_bytes(b"AddN", "little"))
-
-
-def _gradients_scopes_below(lines: "_Lines") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every `/gradients/` or `/gradients_<...>` in the joined names: (where its "/" is, its line,
-    whether the word ends there: `gradients_<N>` does not, and is the one-name rule's to read).
-    Found from the slashes (a `g` after one, then the word), not by a scan of the names' bytes:
-    absent, as on most steps, it costs a tenth of one. Asked once per table."""
-    found_before = lines.__dict__.get("_gradients_below")
-    if found_before is not None:
-        return found_before
-    buf = lines.buf
-    slashes = lines._slashes[:-1]  # the buffer's end, appended last, is no slash
-    found = slashes[buf[np.minimum(slashes + 1, buf.size - 1)] == ord("g")]
-    found = found[(found + len(b"/gradients") < buf.size)]
-    found = found[(lines._word(found + 1, 8) == _GRADIENT_WORD) & (buf[found + len(b"/gradient")] == ord("s"))]
-    after = np.minimum(found + len(b"/gradients"), buf.size - 1)  # the byte after the word
-    ends = buf[after] == ord("/")
-    keep = ends | (buf[after] == ord("_"))
-    lines.__dict__["_gradients_below"] = out = (found[keep], lines.line_of(found[keep]), ends[keep])
-    return out
 
 
 def _below_gradients_cut(lines: "_Lines", among: np.ndarray, paths: list[str], graph_names: list[str]
@@ -1321,7 +1314,7 @@ def _below_gradients_cut(lines: "_Lines", among: np.ndarray, paths: list[str], g
     gradients scope further down), a name that ran in a function's body). The first
     `/gradients` of a row decides, as the one-name rule's search."""
     empty = np.zeros(0, dtype=np.int64)
-    found, line, ends = _gradients_scopes_below(lines)
+    found, line, ends = lines.gradients_below
     if not found.size:
         return empty, empty, empty, empty
     twice = np.bincount(line, minlength=lines.count) >= 2
@@ -1422,8 +1415,8 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     # Gradients under the optimizer's scope (`training/Adam/gradients/...`): gradients, by the
     # one-name rule on the rows holding `/gradients`.
     is_gradient_below = np.zeros(n, dtype=bool)
-    if optimizer_first.any() and _gradients_scopes_below(lines)[0].size:
-        _, scope_lines, _ = _gradients_scopes_below(lines)
+    scope_lines = lines.gradients_below[1] if optimizer_first.any() else np.zeros(0, dtype=np.int64)
+    if scope_lines.size:
         rows = np.unique(scope_lines[optimizer_first[scope_lines]]).tolist()
         is_gradient_below[[i for i in rows if _below_gradients(paths[i]) is not None]] = True
     return np.select(

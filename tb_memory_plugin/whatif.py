@@ -132,8 +132,12 @@ def flattened_batches(step: StepAnalysis, batch: int) -> set[int]:
 
 def time_major_steps(step: StepAnalysis, batch: int) -> set[int]:
     """The time steps of the feeds shaped `[time, batch, ...]` (time-major: a time-major RNN's),
-    where the batch is not their first dimension."""
-    return {shape[0] for shape in _shapes_of(step, INPUTS) if len(shape) >= 2 and shape[1] == batch != shape[0] > 1}
+    where the batch is not their first dimension; none where a feed of rank 2 or more has the
+    batch first (a batch-major model: a second dimension equal to the batch is a coincidence)."""
+    shapes = [shape for shape in _shapes_of(step, INPUTS) if len(shape) >= 2]
+    if any(shape[0] == batch for shape in shapes):
+        return set()
+    return {shape[0] for shape in shapes if shape[1] == batch and shape[0] > 1}
 
 
 def _flattened(step: StepAnalysis, batch: int) -> set[int]:

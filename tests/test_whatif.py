@@ -395,6 +395,16 @@ def test_a_time_major_models_tensors_scale_with_the_batch_given():
     given = dataclasses.replace(small, given_batch=4)
     assert whatif.time_major_steps(small.step, 4) == {24} and whatif.time_major_steps(large.step, 16) == {24}
     one = whatif.WhatIf([given], 16).one_step
+    # A batch-major model whose other feed's second dimension happens to be the batch: no time.
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, 16), name="x")
+        y = tf.compat.v1.placeholder(tf.float32, (5, None), name="y")
+        w = tf.compat.v1.get_variable("w", (16, 5))
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - tf.transpose(y)))
+        return [x, y], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+    batch_major = _traced_real("batch_major", build, [np.ones((8, 16), np.float32), np.ones((5, 8), np.float32)])
+    assert whatif.traced_batch(batch_major.step) == 8 and whatif.time_major_steps(batch_major.step, 8) == set()
     trace = small.space.trace
     time_major = _events_of_shape(small, (24, 4, 256)) | _events_of_shape(small, (96, 256))
     allocations = time_major & (trace.event_bytes == 24 * 4 * 256 * 4)

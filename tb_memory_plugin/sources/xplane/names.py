@@ -75,7 +75,7 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
 
 
 class _Chain(NamedTuple):
-    skip: int  # 1 after a `gradient_tape` scope
+    skip: int  # the leading scopes that are no Keras scopes: a `gradient_tape`, another replica's
     parts: tuple[str, ...]  # the components, call wrappers and control-flow calls dropped
     bases: tuple[str, ...]  # the leading scopes from `skip` on that end in `_<n>`, without it
     prefixes: tuple[str, ...]  # its scopes a chain may stop at, down to the one after `bases`
@@ -117,7 +117,8 @@ def _named(raw: str, kept: int) -> tuple[str, str | None]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
-    """(1 after a `gradient_tape` scope, else 0; the name's components without the call
+    """(how many leading scopes are no Keras scopes, a `gradient_tape` and another replica's
+    `replica_<N>`, 0 to 2; the name's components without the call
     wrappers and control-flow calls). The scopes of the step are counted from `skip` on, so a
     gradient's scopes meet its forward op's."""
     parts = raw.split("/")
