@@ -479,19 +479,22 @@ class _Lines:
         if joined is not None and self.count:
             self.ok = joined.isascii()
             if self.ok:
-                self._hold(joined)
+                self._hold(joined, newlines=texts.newlines)
             return
         text = "\n".join(texts)
         self.ok = text.isascii() and text.count("\n") == max(self.count - 1, 0)
         if self.ok:
             self._hold(text.encode("ascii"), np.fromiter(map(len, texts), dtype=np.int64, count=self.count))
 
-    def _hold(self, data: bytes, lengths: np.ndarray | None = None) -> None:
-        """Take the names joined by newlines (ASCII), with their lengths where known."""
+    def _hold(self, data: bytes, lengths: np.ndarray | None = None, newlines: np.ndarray | None = None) -> None:
+        """Take the names joined by newlines (ASCII), with their lengths, or where the newlines
+        are, where known."""
         self.data = data
         self.buf = np.frombuffer(data, dtype=np.uint8)
         if lengths is None:
-            ends = np.append(np.flatnonzero(self.buf == ord("\n")), self.buf.size)
+            if newlines is None:
+                newlines = np.flatnonzero(self.buf == ord("\n"))
+            ends = np.append(newlines, self.buf.size)
             lengths = ends - np.concatenate(([0], ends[:-1] + 1))
         self.lengths = lengths
         self.starts = np.zeros(self.count, dtype=np.int64)

@@ -68,11 +68,13 @@ class JoinedNames(list):
     where a source made those on the way (names.py then reads them without joining and
     encoding the names again). Only for names without a newline."""
 
-    __slots__ = ("joined",)
+    __slots__ = ("joined", "newlines")
 
-    def __init__(self, names: list[str], joined: bytes) -> None:
+    def __init__(self, names: list[str], joined: bytes, newlines=None) -> None:
+        """newlines: where the newlines of `joined` are (a numpy array), where the source found them."""
         super().__init__(names)
         self.joined = joined
+        self.newlines = newlines
 
 
 @dataclass
