@@ -18,7 +18,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMP, TEMPORARIES
-from .names import XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, NameTable, op_type_from_label, ran_xla_clusters
+from .names import XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
@@ -367,6 +367,8 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
         message = no_curve if message is None else f"{no_curve} {message}"
     if clusters:
         message = f"{message} {xla_clusters_note(clusters)}" if message else xla_clusters_note(clusters)
+    if programs := xla_programs_note(spaces):
+        message = f"{message} {programs}" if message else programs
     return StepAnalysis(trace, spaces, "ok", message)
 
 
@@ -389,6 +391,34 @@ def xla_clusters_note(clusters: list[str]) -> str:
     return (f"XLA ran {len(clusters)} compiled cluster{'s' if len(clusters) != 1 else ''} in this step ({shown}): "
             "TensorFlow does not record what XLA allocates inside a cluster, so that memory is missing from these "
             f"figures (the allocator's own readings, where the trace has them, include it): {XLA_OFF_ADVICE}.")
+
+
+def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
+    """What a step's note says where XLA programs (a profile's `XLA program` nodes: TensorFlow's
+    jit_compile, Keras 3's default on a GPU, JAX) allocated in it: their buffers are one block
+    per program, not ops; None where none did."""
+    share, programs = None, {}
+    for space in spaces:
+        names = space.names
+        if XLA_PROGRAM_OP_TYPE not in names.op_type_names:
+            continue
+        rows = np.flatnonzero(space.exec_op_code == names.op_type_names.index(XLA_PROGRAM_OP_TYPE))
+        if not int(space.exec_columns[ALLOCATED][rows].sum()):
+            continue
+        programs.update(dict.fromkeys(space.trace.name(int(i)) for i in rows[:16].tolist()))
+        if space.has_curve and space.peak_rise_bytes > 0:  # the space where they hold the most of its rise
+            held = int(space.exec_columns[AT_PEAK][rows].sum()) / space.peak_rise_bytes
+            share = held if share is None else max(share, held)
+    if not programs:
+        return None
+    names = list(programs)
+    shown = ", ".join(names[:3]) + (" and more" if len(names) > 3 else "")
+    part = f", holding {share:.0%} of the peak rise" if share is not None else ""
+    return (f"XLA programs ran in this step{part}: {shown}. XLA allocates a program's buffers itself, in "
+            "blocks that name no op, so they show as the program's node (op type `XLA program`), not by op or "
+            "layer. To see them by layer, profile a step compiled without XLA (TensorFlow and Keras 3 on "
+            "TensorFlow: `jit_compile=False`; Keras 3 compiles with XLA by default where there is a GPU); the "
+            "Profile tab's Memory Viewer shows what XLA placed in a program's buffers.")
 
 
 def failed_step(status: str, message: str, source: str = "run_metadata") -> StepAnalysis:

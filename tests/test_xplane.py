@@ -785,5 +785,9 @@ def test_tensorflows_xla_programs_hold_their_buffers(jit_logdir, run):
     assert not any(name.startswith("__inference_") for name in by_type)  # no op type named by its function
     peak_node = report.node_ref(space, space.largest_at_peak_name()[0])
     assert peak_node["op_type"] == "XLA program" and peak_node["name"] != "(no op)"
+    # The step's note says why there is no layer to see, with the share the programs hold.
+    held = by_type["XLA program"] / space.peak_rise_bytes
+    assert f"XLA programs ran in this step, holding {held:.0%} of the peak rise: {peak_node['name']}" in step.message
+    assert "jit_compile=False" in step.message
     with pytest.raises(whatif.WhatIfError, match="jit_compile"):
         whatif.traced_batch(step)
