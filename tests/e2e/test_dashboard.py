@@ -393,9 +393,10 @@ def _rgb(css: str) -> tuple[int, ...]:
     return tuple(int(v) for v in css[css.index("(") + 1:css.index(")")].split(",")[:3])
 
 
-def test_compare_mode_and_back(dashboard):
+def test_compare_mode_and_back(dashboard, browser):
     """U-Net batch 4 against batch 2: the treemap coloured by the difference, both curves each over its own length,
-    the scopes by absolute difference; a row selects its scope in both; leaving finds the single step as it was."""
+    the scopes by absolute difference; a row selects its scope in both; the view's link opens the same comparison
+    in a fresh browser; leaving finds the single step as it was."""
     dash, tb = dashboard, dashboard.tb
     run_a, run_b = "unet_b4", UNET
     tag, device = _open_run(dash, run_a)
@@ -453,6 +454,25 @@ def test_compare_mode_and_back(dashboard):
     for side in ("a", "b"):
         assert dash.loc(tid(f"compare-highlight-{side}")).count() == (1 if in_both else 0), (side, top)
     dash.screenshot("compare-row-selected")
+
+    # The link carries compare mode: a fresh browser opens the same comparison, the same row selected.
+    link = dash.loc(tid("view-link")).get_attribute("href")
+    assert "p.memory.against_run=" in link and "p.memory.compare_selected=" in link, link
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        shared = Dashboard(page, tb, "shared-compare-link")
+        shared.open(link)
+        shared.loc(tid("compare")).wait_for(state="visible")
+        assert shared.value("compare-picker") == json.dumps([run_b, tag], separators=(",", ":"))
+        shared.frame.wait_for_function(
+            f"(s) => document.querySelector('{tid('compare-details-scope')}')?.dataset.scope === s",
+            arg=top["name"])
+        assert shared.loc(tid("compare-delta")).get_attribute("data-bytes") == str(body["peak_rise_delta_bytes"])
+        assert shared.page_errors == []
+    finally:
+        context.close()
 
     # Leaving: the single step exactly as it was (same tiles, same selection, same curve), nothing compared.
     dash.loc(tid("compare-leave")).click()

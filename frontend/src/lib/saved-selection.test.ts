@@ -46,8 +46,15 @@ const full = state({
   selected: 'shared_model/unet_01',
   timeRange: { start_us: 10, end_us: 2000 },
 });
-/** What a link and storage carry: everything but compare mode, which a reload leaves (the single-step view comes back). */
+/** What storage carries: everything but compare mode, which a reload leaves (the single-step view comes back). */
 const { against: _against, compareFocus: _compareFocus, compareSelected: _compareSelected, ...carried } = full;
+/** In compare mode against bigconv's step: a link carries that too. */
+const comparing = state({
+  ...carried,
+  against: { run: 'bigconv', tag: 'step_3' },
+  compareFocus: 'shared_model',
+  compareSelected: 'shared_model/unet_01',
+});
 
 describe('encodeSelection / decodeSelection', () => {
   it('round-trips every key a link carries', () => {
@@ -72,6 +79,18 @@ describe('encodeSelection / decodeSelection', () => {
     expect(decodeSelection('run=r&group=nope&start_us=5&end_us=5')).toEqual({ run: 'r', tag: null });
     expect(decodeSelection('run=r&start_us=-1&end_us=9')).toEqual({ run: 'r', tag: null });
   });
+  it('carries compare mode in a link only, and only with its baseline step whole', () => {
+    expect(encodeSelection(comparing)).toBe(encodeSelection(full));
+    const text = encodeSelection(comparing, true);
+    expect(text).toBe(
+      `${encodeSelection(full)}&against_run=bigconv&against_tag=step_3&compare_focus=shared_model&compare_selected=shared_model%2Funet_01`,
+    );
+    const { run, tag, ...rest } = comparing;
+    expect(decodeSelection(text)).toEqual({ run, tag, ...rest });
+    expect(encodeSelection(state({ run: 'r', tag: 't', against: { run: 'r', tag: 's' } }), true)).toBe('run=r&tag=t&against_run=r&against_tag=s');
+    // A baseline without its step, or scopes without a baseline, are dropped.
+    expect(decodeSelection('run=r&tag=t&against_run=b&compare_focus=x')).toEqual({ run: 'r', tag: 't' });
+  });
   it('reads the host’s key/value record, ignoring keys it does not know', () => {
     expect(decodeSelection({ run: 'unet_b2', tag: 'step_3', other: 'x' })).toEqual({ run: 'unet_b2', tag: 'step_3' });
   });
@@ -88,6 +107,13 @@ describe('restorable', () => {
       tag: 'step_3',
       group: 'scope',
     });
+  });
+  it('opens compare mode where its baseline step is still there, and the single-step view where it is gone', () => {
+    const { run, tag, ...rest } = comparing;
+    expect(restorable(decodeSelection(encodeSelection(comparing, true)), runs)).toEqual({ run, tag, ...rest });
+    const gone = decodeSelection(encodeSelection({ ...comparing, against: { run: 'bigconv', tag: 'step_9' } }, true));
+    const { run: _r, tag: _t, ...inside } = carried;
+    expect(restorable(gone, runs)).toEqual({ run, tag, ...inside });
   });
   it('gives nothing for a run that is gone or has no traced step', () => {
     expect(restorable({ run: 'gone', tag: 'step_1' }, runs)).toBeNull();
@@ -142,6 +168,13 @@ describe('savedSelection and keepInStorage', () => {
 });
 
 describe('linkHash / hashPluginData', () => {
+  it('writes compare mode into the link, and storage leaves it out', () => {
+    const { run, tag, ...rest } = comparing;
+    expect(decodeSelection(hashPluginData(linkHash(comparing, 'memory'), 'memory'))).toEqual({ run, tag, ...rest });
+    const storage = new MemoryStorage();
+    keepInStorage(new Selection(comparing), storage);
+    expect(savedSelection(storage, null)?.saved.against).toBeUndefined();
+  });
   it('writes TensorBoard’s p.memory.* keys and reads them back', () => {
     const hash = linkHash(full, 'memory');
     expect(hash.startsWith('#memory&p.memory.run=unet_b2&p.memory.tag=step_2&')).toBe(true);

@@ -1,7 +1,9 @@
 // What of the selection survives a reload or travels in a link: run, step,
-// device, grouping, focused and selected scope, zoomed window. Encoded as
-// URL query text (`run=unet_b2&tag=step_3&selected=shared_model%2Funet_01`),
-// kept in localStorage and read from TensorBoard's `p.memory.*` URL keys.
+// device, grouping, focused and selected scope, zoomed window; a link also
+// carries compare mode (the baseline step, its focus and selection), which a
+// reload leaves for the single-step view. Encoded as URL query text
+// (`run=unet_b2&tag=step_3&selected=shared_model%2Funet_01`), kept in
+// localStorage and read from TensorBoard's `p.memory.*` URL keys.
 // The selection (selection.ts) stays the one source of truth: this only
 // encodes it, checks a saved one against the runs, and writes it back.
 
@@ -12,13 +14,19 @@ import { chooseStep } from './defaults';
 export type SavedSelection = Partial<Omit<SelectionState, 'run' | 'tag'>> & { run: string; tag: string | null };
 
 /** The selection's keys in a link, in this order. */
-const KEYS = ['run', 'tag', 'device', 'group', 'focus', 'selected', 'start_us', 'end_us'] as const;
+const KEYS = [
+  'run', 'tag', 'device', 'group', 'focus', 'selected', 'start_us', 'end_us',
+  'against_run', 'against_tag', 'compare_focus', 'compare_selected',
+] as const;
 const GROUPS: readonly Group[] = ['layer', 'scope'];
 
 export const STORAGE_KEY = 'tb-memory.selection';
 
-/** "run=…&tag=…&…": only what is set and differs from the start (no group "layer", no root focus). */
-export function encodeSelection(s: Readonly<SelectionState>): string {
+/**
+ * "run=…&tag=…&…": only what is set and differs from the start (no group "layer", no root focus);
+ * with `compare`, compare mode's step and scopes too (a link's, not storage's).
+ */
+export function encodeSelection(s: Readonly<SelectionState>, compare = false): string {
   if (s.run === null) return '';
   const q = new URLSearchParams();
   q.set('run', s.run);
@@ -30,6 +38,12 @@ export function encodeSelection(s: Readonly<SelectionState>): string {
   if (s.timeRange) {
     q.set('start_us', String(s.timeRange.start_us));
     q.set('end_us', String(s.timeRange.end_us));
+  }
+  if (compare && s.against) {
+    q.set('against_run', s.against.run);
+    q.set('against_tag', s.against.tag);
+    if (s.compareFocus !== '') q.set('compare_focus', s.compareFocus);
+    if (s.compareSelected !== null) q.set('compare_selected', s.compareSelected);
   }
   return q.toString();
 }
@@ -51,13 +65,22 @@ export function decodeSelection(source: string | Readonly<Record<string, string>
   const start = integer(q.get('start_us'));
   const end = integer(q.get('end_us'));
   if (start !== null && end !== null && start < end) saved.timeRange = { start_us: start, end_us: end };
+  const againstRun = q.get('against_run');
+  const againstTag = q.get('against_tag');
+  if (againstRun && againstTag) {
+    saved.against = { run: againstRun, tag: againstTag };
+    const compareFocus = q.get('compare_focus');
+    if (compareFocus) saved.compareFocus = compareFocus;
+    const compareSelected = q.get('compare_selected');
+    if (compareSelected !== null) saved.compareSelected = compareSelected;
+  }
   return saved;
 }
 
 /** TensorBoard's address hash that opens this selection: `#memory&p.memory.run=…&p.memory.tag=…`. */
 export function linkHash(state: Readonly<SelectionState>, plugin: string): string {
   const parts = [encodeURIComponent(plugin)];
-  for (const [key, value] of new URLSearchParams(encodeSelection(state))) {
+  for (const [key, value] of new URLSearchParams(encodeSelection(state, true))) {
     parts.push(`${encodeURIComponent(`p.${plugin}.${key}`)}=${encodeURIComponent(value)}`);
   }
   return `#${parts.join('&')}`;
@@ -102,8 +125,14 @@ export function restorable(saved: SavedSelection | null, runs: readonly RunInfo[
   if (!run) return null;
   const sameStep = saved.tag !== null && run.steps.some((s) => s.tag === saved.tag);
   const tag = sameStep ? saved.tag : (chooseStep(run, null)?.tag ?? null);
-  const { run: _run, tag: _tag, ...inside } = saved;
-  return sameStep ? { run: run.run, tag, ...inside } : { run: run.run, tag, ...(saved.group ? { group: saved.group } : {}) };
+  const { run: _run, tag: _tag, against, compareFocus, compareSelected, ...inside } = saved;
+  if (!sameStep) return { run: run.run, tag, ...(saved.group ? { group: saved.group } : {}) };
+  // Compare mode comes back where its baseline step is still there; its scopes only with it.
+  const baseline = against && runs.some((r) => r.run === against.run && r.steps.some((s) => s.tag === against.tag));
+  const compare = baseline
+    ? { against, ...(compareFocus !== undefined ? { compareFocus } : {}), ...(compareSelected !== undefined ? { compareSelected } : {}) }
+    : {};
+  return { run: run.run, tag, ...inside, ...compare };
 }
 
 /** What is kept in storage: the selection, and the link it last took over from (so a stale link does not win twice). */

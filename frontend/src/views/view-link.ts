@@ -1,5 +1,6 @@
 // "link": an address of TensorBoard's page that opens this view (run, step,
-// device, grouping, scopes, zoom) through TensorBoard's `p.memory.*` URL keys.
+// device, grouping, scopes, zoom, and in compare mode the step compared
+// against) through TensorBoard's `p.memory.*` URL keys.
 // A plain link: copy it to share; following it here changes nothing.
 
 import { el } from '../dom';
@@ -9,7 +10,7 @@ import type { Selection } from '../selection';
 export class ViewLinkView {
   readonly element = el(
     'a',
-    { class: 'view-link hidden', 'data-testid': 'view-link', target: '_top', title: 'A link to this view: copy it to share it (the run, step, device, grouping and scopes it shows)' },
+    { class: 'view-link hidden', 'data-testid': 'view-link', target: '_top', title: 'A link to this view: copy it to share it (the run, step, device, grouping and scopes it shows, and the step it is compared with)' },
     'link',
   );
 
