@@ -189,7 +189,9 @@ def _traced_real(name: str, build, feed, one_thread: bool = False) -> whatif.Tra
         init = tf.compat.v1.global_variables_initializer()
     metadata = tf.compat.v1.RunMetadata()
     feed_dict = dict(zip(placeholders, feed))
-    config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=1) if one_thread else None
+    # Its own pool: sessions otherwise share the process's first session's pool, whatever they ask.
+    config = (tf.compat.v1.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)
+              if one_thread else None)
     with tf.compat.v1.Session(graph=graph, config=config) as session:
         session.run(init)
         session.run(train, feed_dict)
