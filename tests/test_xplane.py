@@ -375,6 +375,10 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("StatefulPartitionedCall/model_1/rnn_1/while/body/_1/model_1/rnn_1/while/lstm_cell_1/MatMul",
      "model/rnn/while/lstm_cell_1/MatMul", "model/rnn"),
     ("a/then/_0/b/c", "a/then/_0/b/c", None),  # no repeat: a user's scope named `then`
+    # Keras' fit with steps_per_execution > 1 calls its train step from a loop and a branch.
+    ("while/body/_1/while/cond/then/_143/while/cond/StatefulPartitionedCall/gradient_tape/cnn_1/conv_1/"
+     "convolution/Conv2DBackpropFilter", "gradient_tape/cnn/conv/convolution/Conv2DBackpropFilter", "cnn/conv"),
+    ("while/body/_1/while/add", "while/add", None),  # the loop's own ops: no call, they stay
     # A distribution strategy's other replica keeps its number; the model's scopes after it lose theirs.
     ("replica_1/mirrored_cnn_1/conv_1/Conv2D", "replica_1/mirrored_cnn/conv/Conv2D", "mirrored_cnn/conv"),
     ("replica_1/gradient_tape/mirrored_cnn_1/conv_1/Conv2D/Conv2DBackpropInput",
@@ -723,6 +727,63 @@ def test_the_batch_of_a_keras_fit_profile_is_read_from_the_forward_pass(steps):
 
     for _, step in steps:
         assert whatif.traced_batch(step) == 2
+
+
+# -- Keras 3's fit with steps_per_execution ------------------------------------------------------
+
+# The same model fitted one batch per call and four per call (`steps_per_execution=4`): Keras then
+# runs its train step in a loop, its ops named `while/cond/StatefulPartitionedCall/...`.
+_STEPS_PER_EXECUTION_SCRIPT = """
+import os, sys
+import numpy as np
+import keras
+
+root = sys.argv[1]
+for per_call in (1, 4):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(16, 3, activation="relu", name="conv"),
+                              keras.layers.GlobalAveragePooling2D(name="gap"), keras.layers.Dense(10, name="logits")],
+                             name="spe_cnn")
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=per_call)
+    board = keras.callbacks.TensorBoard(os.path.join(root, f"spe{per_call}"), profile_batch=(3, 4))
+    model.fit(np.random.rand(16 * 16, 8, 8, 3).astype(np.float32), np.random.randint(0, 10, 16 * 16), batch_size=16,
+              epochs=1, callbacks=[board], verbose=0)
+"""
+
+
+@pytest.fixture(scope="module")
+def steps_per_execution(tmp_path_factory) -> dict[int, analysis.StepAnalysis]:
+    """The last profiled step of each fit, by batches per call."""
+    root = _profiled_by(_STEPS_PER_EXECUTION_SCRIPT, tmp_path_factory.mktemp("spe_logs"))
+    out = {}
+    for per_call in (1, 4):
+        (path,) = (root / f"spe{per_call}" / "train").glob("plugins/profile/*/*.xplane.pb")
+        decoded = xplane.decode(path.read_bytes())
+        out[per_call] = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+        assert out[per_call].status == "ok", out[per_call].message
+    return out
+
+
+def test_a_train_step_run_in_keras_loop_is_named_as_one_run_alone(steps_per_execution):
+    """With steps_per_execution=4 the model's ops are named as with 1 (`spe_cnn/conv/...`,
+    `gradient_tape/spe_cnn/conv/...`, `adam/...`), not under the loop and call that run them: by
+    layer, the same layers hold the bytes, gradients and optimizer are theirs, and the batch is read."""
+    from tb_memory_plugin import whatif
+
+    layers, categories = {}, {}
+    for per_call, step in steps_per_execution.items():
+        space = step.space(None)
+        names = space.trace.distinct_names
+        assert not [n for n in names if "PartitionedCall" in n or "spe_cnn_1" in n], names
+        raw = [space.trace.label_of.get(n, "") for n in names if n.startswith("gradient_tape/spe_cnn/conv/")]
+        # The raw names keep the loop: `while/body/_1/while/cond/then/_143/while/cond/StatefulPartitionedCall/...`.
+        assert raw and all(r.startswith("while/body/") == (per_call == 4) for r in raw), raw
+        layers[per_call] = {path for path, row in space.top_level("layer") if row[figures.ALLOCATED] > 2**16}
+        categories[per_call] = {name: allocated for name, _, allocated in space.by_category()}
+        assert whatif.traced_batch(step) == 16
+    assert "spe_cnn" in layers[4] and layers[4] == layers[1], layers
+    for per_call in (1, 4):
+        assert categories[per_call]["gradients"] > 0 and categories[per_call]["optimizer"] > 0, categories
 
 
 # -- TensorFlow's own XLA (jit_compile) -----------------------------------------------------------

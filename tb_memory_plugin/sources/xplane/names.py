@@ -27,6 +27,9 @@ _STEP_SCOPE_RE = re.compile(r"^gradient_tape(?:_\d+)?$")
 # named again under the op's own scope (`cond/then/_0/cond/adam/Sub_10`).
 _BRANCHES = frozenset({"then", "else", "body", "cond"})
 _BRANCH_INDEX_RE = re.compile(r"^_\d+$")
+# The control flow a function is called from, before its call wrapper: Keras 3's fit with
+# steps_per_execution > 1 runs its train step in a loop, `while/cond/StatefulPartitionedCall/...`.
+_LOOP_SCOPE_RE = re.compile(r"^(?:(?:while|cond)(?:_\d+)?|body|then|else|_\d+)$")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -119,10 +122,14 @@ def _named(raw: str, kept: int) -> tuple[str, str | None]:
 def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
     """(how many leading scopes are no Keras scopes, a `gradient_tape` and another replica's
     `replica_<N>`, 0 to 2; the name's components without the call
-    wrappers and control-flow calls). The scopes of the step are counted from `skip` on, so a
-    gradient's scopes meet its forward op's."""
+    wrappers, the loop or branch a function is called from, and control-flow calls). The
+    scopes of the step are counted from `skip` on, so a gradient's scopes meet its forward op's."""
     parts = raw.split("/")
     first = 0
+    while first < len(parts) - 1 and _LOOP_SCOPE_RE.match(parts[first]):
+        first += 1
+    if not (first and first < len(parts) - 1 and _CALL_RE.match(parts[first])):
+        first = 0  # no function called from a loop or branch: its own scopes (`while/add`) stay
     while first < len(parts) - 1 and _CALL_RE.match(parts[first]):
         first += 1
     parts = _without_branch_calls(parts[first:])
