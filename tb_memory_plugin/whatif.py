@@ -33,6 +33,9 @@ from .trace import DEVICE_MEMORY, labels_of
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
 # (or its gradient, or a slot), even when its first dimension equals the batch.
 _VARIABLE_READS = frozenset({"ReadVariableOp", "_ReadVariablesOp", "VariableV2", "Variable"})
+# A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
+# outputs): `[steps, ...]`, each step a tensor the loop's body made.
+_STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGatherV2", "TensorArrayPack"})
 # GPU allocators round a request up (BFC: to 256 bytes): a record this much above an
 # output's requested bytes is still that output.
 _ROUNDING = 256
@@ -235,12 +238,15 @@ class _Outputs:
                                 count=len(names.op_type_names))[names.op_code]
             if step.trace.source in _CHUNK_SOURCES:
                 reads |= names.category == OPTIMIZER
+            stacks = np.fromiter((op in _STACK_OPS for op in names.op_type_names), dtype=bool,
+                                 count=len(names.op_type_names))[names.op_code]
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
-                              list(itertools.chain.from_iterable(outputs))))
+                              list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts)))
         self.count = len(self.names)
-        out_row = np.concatenate([rows for rows, _, _ in per_space]) if per_space else np.zeros(0, np.int64)
-        from_reads = np.concatenate([reads for _, reads, _ in per_space]) if per_space else np.zeros(0, bool)
-        flat = [output for _, _, outputs in per_space for output in outputs]
+        out_row = np.concatenate([p[0] for p in per_space]) if per_space else np.zeros(0, np.int64)
+        from_reads = np.concatenate([p[1] for p in per_space]) if per_space else np.zeros(0, bool)
+        from_stacks = np.concatenate([p[3] for p in per_space]) if per_space else np.zeros(0, bool)
+        flat = [output for _, _, outputs, _ in per_space for output in outputs]
         shapes = [shape for shape, _ in flat]
         sizes = np.fromiter((size for _, size in flat), dtype=np.int64, count=len(flat))
         parameter_shapes = {shape for shape in itertools.compress(shapes, from_reads.tolist()) if shape}
@@ -251,13 +257,16 @@ class _Outputs:
                                         dtype=np.int64, count=shaped.size)
         # The batch as a first dimension, or flattened with the feeds' next dimensions ([batch x seq, d]).
         leads = (first_dim == batch) | np.isin(first_dim, sorted(flattened_batches(step, batch)))
-        # A time-major feed ([time, batch, ...]: the batch given, as the shapes misread it): its
-        # tensors hold the batch second ([time, batch, d]), or flattened with the time steps.
-        times = time_major_steps(step, batch)
+        # A time-major feed ([time, batch, ...]: the batch given, as the shapes misread it), or a
+        # loop's outputs stacked over its steps ([steps, batch, d]: a TensorArray, a dynamic RNN,
+        # in a batch-major model too): their tensors hold the batch second ([time, batch, d]),
+        # or flattened with the time steps.
+        wide = np.flatnonzero(rank >= 2)
+        second_dim = np.zeros(len(shapes), dtype=np.int64)
+        second_dim[wide] = np.fromiter((shapes[i][1] for i in wide.tolist()), dtype=np.int64, count=wide.size)
+        stacked = from_stacks & (rank >= 2) & (second_dim == batch) & (first_dim > 1)
+        times = time_major_steps(step, batch) | set(first_dim[stacked].tolist())
         if times:
-            wide = np.flatnonzero(rank >= 2)
-            second_dim = np.zeros(len(shapes), dtype=np.int64)
-            second_dim[wide] = np.fromiter((shapes[i][1] for i in wide.tolist()), dtype=np.int64, count=wide.size)
             leads |= ((rank >= 2) & (second_dim == batch) & np.isin(first_dim, sorted(times))) | np.isin(
                 first_dim, [t * batch for t in sorted(times)])
         # Only shapes that could carry the batch are looked up among the parameters'.
