@@ -14,6 +14,7 @@ import functools
 import gc
 import os
 import posixpath
+import re
 import sys
 import threading
 import time
@@ -121,8 +122,14 @@ def matching_step(refs: list[StepRef], like: StepRef,
     return latest_step(same_source or refs, devices_of)
 
 
+def tag_order(tag: str) -> tuple:
+    """A tag's place among its run's: numbers in it by value (`step_8` before `step_12`)."""
+    parts = re.split(r"(\d+)", tag)
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(parts))
+
+
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
-    """Runs -> traced steps (tags) in event files, sorted by run then tag."""
+    """Runs -> traced steps (tags) in event files, sorted by run then tag (`tag_order`)."""
     runs: dict[str, dict[str, StepRef]] = {}
     for plugin in (TAGGED_RUN_METADATA, RUN_METADATA, RUN_METADATA_GRAPH):
         mapping = data_provider.list_blob_sequences(ctx, experiment_id=experiment_id, plugin_name=plugin)
@@ -132,7 +139,7 @@ def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef
                     continue  # an unknown version of summary-written RunMetadata
                 runs.setdefault(run, {}).setdefault(
                     tag, StepRef(run, tag, plugin, int(series.max_step), float(series.max_wall_time)))
-    return {run: [tags[t] for t in sorted(tags)] for run, tags in sorted(runs.items())}
+    return {run: [tags[t] for t in sorted(tags, key=tag_order)] for run, tags in sorted(runs.items())}
 
 
 def runs_with_graph(data_provider, ctx, experiment_id: str) -> set[str]:
@@ -272,7 +279,7 @@ class StepStore:
         runs = list_steps(self._provider, ctx, experiment_id)
         profiled = self._profile_steps(set(runs))
         for run, refs in profiled.items():
-            runs[run] = sorted(runs.get(run, []) + refs, key=lambda ref: ref.tag)
+            runs[run] = sorted(runs.get(run, []) + refs, key=lambda ref: tag_order(ref.tag))
         return dict(sorted(runs.items()))
 
     def has_profiles(self) -> bool:

@@ -422,6 +422,17 @@ def test_a_device_name_that_is_not_utf8_breaks_nothing(tmp_path, unet_trace):
     assert sum(child["figures"]["at_peak_bytes"] for child in scopes["children"]) == bad["devices"][0]["peak_rise_bytes"]
 
 
+def test_steps_are_listed_with_their_numbers_in_order(tmp_path, unet_trace):
+    """`step_8` before `step_12` (not as text, where "1" comes before "8"), in the runs route and
+    so in the page's step picker."""
+    import protos
+
+    for number in (12, 8, 100, 9):
+        protos.write_tagged_run_metadata(tmp_path / "run", f"step_{number}", unet_trace.run_metadata_bytes, number)
+    (run,) = get_json(tensorboard_app(tmp_path), "runs")["runs"]
+    assert [s["tag"] for s in run["steps"]] == ["step_8", "step_9", "step_12", "step_100"]
+
+
 def test_a_bug_in_a_route_is_a_json_500_and_breaks_nothing_else(tb, monkeypatch, caplog):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
