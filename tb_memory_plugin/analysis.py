@@ -17,7 +17,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .curve import build_curve
-from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMP, TEMPORARIES
+from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMPORARIES
 from .names import XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
@@ -267,10 +267,26 @@ class SpaceAnalysis:
         at_peak = self.category_split(rows)
         # Scratch freed inside the op is a temporary, whatever the op's category.
         allocated_column = self.exec_columns[ALLOCATED][rows]
-        temp = np.minimum(self.exec_columns[TEMP][rows], allocated_column)
+        temp = self._freed_temp[rows]
         allocated = scatter_sum(self.category[rows], allocated_column - temp, len(CATEGORIES))
         allocated[TEMPORARIES] += int(temp.sum())
         return [(CATEGORIES[i], int(at_peak[i]), int(allocated[i])) for i in range(len(CATEGORIES))]
+
+    @cached_property
+    def _freed_temp(self) -> np.ndarray:
+        """Per execution: its temp bytes (`temp_memory_size`, at most what it allocated), but no
+        more than it freed in the step, where the records show. TensorFlow counts as temp whatever
+        an op allocated beyond its outputs, a buffer it keeps too (a `ResourceApply*` op's copy of
+        the variable it updates, never freed): that stays the op's category, as its at-peak bytes
+        do. (Scratch is freed as the op ends, in a profile's timing a moment after it, at times.)"""
+        space = self.trace
+        temp = np.minimum(space.temp, space.allocated)
+        rows = np.flatnonzero(temp > 0)
+        if not self.has_curve or not rows.size:
+            return temp
+        frees = np.flatnonzero((space.event_bytes < 0) & np.isin(space.event_exec, rows))
+        freed = scatter_sum(space.event_exec[frees], -space.event_bytes[frees], space.exec_count)
+        return np.minimum(temp, freed)
 
     def op_type(self, exec_index: int) -> str:
         return self.names.op_type(int(self.name_code[exec_index]))

@@ -574,6 +574,36 @@ def test_a_recomputed_blocks_gradients_fold_into_its_layer():
     assert not any(path.startswith("gradient") for path in top), top
 
 
+def test_a_buffer_an_op_keeps_is_not_its_temporaries():
+    """TensorFlow counts as temp what an op allocated beyond its outputs, a buffer it keeps too: a
+    ResourceApplyAdagrad whose variable is still read elsewhere copies the variable and keeps the
+    copy. Its bytes are the optimizer's, allocated as at the peak, not temporaries: a category
+    never holds more at the peak than it allocated."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        var = tf1.get_variable("w", (256, 256), use_resource=True)
+        accum = tf1.get_variable("accum", (256, 256), use_resource=True, initializer=tf1.ones_initializer())
+        read = var.read_value()
+        with tf.control_dependencies([read]):
+            update = tf.raw_ops.ResourceApplyAdagrad(var=var.handle, accum=accum.handle, lr=0.1,
+                                                     grad=tf.ones((256, 256)), name="apply")
+        with tf.control_dependencies([update]):  # the old value is read after the update: copied
+            train = tf.reduce_sum(read * 2.0)
+        init = tf1.global_variables_initializer()
+    space = store.analyse_bytes(traced_graph_step(graph, init, train, {})).space(None)
+    (apply,) = [i for i in range(space.trace.exec_count) if space.trace.name(i) == "apply"]
+    kept = 256 * 256 * 4
+    assert int(space.trace.temp[apply]) == int(space.trace.allocated[apply]) == kept  # TensorFlow's temp
+    by_category = {name: (at_peak, allocated) for name, at_peak, allocated in space.by_category()}
+    assert by_category["optimizer"] == (kept, kept)
+    assert by_category["temporaries"][1] == 0
+    for name, (at_peak, allocated) in by_category.items():
+        assert at_peak <= allocated, (name, at_peak, allocated)
+
+
 def test_an_inlined_loop_bodys_plumbing_sits_in_the_loop():
     """A tf.while_loop's body is an inlined function: TensorFlow names the identities at its inputs
     `Func/<call>/input/_N`, outside any scope. They sit in the call's scope, not a top-level `Func`."""
