@@ -155,6 +155,22 @@ def _flattened(step: StepAnalysis, batch: int) -> set[int]:
     return flat
 
 
+def _stacked_steps(shapes: list[tuple], first_dim: np.ndarray, rank: np.ndarray, from_stacks: np.ndarray,
+                   parameter_shapes: set[tuple], batch: int) -> set[int]:
+    """The step counts of a loop's outputs stacked over its steps with the batch second: a stack
+    `[steps, batch, ...]` whose element, `[batch, ...]`, is a tensor the step made with the batch
+    first, and no parameter's shape (a weight stacked each step carries no batch, whatever its
+    first dimension). None at batch 1, where any first dimension is one."""
+    if batch <= 1:
+        return set()
+    stacks = [i for i in np.flatnonzero(from_stacks & (rank >= 2) & (first_dim > 1)).tolist() if shapes[i][1] == batch]
+    elements = {shapes[i][1:] for i in stacks} - parameter_shapes
+    if not elements:
+        return set()
+    made = {shapes[i] for i in np.flatnonzero((first_dim == batch) & ~from_stacks).tolist()} & elements
+    return {shapes[i][0] for i in stacks if shapes[i][1:] in made}
+
+
 class _SizeSets:
     """A set of sizes per row, as (row, size) pairs sorted once, asked many (row, size) questions
     at once (numpy: the last pair at or below each, then the rule)."""
@@ -261,12 +277,12 @@ class _Outputs:
         # loop's outputs stacked over its steps ([steps, batch, d]: a TensorArray, a dynamic RNN,
         # in a batch-major model too): their tensors hold the batch second ([time, batch, d]),
         # or flattened with the time steps.
-        wide = np.flatnonzero(rank >= 2)
-        second_dim = np.zeros(len(shapes), dtype=np.int64)
-        second_dim[wide] = np.fromiter((shapes[i][1] for i in wide.tolist()), dtype=np.int64, count=wide.size)
-        stacked = from_stacks & (rank >= 2) & (second_dim == batch) & (first_dim > 1)
-        times = time_major_steps(step, batch) | set(first_dim[stacked].tolist())
+        times = time_major_steps(step, batch) | _stacked_steps(shapes, first_dim, rank, from_stacks, parameter_shapes,
+                                                               batch)
         if times:
+            wide = np.flatnonzero(rank >= 2)
+            second_dim = np.zeros(len(shapes), dtype=np.int64)
+            second_dim[wide] = np.fromiter((shapes[i][1] for i in wide.tolist()), dtype=np.int64, count=wide.size)
             leads |= ((rank >= 2) & (second_dim == batch) & np.isin(first_dim, sorted(times))) | np.isin(
                 first_dim, [t * batch for t in sorted(times)])
         # Only shapes that could carry the batch are looked up among the parameters'.
