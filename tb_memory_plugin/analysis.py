@@ -18,7 +18,8 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMPORARIES
-from .names import XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters
+from .names import (XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label,
+                    ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
@@ -409,32 +410,36 @@ def xla_clusters_note(clusters: list[str]) -> str:
             f"figures (the allocator's own readings, where the trace has them, include it): {XLA_OFF_ADVICE}.")
 
 
+_NOTED_PROGRAM_SHARE = 0.1  # XLA programs holding less of the peak rise than this go without a note
+
+
 def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
     """What a step's note says where XLA programs (a profile's `XLA program` nodes: TensorFlow's
-    jit_compile, Keras 3's default on a GPU, JAX) allocated in it: their buffers are one block
-    per program, not ops; None where none did."""
-    share, programs = None, {}
+    jit_compile, Keras 3's default on a GPU, JAX) hold much of the peak: their buffers are one
+    block per program, not ops. Their share is the device memory's where they hold some (else the
+    host's), the space with the largest rise; None where they hold under a tenth of it."""
+    held: list[tuple[bool, int, float, list[str]]] = []
     for space in spaces:
         names = space.names
-        if XLA_PROGRAM_OP_TYPE not in names.op_type_names:
+        if XLA_PROGRAM_OP_TYPE not in names.op_type_names or not space.has_curve or space.peak_rise_bytes <= 0:
             continue
         rows = np.flatnonzero(space.exec_op_code == names.op_type_names.index(XLA_PROGRAM_OP_TYPE))
-        if not int(space.exec_columns[ALLOCATED][rows].sum()):
-            continue
-        programs.update(dict.fromkeys(space.trace.name(int(i)) for i in rows[:16].tolist()))
-        if space.has_curve and space.peak_rise_bytes > 0:  # the space where they hold the most of its rise
-            held = int(space.exec_columns[AT_PEAK][rows].sum()) / space.peak_rise_bytes
-            share = held if share is None else max(share, held)
-    if not programs:
+        share = min(int(space.exec_columns[AT_PEAK][rows].sum()) / space.peak_rise_bytes, 1.0)
+        programs = list(dict.fromkeys(space.trace.name(int(i)) for i in rows[:16].tolist()))
+        held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, programs))
+    if not held:
         return None
-    names = list(programs)
-    shown = ", ".join(names[:3]) + (" and more" if len(names) > 3 else "")
-    part = f", holding {share:.0%} of the peak rise" if share is not None else ""
-    return (f"XLA programs ran in this step{part}: {shown}. XLA allocates a program's buffers itself, in "
-            "blocks that name no op, so they show as the program's node (op type `XLA program`), not by op or "
-            "layer. To see them by layer, profile a step compiled without XLA (TensorFlow and Keras 3 on "
-            "TensorFlow: `jit_compile=False`; Keras 3 compiles with XLA by default where there is a GPU); the "
-            "Profile tab's Memory Viewer shows what XLA placed in a program's buffers.")
+    _, _, share, programs = max(held, key=lambda entry: entry[:2])
+    if share < _NOTED_PROGRAM_SHARE:
+        return None
+    shown = ", ".join(programs[:3]) + (" and more" if len(programs) > 3 else "")
+    note = (f"XLA programs ran in this step, holding {share:.0%} of the peak rise: {shown}. XLA allocates a "
+            "program's buffers itself, in blocks that name no op, so they show as the program's node (op type "
+            "`XLA program`), not by op or layer.")
+    if any(map(tensorflow_xla_program, programs)):
+        note += (" To see them by layer, profile a step compiled without XLA (`jit_compile=False`; Keras 3 "
+                 "compiles with XLA by default where there is a GPU).")
+    return note + " The Profile tab's Memory Viewer shows what XLA placed in a program's buffers."
 
 
 def failed_step(status: str, message: str, source: str = "run_metadata") -> StepAnalysis:

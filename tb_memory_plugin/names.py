@@ -363,6 +363,15 @@ _VARIABLE_OPS = frozenset(
 )
 COPY_TO_DEVICE_OP_TYPE = "host-to-device copy"  # JAX's copies of arguments (sources/xplane)
 XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buffers (sources/xplane)
+TF_XLA_PROGRAM = "(XLA program)"  # the node of a TensorFlow XLA program's buffers that name no op
+
+
+def tensorflow_xla_program(name: str) -> bool:
+    """Whether an `XLA program` node is TensorFlow's (jit_compile: `(XLA program)`, or the jitted
+    tf.function's own op, `__inference_train_step_2866`), not JAX's (`jit_train_step`)."""
+    return name == TF_XLA_PROGRAM or name.startswith("__inference_")
+
+
 # A TF1 graph's XLA clusters (auto-clustering, jit_scope): ops that run a compiled cluster. What
 # XLA allocates inside one is not in the step stats: the records hold none of it.
 XLA_CLUSTER_OP_TYPES = frozenset({"_XlaRun", "XlaLaunch", "XlaLaunchV2"})

@@ -855,7 +855,7 @@ def test_tensorflows_xla_programs_hold_their_buffers(jit_logdir, run):
     peak_node = report.node_ref(space, space.largest_at_peak_name()[0])
     assert peak_node["op_type"] == "XLA program" and peak_node["name"] != "(no op)"
     # The step's note says why there is no layer to see, with the share the programs hold.
-    held = by_type["XLA program"] / space.peak_rise_bytes
+    held = min(by_type["XLA program"] / space.peak_rise_bytes, 1.0)  # more, where others free earlier bytes
     assert f"XLA programs ran in this step, holding {held:.0%} of the peak rise: {peak_node['name']}" in step.message
     assert "jit_compile=False" in step.message
     with pytest.raises(whatif.WhatIfError, match="jit_compile"):

@@ -353,6 +353,7 @@ def test_a_gpu_whose_allocations_are_not_recorded_is_said_to_be_missing(tmp_path
         message = analysis.analyse(xplane.decode(_path("keras_jax").read_bytes()).trace(i)).message
         # Only what every step of XLA programs says: their buffers are the program's, not by layer.
         assert message.startswith("XLA programs ran in this step, holding ") and "not by op or layer" in message
+        assert "jit_compile" not in message  # Keras on JAX: TensorFlow's switch is no advice
         assert "ran work in this profile" not in message
     target = tmp_path / "platform" / "plugins" / "profile" / "2026_11_26_00_00_00" / "host.xplane.pb"
     target.parent.mkdir(parents=True)
@@ -399,6 +400,27 @@ def test_no_note_when_the_gpu_allocated_in_another_step():
     # Step 1's note is its XLA program's (all its rise); step 2's nothing: no "GPU ran work" note.
     assert messages[0].startswith("XLA programs ran in this step, holding 100% of the peak rise: jit_step.")
     assert messages[1] is None
+
+
+def test_the_xla_note_gives_the_programs_share_only_where_it_is_large():
+    """A JAX step whose program holds all of its rise says so, with no TensorFlow advice (JAX has no
+    `jit_compile` switch); one where a copy to the device holds nearly all of it says nothing."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.busy_gpu(0, start_us=0)
+    _jax_step(space, 0, 1, "jit_step", 10_000)
+    space.event(1, "train", 1000, 200, step_num=2)
+    space.event(1, "PjRtStreamExecutorClient::BufferFromHostBuffer(f32[32,8])", 1010, 50)
+    copy = space.allocate(1, 1020, 200_000)
+    space.event(1, "CommonPjRtLoadedExecutable::Execute (jit_step)", 1100, 50)
+    space.free(1, 1140, space.allocate(1, 1110, 1_000))
+    space.free(1, 1180, copy)
+    profile = xplane.decode(space.serialized())
+    first, second = (analysis.analyse(profile.trace(i)).message for i in range(2))
+    assert first.startswith("XLA programs ran in this step, holding 100% of the peak rise: jit_step.")
+    assert "jit_compile" not in first and "Memory Viewer" in first
+    assert second is None  # the program holds 1,000 B of a 201,000 B rise
 
 
 def test_a_marked_step_that_starts_where_an_executor_step_ends_is_a_step():

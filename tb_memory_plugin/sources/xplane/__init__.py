@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._numeric import scatter_sum
-from ...names import BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, XLA_PROGRAM_OP_TYPE
+from ...names import BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, XLA_PROGRAM_OP_TYPE
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
 from . import names as names_mod
 from . import wire
@@ -99,7 +99,7 @@ _PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*Execute \((?P<program>[^()\s]+)\)$")
 # names no program; its buffers are allocated there, without a tf_op (Keras' fit) or with the
 # function's (`__inference_train_step_2866`, a tf.function called eagerly).
 _TF_PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*\w*Executable::ExecuteAsyncOnStream$")
-TF_PROGRAM = "(XLA program)"  # the node of a TF XLA program's buffers that name no op
+TF_PROGRAM = TF_XLA_PROGRAM  # the node of a TF XLA program's buffers that name no op
 _COPY_EVENT_RE = re.compile(r"^(?:\w+::)*BufferFromHostBuffer\((?P<shape>[^()\s]*)\)$")
 COPY_SCOPE = "(copies to device)"  # op type COPY_TO_DEVICE_OP_TYPE: categorised as inputs
 # PjRt's own callbacks (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`) look like
