@@ -27,9 +27,10 @@ _STEP_SCOPE_RE = re.compile(r"^gradient_tape(?:_\d+)?$")
 # named again under the op's own scope (`cond/then/_0/cond/adam/Sub_10`).
 _BRANCHES = frozenset({"then", "else", "body", "cond"})
 _BRANCH_INDEX_RE = re.compile(r"^_\d+$")
-# The control flow a function is called from, before its call wrapper: Keras 3's fit with
-# steps_per_execution > 1 runs its train step in a loop, `while/cond/StatefulPartitionedCall/...`.
-_LOOP_SCOPE_RE = re.compile(r"^(?:(?:while|cond)(?:_\d+)?|body|then|else|_\d+)$")
+# Keras 3's fit with steps_per_execution > 1 calls its train step from a loop's branch: once its
+# branch calls are dropped, `while/cond/StatefulPartitionedCall/gradient_tape/...`. The loop and
+# the branch are Keras' (a loop of the user's calling a function keeps its scope).
+_KERAS_STEPS_LOOP = (re.compile(r"^while(?:_\d+)?$"), re.compile(r"^cond(?:_\d+)?$"))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -122,23 +123,26 @@ def _named(raw: str, kept: int) -> tuple[str, str | None]:
 def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
     """(how many leading scopes are no Keras scopes, a `gradient_tape` and another replica's
     `replica_<N>`, 0 to 2; the name's components without the call
-    wrappers, the loop or branch a function is called from, and control-flow calls). The
-    scopes of the step are counted from `skip` on, so a gradient's scopes meet its forward op's."""
-    parts = raw.split("/")
-    first = 0
-    while first < len(parts) - 1 and _LOOP_SCOPE_RE.match(parts[first]):
-        first += 1
-    if not (first and first < len(parts) - 1 and _CALL_RE.match(parts[first])):
-        first = 0  # no function called from a loop or branch: its own scopes (`while/add`) stay
-    while first < len(parts) - 1 and _CALL_RE.match(parts[first]):
-        first += 1
-    parts = _without_branch_calls(parts[first:])
+    wrappers, control-flow calls, and Keras' steps_per_execution loop and branch). The scopes
+    of the step are counted from `skip` on, so a gradient's scopes meet its forward op's."""
+    parts = _without_branch_calls(_without_calls(raw.split("/")))
+    loop, branch = _KERAS_STEPS_LOOP
+    if len(parts) > 3 and loop.match(parts[0]) and branch.match(parts[1]) and _CALL_RE.match(parts[2]):
+        parts = _without_branch_calls(_without_calls(parts[2:]))  # the loop's own ops (`while/add`) stay
     # A distribution strategy's other replica (`replica_1/...`: MirroredStrategy) and the tape's
     # scope are no Keras scopes: the chain starts after them, and they stay as they are.
     skip = 0
     while skip < min(2, len(parts) - 1) and (_STEP_SCOPE_RE.match(parts[skip]) or REPLICA_RE.match(parts[skip])):
         skip += 1
     return skip, tuple(parts)
+
+
+def _without_calls(parts: list[str]) -> list[str]:
+    """The components after the leading call wrappers (the op's own name stays)."""
+    first = 0
+    while first < len(parts) - 1 and _CALL_RE.match(parts[first]):
+        first += 1
+    return parts[first:]
 
 
 def _without_branch_calls(parts: list[str]) -> list[str]:
