@@ -285,7 +285,7 @@ class SpaceAnalysis:
         rows = np.flatnonzero(temp > 0)
         if not self.has_curve or not rows.size:
             return temp
-        frees = np.flatnonzero((space.event_bytes < 0) & np.isin(space.event_exec, rows))
+        frees = np.flatnonzero(space.event_bytes < 0)
         freed = scatter_sum(space.event_exec[frees], -space.event_bytes[frees], space.exec_count)
         return np.minimum(temp, freed)
 

@@ -270,7 +270,9 @@ def summary_command(args: argparse.Namespace) -> int:
     refs = [ref for run_refs in runs.values() for ref in run_refs if args.tag in (None, ref.tag)]
     if not refs:
         if runs:  # the runs hold traced steps, none of them this tag
-            tags = sorted({ref.tag for run_refs in runs.values() for ref in run_refs})
+            from .store import tag_order
+
+            tags = sorted({ref.tag for run_refs in runs.values() for ref in run_refs}, key=tag_order)
             what = f"no tag {args.tag!r} in {args.run or args.logdir} (tags: {_few(tags)})"
         elif args.run is not None:
             what = _missing_run(args.logdir, args.run)

@@ -123,9 +123,17 @@ def matching_step(refs: list[StepRef], like: StepRef,
 
 
 def tag_order(tag: str) -> tuple:
-    """A tag's place among its run's: numbers in it by value (`step_8` before `step_12`)."""
-    parts = re.split(r"(\d+)", tag)
-    return tuple(int(part) if i % 2 else part for i, part in enumerate(parts))
+    """A tag's place among its run's: numbers in it by value (`step_8` before `step_12`), compared
+    as digits (any length), the tag itself last (`step_8` before `step_08`)."""
+    parts = re.split(r"([0-9]+)", tag)
+    key: list = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            digits = part.lstrip("0")
+            key.append((len(digits), digits))
+        else:
+            key.append(part)
+    return tuple(key), tag
 
 
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:

@@ -431,6 +431,9 @@ def test_steps_are_listed_with_their_numbers_in_order(tmp_path, unet_trace):
         protos.write_tagged_run_metadata(tmp_path / "run", f"step_{number}", unet_trace.run_metadata_bytes, number)
     (run,) = get_json(tensorboard_app(tmp_path), "runs")["runs"]
     assert [s["tag"] for s in run["steps"]] == ["step_8", "step_9", "step_12", "step_100"]
+    # Digits of any length (Python's int() refuses over 4,300), and ties broken by the tag itself.
+    odd = ["step_" + "9" * 5000, "step_08", "step_8", "step_", "a10b2", "a10b10", "a9"]
+    assert sorted(odd, key=store.tag_order) == ["a9", "a10b2", "a10b10", "step_", "step_08", "step_8", "step_" + "9" * 5000]
 
 
 def test_a_bug_in_a_route_is_a_json_500_and_breaks_nothing_else(tb, monkeypatch, caplog):
