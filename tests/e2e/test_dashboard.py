@@ -6,6 +6,7 @@ answer for the same run, step, device and scope, fetched here with urllib.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -148,6 +149,22 @@ def _assert_unet_01_selected(dash, tag: str, device: str) -> None:
     assert dash.tile(UNET_01).get_attribute("aria-selected") == "true"
 
 
+@contextlib.contextmanager
+def _opened_elsewhere(browser, tb, link: str, name: str):
+    """The page at `link` in a fresh browser context (no storage: what the link alone opens); it
+    must end without uncaught errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        shared = Dashboard(page, tb, name)
+        shared.open(link)
+        yield shared
+        assert shared.page_errors == []
+    finally:
+        context.close()
+
+
 def test_selection_survives_a_reload_and_travels_in_a_link(dashboard, browser):
     """Select shared_model/unet_01 on unet_b2, reload TensorBoard's page: still selected (and the page does not
     claim to have opened on the largest peak). The view's link opens the same selection in a fresh browser."""
@@ -161,16 +178,8 @@ def test_selection_survives_a_reload_and_travels_in_a_link(dashboard, browser):
 
     link = dash.loc(tid("view-link")).get_attribute("href")
     assert link and link.startswith(tb.url + "/") and "p.memory.selected=" in link, link
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        shared = Dashboard(page, tb, "shared-link")
-        shared.open(link)
+    with _opened_elsewhere(browser, tb, link, "shared-link") as shared:
         _assert_unet_01_selected(shared, tag, device)
-        assert shared.page_errors == []
-    finally:
-        context.close()
 
 
 def test_graph_drill_moves_treemap_and_breadcrumbs(dashboard):
@@ -458,21 +467,13 @@ def test_compare_mode_and_back(dashboard, browser):
     # The link carries compare mode: a fresh browser opens the same comparison, the same row selected.
     link = dash.loc(tid("view-link")).get_attribute("href")
     assert "p.memory.against_run=" in link and "p.memory.compare_selected=" in link, link
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        shared = Dashboard(page, tb, "shared-compare-link")
-        shared.open(link)
+    with _opened_elsewhere(browser, tb, link, "shared-compare-link") as shared:
         shared.loc(tid("compare")).wait_for(state="visible")
         assert shared.value("compare-picker") == json.dumps([run_b, tag], separators=(",", ":"))
         shared.frame.wait_for_function(
             f"(s) => document.querySelector('{tid('compare-details-scope')}')?.dataset.scope === s",
             arg=top["name"])
         assert shared.loc(tid("compare-delta")).get_attribute("data-bytes") == str(body["peak_rise_delta_bytes"])
-        assert shared.page_errors == []
-    finally:
-        context.close()
 
     # Leaving: the single step exactly as it was (same tiles, same selection, same curve), nothing compared.
     dash.loc(tid("compare-leave")).click()
