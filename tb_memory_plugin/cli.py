@@ -111,18 +111,29 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     # As the summary's top_scopes (no tree built); entries that hold, allocate and output nothing
     # (gradient plumbing, a `NoOp`) are left out of the listing (--json keeps every entry).
     scopes = [(path, report.figures_dict(figures)) for path, figures in space.top_level(group)]
-    for path, row in [(p, r) for p, r in scopes if r["at_peak_bytes"] or r["allocated_bytes"] or r["output_bytes"]][:top]:
+    shown = [(path, row) for path, row in scopes if any(row[k] for k in _SHOWN)]
+    for path, row in shown[:top]:
         print(f"     {format_bytes(row['at_peak_bytes']):>12}  {path}"
               f"  (allocated {format_bytes(row['allocated_bytes'])})")
+    _print_the_rest([row for _, row in shown[top:]], "scopes")
     print("   top op types at peak:")
-    for row in [r for r in summary["op_types"] if any(r["figures"][k] for k in _SHOWN)][:top]:
+    op_types = [r for r in summary["op_types"] if any(r["figures"][k] for k in _SHOWN)]
+    for row in op_types[:top]:
         print(f"     {format_bytes(row['figures']['at_peak_bytes']):>12}  {row['name']} x{row['count']}"
               f"  (allocated {format_bytes(row['figures']['allocated_bytes'])})")
+    _print_the_rest([row["figures"] for row in op_types[top:]], "op types")
     print("   categories at peak (heuristic):")
     for row in summary["categories"]:
         held = row.get("resident_bytes")
         print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}"
               + (f"  (+{format_bytes(held)} resident before the step)" if held else ""))
+
+
+def _print_the_rest(rows: list[dict], what: str) -> None:
+    """One line for the rows a listing leaves out, so that the lines shown add up to the peak rise."""
+    if rows:
+        print(f"     {format_bytes(sum(row['at_peak_bytes'] for row in rows)):>12}  ({len(rows)} more {what})"
+              f"  (allocated {format_bytes(sum(row['allocated_bytes'] for row in rows))})")
 
 
 def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top: int) -> None:

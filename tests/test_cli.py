@@ -45,10 +45,16 @@ def test_text_output_has_the_peak(capsys, logdir):
 
 
 def test_text_top_limits_rows(capsys, logdir):
+    """--top 1: one row, then one line for the rest, so that the lines shown add up to the peak rise."""
     code, out, _ = _run(capsys, logdir, "--run", "unet", "--tag", "step_1", "--top", "1", "--group", "scope")
     assert code == 0
-    section = out.split("top scopes at peak (group=scope):")[1].split("top op types")[0]
-    assert len([line for line in section.splitlines() if line.strip()]) == 1
+    space = engine_step(logdir, "unet", "step_1").space(None)
+    units = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+    for title, end in (("top scopes at peak (group=scope):", "top op types"), ("top op types at peak:", "categories")):
+        section = [line.split() for line in out.split(title)[1].split(end)[0].splitlines() if line.strip()]
+        assert len(section) == 2 and section[1][2].startswith("(") and section[1][3] == "more", section
+        shown = sum(float(number) * units[unit] for number, unit, *_ in section)
+        assert abs(shown - space.peak_rise_bytes) <= 2 * 0.05 * 2**20  # each line rounded to 0.1 MiB
 
 
 def test_format_bytes():
