@@ -131,9 +131,9 @@ class Model:
         ops that read weights, pass them through, or follow a convolution."""
         nodes = {node.name: node for node in graph_nodes}
         variables = [node for node in graph_nodes if node.op in _VARIABLE_OPS]
-        names = {node.name for node in variables}
-        applied = _applied_slots(graph_nodes, {node.name: node for node in variables})
-        tensors = [_variable_tensor(node, names, applied) for node in variables]
+        by_name = {node.name: node for node in variables}
+        applied = _applied_slots(graph_nodes, by_name)
+        tensors = [_variable_tensor(node, by_name, applied) for node in variables]
         # A graph with variables keeps its weights in them: only a frozen one's are Consts.
         weights = [] if variables else _weight_constants(graph_nodes, nodes)
         tensors += [_constant_tensor(nodes[name]) for name in weights]
@@ -241,9 +241,11 @@ def _is_optimizer_variable(name: str) -> bool:
     return optimizer_scope(name.partition("/")[0])
 
 
-def _variable_tensor(node, variables: set[str], applied: tuple[dict[str, str], frozenset[str]]) -> ModelTensor:
+def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], frozenset[str]]) -> ModelTensor:
     """A variable, as the apply ops show it (`_applied_slots`), else by its name (`slot_owner`):
-    a graph whose apply ops are not in its GraphDef (a function's body) has only names."""
+    a graph whose apply ops are not in its GraphDef (a function's body) has only names. A
+    variable named below another of its shape and dtype (`<var>/adam_m`, `<var>/adam_v`: BERT's
+    AdamWeightDecayOptimizer, which updates them with assigns, no apply op) is its slot too."""
     dtype = node.attr["dtype"].type
     shape = _shape(node.attr["shape"].shape)
     count, nbytes = _sized(dtype, shape)
@@ -251,7 +253,9 @@ def _variable_tensor(node, variables: set[str], applied: tuple[dict[str, str], f
     if node.name in trained:
         owner, kind = None, VARIABLE
     else:
-        owner = slots.get(node.name) or slot_owner(node.name, variables)
+        head = node.name.rpartition("/")[0]
+        below = head if head in variables and _same_tensor(node, variables[head]) else None
+        owner = slots.get(node.name) or slot_owner(node.name, variables) or below
         kind = SLOT if owner is not None or _is_optimizer_variable(node.name) else VARIABLE
     return ModelTensor(node.name, kind, owner, dtype_name(dtype), shape, count, nbytes, node.device)
 

@@ -275,6 +275,38 @@ def test_a_moving_averages_shadows_are_slots_not_parameters():
     assert found.param_count == 16 * 8 and found.slot_bytes == 2 * 16 * 8 * 4
 
 
+def test_slots_an_optimizer_updates_with_assigns_are_slots(tf_models):
+    """BERT's AdamWeightDecayOptimizer keeps `<var>/adam_m` and `<var>/adam_v` (variables of the
+    parameter's shape, named below it) and updates all three with assigns, no apply op: slots by
+    name and shape, so the parameters are counted once (a sweep's BERT had shown 3x)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        params = [tf1.get_variable("bert/dense/kernel", (16, 8)), tf1.get_variable("bert/dense/bias", (8,))]
+        loss = tf.add_n([tf.reduce_sum(tf.square(p)) for p in params])
+        updates = []
+        for param, grad in zip(params, tf.gradients(loss, params)):
+            name = param.op.name
+            m = tf1.get_variable(f"{name}/adam_m", param.shape, trainable=False, initializer=tf1.zeros_initializer())
+            v = tf1.get_variable(f"{name}/adam_v", param.shape, trainable=False, initializer=tf1.zeros_initializer())
+            next_m, next_v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * tf.square(grad)
+            updates += [param.assign(param - 0.01 * next_m / (tf.sqrt(next_v) + 1e-6)), m.assign(next_m),
+                        v.assign(next_v)]
+        tf.group(*updates, name="train")
+    gd_bytes = g.as_graph_def().SerializeToString()
+    assert not any(node.op.startswith(("Apply", "ResourceApply")) for node in graph_pb2.GraphDef.FromString(gd_bytes).node)
+    model = _models(gd_bytes)
+    kinds = {t.name: (t.kind, t.owner) for t in model.tensors}
+    assert kinds == {"bert/dense/kernel": (resident.VARIABLE, None), "bert/dense/bias": (resident.VARIABLE, None),
+                     **{f"bert/dense/{p}/adam_{s}": (resident.SLOT, f"bert/dense/{p}")
+                        for p in ("kernel", "bias") for s in "mv"}}
+    found = resident.Resident(model.tensors, None, False)
+    assert found.param_count == 16 * 8 + 8 and found.slot_bytes == 2 * (16 * 8 + 8) * 4
+    assert [row["scope"] for row in found.layers()] == ["bert/dense"]
+
+
 def test_a_trained_variable_named_under_another_stays_a_parameter(tf_models):
     """`a/b` and `a/Momentum` have `a`'s shape and extend its name, but Adagrad trains them too: parameters,
     each with its own slot (the names alone take `a/Momentum` for a Momentum slot of `a`)."""
