@@ -151,6 +151,8 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
             print(f"   note: {report.resident_mod.OTHER_BELOW_ZERO_NOTE}")
         if resident.weight_constants_used:
             print(f"   note: {report.resident_mod.WEIGHT_CONSTANTS_NOTE}")
+        elif resident.note:  # what the tensors may miss (a Keras config's layer it does not size), as the page says
+            print(f"   note: {resident.note}")
         layers = sorted(resident.layers(), key=lambda row: -(row["param_bytes"] + row["slot_bytes"]))
         print("   layers by parameters (+ optimizer slots):")
         for row in layers[:top]:

@@ -674,6 +674,12 @@ def test_cli_lists_profiled_steps(keras_logdir, profile_path, capsys):
     session = profile_path.parent.name
     for batch in PROFILE_BATCHES:
         assert ("keras/train", f"profile/{session}/step_{batch - 1}", "ok") in tags
+    # The text says what the resident tensors are sized from, as the JSON and the page do.
+    notes = {device["resident"]["note"] for step in body["steps"] for device in step["devices"] if device["resident"]}
+    assert notes and all("sized from the Keras model's config" in note for note in notes)
+    assert cli.main(["summary", str(keras_logdir)]) == 0
+    text = capsys.readouterr().out
+    assert all(f"note: {note}" in text for note in notes)
 
 
 def test_curve_route_shows_reserved_bytes_fragmentation_and_capacity(tb, steps, reference):
