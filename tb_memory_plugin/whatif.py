@@ -596,6 +596,8 @@ class Fitted:
         # What each traced peak was made in: the category of the op running then (a peak in the
         # backward pass at one batch and in the optimizer's update at another is two phases).
         self._phases = sorted({(batch, _peak_phase(space)) for batch, space in points})
+        # And in which layer (a BatchNorm's backward pass peaking in one layer at 32 and another at 64).
+        self._peak_layers = sorted({(batch, _peak_layer(space)) for batch, space in points}, key=lambda p: p[0])
 
     @property
     def falls(self) -> bool:
@@ -614,6 +616,12 @@ class Fitted:
             at = ", ".join(f"{phase} at batch {batch}" for batch, phase in self._phases if phase is not None)
             return (f"the traced peaks fall in different phases of the step ({at}): a line through them may miss "
                     "where the peak falls at another batch; trace a batch size nearer the one asked")
+        layers = dict.fromkeys(layer for _, layer in self._peak_layers if layer is not None)
+        if len(layers) > 1:
+            at = ", ".join(f"{layer} at batch {batch}" for batch, layer in self._peak_layers if layer is not None)
+            return (f"the traced peaks fall in different layers ({at}): the peak moves between layers as the batch "
+                    "changes, and a line through them may miss it; compare with the one-step prediction, or trace a "
+                    "batch size nearer the one asked")
         return None
 
     def _layer_bytes(self, batch: int) -> np.ndarray:
@@ -632,6 +640,15 @@ class Fitted:
                    "fixed_bytes": int(round(self._coef[0, i])), "per_sample_bytes": int(round(self._coef[1, i]))}
                   for i in order.tolist() if held[i] > 0]
         return Prediction(batch, self.peak_rise(batch), self.start_bytes(batch), layers)
+
+
+def _peak_layer(space: SpaceAnalysis) -> str | None:
+    """The layer of the op running at the space's peak (None without a peak)."""
+    at = space.peak_exec()
+    if at is None:
+        return None
+    names, of_name = _layers(space)
+    return names[int(of_name[space.name_code[at]])]
 
 
 def _peak_phase(space: SpaceAnalysis) -> str | None:

@@ -551,6 +551,24 @@ def test_a_fit_through_peaks_of_different_phases_says_so():
     assert fitted("unet").warning is None  # both at step_3: the backward pass
 
 
+def test_a_fit_through_peaks_in_different_layers_says_so():
+    """Both peaks in the backward pass, but in one layer at batch 8 and in another at 16 (a sweep's
+    BatchNorm CNN: bn1 at 32, bn2 at 64, and the fit 38% short at 128): the fit warns. Hand-built
+    steps, as a real run's schedule moves such a peak from run to run."""
+    import protos
+
+    def step(act: int, wide: int):
+        nodes = [protos.Node(f"gradients/{layer}/MatMul_grad/MatMul", start, start + 2, op="MatMul",
+                             memory=[protos.Mem("cpu", [(start, size), (start + 5, -size)])], outputs=[("cpu", size)])
+                 for layer, start, size in (("act", 10, act), ("wide", 20, wide))]
+        return store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).space(None)
+
+    moving = whatif.Fitted([(8, step(1000, 800)), (16, step(1200, 1600))])
+    assert not moving.falls
+    assert "the traced peaks fall in different layers (act at batch 8, wide at batch 16)" in moving.warning
+    assert whatif.Fitted([(8, step(1000, 800)), (16, step(2000, 1600))]).warning is None  # act at both
+
+
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():
     """Two readings of what a step starts with that fell by noise as the batch grew: the start is
     fixed memory, their mean at any batch, not a line heading below the model's own size."""
