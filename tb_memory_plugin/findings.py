@@ -16,7 +16,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .figures import AT_PEAK, OUTPUT, TEMP
-from .names import KINDS, LAYOUT_TRANSPOSE, XLA_OFF_ADVICE, op_type_from_label, ran_xla_clusters, scope_of
+from .names import KINDS, LAYOUT_TRANSPOSE, XLA_OFF_ADVICE, label_inputs, op_type_from_label, ran_xla_clusters, scope_of
 from .trace import labels_of
 from .resident import Model
 
@@ -376,7 +376,7 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         history.append((number, other_space.curve.end_rise_bytes, other_space.start_bytes))
     if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
         return []  # some traced step of the run ended where it started: no steady growth
-    if sum(b for _, b in _kept_variable_buffers(space)) * 10 >= left * 9:
+    if sum(b for _, b in _kept_variable_buffers(space, smallest=1)) * 10 >= left * 9:
         # Nearly all of it is resource variables' new buffers (an assign or an optimizer's update,
         # where the old buffer was shared): a variable holds one buffer whatever it is given, so this
         # is turnover, not growth (the old ones went back in no record, or after the step).
@@ -507,18 +507,50 @@ _VARIABLE_WRITERS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariab
                      "ResourceSparseApply", "ResourceScatter")
 
 
-def _kept_variable_buffers(space) -> list[tuple[str, int]]:
-    """(graph name, bytes) of the variable writes whose allocations outlive the step (64 KiB and
-    more each), largest first: new buffers whose old ones were freed in no record."""
+# Ops that give a variable the value computed by another (their second input), whose buffer it
+# then keeps where it can: `v.assign(0.9 * v + 0.1 * g)`, as BERT's hand-written optimizer does.
+_VALUE_ASSIGNS = frozenset({"AssignVariableOp", "Assign"})
+
+
+def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES) -> list[tuple[str, int]]:
+    """(graph name, bytes) of the variable writes whose allocations outlive the step (`smallest`, 64
+    KiB, and more each), largest first: new buffers whose old ones were freed in no record. A value an
+    assign gives a variable (from its label's inputs) counts as the write's: its buffer is the
+    variable's now."""
     trace, names = space.trace, space.names
-    writer = np.fromiter((op.startswith(_VARIABLE_WRITERS) for op in names.op_type_names), dtype=bool,
-                         count=len(names.op_type_names))[names.op_code]
+    op_types = names.op_type_names
+    writer = np.fromiter((op.startswith(_VARIABLE_WRITERS) or op in _VALUE_ASSIGNS for op in op_types), dtype=bool,
+                         count=len(op_types))[names.op_code]
     if not writer.any():
         return []
     kept = _left_by_exec(space)
-    rows = np.flatnonzero(writer[trace.name_code] & (kept >= STEP_GROWTH_MIN_BYTES))
+    assigns = np.flatnonzero(np.isin(names.op_code, [i for i, op in enumerate(op_types) if op in _VALUE_ASSIGNS]))
+    if assigns.size:
+        writer |= _assigned_values(space, [names.raw[i] for i in assigns.tolist()], left_behind(space))
+    rows = np.flatnonzero(writer[trace.name_code] & (kept >= smallest))
     rows = rows[np.argsort(-kept[rows], kind="stable")]
     return [(names.graph_names[trace.name_code[i]], int(kept[i])) for i in rows.tolist()]
+
+
+_FORWARDS = 8  # ops a value may pass through in place (`0.9 * m` forwarded by `+ 0.1 * g`) before an assign
+
+
+def _assigned_values(space, assigns: list[str], held: np.ndarray) -> np.ndarray:
+    """Per distinct name: whether it made a value an assign gave a variable (the assign's second
+    input, from its label), or a buffer such a value took over in place: an input of a value
+    that holds nothing itself, up to `_FORWARDS` ops back."""
+    names = space.names
+    row_of = {name: i for i, name in enumerate(names.raw)}
+    found = np.zeros(len(names.raw), dtype=bool)
+    asked = [inputs[1] for inputs in map(label_inputs, labels_of(space.trace.label_of, assigns)) if len(inputs) > 1]
+    for _ in range(_FORWARDS):
+        rows = [row_of[name] for name in dict.fromkeys(asked) if name in row_of and not found[row_of[name]]]
+        if not rows:
+            break
+        found[rows] = True
+        empty = [names.raw[i] for i in rows if held[i] <= 0]  # its buffer, if any, came from an input
+        asked = [name for inputs in map(label_inputs, labels_of(space.trace.label_of, empty)) for name in inputs]
+    return found
 
 
 def findings_of_step(step, ref, run_refs: Sequence, analyse, run_graph=None) -> list[dict]:

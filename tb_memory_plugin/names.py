@@ -101,6 +101,19 @@ def strip_stream_suffix(raw_name: str) -> str:
     return raw_name if colon < 0 else raw_name[:colon]
 
 
+# `[cpu 0.1MB 0.1MB] name = Op(in_1, in_2:1, ^control)`
+_INPUTS_RE = re.compile(r"=\s*[^(]*\((?P<inputs>.*)\)\s*$")
+
+
+def label_inputs(timeline_label: str) -> list[str]:
+    """Node names of a label's data inputs, in order (ports and control inputs dropped)."""
+    match = _INPUTS_RE.search(timeline_label or "")
+    if not match:
+        return []
+    names = (part.strip() for part in match.group("inputs").split(","))
+    return [name.split(":", 1)[0] for name in names if name and not name.startswith("^")]
+
+
 def op_type_from_label(timeline_label: str) -> str | None:
     """`name = Op(inputs)` -> `Op`; None when the label has no such form."""
     match = _LABEL_RE.match(timeline_label)

@@ -27,7 +27,7 @@ from ._numeric import scatter_sum
 from .analysis import SpaceAnalysis, StepAnalysis, xla_clusters
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
 from .findings import cpu_working_set_scratch
-from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, renumbering
+from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -43,8 +43,6 @@ _ROUNDING = 256
 # twice the rounded request, so it can be up to twice the request (rounded to 256 bytes).
 _CHUNK_SOURCES = frozenset({"xplane"})
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
-# `[cpu 0.1MB 0.1MB] name = Op(in_1, in_2:1, ^control)`
-_INPUTS_RE = re.compile(r"=\s*[^(]*\((?P<inputs>.*)\)\s*$")
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
 TOP_LAYERS = 10
 
@@ -54,15 +52,6 @@ class WhatIfError(ValueError):
 
 
 # -- which bytes carry the batch ----------------------------------------------------------
-
-
-def _label_inputs(label: str) -> list[str]:
-    """Node names of a label's data inputs (ports and control inputs dropped)."""
-    match = _INPUTS_RE.search(label or "")
-    if not match:
-        return []
-    names = (part.strip() for part in match.group("inputs").split(","))
-    return [name.split(":", 1)[0] for name in names if name and not name.startswith("^")]
 
 
 def _shapes_of(step: StepAnalysis, category: int):
@@ -349,7 +338,7 @@ class _Outputs:
         for label_of, positions in by_source.values():
             labels = labels_of(label_of, [self.names[rows[i]] for i in positions])
             for i, label in zip(positions, labels):
-                uses[i] = any(name in carrying for name in _label_inputs(label))
+                uses[i] = any(name in carrying for name in label_inputs(label))
         return uses
 
 

@@ -674,7 +674,7 @@ def _reference_one_step(step, space) -> tuple[list[bool], int]:
             channels is not None and len(shape) == 1 and shape[0] % batch == 0 and shape[0] > channels
             and shape not in parameter_shapes)}
         other_bytes[name] = {size for _, size in outputs} - batch_bytes[name]
-    uses = {name: bool(batch_bytes[name]) or any(bool(batch_bytes.get(i)) for i in whatif._label_inputs(labels[name]))
+    uses = {name: bool(batch_bytes[name]) or any(bool(batch_bytes.get(i)) for i in whatif.label_inputs(labels[name]))
             for name in shapes}
     trace, chunks = space.trace, step.trace.source == "xplane"
     working_set = findings.cpu_working_set_scratch(space)  # a CPU convolution gradient's scratch stays
