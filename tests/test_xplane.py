@@ -379,6 +379,9 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("while/body/_1/while/cond/then/_143/while/cond/StatefulPartitionedCall/gradient_tape/cnn_1/conv_1/"
      "convolution/Conv2DBackpropFilter", "gradient_tape/cnn/conv/convolution/Conv2DBackpropFilter", "cnn/conv"),
     ("while/body/_1/while/add", "while/add", None),  # the loop's own ops: no call, they stay
+    # A tape's gradients in a loop's body repeat the loop's scope after `gradient_tape`.
+    ("while/body/_1/gradient_tape/while/mlp/fc/MatMul", "gradient_tape/while/mlp/fc/MatMul", None),
+    ("a/body/_1/gradient_tape/b/MatMul", "a/body/_1/gradient_tape/b/MatMul", None),  # no repeat: no call
     # A user's loop calling a function, or a user's scope named `body`, keeps its scope.
     ("while/body/_1/while/StatefulPartitionedCall/inner/MatMul", "while/StatefulPartitionedCall/inner/MatMul", None),
     ("body/StatefulPartitionedCall/inner/MatMul", "body/StatefulPartitionedCall/inner/MatMul", None),
@@ -809,6 +812,62 @@ def test_a_train_step_run_in_keras_loop_is_named_as_one_run_alone(steps_per_exec
     assert "spe_cnn" in layers[4] and layers[4] == layers[1], layers
     for per_call in (1, 4):
         assert categories[per_call]["gradients"] > 0 and categories[per_call]["optimizer"] > 0, categories
+
+
+# -- gradients taken in a loop's body ------------------------------------------------------------
+
+# A tf.function that accumulates gradients over micro-batches in a tf.while_loop, the tape inside
+# the body: its gradients are `while/body/_1/gradient_tape/while/mlp/fc/...`.
+_MICRO_BATCH_SCRIPT = """
+import os, sys
+import numpy as np
+import tensorflow as tf
+
+root = sys.argv[1]
+w1 = tf.Variable(tf.random.normal((64, 256)) * 0.05, name="fc/kernel")
+w2 = tf.Variable(tf.random.normal((256, 10)) * 0.05, name="out/kernel")
+acc = [tf.Variable(tf.zeros_like(w), trainable=False) for w in (w1, w2)]
+
+@tf.function
+def step(x, y):
+    xs, ys = tf.reshape(x, [2, -1, 64]), tf.reshape(y, [2, -1])
+    def body(i, total):
+        with tf.GradientTape() as tape:
+            with tf.name_scope("mlp"):
+                with tf.name_scope("fc"):
+                    h = tf.nn.relu(xs[i] @ w1)
+                with tf.name_scope("out"):
+                    logits = h @ w2
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(ys[i], logits))
+        for a, g in zip(acc, tape.gradient(loss, [w1, w2])):
+            a.assign_add(g)
+        return i + 1, total + loss
+    return tf.while_loop(lambda i, t: i < 2, body, (tf.constant(0), tf.constant(0.0)))[1]
+
+x, y = tf.random.normal((64, 64)), tf.random.uniform((64,), 0, 10, tf.int32)
+step(x, y)
+tf.profiler.experimental.start(root)
+with tf.profiler.experimental.Trace("train", step_num=1, _r=1):
+    step(x, y)
+tf.profiler.experimental.stop()
+"""
+
+
+def test_gradients_taken_in_a_loops_body_are_the_layers_gradients(tmp_path_factory):
+    """The tape's gradients in a loop's body (`while/body/_1/gradient_tape/while/mlp/fc/...`) fold
+    into the layer (`while/mlp/fc`), as gradients: they had been a scope of their own, activations."""
+    root = _profiled_by(_MICRO_BATCH_SCRIPT, tmp_path_factory.mktemp("micro_logs"))
+    (path,) = root.glob("plugins/profile/*/*.xplane.pb")
+    decoded = xplane.decode(path.read_bytes())
+    space = analysis.analyse(decoded.trace(len(decoded.steps) - 1)).space(None)
+    names = space.names
+    tape = [i for i, raw in enumerate(names.raw) if space.trace.label_of.get(raw, "").startswith(
+        "while/body/_1/gradient_tape/while/mlp/fc/")]
+    assert tape, [space.trace.label_of.get(raw) for raw in names.raw][:20]
+    for i in tape:
+        assert names.raw[i].startswith("gradient_tape/while/mlp/fc/")
+        assert names.leaf_path("layer", i).startswith("while/mlp/fc/")
+        assert CATEGORIES[int(names.category[i])] == "gradients"
 
 
 # -- TensorFlow's own XLA (jit_compile) -----------------------------------------------------------

@@ -147,12 +147,16 @@ def _without_calls(parts: list[str]) -> list[str]:
 
 def _without_branch_calls(parts: list[str]) -> list[str]:
     """`cond/then/_0/cond/adam/Sub_10` -> `cond/adam/Sub_10`: a control-flow function's call
-    (`<op>/<branch>/_<n>/`) dropped where its ops repeat the op's scope after it, as they do."""
+    (`<op>/<branch>/_<n>/`) dropped where its ops repeat the op's scope after it, as they do; a
+    tape's gradients taken in the body repeat it after their `gradient_tape` scope
+    (`while/body/_1/gradient_tape/while/mlp/MatMul` -> `gradient_tape/while/mlp/MatMul`)."""
     k = 1
     while k + 2 < len(parts):
-        if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]) and parts[k + 2:k + 2 + k] == parts[:k]:
-            parts = parts[k + 2:]
-            k = 1
-        else:
-            k += 1
+        if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]):
+            tape = 1 if _STEP_SCOPE_RE.match(parts[k + 2]) else 0
+            if parts[k + 2 + tape:k + 2 + tape + k] == parts[:k]:
+                parts = parts[k + 2:]
+                k = 1
+                continue
+        k += 1
     return parts
