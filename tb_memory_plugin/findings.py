@@ -376,10 +376,17 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         history.append((number, other_space.curve.end_rise_bytes, other_space.start_bytes))
     if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
         return []  # some traced step of the run ended where it started: no steady growth
-    if sum(b for _, b in _kept_variable_buffers(space, smallest=1)) * 10 >= left * 9:
+    if sum(b for _, b in _kept_variable_buffers(space, smallest=1, values=False)) * 10 >= left * 9:
         # Nearly all of it is resource variables' new buffers (an assign or an optimizer's update,
         # where the old buffer was shared): a variable holds one buffer whatever it is given, so this
         # is turnover, not growth (the old ones went back in no record, or after the step).
+        return []
+    lefts = [h[1] for h in history]
+    if len(lefts) > 1 and max(lefts) - min(lefts) <= max(lefts) // 20 and \
+            sum(b for _, b in _kept_variable_buffers(space, smallest=1)) * 10 >= left * 9:
+        # The same again, where the new buffers are values computed for the assigns (BERT's
+        # optimizer), and every traced step leaves as much behind: a variable grown by assigning
+        # it a bigger value (`tf.concat`) leaves more each step.
         return []
     held = left_behind(space)
     order = np.argsort(-held, kind="stable")
@@ -507,12 +514,13 @@ _VARIABLE_WRITERS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariab
                      "ResourceSparseApply", "ResourceScatter")
 
 
-# Ops that give a variable the value computed by another (their second input), whose buffer it
-# then keeps where it can: `v.assign(0.9 * v + 0.1 * g)`, as BERT's hand-written optimizer does.
-_VALUE_ASSIGNS = frozenset({"AssignVariableOp", "Assign"})
+# Ops that give a resource variable the value computed by another (their second input), whose
+# buffer it then keeps: `v.assign(0.9 * v + 0.1 * g)`, as BERT's hand-written optimizer does. (A
+# ref variable's `Assign` copies into its own buffer where the size is the same.)
+_VALUE_ASSIGNS = frozenset({"AssignVariableOp"})
 
 
-def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES) -> list[tuple[str, int]]:
+def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES, values: bool = True) -> list[tuple[str, int]]:
     """(graph name, bytes) of the variable writes whose allocations outlive the step (`smallest`, 64
     KiB, and more each), largest first: new buffers whose old ones were freed in no record. A value an
     assign gives a variable (from its label's inputs) counts as the write's: its buffer is the
@@ -525,8 +533,8 @@ def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES) -> list
         return []
     kept = _left_by_exec(space)
     assigns = np.flatnonzero(np.isin(names.op_code, [i for i, op in enumerate(op_types) if op in _VALUE_ASSIGNS]))
-    if assigns.size:
-        writer |= _assigned_values(space, [names.raw[i] for i in assigns.tolist()], left_behind(space))
+    if values and assigns.size:
+        writer |= _assigned_values(space, [names.raw[i] for i in assigns.tolist()])
     rows = np.flatnonzero(writer[trace.name_code] & (kept >= smallest))
     rows = rows[np.argsort(-kept[rows], kind="stable")]
     return [(names.graph_names[trace.name_code[i]], int(kept[i])) for i in rows.tolist()]
@@ -535,11 +543,12 @@ def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES) -> list
 _FORWARDS = 8  # ops a value may pass through in place (`0.9 * m` forwarded by `+ 0.1 * g`) before an assign
 
 
-def _assigned_values(space, assigns: list[str], held: np.ndarray) -> np.ndarray:
+def _assigned_values(space, assigns: list[str]) -> np.ndarray:
     """Per distinct name: whether it made a value an assign gave a variable (the assign's second
     input, from its label), or a buffer such a value took over in place: an input of a value
-    that holds nothing itself, up to `_FORWARDS` ops back."""
+    that allocated nothing itself (it wrote into an input's buffer), up to `_FORWARDS` ops back."""
     names = space.names
+    allocated = scatter_sum(space.name_code, space.trace.allocated, len(names.raw))
     row_of = {name: i for i, name in enumerate(names.raw)}
     found = np.zeros(len(names.raw), dtype=bool)
     asked = [inputs[1] for inputs in map(label_inputs, labels_of(space.trace.label_of, assigns)) if len(inputs) > 1]
@@ -548,8 +557,8 @@ def _assigned_values(space, assigns: list[str], held: np.ndarray) -> np.ndarray:
         if not rows:
             break
         found[rows] = True
-        empty = [names.raw[i] for i in rows if held[i] <= 0]  # its buffer, if any, came from an input
-        asked = [name for inputs in map(label_inputs, labels_of(space.trace.label_of, empty)) for name in inputs]
+        in_place = [names.raw[i] for i in rows if allocated[i] == 0]
+        asked = [name for inputs in map(label_inputs, labels_of(space.trace.label_of, in_place)) for name in inputs]
     return found
 
 

@@ -11,7 +11,6 @@ from tensorboard.compat.proto import config_pb2, graph_pb2
 
 import protos
 from protos import GPU0, Mem, Node
-from tracedata import traced_graph_step
 from tb_memory_plugin import cli, findings, graph, resident, store
 
 MKL_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -156,17 +155,36 @@ def test_a_resource_variables_new_buffer_is_named_where_the_records_outgrow_the_
     assert step.spaces[0].curve.end_rise_bytes == table and findings.STEP_GROWTH not in found
 
 
-def test_values_assigned_to_variables_are_turnover_not_growth():
-    """An optimizer written with assigns, as BERT's is (`m.assign(0.9 * m + 0.1 * g)`): each
-    variable's new buffer is made by a `Mul`, forwarded in place through the ops after it into the
-    assign. What the step leaves behind is those buffers: turnover, no step_growth (a sweep's BERT
-    had been told 10.8 MiB grew every step)."""
+def _traced_steps(build, count: int = 3) -> list:
+    """(step number, analysed step) of `count` FULL_TRACE runs in one session of the graph `build(tf)`
+    makes (it returns its train op; fed nothing), after a warm-up run."""
+    import models
     import tensorflow as tf
 
     tf1 = tf.compat.v1
     graph_ = tf.Graph()
     with graph_.as_default():
-        x = tf1.placeholder(tf.float32, (32, 256), name="x")
+        train = build(tf)
+        init = tf1.global_variables_initializer()
+    steps = []
+    with models._session(graph_) as session:
+        session.run(init)
+        session.run(train)
+        for number in range(1, count + 1):
+            metadata = tf1.RunMetadata()
+            session.run(train, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=metadata)
+            steps.append((number, store.analyse_bytes(metadata.SerializeToString())))
+    return steps
+
+
+def test_values_assigned_to_variables_are_turnover_not_growth():
+    """An optimizer written with assigns, as BERT's is (`m.assign(0.9 * m + 0.1 * g)`): each
+    variable's new buffer is made by a `Mul`, forwarded in place through the ops after it into the
+    assign. Every step leaves those buffers behind, as much each time: turnover, no step_growth (a
+    sweep's BERT had been told 10.8 MiB grew every step)."""
+    def build(tf):
+        tf1 = tf.compat.v1
+        x = tf.random.stateless_uniform((32, 256), seed=(1, 2))
         params = [tf1.get_variable(f"dense_{i}/kernel", (256, 256), use_resource=True) for i in range(3)]
         h = x
         for param in params:
@@ -180,17 +198,33 @@ def test_values_assigned_to_variables_are_turnover_not_growth():
                 next_m = 0.9 * m + 0.1 * grad
                 update = next_m / (tf.sqrt(tf.abs(next_m)) + 1e-6) + 0.01 * param
                 updates += [param.assign(param - 1e-3 * update), m.assign(next_m)]
-        train = tf.group(*updates)
-        init = tf1.global_variables_initializer()
-    feed = {x: np.random.RandomState(0).rand(32, 256).astype(np.float32)}
-    step = store.analyse_bytes(traced_graph_step(graph_, init, train, feed))
-    space = step.space(None)
-    left = space.curve.end_rise_bytes
-    assert left >= 6 * 256 * 256 * 4  # every variable and slot got a new buffer
-    kept = findings._kept_variable_buffers(space, smallest=1)
-    assert sum(b for _, b in kept) * 10 >= left * 9
-    assert any(space.names.op_types[space.names.graph_names.index(name)] == "Mul" for name, _ in kept)
-    assert findings.STEP_GROWTH not in {f.kind for f in findings.step_findings(step, None)}
+        return tf.group(*updates)
+
+    steps = _traced_steps(build)
+    for _, step in steps:
+        space = step.space(None)
+        left = space.curve.end_rise_bytes
+        assert left >= 6 * 256 * 256 * 4  # every variable and slot got a new buffer
+        kept = findings._kept_variable_buffers(space, smallest=1)
+        assert sum(b for _, b in kept) * 10 >= left * 9
+        assert any(space.names.op_types[space.names.graph_names.index(name)] == "Mul" for name, _ in kept)
+        assert findings.STEP_GROWTH not in {f.kind for f in findings.step_findings(step, None, steps)}
+
+
+def test_a_variable_grown_by_assigning_it_a_bigger_value_is_growth():
+    """`cache.assign(tf.concat([cache, x], 0))` gives the variable a new, bigger buffer each step: a
+    variable write, but one that leaves more behind every step. That is growth, and said so."""
+    def build(tf):
+        cache = tf.compat.v1.Variable(tf.zeros((0, 256)), use_resource=True, shape=tf.TensorShape([None, 256]),
+                                      name="cache")
+        return cache.assign(tf.concat([cache.read_value(), tf.ones((64, 256)) * 2.0], 0))
+
+    steps = _traced_steps(build)
+    lefts = [step.space(None).curve.end_rise_bytes for _, step in steps]
+    assert lefts[0] < lefts[1] < lefts[2]
+    for _, step in steps:
+        (growth,) = [f for f in findings.step_findings(step, None, steps) if f.kind == findings.STEP_GROWTH]
+        assert growth.bytes == step.space(None).curve.end_rise_bytes
 
 
 def test_the_peak_shown_is_too_high_by_no_more_than_its_excess_over_the_largest_reading():
