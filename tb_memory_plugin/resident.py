@@ -244,8 +244,9 @@ def _is_optimizer_variable(name: str) -> bool:
 def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], frozenset[str]]) -> ModelTensor:
     """A variable, as the apply ops show it (`_applied_slots`), else by its name (`slot_owner`):
     a graph whose apply ops are not in its GraphDef (a function's body) has only names. A
-    variable named below another of its shape and dtype (`<var>/adam_m`, `<var>/adam_v`: BERT's
-    AdamWeightDecayOptimizer, which updates them with assigns, no apply op) is its slot too."""
+    variable named below another of its known shape and dtype (`<var>/adam_m`, `<var>/adam_v`:
+    BERT's AdamWeightDecayOptimizer, which updates them with assigns, no apply op) is its slot
+    too."""
     dtype = node.attr["dtype"].type
     shape = _shape(node.attr["shape"].shape)
     count, nbytes = _sized(dtype, shape)
@@ -254,7 +255,10 @@ def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], froze
         owner, kind = None, VARIABLE
     else:
         head = node.name.rpartition("/")[0]
-        below = head if head in variables and _same_tensor(node, variables[head]) else None
+        # Of a known shape with elements (two of unknown shape, or scalars, tell nothing), and
+        # below a variable that is no slot by name itself.
+        below = (head if shape and head in variables and _same_tensor(node, variables[head])
+                 and slot_owner(head, variables) is None else None)
         owner = slots.get(node.name) or slot_owner(node.name, variables) or below
         kind = SLOT if owner is not None or _is_optimizer_variable(node.name) else VARIABLE
     return ModelTensor(node.name, kind, owner, dtype_name(dtype), shape, count, nbytes, node.device)

@@ -563,12 +563,15 @@ class Fitted:
             raise WhatIfError("a fit needs steps at two batch sizes at least (got "
                               f"{', '.join(map(str, batches)) or 'none'})")
         per_run = []
+        peak_layers = set()  # (batch, the layer of the op at its peak)
         for batch, space in points:
             names, of_name = _layers(space)
             held = scatter_sum(of_name[space.trace.name_code], space.exec_columns[AT_PEAK], len(names))
             if per_run:  # each layer by the first step's name for it (a model built again is renumbered)
                 names = _as_first_names(list(per_run[0]), names)
             per_run.append(dict(zip(names, held.tolist())))
+            at = space.peak_exec()
+            peak_layers.add((batch, None if at is None else names[int(of_name[space.name_code[at]])]))
         self.layer_names = sorted(set().union(*per_run))
         held = np.array([[run.get(name, 0) for name in self.layer_names] for run in per_run], dtype=np.float64)
         design = np.column_stack([np.ones(len(points)), [batch for batch, _ in points]])
@@ -586,7 +589,7 @@ class Fitted:
         # backward pass at one batch and in the optimizer's update at another is two phases).
         self._phases = sorted({(batch, _peak_phase(space)) for batch, space in points})
         # And in which layer (a BatchNorm's backward pass peaking in one layer at 32 and another at 64).
-        self._peak_layers = sorted({(batch, _peak_layer(space)) for batch, space in points}, key=lambda p: p[0])
+        self._peak_layers = sorted(peak_layers, key=lambda p: (p[0], p[1] or ""))
 
     @property
     def falls(self) -> bool:
@@ -629,15 +632,6 @@ class Fitted:
                    "fixed_bytes": int(round(self._coef[0, i])), "per_sample_bytes": int(round(self._coef[1, i]))}
                   for i in order.tolist() if held[i] > 0]
         return Prediction(batch, self.peak_rise(batch), self.start_bytes(batch), layers)
-
-
-def _peak_layer(space: SpaceAnalysis) -> str | None:
-    """The layer of the op running at the space's peak (None without a peak)."""
-    at = space.peak_exec()
-    if at is None:
-        return None
-    names, of_name = _layers(space)
-    return names[int(of_name[space.name_code[at]])]
 
 
 def _peak_phase(space: SpaceAnalysis) -> str | None:

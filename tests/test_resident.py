@@ -305,6 +305,16 @@ def test_slots_an_optimizer_updates_with_assigns_are_slots(tf_models):
     found = resident.Resident(model.tensors, None, False)
     assert found.param_count == 16 * 8 + 8 and found.slot_bytes == 2 * (16 * 8 + 8) * 4
     assert [row["scope"] for row in found.layers()] == ["bert/dense"]
+    # Below a variable but of another shape, or of no known shape, it stays a parameter.
+    g = tf.Graph()
+    with g.as_default():
+        tf1.get_variable("table", (16, 8))
+        tf1.get_variable("table/rows", (16,))
+        tf1.Variable(tf.zeros((0, 4)), shape=tf.TensorShape([None, 4]), name="cache")
+        tf1.Variable(tf.zeros((0, 4)), shape=tf.TensorShape([None, 4]), name="cache/more")
+    kinds = {t.name: t.kind for t in _models(g.as_graph_def().SerializeToString()).tensors}
+    assert kinds == {"table": resident.VARIABLE, "table/rows": resident.VARIABLE, "cache": resident.VARIABLE,
+                     "cache/more": resident.VARIABLE}
 
 
 def test_a_trained_variable_named_under_another_stays_a_parameter(tf_models):

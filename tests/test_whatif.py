@@ -567,6 +567,17 @@ def test_a_fit_through_peaks_in_different_layers_says_so():
     assert not moving.falls
     assert "the traced peaks fall in different layers (act at batch 8, wide at batch 16)" in moving.warning
     assert whatif.Fitted([(8, step(1000, 800)), (16, step(2000, 1600))]).warning is None  # act at both
+    # The same model built again (Keras renumbers it: `sequential_1/dense_2` for `sequential/dense`):
+    # one layer, as the fit maps it.
+    def keras_step(model: str, layers: tuple, sizes: tuple):
+        nodes = [protos.Node(f"gradients/{model}/{layer}/MatMul_grad/MatMul", start, start + 2, op="MatMul",
+                             memory=[protos.Mem("cpu", [(start, size), (start + 5, -size)])], outputs=[("cpu", size)])
+                 for layer, start, size in zip(layers, (10, 20), sizes)]
+        return store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).space(None)
+
+    renumbered = whatif.Fitted([(8, keras_step("sequential", ("dense", "dense_1"), (1000, 800))),
+                                (16, keras_step("sequential_1", ("dense_2", "dense_3"), (2000, 1600)))])
+    assert renumbered.warning is None
 
 
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():

@@ -382,6 +382,8 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     # A tape's gradients in a loop's body repeat the loop's scope after `gradient_tape`.
     ("while/body/_1/gradient_tape/while/mlp/fc/MatMul", "gradient_tape/while/mlp/fc/MatMul", None),
     ("a/body/_1/gradient_tape/b/MatMul", "a/body/_1/gradient_tape/b/MatMul", None),  # no repeat: no call
+    # A branch's own call inside the tape's gradients: its scope repeats right after it.
+    ("gradient_tape/cond/then/_23/gradient_tape/cond/mul", "gradient_tape/cond/mul", None),
     # A user's loop calling a function, or a user's scope named `body`, keeps its scope.
     ("while/body/_1/while/StatefulPartitionedCall/inner/MatMul", "while/StatefulPartitionedCall/inner/MatMul", None),
     ("body/StatefulPartitionedCall/inner/MatMul", "body/StatefulPartitionedCall/inner/MatMul", None),

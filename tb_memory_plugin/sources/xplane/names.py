@@ -152,11 +152,11 @@ def _without_branch_calls(parts: list[str]) -> list[str]:
     (`while/body/_1/gradient_tape/while/mlp/MatMul` -> `gradient_tape/while/mlp/MatMul`)."""
     k = 1
     while k + 2 < len(parts):
-        if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]):
-            tape = 1 if _STEP_SCOPE_RE.match(parts[k + 2]) else 0
-            if parts[k + 2 + tape:k + 2 + tape + k] == parts[:k]:
-                parts = parts[k + 2:]
-                k = 1
-                continue
+        if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]) and any(
+                parts[k + 2 + tape:k + 2 + tape + k] == parts[:k]
+                for tape in (0, 1) if not tape or _STEP_SCOPE_RE.match(parts[k + 2])):
+            parts = parts[k + 2:]
+            k = 1
+            continue
         k += 1
     return parts
