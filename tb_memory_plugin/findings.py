@@ -527,14 +527,15 @@ def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES, values:
     variable's now."""
     trace, names = space.trace, space.names
     op_types = names.op_type_names
-    writer = np.fromiter((op.startswith(_VARIABLE_WRITERS) or op in _VALUE_ASSIGNS for op in op_types), dtype=bool,
-                         count=len(op_types))[names.op_code]
+    writer = np.fromiter((op.startswith(_VARIABLE_WRITERS) for op in op_types), dtype=bool,
+                         count=len(op_types))[names.op_code]  # the value assigns among them
     if not writer.any():
         return []
     kept = _left_by_exec(space)
-    assigns = np.flatnonzero(np.isin(names.op_code, [i for i, op in enumerate(op_types) if op in _VALUE_ASSIGNS]))
-    if values and assigns.size:
-        writer |= _assigned_values(space, [names.raw[i] for i in assigns.tolist()])
+    codes = [code for code, op in enumerate(op_types) if op in _VALUE_ASSIGNS] if values else []
+    if codes:
+        assigns = np.flatnonzero(np.isin(names.op_code, codes)).tolist()
+        writer |= _assigned_values(space, [names.raw[i] for i in assigns])
     rows = np.flatnonzero(writer[trace.name_code] & (kept >= smallest))
     rows = rows[np.argsort(-kept[rows], kind="stable")]
     return [(names.graph_names[trace.name_code[i]], int(kept[i])) for i in rows.tolist()]

@@ -563,7 +563,10 @@ class Fitted:
             raise WhatIfError("a fit needs steps at two batch sizes at least (got "
                               f"{', '.join(map(str, batches)) or 'none'})")
         per_run = []
-        peak_layers = set()  # (batch, the layer of the op at its peak)
+        # What each traced peak was made in: the category and the layer of the op running then (a
+        # peak in the backward pass at one batch and in the optimizer's update at another is two
+        # phases; a BatchNorm's backward pass peaking in one layer at 32 and another at 64, two layers).
+        phases, peak_layers = set(), set()
         for batch, space in points:
             names, of_name = _layers(space)
             held = scatter_sum(of_name[space.trace.name_code], space.exec_columns[AT_PEAK], len(names))
@@ -571,6 +574,7 @@ class Fitted:
                 names = _as_first_names(list(per_run[0]), names)
             per_run.append(dict(zip(names, held.tolist())))
             at = space.peak_exec()
+            phases.add((batch, None if at is None else CATEGORIES[int(space.category[at])]))
             peak_layers.add((batch, None if at is None else names[int(of_name[space.name_code[at]])]))
         self.layer_names = sorted(set().union(*per_run))
         held = np.array([[run.get(name, 0) for name in self.layer_names] for run in per_run], dtype=np.float64)
@@ -585,10 +589,7 @@ class Fitted:
             self._start = np.array([float(np.mean(starts)), 0.0])
         self.batches = [batch for batch, _ in points]
         self._traced = sorted({(batch, space.peak_rise_bytes) for batch, space in points})
-        # What each traced peak was made in: the category of the op running then (a peak in the
-        # backward pass at one batch and in the optimizer's update at another is two phases).
-        self._phases = sorted({(batch, _peak_phase(space)) for batch, space in points})
-        # And in which layer (a BatchNorm's backward pass peaking in one layer at 32 and another at 64).
+        self._phases = sorted(phases, key=lambda p: (p[0], p[1] or ""))
         self._peak_layers = sorted(peak_layers, key=lambda p: (p[0], p[1] or ""))
 
     @property
@@ -632,12 +633,6 @@ class Fitted:
                    "fixed_bytes": int(round(self._coef[0, i])), "per_sample_bytes": int(round(self._coef[1, i]))}
                   for i in order.tolist() if held[i] > 0]
         return Prediction(batch, self.peak_rise(batch), self.start_bytes(batch), layers)
-
-
-def _peak_phase(space: SpaceAnalysis) -> str | None:
-    """The category of the op running at the space's peak (None without a peak)."""
-    at = space.peak_exec()
-    return None if at is None else CATEGORIES[int(space.category[at])]
 
 
 # -- the largest batch that fits --------------------------------------------------------------

@@ -99,7 +99,6 @@ _PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*Execute \((?P<program>[^()\s]+)\)$")
 # names no program; its buffers are allocated there, without a tf_op (Keras' fit) or with the
 # function's (`__inference_train_step_2866`, a tf.function called eagerly).
 _TF_PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*\w*Executable::ExecuteAsyncOnStream$")
-TF_PROGRAM = TF_XLA_PROGRAM  # the node of a TF XLA program's buffers that name no op
 _COPY_EVENT_RE = re.compile(r"^(?:\w+::)*BufferFromHostBuffer\((?P<shape>[^()\s]*)\)$")
 COPY_SCOPE = "(copies to device)"  # op type COPY_TO_DEVICE_OP_TYPE: categorised as inputs
 # PjRt's own callbacks (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`) look like
@@ -266,7 +265,7 @@ def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
             op_type[i] = strings.code(XLA_PROGRAM_OP_TYPE)
         elif _TF_PROGRAM_EVENT_RE.match(name):
             kinds[i] = _OP
-            node[i] = strings.code(TF_PROGRAM)
+            node[i] = strings.code(TF_XLA_PROGRAM)  # its buffers name no op
             op_type[i] = strings.code(XLA_PROGRAM_OP_TYPE)
         elif match := _COPY_EVENT_RE.match(name):
             kinds[i] = _OP
