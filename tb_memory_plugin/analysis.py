@@ -415,27 +415,41 @@ _NOTED_PROGRAM_SHARE = 0.1  # XLA programs holding less of the peak rise than th
 
 def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
     """What a step's note says where XLA programs (a profile's `XLA program` nodes: TensorFlow's
-    jit_compile, Keras 3's default on a GPU, JAX) hold much of the peak: their buffers are one
-    block per program, not ops. Their share is the device memory's where they hold some (else the
-    host's), the space with the largest rise; None where they hold under a tenth of it."""
-    held: list[tuple[bool, int, float, list[str]]] = []
+    jit_compile, Keras 3's default on a GPU, JAX) hold much of the peak: their buffers are a few
+    blocks per program, shown by the ops XLA placed in them where the profile keeps the program's
+    HLO (sources/xplane/hlo.py), else as the program. Their share is the device memory's where
+    they hold some (else the host's), the space with the largest rise; None where they hold under
+    a tenth of it."""
+    held: list[tuple[bool, int, float, float, list[str]]] = []
     for space in spaces:
         names = space.names
         if XLA_PROGRAM_OP_TYPE not in names.op_type_names or not space.has_curve or space.peak_rise_bytes <= 0:
             continue
         rows = np.flatnonzero(space.exec_op_code == names.op_type_names.index(XLA_PROGRAM_OP_TYPE))
-        share = min(int(space.exec_columns[AT_PEAK][rows].sum()) / space.peak_rise_bytes, 1.0)
-        programs = list(dict.fromkeys(space.trace.name(int(i)) for i in rows[:16].tolist()))
-        held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, programs))
+        at_peak = space.exec_columns[AT_PEAK][rows]
+        share = min(int(at_peak.sum()) / space.peak_rise_bytes, 1.0)
+        program_of = space.trace.xla_program_of
+        row_names = [space.trace.name(int(i)) for i in rows.tolist()]
+        placed = sum(int(b) for name, b in zip(row_names, at_peak.tolist()) if name in program_of)
+        placed_share = placed / int(at_peak.sum()) if int(at_peak.sum()) > 0 else 0.0
+        programs = list(dict.fromkeys(program_of.get(name, name) for name in row_names))[:16]
+        held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, placed_share, programs))
     if not held:
         return None
-    _, _, share, programs = max(held, key=lambda entry: entry[:2])
+    _, _, share, placed_share, programs = max(held, key=lambda entry: entry[:2])
     if share < _NOTED_PROGRAM_SHARE:
         return None
     shown = ", ".join(programs[:3]) + (" and more" if len(programs) > 3 else "")
-    note = (f"XLA programs ran in this step, holding {share:.0%} of the peak rise: {shown}. XLA allocates a "
-            "program's buffers itself, in blocks that name no op, so they show as the program's node (op type "
-            "`XLA program`), not by op or layer.")
+    note = f"XLA programs ran in this step, holding {share:.0%} of the peak rise: {shown}. "
+    if placed_share > 0:
+        return note + (
+            "XLA allocates a program's buffers itself, a few blocks per run that name no op; they are shown by the "
+            "ops whose values XLA placed in them, from the program's compiled HLO in the profile: an output by the "
+            "op that made it, the scratch block by the values live at its own peak (op type `XLA program`). "
+            f"That places {placed_share:.0%} of the programs' bytes at the peak; the rest (padding, values of no "
+            "op) stays the program's node. The Profile tab's Memory Viewer shows the same buffers one by one.")
+    note += ("XLA allocates a program's buffers itself, in blocks that name no op, so they show as the program's node "
+             "(op type `XLA program`), not by op or layer.")
     if any(map(tensorflow_xla_program, programs)):
         note += (" To see them by layer, profile a step compiled without XLA (`jit_compile=False`; Keras 3 "
                  "compiles with XLA by default where there is a GPU).")

@@ -123,6 +123,9 @@ class SpaceTrace:
     # Runtime names the source saw feed the step on this allocator (a profile's ops that allocated
     # here only on tf.data's threads): categorised as inputs, whatever their op type.
     input_names: frozenset[str] = frozenset()
+    # Runtime names that hold part of an XLA program's blocks, as its HLO places the ops' values
+    # in them (sources/xplane/hlo.py) -> that program's name.
+    xla_program_of: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def exec_count(self) -> int:

@@ -283,14 +283,16 @@ class XSpaceBuilder:
             else:
                 stat.int64_value = value
 
-    def allocate(self, thread: int, time_us: float, size: int, allocator: str = "GPU_0_bfc", **stats) -> int:
-        """A MemoryAllocation with the allocator's bytes in use after it; returns its address."""
+    def allocate(self, thread: int, time_us: float, size: int, allocator: str = "GPU_0_bfc",
+                 requested: int | None = None, **stats) -> int:
+        """A MemoryAllocation with the allocator's bytes in use after it (`requested`: the bytes asked
+        for, where the allocator rounded them up to `size`); returns its address."""
         self._next_addr += 0x1000
         self._bytes_in_use[allocator] = self._bytes_in_use.get(allocator, 0) + size
         self._live[self._next_addr] = (allocator, size)
         self.event(thread, "MemoryAllocation", time_us, allocator_name=allocator, addr=self._next_addr,
-                   allocation_bytes=size, requested_bytes=size, bytes_allocated=self._bytes_in_use[allocator],
-                   bytes_available=1 << 30, **stats)
+                   allocation_bytes=size, requested_bytes=size if requested is None else requested,
+                   bytes_allocated=self._bytes_in_use[allocator], bytes_available=1 << 30, **stats)
         return self._next_addr
 
     def free(self, thread: int, time_us: float, addr: int) -> None:
@@ -306,6 +308,19 @@ class XSpaceBuilder:
         plane.event_metadata[1].id, plane.event_metadata[1].name = 1, "loop_fusion"
         event = plane.lines.add().events.add()
         event.metadata_id, event.offset_ps, event.duration_ps = 1, int(start_us * 1e6), 1_000_000
+
+    def program_hlo(self, key: str, hlo: bytes) -> None:
+        """A compiled program's HloProto in the metadata plane, as the profiler keeps it (`key`:
+        `<module name>(<program id>)`)."""
+        plane = next((p for p in self.space.planes if p.name == "/host:metadata"), None)
+        if plane is None:
+            plane = self.space.planes.add()
+            plane.name, plane.id = "/host:metadata", len(self.space.planes)
+            plane.stat_metadata[1].id, plane.stat_metadata[1].name = 1, "Hlo Proto"
+        entry = plane.event_metadata[len(plane.event_metadata) + 1]
+        entry.id, entry.name = len(plane.event_metadata), key
+        stat = entry.stats.add()
+        stat.metadata_id, stat.bytes_value = 1, hlo
 
     def serialized(self) -> bytes:
         return self.space.SerializeToString()

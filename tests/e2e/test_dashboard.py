@@ -532,9 +532,10 @@ def test_trace_without_curve_says_so_and_labels_host_memory(dashboard):
     assert dash.value("size-picker") == "at_peak_bytes" and not dash.loc(tid("curve-note")).is_visible()
 
 
-def test_jax_gpu_profile_opens_on_the_gpu_and_names_the_xla_program(dashboard):
+def test_jax_gpu_profile_opens_on_the_gpu_and_shows_the_xla_programs_layers(dashboard):
     """A real Keras 3 (JAX backend) GPU profile: one step per profiled batch, the GPU's allocator first,
-    the XLA program as the biggest holder at the peak; pinned host memory is a space of its own."""
+    the XLA program's buffers by the Keras layers XLA placed in them (a click on one shows its bytes);
+    pinned host memory is a space of its own."""
     dash, tb = dashboard, dashboard.tb
     run = "keras_jax"
     tag, device = _open_run(dash, run)
@@ -542,15 +543,20 @@ def test_jax_gpu_profile_opens_on_the_gpu_and_names_the_xla_program(dashboard):
     steps = dash.loc(f'{tid("step-picker")} option').evaluate_all("os => os.map(o => o.value)")
     assert [t.rsplit("/", 1)[-1] for t in steps] == ["step_2", "step_3", "step_4"]
     entry = next(d for d in tb.api("summary", run=run, tag=tag)["devices"] if d["id"] == device)
-    assert entry["largest_at_peak"]["name"] == "jit_train_step"
+    largest = entry["largest_at_peak"]
+    assert largest["op_type"] == "XLA program" and largest["name"] != "jit_train_step"
     item = dash.loc(tid("summary-largest"))
-    assert item.locator("code").text_content() == "jit_train_step"
-    assert int(item.get_attribute("data-bytes")) == entry["largest_at_peak"]["at_peak_bytes"]
+    assert item.locator("code").text_content() == largest["name"]
+    assert int(item.get_attribute("data-bytes")) == largest["at_peak_bytes"]
     assert "XLA program" in dash.loc(tid("summary")).inner_text()
-    # The GPU's allocations are all there: the one note is the XLA program's (its buffers, not by layer).
+    # The GPU's allocations are all there: the one note is the XLA program's (its buffers by op).
     note = dash.loc(tid("summary-note")).text_content()
     assert note.startswith("XLA programs ran in this step") and "ran work in this profile" not in note, note
+    assert "compiled HLO" in note
     _assert_details_match(dash, run, tag, device, "")
+    layer = largest["name"].split("/")[0]  # the Keras layer holding the most (`relu1`): a tile of its own
+    dash.tile(layer).click()
+    _assert_details_match(dash, run, tag, device, layer)
     dash.screenshot("jax-gpu")
 
     dash.select("device-picker", "CPU:0/xla_gpu_host_bfc")

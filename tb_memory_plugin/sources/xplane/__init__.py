@@ -42,6 +42,7 @@ import numpy as np
 from ..._numeric import scatter_sum
 from ...names import BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, XLA_PROGRAM_OP_TYPE
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
+from . import hlo
 from . import names as names_mod
 from . import wire
 
@@ -407,7 +408,7 @@ def _device_of(allocator: str) -> tuple[str, str, int]:
 class _PlaneSteps:
     """The memory events of one plane, sorted by time, paired, and split into steps."""
 
-    def __init__(self, events: _PlaneEvents, profile_start_ns: int) -> None:
+    def __init__(self, events: _PlaneEvents, profile_start_ns: int, programs: hlo.Programs | None = None) -> None:
         self.strings = events.strings
         self.profile_start_ns = profile_start_ns
         memory = events.memory
@@ -419,6 +420,10 @@ class _PlaneSteps:
         self._pair_frees()
         self._attribute_unnamed()
         self.xla_nodes = self._allocating_in_programs()
+        self.split = self._split_programs(programs) if programs else {}
+        self.piece_nodes = frozenset(code for pieces in self.split.values() for code, *_ in pieces)
+        self.program_of_piece = {code: program for pieces in self.split.values() for code, _, _, program in pieces
+                                 if code != program}
         self.steps = self._find_steps(events.processes, events.markers)
 
     def _pair_frees(self) -> None:
@@ -482,6 +487,56 @@ class _PlaneSteps:
             inside = (at >= 0) & (time <= ops["end_ps"][rows][np.maximum(at, 0)])
             found.update(memory["tf_op"][allocations[inside]].tolist())
         return frozenset(found)
+
+    def _split_programs(self, programs: hlo.Programs) -> dict[int, list[tuple[int, int, int, int]]]:
+        """Each block an XLA program's run allocated, as the ops' values it holds (hlo.py): allocation
+        event -> [(node code, allocated bytes, requested bytes, program code)], the program's own
+        share last (bytes XLA placed no op's value in, and the allocator's rounding). Runs whose
+        allocations are not blocks of one compiled module stay whole."""
+        memory, ops = self.memory, self.ops
+        program_type = self.strings._code.get(XLA_PROGRAM_OP_TYPE)
+        if not ops or program_type is None:
+            return {}
+        split: dict[int, list[tuple[int, int, int, int]]] = {}
+        allocations = np.flatnonzero(memory["is_allocation"])
+        programs_rows = np.flatnonzero(ops["op_type"] == program_type)
+        xla_nodes = np.array(sorted(self.xla_nodes), dtype=np.int64)
+        for line in np.unique(ops["line"][programs_rows]).tolist():
+            on_line = allocations[memory["line"][allocations] == line]  # in time order
+            time = memory["time_ps"][on_line]
+            for row in programs_rows[ops["line"][programs_rows] == line].tolist():
+                program = int(ops["node"][row])
+                low = np.searchsorted(time, ops["start_ps"][row], side="left")
+                high = np.searchsorted(time, ops["end_ps"][row], side="right")
+                inside = on_line[low:high]
+                inside = inside[(self.node[inside] == program) | np.isin(self.node[inside], xla_nodes)]
+                if inside.size == 0:
+                    continue
+                name = self._text(program)
+                blocks = programs.blocks(None if name == TF_XLA_PROGRAM else name,
+                                         memory["requested_bytes"][inside].tolist())
+                if blocks is None:
+                    continue
+                for event, block in zip(inside.tolist(), blocks):
+                    pieces = self._pieces(event, block, program)
+                    if pieces:
+                        split[event] = pieces
+        return split
+
+    def _pieces(self, event: int, block: "hlo.Block", program: int) -> list[tuple[int, int, int, int]]:
+        allocated = int(self.memory["allocation_bytes"][event])
+        requested = int(self.memory["requested_bytes"][event])
+        named = [(hlo.node_name(piece.op_name), piece.bytes) for piece in block.pieces]
+        named = [(name, size) for name, size in named if name]
+        placed = sum(size for _, size in named)
+        if not named or placed > requested:
+            return []
+        pieces = [[self.strings.code(name), size, size, program] for name, size in named]
+        if placed == requested:  # all of it: the allocator's rounding is the largest value's
+            pieces[0][1] += allocated - requested
+        own = allocated - sum(piece[1] for piece in pieces)
+        pieces.append([program, own, requested - placed, program])  # last: the op running at that moment
+        return [tuple(piece) for piece in pieces]
 
     def _find_steps(self, processes: dict, markers: dict) -> list[ProfileStep]:
         memory = self.memory
@@ -566,6 +621,11 @@ class _PlaneSteps:
         before_code = strings.code(BEFORE_STEP)
         node = np.where(before, before_code, self.node[np.maximum(owner_event, 0)])
         node = np.where(node < 0, unattributed, node)
+        size = memory["allocation_bytes"][window]
+        requested = memory["requested_bytes"][window]
+        shape = np.where(memory["is_allocation"][window], memory["shape"][window], -1)
+        if self.split:
+            window, node, size, requested, shape = self._expanded(window, owner_event, node, size, requested, shape)
         ops = self.ops
         in_window = np.zeros(0, dtype=np.int64)
         if ops:
@@ -579,7 +639,8 @@ class _PlaneSteps:
         for allocator in np.unique(allocators).tolist():
             rows = np.flatnonzero(allocators == allocator)
             space, space_op_types, space_layers = self._space(
-                step, window[rows], node[rows], in_window, self._text(allocator), self._text(main))
+                step, window[rows], node[rows], in_window, self._text(allocator), self._text(main),
+                (size[rows], requested[rows], shape[rows]))
             spaces.append(space)
             op_types.update(space_op_types)
             layers.update(space_layers)
@@ -599,8 +660,28 @@ class _PlaneSteps:
                   and not any(s.memory_kind == DEVICE_MEMORY for s in spaces) else None),
         )
 
+    def _expanded(self, window, owner_event, node, size, requested, shape):
+        """The window's events with each split program block as its pieces (`_split_programs`): one
+        event per piece at the block's time, a free as its allocation's pieces."""
+        split = self.split
+        counts = np.ones(window.size, dtype=np.int64)
+        rows = [i for i, owner in enumerate(owner_event.tolist()) if owner in split]
+        if not rows:
+            return window, node, size, requested, shape
+        for i in rows:
+            counts[i] = len(split[int(owner_event[i])])
+        at = np.repeat(np.arange(window.size), counts)
+        window, node, size, requested, shape = window[at], node[at], size[at], requested[at], shape[at]
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        for i in rows:
+            for k, (code, allocated, asked, _) in enumerate(split[int(owner_event[i])]):
+                j = first[i] + k
+                node[j], size[j], requested[j], shape[j] = code, allocated, asked, -1
+        return window, node, size, requested, shape
+
     def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
-               allocator: str, main_allocator: str) -> tuple[SpaceTrace, dict[str, str], dict[str, str]]:
+               allocator: str, main_allocator: str, sizes: tuple[np.ndarray, np.ndarray, np.ndarray]
+               ) -> tuple[SpaceTrace, dict[str, str], dict[str, str]]:
         memory, strings, ops = self.memory, self.strings, self.ops
         # Executions: the distinct ops holding events, then the other ops run in the window.
         op_rows = ops_in_window
@@ -613,7 +694,7 @@ class _PlaneSteps:
         count = nodes.size
         to_us = 1_000_000
         time_us = (memory["time_ps"][events] - step.start_ps) // to_us
-        size = memory["allocation_bytes"][events]
+        size, requested, shape = sizes
         is_allocation = memory["is_allocation"][events]
         event_bytes = np.where(is_allocation, size, -size)
         # Start and end: the op's events (kernel runs) when it has some, else its memory events.
@@ -632,7 +713,6 @@ class _PlaneSteps:
         is_temp = is_allocation & np.isin(region, self._codes_of("temp"))
         is_output = is_allocation & np.isin(region, self._codes_of("output"))
         is_persistent = is_allocation & np.isin(region, self._codes_of("persist", "persistent"))
-        requested = memory["requested_bytes"][events]
         live_mask = time_us <= end[event_exec]
         columns = {
             "allocated": scatter_sum(event_exec[allocations], size[allocations], count),
@@ -653,6 +733,8 @@ class _PlaneSteps:
         for raw, name in zip(raw_names, cleaned):
             if raw != name:
                 label_of.setdefault(name, raw)
+        program_of = {name: self._text(self.program_of_piece[code]) for code, name in zip(nodes.tolist(), cleaned)
+                      if code in self.program_of_piece}
         op_types = self._op_types(nodes, cleaned, op_rows)
         # The names whose every allocation was made on tf.data's threads: the step's input.
         allocating = name_code.reshape(-1)[event_exec[allocations]]
@@ -684,8 +766,9 @@ class _PlaneSteps:
             snapshot_series=series,
             capacity_bytes=int(capacity.max()) if capacity.size and int(capacity.max()) > 0 else None,
             outputs_of=_Outputs(strings.values, distinct_names, name_code.reshape(-1), start, event_exec,
-                                np.where(is_allocation, memory["shape"][events], -1), requested),
+                                shape, requested),
             input_names=frozenset(input_names),
+            xla_program_of=program_of,
             **columns,
         )
         return space, op_types, layers
@@ -704,7 +787,7 @@ class _PlaneSteps:
             return op_types
         type_of = dict(zip(self.ops["node"][ops_in_window].tolist(), self.ops["op_type"][ops_in_window].tolist()))
         for code, name in zip(nodes.tolist(), cleaned):
-            if code in self.xla_nodes:
+            if code in self.xla_nodes or code in self.piece_nodes:
                 op_types.setdefault(name, XLA_PROGRAM_OP_TYPE)
                 continue
             op_type = type_of.get(code)
@@ -945,6 +1028,8 @@ def decode(data) -> Profile:
                 profile_start_ns = start
         plane_steps = []
         memory_events = 0
+        programs = hlo.Programs({name: stats[hlo.HLO_PROTO_STAT] for plane in planes
+                                 for name, stats in plane.metadata_bytes.items() if hlo.HLO_PROTO_STAT in stats})
         for plane in planes:
             if "MemoryAllocation" not in {name for name, _ in plane.event_names.values()}:
                 continue
@@ -952,7 +1037,7 @@ def decode(data) -> Profile:
             if not events.memory:
                 continue
             memory_events += events.memory["time_ps"].size
-            steps = _PlaneSteps(events, profile_start_ns)
+            steps = _PlaneSteps(events, profile_start_ns, programs)
             plane_steps.append((steps, steps.steps))
     except (wire.WireError, IndexError, ValueError) as exc:
         raise TraceDecodeError(f"the profile's bytes ({len(data)} B) are not a valid XSpace: {exc}") from None

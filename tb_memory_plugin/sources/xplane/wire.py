@@ -28,7 +28,7 @@ numbers are those of tsl/profiler/protobuf/xplane.proto:
     XEvent      metadata_id = 1, offset_ps = 2, duration_ps = 3, stats = 4, num_occurrences = 5
     XStat       metadata_id = 1, double_value = 2, uint64_value = 3, int64_value = 4,
                 str_value = 5, bytes_value = 6, ref_value = 7
-    XEventMetadata  id = 1, name = 2, display_name = 4
+    XEventMetadata  id = 1, name = 2, display_name = 4, stats = 5 (read on the metadata plane only)
     XStatMetadata   id = 1, name = 2
 
 Bytes that do not follow the wire format raise `WireError`.
@@ -318,12 +318,20 @@ _SCHEMA = {
     "StatMetadataEntry": [("key", 1, _INT64, _OPTIONAL, None), ("value", 2, _MESSAGE, _OPTIONAL, "StatMetadata")],
     "StatMetadata": [("id", 1, _INT64, _OPTIONAL, None), ("name", 2, _BYTES_TYPE, _OPTIONAL, None)],
 }
+# The metadata plane's event metadata keep their stats too: each compiled XLA program's HloProto.
+_WITH_STATS = {
+    **_SCHEMA,
+    "EventMetadata": _SCHEMA["EventMetadata"] + [("stats", 5, _MESSAGE, _REPEATED, "Stat")],
+    "Stat": [("metadata_id", 1, _INT64, _OPTIONAL, None), ("bytes_value", 6, _BYTES_TYPE, _OPTIONAL, None)],
+}
 _PACKAGE = "tb_memory.xplane"
+METADATA_PLANE = "/host:metadata"  # where the profiler keeps what XLA compiled
 
 
 @functools.cache
-def _metadata_class():
-    return _protos.message_classes(_PACKAGE, _SCHEMA)["Metadata"]
+def _metadata_class(with_stats: bool = False):
+    return _protos.message_classes(_PACKAGE + (".stats" if with_stats else ""),
+                                   _WITH_STATS if with_stats else _SCHEMA)["Metadata"]
 
 
 @dataclass
@@ -333,6 +341,8 @@ class Plane:
     event_names: dict[int, tuple[str, str]]  # event metadata id -> (name, display name)
     stat_names: dict[int, str]  # stat metadata id -> name (ref_value strings live here too)
     stats: dict[str, object] = field(default_factory=dict)  # the plane's own stats, by name
+    # The metadata plane's: event metadata name (`jit_train_step(191835)`) -> its bytes stats by name.
+    metadata_bytes: dict[str, dict[str, bytes]] = field(default_factory=dict)
 
 
 def _text(raw: bytes) -> str:
@@ -376,15 +386,24 @@ def read_plane(data, buf: np.ndarray, start: int, end: int) -> Plane:
     framed = bytearray()
     for number, value, stop in metadata_spans:
         framed += bytes([number << 3 | LEN]) + _protos.encode_varint(stop - value) + data[value:stop]
+    with_stats = _text(name) == METADATA_PLANE
     try:
-        metadata = _metadata_class().FromString(bytes(framed))
+        metadata = _metadata_class(with_stats).FromString(bytes(framed))
     except DecodeError as exc:
         raise WireError(f"plane metadata: {exc}") from None
     event_names = {entry.key: (_text(entry.value.name), _text(entry.value.display_name))
                    for entry in metadata.event_metadata}
     stat_names = {entry.key: _text(entry.value.name) for entry in metadata.stat_metadata}
+    metadata_bytes = {}
+    if with_stats:
+        for entry in metadata.event_metadata:
+            stats = {stat_names.get(stat.metadata_id, ""): stat.bytes_value for stat in entry.value.stats
+                     if stat.bytes_value}
+            if stats:
+                metadata_bytes[_text(entry.value.name)] = stats
     lines = [read_line(data, buf, a, b) for a, b in line_spans]
-    return Plane(_text(name), lines, event_names, stat_names, _plane_stats(data, stat_spans, stat_names))
+    return Plane(_text(name), lines, event_names, stat_names, _plane_stats(data, stat_spans, stat_names),
+                 metadata_bytes)
 
 
 def read_space(data: bytes) -> tuple[np.ndarray, list[Plane]]:

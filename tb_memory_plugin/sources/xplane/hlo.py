@@ -1,0 +1,360 @@
+"""What an XLA program's buffers hold, by the ops that made them, from the HLO a profile keeps.
+
+XLA allocates a compiled program's memory itself, a few blocks per run that name
+no op: each output in a block of its own, and one scratch block (the "temp"
+allocation) in which XLA's buffer assignment places every intermediate value at
+an offset, reusing bytes once a value is dead. The profiler keeps each program's
+`HloProto` in its metadata plane (`/host:metadata`, stat `Hlo Proto`): the
+module (instructions and their `OpMetadata.op_name`, the op in the user's code)
+and its buffer assignment (allocations, the logical buffers placed in them, and
+the heap simulator's trace of when each buffer is live).
+
+`Module.blocks` reads from it what each block the program allocates holds:
+
+* an output block: the value the program returns in it (the buffer a root
+  tuple's operand defines), all of the block;
+* the scratch block: the values live at the heap simulator's peak (the moment
+  that sized it), each where its op made it. The block's other bytes (padding,
+  values XLA placed beside them) are the program's own. XLA's CPU compiler keeps
+  no heap trace: there a value is live from its instruction to its last use in
+  the entry computation's schedule, as the heap simulator counts it.
+
+A value's op is its instruction's `op_name`; an instruction XLA made (a pad in
+front of a matrix multiply) names none, and takes its fusion's ops', else the
+op that uses it.
+
+Fields are declared by number (the xla protos do not ship with TensorBoard):
+
+    HloProto            hlo_module = 1, buffer_assignment = 3
+    HloModuleProto      name = 1, computations = 3, entry_computation_id = 6, schedule = 7
+                        (HloScheduleProto: sequences = 1, a map of computation id -> instruction_ids = 1)
+    HloComputationProto instructions = 2, id = 5, root_id = 6
+    HloInstructionProto name = 1, opcode = 2, metadata = 7, id = 35, operand_ids = 36,
+                        called_computation_ids = 38
+    OpMetadata          op_type = 1, op_name = 2
+    BufferAssignmentProto  logical_buffers = 1, buffer_allocations = 3, heap_simulator_traces = 4
+    LogicalBufferProto  id = 1, size = 2, defined_at = 3 (Location: instruction_id = 4)
+    BufferAllocationProto  index = 1, size = 2, is_thread_local = 3, is_entry_computation_parameter = 5,
+                        maybe_live_out = 7, assigned = 9 (logical_buffer_id = 1, offset = 2, size = 3),
+                        is_tuple = 11, is_constant = 12
+    HeapSimulatorTrace  events = 1 (kind = 1: ALLOC 0, FREE 1, SHARE_WITH 2; buffer_id = 2)
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import re
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+
+from ... import _protos
+
+_I, _S, _M = _protos.INT64, _protos.STRING, _protos.MESSAGE
+_O, _R = _protos.OPTIONAL, _protos.REPEATED
+_SCHEMA = {
+    "Hlo": [("module", 1, _M, _O, "Module"), ("assignment", 3, _M, _O, "Assignment")],
+    "Module": [("name", 1, _S, _O, None), ("computations", 3, _M, _R, "Computation"),
+               ("entry_computation_id", 6, _I, _O, None), ("schedule", 7, _M, _O, "Schedule")],
+    "Schedule": [("sequences", 1, _M, _R, "SequenceEntry")],
+    "SequenceEntry": [("key", 1, _I, _O, None), ("value", 2, _M, _O, "Sequence")],
+    "Sequence": [("instruction_ids", 1, _I, _R, None)],
+    "Computation": [("instructions", 2, _M, _R, "Instruction"), ("id", 5, _I, _O, None),
+                    ("root_id", 6, _I, _O, None)],
+    "Instruction": [("name", 1, _S, _O, None), ("opcode", 2, _S, _O, None), ("metadata", 7, _M, _O, "OpMetadata"),
+                    ("id", 35, _I, _O, None), ("operand_ids", 36, _I, _R, None),
+                    ("called_computation_ids", 38, _I, _R, None)],
+    "OpMetadata": [("op_type", 1, _S, _O, None), ("op_name", 2, _S, _O, None)],
+    "Assignment": [("logical_buffers", 1, _M, _R, "LogicalBuffer"), ("allocations", 3, _M, _R, "Allocation"),
+                   ("traces", 4, _M, _R, "HeapTrace")],
+    "LogicalBuffer": [("id", 1, _I, _O, None), ("size", 2, _I, _O, None), ("defined_at", 3, _M, _O, "Location")],
+    "Location": [("instruction_id", 4, _I, _O, None)],
+    "Allocation": [("index", 1, _I, _O, None), ("size", 2, _I, _O, None), ("is_thread_local", 3, _I, _O, None),
+                   ("is_entry_computation_parameter", 5, _I, _O, None), ("maybe_live_out", 7, _I, _O, None),
+                   ("assigned", 9, _M, _R, "Assigned"), ("is_tuple", 11, _I, _O, None),
+                   ("is_constant", 12, _I, _O, None)],
+    "Assigned": [("logical_buffer_id", 1, _I, _O, None), ("offset", 2, _I, _O, None), ("size", 3, _I, _O, None)],
+    "HeapTrace": [("events", 1, _M, _R, "HeapEvent")],
+    "HeapEvent": [("kind", 1, _I, _O, None), ("buffer_id", 2, _I, _O, None)],
+}
+_ALLOC, _FREE = 0, 1
+
+HLO_PROTO_STAT = "Hlo Proto"  # the metadata plane's stat holding a program's serialized HloProto
+
+
+@functools.cache
+def _hlo_class():
+    return _protos.message_classes("tb_memory.hlo", _SCHEMA)["Hlo"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes of a block that one op's value holds: `op_name` as XLA's metadata spells it."""
+
+    op_name: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block a program allocates when it runs: an output, or its scratch."""
+
+    size: int  # bytes XLA asks the allocator for (the profile's `requested_bytes`)
+    is_output: bool
+    pieces: tuple[Piece, ...]  # what it holds, by op (at most `size` bytes); the rest is the program's own
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # `jit_train_step`, `a_inference_train_step_123__.45`
+    blocks: tuple[Block, ...]  # in allocation order: the order a run allocates them in
+
+
+class HloError(ValueError):
+    pass
+
+
+def read_module(data: bytes) -> Module:
+    """A program's blocks from its serialized HloProto (HloError where the bytes are no HloProto)."""
+    try:
+        hlo = _hlo_class().FromString(data)
+    except (DecodeError, UnicodeDecodeError) as exc:
+        raise HloError(f"not an HloProto: {exc}") from None
+    instructions, computations, users = {}, {}, collections.defaultdict(list)
+    root_operands: set[int] = set()
+    for computation in hlo.module.computations:
+        computations[computation.id] = computation
+        for instruction in computation.instructions:
+            instructions[instruction.id] = instruction
+            for operand in instruction.operand_ids:
+                users[operand].append(instruction.id)
+        if computation.id == hlo.module.entry_computation_id:
+            root = instructions.get(computation.root_id)
+            if root is not None:  # the values the program returns: the root tuple's operands, or the root
+                root_operands.update(root.operand_ids if root.opcode == "tuple" else [root.id])
+    op_name = _OpNames(instructions, computations, users)
+    buffers = {buffer.id: buffer for buffer in hlo.assignment.logical_buffers}
+
+    def defined_by(buffer_id: int) -> int:
+        buffer = buffers.get(buffer_id)
+        return buffer.defined_at.instruction_id if buffer is not None else -1
+
+    blocks = []
+    for allocation in sorted(hlo.assignment.allocations, key=lambda a: a.index):
+        if (allocation.size <= 0 or allocation.is_entry_computation_parameter or allocation.is_thread_local
+                or allocation.is_constant):
+            continue  # the caller's arguments, or no block of its own
+        assigned = list(allocation.assigned)
+        if allocation.maybe_live_out:
+            returned = [a for a in assigned if defined_by(a.logical_buffer_id) in root_operands]
+            value = max(returned or assigned, key=lambda a: (a.size, a.logical_buffer_id), default=None)
+            name = op_name(defined_by(value.logical_buffer_id)) if value is not None else ""
+            pieces = (Piece(name, int(allocation.size)),) if name else ()
+            blocks.append(Block(int(allocation.size), True, pieces))
+            continue
+        sizes = {a.logical_buffer_id: int(a.size) for a in assigned}
+        live = (_traced_peak(hlo.assignment, sizes) if len(hlo.assignment.traces)
+                else _scheduled_peak(hlo.module, buffers, users, sizes))
+        held: dict[str, int] = collections.Counter()
+        for buffer_id in live:
+            name = op_name(defined_by(buffer_id))
+            if name:
+                held[name] += sizes[buffer_id]
+        total = sum(held.values())
+        if total > allocation.size:  # a trace this block's offsets do not bear out: none of it is placed
+            held = {}
+        blocks.append(Block(int(allocation.size), False,
+                            tuple(Piece(name, size) for name, size in sorted(held.items(), key=lambda kv: -kv[1]))))
+    return Module(hlo.module.name, tuple(blocks))
+
+
+def _traced_peak(assignment, sizes: dict[int, int]) -> set[int]:
+    """Of one block's logical buffers (id -> bytes in it), those live when the heap simulator's
+    traces have the most of them live; a buffer shared with another holds no bytes of its own."""
+    best: set[int] = set()
+    best_bytes = -1
+    for trace in assignment.traces:
+        live: set[int] = set()
+        held = 0
+        for event in trace.events:
+            if event.buffer_id not in sizes:
+                continue
+            if event.kind == _ALLOC:
+                live.add(event.buffer_id)
+                held += sizes.get(event.buffer_id, 0)
+                if held > best_bytes:
+                    best_bytes, best = held, set(live)
+            elif event.kind == _FREE and event.buffer_id in live:
+                live.discard(event.buffer_id)
+                held -= sizes.get(event.buffer_id, 0)
+    return best
+
+
+def _scheduled_peak(module, buffers, users, sizes: dict[int, int]) -> set[int]:
+    """Of one block's logical buffers (id -> bytes in it), those live together when the most bytes
+    are, by the entry computation's schedule: each from its instruction to the last that uses it
+    (values of instructions outside the entry computation are left out: they live inside the
+    instruction that calls them)."""
+    entry = module.entry_computation_id
+    sequence = next((list(item.value.instruction_ids) for item in module.schedule.sequences if item.key == entry),
+                    [])
+    position = {instruction: i for i, instruction in enumerate(sequence)}
+    change = collections.defaultdict(int)
+    spans = []
+    for buffer_id, size in sizes.items():
+        defined = buffers[buffer_id].defined_at.instruction_id if buffer_id in buffers else -1
+        if defined not in position:
+            continue
+        first = position[defined]
+        last = max((position[user] for user in users.get(defined, ()) if user in position), default=first)
+        spans.append((first, last, buffer_id))
+        change[first] += size
+        change[last + 1] -= size
+    held, best_bytes, best_at = 0, -1, -1
+    for at in sorted(change):
+        held += change[at]
+        if held > best_bytes:  # the first moment it holds the most
+            best_bytes, best_at = held, at
+    return {buffer_id for first, last, buffer_id in spans if first <= best_at <= last}
+
+
+class _OpNames:
+    """An instruction's op in the user's code: its own `op_name`, else its fused computation's
+    (the first of its instructions that names one), else that of the first instruction using it
+    that names one (a pad XLA put in front of a matrix multiply is the multiply's)."""
+
+    def __init__(self, instructions, computations, users) -> None:
+        self.instructions, self.computations, self.users = instructions, computations, users
+
+    def __call__(self, instruction_id: int) -> str:
+        instruction = self.instructions.get(instruction_id)
+        if instruction is None:
+            return ""
+        return (self._own(instruction)
+                or next(filter(None, (self._own(self.instructions[user]) for user in self.users.get(instruction_id, ())
+                                      if user in self.instructions)), ""))
+
+    def _own(self, instruction) -> str:
+        if instruction.metadata.op_name:
+            return instruction.metadata.op_name
+        for called in instruction.called_computation_ids:
+            computation = self.computations.get(called)
+            if computation is not None:
+                for inner in computation.instructions:
+                    if inner.metadata.op_name:
+                        return inner.metadata.op_name
+        return ""
+
+
+def match_blocks(module: Module, requested: list[int]) -> list[Block | None] | None:
+    """Each allocation a run of the program made (their requested bytes, in order) as the block it
+    is: the module's blocks of that size, in their order. None where some allocation is no block
+    of the module (another program's run, or one XLA compiled again)."""
+    by_size: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+    for block in module.blocks:
+        by_size[block.size].append(block)
+    found: list[Block | None] = []
+    for size in requested:
+        if not by_size.get(size):
+            return None
+        found.append(by_size[size].popleft())
+    return found
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+# A JAX transformation around a name-stack component: `jvp(dense_0)`, `transpose(jvp(dense_0))`,
+# `jit(relu)`, `vmap(block)`, `remat(layer)`, `checkpoint(...)`.
+_WRAPPED_RE = re.compile(r"^(?P<transform>[A-Za-z_][\w.]*)\((?P<inner>.*)\)$")
+_PROGRAM_RE = re.compile(r"^p?jit\((?P<name>[^()]*)\)$")
+
+
+def _components(op_name: str) -> list[str]:
+    """`jit(f)/transpose(jvp(a/b))/dot` -> [`jit(f)`, `transpose(jvp(a/b))`, `dot`]: split at the
+    slashes outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(op_name):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(depth - 1, 0)
+        elif char == "/" and depth == 0:
+            parts.append(op_name[start:i])
+            start = i + 1
+    parts.append(op_name[start:])
+    return [part for part in parts if part]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def jax_node_name(op_name: str) -> str:
+    """A JAX op's name stack as a node path: `jit(train_step)/transpose(jvp(dense_0))/dot_general`
+    -> `dense_0/dot_general_grad`.
+
+    The program's own `jit(...)` in front (and `jit(main)`) goes; transformations around a
+    component are unwrapped (`jvp(dense_0)` -> `dense_0`, an inner `jit(relu)` -> `relu`); a
+    value of a transposed (backward) component is its op's gradient, named `<op>_grad` as
+    TensorFlow names an op's gradient scope, so that it folds into its layer as gradients.
+    """
+    parts = _components(op_name)
+    if parts and _PROGRAM_RE.match(parts[0]):
+        parts = parts[1:]
+        if parts and parts[0] == "jit(main)":
+            parts = parts[1:]
+    backward = False
+    path = []
+    for part in parts:
+        while (match := _WRAPPED_RE.match(part)) is not None:
+            backward = backward or match.group("transform") == "transpose"
+            part = match.group("inner")
+        path.extend(p for p in part.split("/") if p)
+    if not path:
+        return ""
+    if backward:
+        path[-1] += "_grad"
+    return "/".join(path)
+
+
+def node_name(op_name: str) -> str:
+    """The node a value's op is shown as: a JAX name stack as `jax_node_name` reads it, a
+    TensorFlow op's name (XLA compiled a tf.function) as it is."""
+    return jax_node_name(op_name) if _PROGRAM_RE.match(op_name.split("/", 1)[0]) else op_name
+
+
+class Programs:
+    """The compiled programs a profile's metadata plane holds, read when a run asks for them."""
+
+    def __init__(self, hlo_protos: dict[str, bytes]) -> None:
+        # `jit_train_step(191835)`: the module's name, then its program id.
+        self._protos = hlo_protos
+        self._modules: dict[str, Module | None] = {}
+        self._found: dict[tuple, list[Block] | None] = {}  # a program runs every step: matched once
+
+    def __bool__(self) -> bool:
+        return bool(self._protos)
+
+    def _module(self, key: str) -> Module | None:
+        if key not in self._modules:
+            try:
+                self._modules[key] = read_module(self._protos[key])
+            except HloError:
+                self._modules[key] = None
+        return self._modules[key]
+
+    def blocks(self, name: str | None, requested: list[int]) -> list[Block] | None:
+        """The blocks of the module one run of a program allocated (requested bytes in order): a
+        module of that name (every module where the run names none) whose blocks they all are."""
+        asked = (name, tuple(requested))
+        if asked not in self._found:
+            self._found[asked] = self._blocks(name, requested)
+        return self._found[asked]
+
+    def _blocks(self, name: str | None, requested: list[int]) -> list[Block] | None:
+        for key in self._protos:
+            if name is not None and key.rpartition("(")[0] != name and key != name:
+                continue
+            module = self._module(key)
+            found = match_blocks(module, requested) if module is not None else None
+            if found is not None:
+                return found
+        return None

@@ -1,0 +1,270 @@
+"""An XLA program's blocks by the ops whose values XLA placed in them (sources/xplane/hlo.py).
+
+On the real JAX GPU profiles in tests/data/jax_gpu (see test_xplane_gpu.py), and on hand-built
+HloProtos (TensorFlow's own `hlo_pb2`) for what a real run does not show: a block the allocator
+rounded up, bytes that are no HloProto, a run whose blocks are no compiled module's.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tb_memory_plugin import analysis, figures, report
+from tb_memory_plugin.figures import CATEGORIES
+from tb_memory_plugin.names import XLA_PROGRAM_OP_TYPE
+from tb_memory_plugin.sources import xplane
+from tb_memory_plugin.sources.xplane import hlo
+
+DATA = Path(__file__).parent / "data" / "jax_gpu"
+PROGRAM = "jit_train_step"
+
+
+def _path(run: str) -> Path:
+    (path,) = (DATA / run).glob("plugins/profile/*/*.xplane.pb")
+    return path
+
+
+@pytest.mark.parametrize("op_name, node", [
+    ("jit(train_step)/jvp(dense_0)/dot_general", "dense_0/dot_general"),
+    ("jit(train_step)/transpose(jvp(dense_0))/transpose", "dense_0/transpose_grad"),
+    ("jit(train_step)/jit(main)/transpose(jvp(MLP))/Dense_0/dot_general", "MLP/Dense_0/dot_general_grad"),
+    ("jit(train_step)/jvp(relu1)/jit(relu)/max", "relu1/relu/max"),
+    ("jit(train_step)/jit(_where)/select_n", "_where/select_n"),  # an inner jit stays, unwrapped
+    ("jit(f)/vmap(jvp(enc/block_1))/add", "enc/block_1/add"),  # a slash inside a transformation
+    ("jit(train_step)/sub", "sub"),
+    ("jit(train_step)", ""),
+    ("sequential/dense/MatMul", "sequential/dense/MatMul"),  # TensorFlow's: as it is
+    ("gradient_tape/sequential/dense/MatMul/MatMul", "gradient_tape/sequential/dense/MatMul/MatMul"),
+])
+def test_op_names_read_as_node_paths(op_name, node):
+    assert hlo.node_name(op_name) == node
+
+
+# -- real JAX profiles ----------------------------------------------------------------------------
+
+def _hlo_protos(data: bytes) -> dict[str, bytes]:
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    out = {}
+    for plane in xplane_pb2.XSpace.FromString(data).planes:
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for metadata in plane.event_metadata.values():
+            for stat in metadata.stats:
+                if stat_names.get(stat.metadata_id) == "Hlo Proto":
+                    out[metadata.name] = stat.bytes_value
+    return out
+
+
+def _reference_scratch_peak(data: bytes) -> int:
+    """The heap simulator's peak of a module's scratch block, by plain loops over TensorFlow's
+    own parse of the HloProto."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+
+    proto = hlo_pb2.HloProto.FromString(data)
+    assignment = proto.buffer_assignment
+    scratch = [a for a in assignment.buffer_allocations if not (
+        a.is_entry_computation_parameter or a.maybe_live_out or a.is_thread_local or a.is_constant) and a.size > 0]
+    (block,) = [a for a in scratch if a.size == max(s.size for s in scratch)]
+    sizes = {assigned.logical_buffer_id: assigned.size for assigned in block.assigned}
+    best = 0
+    for trace in assignment.heap_simulator_traces:
+        held = 0
+        for event in trace.events:
+            if event.buffer_id in sizes and event.kind == hlo_pb2.HeapSimulatorTrace.Event.ALLOC:
+                held += sizes[event.buffer_id]
+            elif event.buffer_id in sizes and event.kind == hlo_pb2.HeapSimulatorTrace.Event.FREE:
+                held -= sizes[event.buffer_id]
+            best = max(best, held)
+    return best
+
+
+@pytest.mark.parametrize("run", ["keras_jax", "jax_mlp"])
+def test_a_modules_scratch_holds_the_values_live_at_the_heap_simulators_peak(run):
+    protos = {key: data for key, data in _hlo_protos(_path(run).read_bytes()).items()
+              if key.startswith(PROGRAM + "(")}
+    assert protos
+    for data in protos.values():
+        module = hlo.read_module(data)
+        if not any(not block.is_output for block in module.blocks):
+            continue  # a module compiled for another shape, with no scratch
+        scratch = max((block for block in module.blocks if not block.is_output), key=lambda b: b.size)
+        placed = sum(piece.bytes for piece in scratch.pieces)
+        assert placed == _reference_scratch_peak(data) <= scratch.size
+        assert all(piece.op_name for piece in scratch.pieces)
+
+
+def _without_hlo(monkeypatch, data: bytes):
+    """The profile decoded as if its HloProtos could not be read (programs whole, as before)."""
+
+    def unreadable(_data):
+        raise hlo.HloError("not read")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(hlo, "read_module", unreadable)
+        return xplane.decode(data)
+
+
+@pytest.mark.parametrize("run", ["keras_jax", "jax_mlp"])
+def test_programs_blocks_split_by_op_keep_every_figure_of_the_step(run, monkeypatch):
+    """The split moves bytes between nodes and nothing else: the curve, the peak, the start and
+    each program's bytes (its node and its pieces together) are what the whole program had."""
+    data = _path(run).read_bytes()
+    split, whole = xplane.decode(data), _without_hlo(monkeypatch, data)
+    assert len(split.steps) == len(whole.steps) == 3
+    for i in range(3):
+        a, b = analysis.analyse(split.trace(i)), analysis.analyse(whole.trace(i))
+        for space, before in zip(a.spaces, b.spaces):
+            assert space.trace.id == before.trace.id
+            assert (space.peak_rise_bytes, space.start_bytes) == (before.peak_rise_bytes, before.start_bytes)
+            assert np.array_equal(space.curve.time_us, before.curve.time_us)
+            assert np.array_equal(space.curve.rise_bytes, before.curve.rise_bytes)
+
+            def by_program(s):
+                out = collections.Counter()
+                for e in range(s.trace.exec_count):
+                    name = s.trace.name(e)
+                    if s.names.op_types[s.name_code[e]] == XLA_PROGRAM_OP_TYPE:
+                        program = s.trace.xla_program_of.get(name, name)
+                        out[program, "allocated"] += int(s.trace.allocated[e])
+                        out[program, "at_peak"] += int(s.exec_columns[figures.AT_PEAK][e])
+                        out[program, "output"] += int(s.trace.output[e])
+                return out
+
+            assert by_program(space) == by_program(before)
+            if space.trace.device_type == "GPU":
+                assert space.trace.xla_program_of and set(space.trace.xla_program_of.values()) == {PROGRAM}
+                assert before.trace.xla_program_of == {}
+                # The op running at the peak is still the program.
+                assert report.device_summary(space, "layer")["peak_node"]["name"] == PROGRAM
+
+
+def test_a_keras_cnn_on_jax_shows_its_layers_inside_the_program():
+    """Keras 3 on JAX: the program held the GPU's whole rise as one node; now its layers hold it,
+    with the note saying how much XLA's buffer assignment places."""
+    profile = xplane.decode(_path("keras_jax").read_bytes())
+    step = analysis.analyse(profile.trace(0))
+    gpu = step.space("GPU:0/GPU_0_bfc")
+    tree = gpu.tree("layer")
+    top = {tree.paths[c]: int(tree.figures[c, figures.AT_PEAK]) for c in tree.children[0]}
+    assert {"conv1", "conv2", "relu1", "relu2", "bn2", "pool1", "dense1"} <= set(top), top
+    rise = gpu.peak_rise_bytes
+    assert top[PROGRAM] < 0.01 * rise  # what XLA placed no op's value in: its padding
+    assert top["relu1"] == max(top.values())
+    assert step.message.startswith(f"XLA programs ran in this step, holding 100% of the peak rise: {PROGRAM}. ")
+    assert "That places 100% of the programs' bytes at the peak" in step.message
+
+
+def test_a_jax_mlps_backward_values_are_its_layers_gradients():
+    profile = xplane.decode(_path("jax_mlp").read_bytes())
+    gpu = analysis.analyse(profile.trace(0)).space("GPU:0/GPU_0_bfc")
+    rows = {gpu.trace.name(e): e for e in range(gpu.trace.exec_count)}
+    assert "dense_0/dot_general" in rows and "dense_0/transpose_grad" in rows
+    assert CATEGORIES[gpu.category[rows["dense_0/transpose_grad"]]] == "gradients"
+    assert gpu.names.leaf_path("layer", gpu.name_code[rows["dense_0/transpose_grad"]]).startswith("dense_0/")
+
+
+# -- hand-built -----------------------------------------------------------------------------------
+
+def _module(name: str = "jit_step", scratch_size: int = 1100) -> bytes:
+    """jit(step): x -> a = dense(x) (1000 B, scratch) -> b = its gradient (400 B, returned); XLA
+    pads x for it (24 B, scratch, no op name). The heap simulator has a and the pad live together."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+
+    proto = hlo_pb2.HloProto()
+    module = proto.hlo_module
+    module.name, module.entry_computation_id = name, 1
+    entry = module.computations.add(name="main", id=1, root_id=5)
+    entry.instructions.add(name="x", opcode="parameter", id=1)
+    entry.instructions.add(name="pad", opcode="pad", id=2, operand_ids=[1])
+    a = entry.instructions.add(name="a", opcode="fusion", id=3, operand_ids=[2])
+    a.metadata.op_name = "jit(step)/jvp(dense)/dot_general"
+    b = entry.instructions.add(name="b", opcode="fusion", id=4, operand_ids=[3])
+    b.metadata.op_name = "jit(step)/transpose(jvp(dense))/dot_general"
+    entry.instructions.add(name="root", opcode="tuple", id=5, operand_ids=[4])
+    assignment = proto.buffer_assignment
+    for buffer_id, instruction, size in ((1, 1, 64), (2, 2, 24), (3, 3, 1000), (4, 4, 400), (5, 5, 8)):
+        buffer = assignment.logical_buffers.add(id=buffer_id, size=size)
+        buffer.defined_at.instruction_id = instruction
+    parameter = assignment.buffer_allocations.add(index=0, size=64, is_entry_computation_parameter=True)
+    parameter.assigned.add(logical_buffer_id=1, size=64)
+    returned = assignment.buffer_allocations.add(index=1, size=400, maybe_live_out=True)
+    returned.assigned.add(logical_buffer_id=4, size=400)
+    scratch = assignment.buffer_allocations.add(index=2, size=scratch_size)
+    scratch.assigned.add(logical_buffer_id=2, offset=1000, size=24)
+    scratch.assigned.add(logical_buffer_id=3, offset=0, size=1000)
+    trace = assignment.heap_simulator_traces.add()
+    kinds = hlo_pb2.HeapSimulatorTrace.Event
+    for kind, buffer_id in ((kinds.ALLOC, 2), (kinds.ALLOC, 3), (kinds.FREE, 2), (kinds.FREE, 3)):
+        trace.events.add(kind=kind, buffer_id=buffer_id)
+    return proto.SerializeToString()
+
+
+def _profile(hlo_bytes: bytes | None, sizes=((512, 400), (1280, 1100)), key: str = "jit_step(7)"):
+    """One marked step running `jit_step` once: it allocates each (allocated, requested) block."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.busy_gpu(0, start_us=0)
+    space.event(1, "train", 0, 200, step_num=1)
+    space.event(1, "CommonPjRtLoadedExecutable::Execute (jit_step)", 10, 100)
+    blocks = [space.allocate(1, 20 + i, allocated, requested=requested) for i, (allocated, requested) in enumerate(sizes)]
+    for i, addr in enumerate(reversed(blocks)):
+        space.free(1, 80 + i, addr)
+    if hlo_bytes is not None:
+        space.program_hlo(key, hlo_bytes)
+    return analysis.analyse(xplane.decode(space.serialized()).trace(0)).space("GPU:0/GPU_0_bfc")
+
+
+def _allocated(space) -> dict[str, int]:
+    return {space.trace.name(e): int(space.trace.allocated[e]) for e in range(space.trace.exec_count)}
+
+
+def test_blocks_split_by_op_with_the_allocators_rounding_kept_whole():
+    """The returned block is its op's, rounding and all; the scratch block holds the values live at
+    the heap's peak (the pad, named by the op using it, and the dense op's), and the program
+    keeps what XLA placed nothing in plus the allocator's rounding."""
+    space = _profile(_module())
+    assert _allocated(space) == {"dense/dot_general_grad": 512, "dense/dot_general": 1024, "jit_step": 256}
+    assert space.peak_rise_bytes == 512 + 1280
+    assert space.trace.xla_program_of == {"dense/dot_general_grad": "jit_step", "dense/dot_general": "jit_step"}
+    assert report.device_summary(space, "layer")["peak_node"]["name"] == "jit_step"
+
+
+@pytest.mark.parametrize("hlo_bytes, sizes, key", [
+    (b"\xff\xff\xff", ((512, 400), (1280, 1100)), "jit_step(7)"),
+    (_module(), ((512, 400), (1280, 1000)), "jit_step(7)"),
+    (_module(), ((512, 400), (1280, 1100), (256, 8)), "jit_step(7)"),
+    (_module(scratch_size=900), ((512, 400), (1280, 900)), "jit_step(7)"),
+    (_module(name="jit_other"), ((512, 400), (1280, 1100)), "jit_other(7)"),
+], ids=["no HloProto", "a scratch block of another size", "one block more than the module has",
+        "live values the block cannot hold", "another program's module"])
+def test_programs_stay_whole_where_their_blocks_cannot_be_placed(hlo_bytes, sizes, key):
+    """Bytes that are no HloProto, or a run whose blocks are not one module's (another compile of
+    the program, another program), leave the program whole: one node, as without its HLO."""
+    space = _profile(hlo_bytes, sizes, key)
+    allocated = _allocated(space)
+    if sizes[1][1] == 900:  # the returned block is still its op's; the scratch cannot be read
+        assert allocated == {"dense/dot_general_grad": 512, "jit_step": 1280}
+    else:
+        assert allocated == {"jit_step": sum(a for a, _ in sizes)}
+        assert space.trace.xla_program_of == {}
+
+
+def test_without_a_heap_trace_values_live_from_their_op_to_their_last_use():
+    """XLA's CPU compiler keeps no heap simulator trace: the scratch block holds what the entry
+    computation's schedule has live together at its fullest."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+
+    proto = hlo_pb2.HloProto.FromString(_module())
+    del proto.buffer_assignment.heap_simulator_traces[:]
+    sequence = proto.hlo_module.schedule.sequences[1]
+    sequence.instruction_ids.extend([1, 2, 3, 4, 5])  # x, pad, a (uses pad), b (uses a), root
+    module = hlo.read_module(proto.SerializeToString())
+    scratch = module.blocks[-1]
+    # pad lives from 2 to 3 (a uses it), a from 3 to 4: both at 3.
+    assert {(p.op_name, p.bytes) for p in scratch.pieces} == {
+        ("jit(step)/jvp(dense)/dot_general", 1024)}
