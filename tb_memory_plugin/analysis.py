@@ -18,8 +18,8 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMPORARIES
-from .names import (XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label,
-                    ran_xla_clusters, tensorflow_xla_program)
+from .names import (UNUSED_SCRATCH, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable,
+                    op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
@@ -430,24 +430,31 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
         share = min(int(at_peak.sum()) / space.peak_rise_bytes, 1.0)
         program_of = space.trace.xla_program_of
         row_names = [space.trace.name(int(i)) for i in rows.tolist()]
-        placed = sum(int(b) for name, b in zip(row_names, at_peak.tolist()) if name in program_of)
-        placed_share = placed / int(at_peak.sum()) if int(at_peak.sum()) > 0 else 0.0
+        total = int(at_peak.sum())
+        unused = sum(int(b) for name, b in zip(row_names, at_peak.tolist()) if name.endswith("/" + UNUSED_SCRATCH))
+        placed = sum(int(b) for name, b in zip(row_names, at_peak.tolist()) if name in program_of) - unused
+        placed_share, unused_share = (placed / total, unused / total) if total > 0 else (0.0, 0.0)
         programs = list(dict.fromkeys(program_of.get(name, name) for name in row_names))[:16]
-        held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, placed_share, programs))
+        held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, placed_share,
+                     unused_share, programs))
     if not held:
         return None
-    _, _, share, placed_share, programs = max(held, key=lambda entry: entry[:2])
+    _, _, share, placed_share, unused_share, programs = max(held, key=lambda entry: entry[:2])
     if share < _NOTED_PROGRAM_SHARE:
         return None
     shown = ", ".join(programs[:3]) + (" and more" if len(programs) > 3 else "")
     note = f"XLA programs ran in this step, holding {share:.0%} of the peak rise: {shown}. "
     if placed_share > 0:
-        return note + (
+        note += (
             "XLA allocates a program's buffers itself, a few blocks per run that name no op; they are shown by the "
             "ops whose values XLA placed in them, from the program's compiled HLO in the profile: an output by the "
             "op that made it, the scratch block by the values live at its own peak (op type `XLA program`). "
-            f"That places {placed_share:.0%} of the programs' bytes at the peak; the rest (padding, values of no "
-            "op) stays the program's node. The Profile tab's Memory Viewer shows the same buffers one by one.")
+            f"That places {placed_share:.0%} of the programs' bytes at the peak")
+        if unused_share >= 0.005:
+            note += (f"; {unused_share:.0%} is scratch that no value holds at the block's own peak "
+                     f"(`{programs[0]}/{UNUSED_SCRATCH}`): XLA's layout keeps it for values live at other times")
+        return note + ("; the rest (the allocator's rounding, values of no op) stays the program's node. The Profile "
+                       "tab's Memory Viewer shows the same buffers one by one.")
     note += ("XLA allocates a program's buffers itself, in blocks that name no op, so they show as the program's node "
              "(op type `XLA program`), not by op or layer.")
     if any(map(tensorflow_xla_program, programs)):

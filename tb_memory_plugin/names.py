@@ -377,6 +377,9 @@ _VARIABLE_OPS = frozenset(
 COPY_TO_DEVICE_OP_TYPE = "host-to-device copy"  # JAX's copies of arguments (sources/xplane)
 XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buffers (sources/xplane)
 TF_XLA_PROGRAM = "(XLA program)"  # the node of a TensorFlow XLA program's buffers that name no op
+# Below an XLA program's node (`jit_train_step/(unused scratch)`): the bytes of its scratch block
+# that no value holds at the block's own peak (sources/xplane/hlo.py).
+UNUSED_SCRATCH = "(unused scratch)"
 
 
 def tensorflow_xla_program(name: str) -> bool:

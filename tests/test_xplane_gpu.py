@@ -142,8 +142,10 @@ def test_allocations_belong_to_the_program_or_copy_running_on_their_thread(run):
         summary = report.device_summary(gpu, "layer")
         # The XLA program's buffers are what the GPU holds at its peak (its scratch, freed
         # before it ends: temporaries); the copies of the batch are inputs.
-        program = {"name": PROGRAM, "scope": "", "op_type": XLA_PROGRAM_OP_TYPE, "graph_name": PROGRAM}
-        assert summary["peak_node"] == program
+        program = {"name": PROGRAM, "op_type": XLA_PROGRAM_OP_TYPE, "graph_name": PROGRAM}
+        assert {k: summary["peak_node"][k] for k in program} == program
+        # Its scope: its own, where its unused scratch is a node below it (test_xla_blocks.py).
+        assert summary["peak_node"]["scope"] in ("", PROGRAM)
         held = sum(row["figures"]["at_peak_bytes"] for row in summary["op_types"]
                    if row["name"] == XLA_PROGRAM_OP_TYPE)
         assert held > 0.9 * summary["peak_rise_bytes"]

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._numeric import scatter_sum
-from ...names import BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, XLA_PROGRAM_OP_TYPE
+from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNUSED_SCRATCH,
+                      XLA_PROGRAM_OP_TYPE)
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
 from . import hlo
 from . import names as names_mod
@@ -528,11 +529,13 @@ class _PlaneSteps:
         requested = int(self.memory["requested_bytes"][event])
         named = [(hlo.node_name(piece.op_name), piece.bytes) for piece in block.pieces]
         named = [(name, size) for name, size in named if name]
+        if block.unused:  # shown as such, below the program
+            named.append((f"{self._text(program)}/{UNUSED_SCRATCH}", block.unused))
         placed = sum(size for _, size in named)
         if not named or placed > requested:
             return []
         pieces = [[self.strings.code(name), size, size, program] for name, size in named]
-        if placed == requested:  # all of it: the allocator's rounding is the largest value's
+        if block.is_output and placed == requested:  # the value asked for it all: its rounding too
             pieces[0][1] += allocated - requested
         own = allocated - sum(piece[1] for piece in pieces)
         pieces.append([program, own, requested - placed, program])  # last: the op running at that moment

@@ -13,9 +13,10 @@ the heap simulator's trace of when each buffer is live).
 
 * an output block: the value the program returns in it (the buffer a root
   tuple's operand defines), all of the block;
-* the scratch block: the values live at the heap simulator's peak (the moment
-  that sized it), each where its op made it. The block's other bytes (padding,
-  values XLA placed beside them) are the program's own. XLA's CPU compiler keeps
+* the scratch block: the values live at the heap simulator's peak (the most
+  bytes live at once), each where its op made it. The bytes no value holds
+  then are unused: XLA's layout places values live at other times there
+  (fragmentation inside the block; a scan's loop can leave a good part unused). XLA's CPU compiler keeps
   no heap trace: there a value is live from its instruction to its last use in
   the entry computation's schedule, as the heap simulator counts it.
 
@@ -37,7 +38,8 @@ Fields are declared by number (the xla protos do not ship with TensorBoard):
     BufferAllocationProto  index = 1, size = 2, is_thread_local = 3, is_entry_computation_parameter = 5,
                         maybe_live_out = 7, assigned = 9 (logical_buffer_id = 1, offset = 2, size = 3),
                         is_tuple = 11, is_constant = 12
-    HeapSimulatorTrace  events = 1 (kind = 1: ALLOC 0, FREE 1, SHARE_WITH 2; buffer_id = 2)
+    HeapSimulatorTrace  events = 1 (kind = 1: ALLOC 0, FREE 1, SHARE_WITH 2; buffer_id = 2,
+                        share_with_canonical_id = 5)
 """
 
 from __future__ import annotations
@@ -76,9 +78,10 @@ _SCHEMA = {
                    ("is_constant", 12, _I, _O, None)],
     "Assigned": [("logical_buffer_id", 1, _I, _O, None), ("offset", 2, _I, _O, None), ("size", 3, _I, _O, None)],
     "HeapTrace": [("events", 1, _M, _R, "HeapEvent")],
-    "HeapEvent": [("kind", 1, _I, _O, None), ("buffer_id", 2, _I, _O, None)],
+    "HeapEvent": [("kind", 1, _I, _O, None), ("buffer_id", 2, _I, _O, None),
+                  ("share_with_canonical_id", 5, _I, _O, None)],
 }
-_ALLOC, _FREE = 0, 1
+_ALLOC, _FREE, _SHARE_WITH = 0, 1, 2
 
 HLO_PROTO_STAT = "Hlo Proto"  # the metadata plane's stat holding a program's serialized HloProto
 
@@ -103,6 +106,9 @@ class Block:
     size: int  # bytes XLA asks the allocator for (the profile's `requested_bytes`)
     is_output: bool
     pieces: tuple[Piece, ...]  # what it holds, by op (at most `size` bytes); the rest is the program's own
+    # Of a scratch block: the bytes no value holds at its peak (XLA's layout of values that are
+    # live at other times leaves them free then: fragmentation inside the block).
+    unused: int = 0
 
 
 @dataclass(frozen=True)
@@ -161,33 +167,46 @@ def read_module(data: bytes) -> Module:
             name = op_name(defined_by(buffer_id))
             if name:
                 held[name] += sizes[buffer_id]
-        total = sum(held.values())
-        if total > allocation.size:  # a trace this block's offsets do not bear out: none of it is placed
-            held = {}
+        live_bytes = sum(sizes[buffer_id] for buffer_id in live)
+        if not live or live_bytes > allocation.size:  # no trace, or one the block cannot hold: nothing placed
+            held, live_bytes = {}, int(allocation.size)
         blocks.append(Block(int(allocation.size), False,
-                            tuple(Piece(name, size) for name, size in sorted(held.items(), key=lambda kv: -kv[1]))))
+                            tuple(Piece(name, size) for name, size in sorted(held.items(), key=lambda kv: -kv[1])),
+                            unused=int(allocation.size) - live_bytes))
     return Module(hlo.module.name, tuple(blocks))
 
 
 def _traced_peak(assignment, sizes: dict[int, int]) -> set[int]:
     """Of one block's logical buffers (id -> bytes in it), those live when the heap simulator's
-    traces have the most of them live; a buffer shared with another holds no bytes of its own."""
+    traces have the most of them live. A buffer shared with another (an in-place update, a loop's
+    carried value) holds the other's bytes: they are freed when the last buffer sharing them is."""
     best: set[int] = set()
     best_bytes = -1
     for trace in assignment.traces:
         live: set[int] = set()
+        canonical: dict[int, int] = {}  # buffer -> the buffer whose bytes it holds
+        sharing: dict[int, int] = {}  # canonical buffer -> buffers holding its bytes
         held = 0
         for event in trace.events:
-            if event.buffer_id not in sizes:
-                continue
-            if event.kind == _ALLOC:
-                live.add(event.buffer_id)
-                held += sizes.get(event.buffer_id, 0)
+            buffer_id = event.buffer_id
+            if event.kind == _ALLOC and buffer_id in sizes:
+                canonical[buffer_id] = buffer_id
+                sharing[buffer_id] = 1
+                live.add(buffer_id)
+                held += sizes[buffer_id]
                 if held > best_bytes:
                     best_bytes, best = held, set(live)
-            elif event.kind == _FREE and event.buffer_id in live:
-                live.discard(event.buffer_id)
-                held -= sizes.get(event.buffer_id, 0)
+            elif event.kind == _SHARE_WITH:
+                owner = canonical.get(event.share_with_canonical_id)
+                if owner is not None and owner in live:
+                    canonical[buffer_id] = owner
+                    sharing[owner] += 1
+            elif event.kind == _FREE and buffer_id in canonical:
+                owner = canonical.pop(buffer_id)
+                sharing[owner] -= 1
+                if sharing[owner] <= 0 and owner in live:
+                    live.discard(owner)
+                    held -= sizes[owner]
     return best
 
 
@@ -268,6 +287,11 @@ def match_blocks(module: Module, requested: list[int]) -> list[Block | None] | N
 # `jit(relu)`, `vmap(block)`, `remat(layer)`, `checkpoint(...)`.
 _WRAPPED_RE = re.compile(r"^(?P<transform>[A-Za-z_][\w.]*)\((?P<inner>.*)\)$")
 _PROGRAM_RE = re.compile(r"^p?jit\((?P<name>[^()]*)\)$")
+# Scopes JAX's transformations open that are none of the user's: a lax.scan's loop
+# (`while/body`, `while/cond`), Flax's lifted calls (`eval_jaxpr`), jax.checkpoint's
+# (`checkpoint`, and `rematted_computation` where the backward pass recomputes).
+_PLUMBING = frozenset({"eval_jaxpr", "checkpoint", "rematted_computation"})
+_LOOP_PARTS = frozenset({"body", "cond"})
 
 
 def _components(op_name: str) -> list[str]:
@@ -292,7 +316,8 @@ def jax_node_name(op_name: str) -> str:
     -> `dense_0/dot_general_grad`.
 
     The program's own `jit(...)` in front (and `jit(main)`) goes; transformations around a
-    component are unwrapped (`jvp(dense_0)` -> `dense_0`, an inner `jit(relu)` -> `relu`); a
+    component are unwrapped (`jvp(dense_0)` -> `dense_0`, an inner `jit(relu)` -> `relu`), and
+    the scopes of JAX's own plumbing dropped (a scan's `while/body`, `checkpoint`); a
     value of a transposed (backward) component is its op's gradient, named `<op>_grad` as
     TensorFlow names an op's gradient scope, so that it folds into its layer as gradients.
     """
@@ -308,6 +333,9 @@ def jax_node_name(op_name: str) -> str:
             backward = backward or match.group("transform") == "transpose"
             part = match.group("inner")
         path.extend(p for p in part.split("/") if p)
+    path = [p for i, p in enumerate(path) if p not in _PLUMBING and not (
+        p == "while" and i + 1 < len(path) and path[i + 1] in _LOOP_PARTS) and not (
+        p in _LOOP_PARTS and i > 0 and path[i - 1] == "while")]
     if not path:
         return ""
     if backward:
