@@ -160,8 +160,8 @@ def read_module(data: bytes) -> Module:
             blocks.append(Block(int(allocation.size), True, pieces))
             continue
         sizes = {a.logical_buffer_id: int(a.size) for a in assigned}
-        live = (_traced_peak(hlo.assignment, sizes) if len(hlo.assignment.traces)
-                else _scheduled_peak(hlo.module, buffers, users, sizes))
+        # XLA's heap trace where it kept one for this block's values, else the schedule's liveness.
+        live = _traced_peak(hlo.assignment, sizes) or _scheduled_peak(hlo.module, buffers, users, sizes)
         held: dict[str, int] = collections.Counter()
         for buffer_id in live:
             name = op_name(defined_by(buffer_id))
