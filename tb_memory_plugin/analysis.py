@@ -431,15 +431,18 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
         program_of = space.trace.xla_program_of
         row_names = [space.trace.name(int(i)) for i in rows.tolist()]
         total = int(at_peak.sum())
-        unused = sum(int(b) for name, b in zip(row_names, at_peak.tolist()) if name.endswith("/" + UNUSED_SCRATCH))
+        unused_rows = [(int(b), name) for name, b in zip(row_names, at_peak.tolist())
+                       if name.endswith("/" + UNUSED_SCRATCH)]
+        unused = sum(b for b, _ in unused_rows)
         placed = sum(int(b) for name, b in zip(row_names, at_peak.tolist()) if name in program_of) - unused
         placed_share, unused_share = (placed / total, unused / total) if total > 0 else (0.0, 0.0)
         programs = list(dict.fromkeys(program_of.get(name, name) for name in row_names))[:16]
+        most_unused = max(unused_rows)[1] if unused_rows else ""
         held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, placed_share,
-                     unused_share, programs))
+                     unused_share, most_unused, programs))
     if not held:
         return None
-    _, _, share, placed_share, unused_share, programs = max(held, key=lambda entry: entry[:2])
+    _, _, share, placed_share, unused_share, most_unused, programs = max(held, key=lambda entry: entry[:2])
     if share < _NOTED_PROGRAM_SHARE:
         return None
     shown = ", ".join(programs[:3]) + (" and more" if len(programs) > 3 else "")
@@ -452,7 +455,7 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
             f"That places {placed_share:.0%} of the programs' bytes at the peak")
         if unused_share >= 0.005:
             note += (f"; {unused_share:.0%} is scratch that no value holds at the block's own peak "
-                     f"(`{programs[0]}/{UNUSED_SCRATCH}`): XLA's layout keeps it for values live at other times")
+                     f"(`{most_unused}`): XLA's layout keeps it for values live at other times")
         return note + ("; the rest (the allocator's rounding, values of no op) stays the program's node. The Profile "
                        "tab's Memory Viewer shows the same buffers one by one.")
     note += ("XLA allocates a program's buffers itself, in blocks that name no op, so they show as the program's node "

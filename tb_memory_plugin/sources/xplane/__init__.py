@@ -41,7 +41,7 @@ import numpy as np
 
 from ..._numeric import scatter_sum
 from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNUSED_SCRATCH,
-                      XLA_PROGRAM_OP_TYPE)
+                      XLA_PROGRAM_OP_TYPE, tensorflow_xla_program)
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
 from . import hlo
 from . import names as names_mod
@@ -527,7 +527,8 @@ class _PlaneSteps:
     def _pieces(self, event: int, block: "hlo.Block", program: int) -> list[tuple[int, int, int, int]]:
         allocated = int(self.memory["allocation_bytes"][event])
         requested = int(self.memory["requested_bytes"][event])
-        named = [(hlo.node_name(piece.op_name), piece.bytes) for piece in block.pieces]
+        tensorflow = tensorflow_xla_program(self._text(program)) or program in self.xla_nodes
+        named = [(hlo.node_name(piece.op_name, tensorflow), piece.bytes) for piece in block.pieces]
         named = [(name, size) for name, size in named if name]
         if block.unused:  # shown as such, below the program
             named.append((f"{self._text(program)}/{UNUSED_SCRATCH}", block.unused))

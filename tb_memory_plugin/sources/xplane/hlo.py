@@ -238,10 +238,14 @@ def _scheduled_peak(module, buffers, users, sizes: dict[int, int]) -> set[int]:
     return {buffer_id for first, last, buffer_id in spans if first <= best_at <= last}
 
 
+_USERS_SEARCHED = 64  # instructions looked at, breadth first, for a user that names its op
+
+
 class _OpNames:
     """An instruction's op in the user's code: its own `op_name`, else its fused computation's
-    (the first of its instructions that names one), else that of the first instruction using it
-    that names one (a pad XLA put in front of a matrix multiply is the multiply's)."""
+    (the first of its instructions that names one), else that of the nearest instruction using it
+    that names one, through those that name none (a pad XLA put in front of a matrix multiply is
+    the multiply's; a multi-output fusion's values reach their users through `get-tuple-element`)."""
 
     def __init__(self, instructions, computations, users) -> None:
         self.instructions, self.computations, self.users = instructions, computations, users
@@ -250,9 +254,16 @@ class _OpNames:
         instruction = self.instructions.get(instruction_id)
         if instruction is None:
             return ""
-        return (self._own(instruction)
-                or next(filter(None, (self._own(self.instructions[user]) for user in self.users.get(instruction_id, ())
-                                      if user in self.instructions)), ""))
+        name = self._own(instruction)
+        queue, seen = collections.deque(self.users.get(instruction_id, ())), {instruction_id}
+        while not name and queue and len(seen) < _USERS_SEARCHED:
+            user = queue.popleft()
+            if user in seen or user not in self.instructions:
+                continue
+            seen.add(user)
+            name = self._own(self.instructions[user])
+            queue.extend(self.users.get(user, ()))
+        return name
 
     def _own(self, instruction) -> str:
         if instruction.metadata.op_name:
@@ -343,10 +354,19 @@ def jax_node_name(op_name: str) -> str:
     return "/".join(path)
 
 
-def node_name(op_name: str) -> str:
-    """The node a value's op is shown as: a JAX name stack as `jax_node_name` reads it, a
-    TensorFlow op's name (XLA compiled a tf.function) as it is."""
-    return jax_node_name(op_name) if _PROGRAM_RE.match(op_name.split("/", 1)[0]) else op_name
+ARGUMENTS = "(arguments)"  # the scope of a JAX program's values named by an argument's path
+
+
+def node_name(op_name: str, tensorflow: bool = False) -> str:
+    """The node a value's op is shown as: a TensorFlow op's name (XLA compiled a tf.function) as
+    it is; a JAX name stack as `jax_node_name` reads it, and a JAX value named by the argument
+    it was made from (a weight's copy in another layout: `p['conv_1']['kernel']`) in the scope
+    `(arguments)`."""
+    if tensorflow:
+        return op_name
+    if _PROGRAM_RE.match(op_name.split("/", 1)[0]):
+        return jax_node_name(op_name)
+    return f"{ARGUMENTS}/{op_name}" if op_name else ""
 
 
 class Programs:
