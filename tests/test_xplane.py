@@ -953,3 +953,38 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
     assert "from the program's compiled HLO in the profile" in step.message
     with pytest.raises(whatif.WhatIfError, match="jit_compile"):
         whatif.traced_batch(step)
+
+
+@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train"])
+def test_splitting_tensorflows_xla_blocks_keeps_every_figure(jit_logdir, run, monkeypatch):
+    """The curve, the peak and each node's bytes summed with the pieces split from its blocks are
+    what they are with the programs whole (their HLO unread): a jitted function's op keeps its own
+    blocks' remainder, `(XLA program)` its."""
+    from tb_memory_plugin.sources.xplane import hlo
+
+    (path,) = (jit_logdir / run).glob("plugins/profile/*/*.xplane.pb")
+    data = path.read_bytes()
+    split = xplane.decode(data)
+
+    def unreadable(_data):
+        raise hlo.HloError("not read")
+
+    monkeypatch.setattr(hlo, "read_module", unreadable)
+    whole = xplane.decode(data)
+    for i in range(len(split.steps)):
+        a, b = analysis.analyse(split.trace(i)).space(None), analysis.analyse(whole.trace(i)).space(None)
+        assert (a.peak_rise_bytes, a.start_bytes) == (b.peak_rise_bytes, b.start_bytes)
+        assert np.array_equal(a.curve.rise_bytes, b.curve.rise_bytes)
+
+        def by_node(s):
+            out = collections.Counter()
+            for e in range(s.trace.exec_count):
+                name = s.trace.name(e)
+                node = s.trace.xla_program_of.get(name, name)
+                out[node, "allocated"] += int(s.trace.allocated[e])
+                out[node, "at_peak"] += int(s.exec_columns[figures.AT_PEAK][e])
+            return +out
+
+        assert by_node(a) == by_node(b)
+        assert b.trace.xla_program_of == {}
+    assert any(analysis.analyse(split.trace(i)).space(None).trace.xla_program_of for i in range(len(split.steps)))

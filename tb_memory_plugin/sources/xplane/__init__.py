@@ -41,7 +41,7 @@ import numpy as np
 
 from ..._numeric import scatter_sum
 from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNUSED_SCRATCH,
-                      XLA_PROGRAM_OP_TYPE, tensorflow_xla_program)
+                      XLA_PROGRAM_OP_TYPE)
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
 from . import hlo
 from . import names as names_mod
@@ -518,16 +518,18 @@ class _PlaneSteps:
                                          memory["requested_bytes"][inside].tolist())
                 if blocks is None:
                     continue
+                tensorflow = name == TF_XLA_PROGRAM
                 for event, block in zip(inside.tolist(), blocks):
-                    pieces = self._pieces(event, block, program)
+                    # The block stays its allocation's node's (the program, or the jitted function's op).
+                    pieces = self._pieces(event, block, int(self.node[event]), tensorflow)
                     if pieces:
                         split[event] = pieces
         return split
 
-    def _pieces(self, event: int, block: "hlo.Block", program: int) -> list[tuple[int, int, int, int]]:
+    def _pieces(self, event: int, block: "hlo.Block", program: int, tensorflow: bool
+                ) -> list[tuple[int, int, int, int]]:
         allocated = int(self.memory["allocation_bytes"][event])
         requested = int(self.memory["requested_bytes"][event])
-        tensorflow = tensorflow_xla_program(self._text(program)) or program in self.xla_nodes
         named = [(hlo.node_name(piece.op_name, tensorflow), piece.bytes) for piece in block.pieces]
         named = [(name, size) for name, size in named if name]
         if block.unused:  # shown as such, below the program
