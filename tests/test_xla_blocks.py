@@ -58,6 +58,11 @@ def test_tensorflow_op_names_stay_as_they_are(op_name):
     assert hlo.node_name(op_name, tensorflow=True) == op_name
 
 
+def test_tensorflows_bridge_names_arguments_and_the_returned_tuple():
+    assert hlo.node_name("XLA_Args", tensorflow=True) == "(arguments)"
+    assert hlo.node_name("XLA_Retvals", tensorflow=True) == ""  # the program's own
+
+
 # -- real JAX profiles ----------------------------------------------------------------------------
 
 def _hlo_protos(data: bytes) -> dict[str, bytes]:

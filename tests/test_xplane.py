@@ -904,6 +904,30 @@ for i in range(2):
         step(x, y)
 tf.profiler.experimental.stop()
 
+# Gradients accumulated over micro-batches in a tf.while_loop inside the compiled program: the
+# loop body's values live in the program's scratch while the loop runs.
+MICRO = 4
+
+@tf.function(jit_compile=True)
+def accumulate(x, y):
+    xs, ys = tf.reshape(x, [MICRO, -1, 64]), tf.reshape(y, [MICRO, -1])
+    sums = [tf.zeros_like(v) for v in model.trainable_variables]
+    def body(i, sums):
+        with tf.GradientTape() as tape:
+            loss = loss_of(ys[i], model(xs[i], training=True))
+        return i + 1, [s + g for s, g in zip(sums, tape.gradient(loss, model.trainable_variables))]
+    _, sums = tf.while_loop(lambda i, _: i < MICRO, body, [tf.constant(0), sums])
+    optimizer.apply_gradients(zip([s / MICRO for s in sums], model.trainable_variables))
+    return tf.constant(0.0)
+
+big_x, big_y = tf.constant(np.random.rand(128, 64).astype(np.float32)), tf.constant(np.random.randint(0, 10, 128))
+accumulate(big_x, big_y)
+tf.profiler.experimental.start(os.path.join(root, "jit_loop"))
+for i in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+        accumulate(big_x, big_y)
+tf.profiler.experimental.stop()
+
 fit_model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)])
 fit_model.compile("adam", loss_of, jit_compile=True)
 board = keras.callbacks.TensorBoard(os.path.join(root, "jit_fit"), profile_batch=(3, 4))
@@ -955,7 +979,7 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
         whatif.traced_batch(step)
 
 
-@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train"])
+@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train", "jit_loop"])
 def test_splitting_tensorflows_xla_blocks_keeps_every_figure(jit_logdir, run, monkeypatch):
     """The curve, the peak and each node's bytes summed with the pieces split from its blocks are
     what they are with the programs whole (their HLO unread): a jitted function's op keeps its own
@@ -988,3 +1012,22 @@ def test_splitting_tensorflows_xla_blocks_keeps_every_figure(jit_logdir, run, mo
         assert by_node(a) == by_node(b)
         assert b.trace.xla_program_of == {}
     assert any(analysis.analyse(split.trace(i)).space(None).trace.xla_program_of for i in range(len(split.steps)))
+
+
+def test_a_loop_inside_an_xla_program_holds_its_bodys_values(jit_logdir):
+    """XLA's CPU compiler keeps no heap trace: the loop body's values (one micro-batch's forward
+    pass and gradients) are live where the loop runs, by the body's own schedule, and fold into
+    the model's layers; the loop's carried sums are one value, not counted once per alias."""
+    (path,) = (jit_logdir / "jit_loop").glob("plugins/profile/*/*.xplane.pb")
+    decoded = xplane.decode(path.read_bytes())
+    step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+    space = step.space(None)
+    placed = space.trace.xla_program_of
+    in_loop = [name for name in placed if name.startswith(("while/", "gradient_tape/while/"))]
+    assert in_loop, sorted(placed)
+    at_peak = space.exec_columns[figures.AT_PEAK]
+    rows = {space.trace.name(e): e for e in range(space.trace.exec_count)}
+    held = sum(int(at_peak[rows[name]]) for name in in_loop)
+    assert held >= 0.25 * space.peak_rise_bytes, (held, space.peak_rise_bytes)
+    share = int(step.message.split("That places ", 1)[1].split("%", 1)[0])
+    assert share >= 50, step.message

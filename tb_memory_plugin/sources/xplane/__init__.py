@@ -514,8 +514,10 @@ class _PlaneSteps:
                 if inside.size == 0:
                     continue
                 name = self._text(program)
+                functions = [self._text(code) for code in np.unique(self.node[inside]).tolist() if code != program]
                 blocks = programs.blocks(None if name == TF_XLA_PROGRAM else name,
-                                         memory["requested_bytes"][inside].tolist())
+                                         memory["requested_bytes"][inside].tolist(),
+                                         functions[0] if len(functions) == 1 else None)
                 if blocks is None:
                     continue
                 tensorflow = name == TF_XLA_PROGRAM
@@ -714,6 +716,11 @@ class _PlaneSteps:
         has_op = start != big
         start = np.where(has_op, start, event_start)
         end = np.where(has_op, end, event_end)
+        if self.program_of_piece:  # a program's pieces run when it does (what it frees then is its scratch)
+            exec_of = {code: i for i, code in enumerate(nodes.tolist())}
+            for piece, owner in self.program_of_piece.items():
+                if piece in exec_of and owner in exec_of:
+                    start[exec_of[piece]], end[exec_of[piece]] = start[exec_of[owner]], end[exec_of[owner]]
         region = memory["region_type"][events]
         allocations = np.flatnonzero(is_allocation)
         is_temp = is_allocation & np.isin(region, self._codes_of("temp"))

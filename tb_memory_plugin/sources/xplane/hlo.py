@@ -16,7 +16,10 @@ the heap simulator's trace of when each buffer is live).
 * the scratch block: the values live at the heap simulator's peak (the most
   bytes live at once), each where its op made it. The bytes no value holds
   then are unused: XLA's layout places values live at other times there
-  (fragmentation inside the block; a scan's loop can leave a good part unused). XLA's CPU compiler keeps
+  (fragmentation inside the block; a scan's loop can leave a good part unused).
+  XLA's CPU compiler keeps no heap trace: there a value is live from its
+  instruction to its last use in its computation's schedule, and a loop's body
+  adds what one iteration holds at once where the loop runs. XLA's CPU compiler keeps
   no heap trace: there a value is live from its instruction to its last use in
   the entry computation's schedule, as the heap simulator counts it.
 
@@ -139,7 +142,7 @@ def read_module(data: bytes) -> Module:
             root = instructions.get(computation.root_id)
             if root is not None:  # the values the program returns: the root tuple's operands, or the root
                 root_operands.update(root.operand_ids if root.opcode == "tuple" else [root.id])
-    op_name = _OpNames(instructions, computations, users)
+    op_name = _OpNames(instructions, computations, users, hlo.module.entry_computation_id)
     buffers = {buffer.id: buffer for buffer in hlo.assignment.logical_buffers}
 
     def defined_by(buffer_id: int) -> int:
@@ -160,8 +163,12 @@ def read_module(data: bytes) -> Module:
             blocks.append(Block(int(allocation.size), True, pieces))
             continue
         sizes = {a.logical_buffer_id: int(a.size) for a in assigned}
-        # XLA's heap trace where it kept one for this block's values, else the schedule's liveness.
-        live = _traced_peak(hlo.assignment, sizes) or _scheduled_peak(hlo.module, buffers, users, sizes)
+        # XLA's heap trace where it kept one for this block's values, else the schedule's liveness;
+        # of values at the same bytes (a loop's state: its operand, its body's parameter and
+        # result), one, which names an op where one does.
+        live = _traced_peak(hlo.assignment, sizes) or _scheduled_peak(hlo.module, buffers, users, instructions, sizes)
+        live = _apart(live, {a.logical_buffer_id: (int(a.offset), int(a.size)) for a in assigned},
+                      lambda buffer_id: bool(op_name(defined_by(buffer_id))))
         held: dict[str, int] = collections.Counter()
         for buffer_id in live:
             name = op_name(defined_by(buffer_id))
@@ -174,6 +181,19 @@ def read_module(data: bytes) -> Module:
                             tuple(Piece(name, size) for name, size in sorted(held.items(), key=lambda kv: -kv[1])),
                             unused=int(allocation.size) - live_bytes))
     return Module(hlo.module.name, tuple(blocks))
+
+
+def _apart(live: set[int], placed: dict[int, tuple[int, int]], named) -> set[int]:
+    """Of values live at once, those at bytes no other kept one holds (the largest first, then one
+    that names its op): values XLA gave the same bytes are one value's, aliases of it."""
+    kept: list[tuple[int, int]] = []
+    out = set()
+    for buffer_id in sorted(live, key=lambda b: (-placed[b][1], not named(b), b)):
+        start, size = placed[buffer_id]
+        if size and all(start + size <= other or other + other_size <= start for other, other_size in kept):
+            kept.append((start, size))
+            out.add(buffer_id)
+    return out
 
 
 def _traced_peak(assignment, sizes: dict[int, int]) -> set[int]:
@@ -210,51 +230,81 @@ def _traced_peak(assignment, sizes: dict[int, int]) -> set[int]:
     return best
 
 
-def _scheduled_peak(module, buffers, users, sizes: dict[int, int]) -> set[int]:
+def _scheduled_peak(module, buffers, users, instructions, sizes: dict[int, int]) -> set[int]:
     """Of one block's logical buffers (id -> bytes in it), those live together when the most bytes
-    are, by the entry computation's schedule: each from its instruction to the last that uses it
-    (values of instructions outside the entry computation are left out: they live inside the
-    instruction that calls them)."""
-    entry = module.entry_computation_id
-    sequence = next((list(item.value.instruction_ids) for item in module.schedule.sequences if item.key == entry),
-                    [])
-    position = {instruction: i for i, instruction in enumerate(sequence)}
-    change = collections.defaultdict(int)
-    spans = []
-    for buffer_id, size in sizes.items():
+    are, by the schedule: each from its instruction to the last in its computation that uses it;
+    a loop's or a call's computation adds, at the instruction that runs it, what is live at its
+    own fullest (a `while`'s body: what one iteration holds at once)."""
+    sequences = {item.key: list(item.value.instruction_ids) for item in module.schedule.sequences}
+    defined_in = collections.defaultdict(list)  # the sequence's computation -> its buffers in the block
+    computation_of = {instruction: key for key, sequence in sequences.items() for instruction in sequence}
+    for buffer_id in sizes:
         defined = buffers[buffer_id].defined_at.instruction_id if buffer_id in buffers else -1
-        if defined not in position:
-            continue
-        first = position[defined]
-        last = max((position[user] for user in users.get(defined, ()) if user in position), default=first)
-        spans.append((first, last, buffer_id))
-        change[first] += size
-        change[last + 1] -= size
-    held, best_bytes, best_at = 0, -1, -1
-    for at in sorted(change):
-        held += change[at]
-        if held > best_bytes:  # the first moment it holds the most
-            best_bytes, best_at = held, at
-    return {buffer_id for first, last, buffer_id in spans if first <= best_at <= last}
+        if defined in computation_of:
+            defined_in[computation_of[defined]].append((buffer_id, defined))
+    fullest: dict[int, tuple[int, frozenset]] = {}
+
+    def peak(computation: int, depth: int) -> tuple[int, frozenset]:
+        if computation in fullest or depth > _CALLS_FOLLOWED:
+            return fullest.get(computation, (0, frozenset()))
+        fullest[computation] = (0, frozenset())  # a computation calling itself adds nothing
+        sequence = sequences.get(computation, [])
+        position = {instruction: i for i, instruction in enumerate(sequence)}
+        spans = []  # (first, last, bytes, buffers)
+        for buffer_id, defined in defined_in.get(computation, ()):
+            first = position[defined]
+            last = max((position[user] for user in users.get(defined, ()) if user in position), default=first)
+            spans.append((first, last, sizes[buffer_id], frozenset((buffer_id,))))
+        for at, instruction_id in enumerate(sequence):
+            instruction = instructions.get(instruction_id)
+            if instruction is not None and instruction.opcode != "fusion" and instruction.called_computation_ids:
+                inner = max((peak(called, depth + 1) for called in instruction.called_computation_ids),
+                            key=lambda found: found[0])
+                if inner[0]:
+                    spans.append((at, at, inner[0], inner[1]))
+        change = collections.defaultdict(int)
+        for first, last, size, _ in spans:
+            change[first] += size
+            change[last + 1] -= size
+        held, best_bytes, best_at = 0, 0, -1
+        for at in sorted(change):
+            held += change[at]
+            if held > best_bytes:  # the first moment it holds the most
+                best_bytes, best_at = held, at
+        live = frozenset().union(*(found for first, last, _, found in spans if first <= best_at <= last))
+        fullest[computation] = (best_bytes, live)
+        return fullest[computation]
+
+    return set(peak(module.entry_computation_id, 0)[1])
 
 
+_CALLS_FOLLOWED = 16  # nested loops and calls followed into
 _USERS_SEARCHED = 64  # instructions looked at, breadth first, for a user that names its op
+_OPERANDS_FOLLOWED = 4  # copies followed back to the argument they copy
+# Instructions that pass a value on, or only lay it out again, without computing.
+_FORWARDING = frozenset({"get-tuple-element", "bitcast", "tuple", "copy", "reshape", "transpose", "broadcast"})
 
 
 class _OpNames:
     """An instruction's op in the user's code: its own `op_name`, else its fused computation's
-    (the first of its instructions that names one), else that of the nearest instruction using it
-    that names one, through those that name none (a pad XLA put in front of a matrix multiply is
-    the multiply's; a multi-output fusion's values reach their users through `get-tuple-element`)."""
+    (the first of its instructions that names one); else, for a copy of one of the program's
+    arguments in another layout (a weight transposed for a matrix multiply), that argument's
+    (the parameter's `op_name`: JAX's path to it, TensorFlow's `XLA_Args`); else that of the
+    nearest instruction using it that names one (a pad XLA put in front of a matrix multiply is
+    the multiply's; XLA's lowering of one op, a max pool's gradient, chains instructions that name
+    none; a multi-output fusion's values reach their users through `get-tuple-element`)."""
 
-    def __init__(self, instructions, computations, users) -> None:
+    def __init__(self, instructions, computations, users, entry: int) -> None:
         self.instructions, self.computations, self.users = instructions, computations, users
+        entry_computation = computations.get(entry)
+        self.arguments = frozenset(i.id for i in entry_computation.instructions if i.opcode == "parameter") \
+            if entry_computation is not None else frozenset()
 
     def __call__(self, instruction_id: int) -> str:
         instruction = self.instructions.get(instruction_id)
         if instruction is None:
             return ""
-        name = self._own(instruction)
+        name = self._own(instruction) or self._argument(instruction)
         queue, seen = collections.deque(self.users.get(instruction_id, ())), {instruction_id}
         while not name and queue and len(seen) < _USERS_SEARCHED:
             user = queue.popleft()
@@ -264,6 +314,30 @@ class _OpNames:
             name = self._own(self.instructions[user])
             queue.extend(self.users.get(user, ()))
         return name
+
+    def _argument(self, instruction) -> str:
+        """The argument an instruction only copies or lays out again ("" where it computes)."""
+        for _ in range(_OPERANDS_FOLLOWED):
+            if instruction.opcode == "parameter":  # the program's, not a loop body's or a fusion's
+                return (instruction.metadata.op_name or instruction.name) if instruction.id in self.arguments else ""
+            if not (instruction.opcode in _FORWARDING or self._only_forwards(instruction)):
+                return ""
+            operand = instruction.operand_ids[0] if instruction.operand_ids else None
+            instruction = self.instructions.get(operand)
+            if instruction is None:
+                return ""
+        return ""
+
+    def _only_forwards(self, instruction) -> bool:
+        """A fusion of one operand whose instructions only pass it on (`wrapped_transpose`)."""
+        if instruction.opcode != "fusion" or len(instruction.operand_ids) != 1:
+            return False
+        for called in instruction.called_computation_ids:
+            computation = self.computations.get(called)
+            if computation is None or any(inner.opcode not in _FORWARDING and inner.opcode != "parameter"
+                                          for inner in computation.instructions):
+                return False
+        return bool(instruction.called_computation_ids)
 
     def _own(self, instruction) -> str:
         if instruction.metadata.op_name:
@@ -355,15 +429,16 @@ def jax_node_name(op_name: str) -> str:
 
 
 ARGUMENTS = "(arguments)"  # the scope of a JAX program's values named by an argument's path
+_TF_ARGUMENTS, _TF_RETURNED = "XLA_Args", "XLA_Retvals"
 
 
 def node_name(op_name: str, tensorflow: bool = False) -> str:
     """The node a value's op is shown as: a TensorFlow op's name (XLA compiled a tf.function) as
-    it is; a JAX name stack as `jax_node_name` reads it, and a JAX value named by the argument
-    it was made from (a weight's copy in another layout: `p['conv_1']['kernel']`) in the scope
-    `(arguments)`."""
-    if tensorflow:
-        return op_name
+    it is, its arguments' copies as `(arguments)`; a JAX name stack as `jax_node_name` reads it,
+    and a JAX value named by the argument it was made from (a weight's copy in another layout:
+    `p['conv_1']['kernel']`) in the scope `(arguments)`."""
+    if tensorflow:  # the bridge names the program's arguments `XLA_Args`, its returned tuple `XLA_Retvals`
+        return ARGUMENTS if op_name.startswith(_TF_ARGUMENTS) else "" if op_name == _TF_RETURNED else op_name
     if _PROGRAM_RE.match(op_name.split("/", 1)[0]):
         return jax_node_name(op_name)
     return f"{ARGUMENTS}/{op_name}" if op_name else ""
@@ -389,20 +464,31 @@ class Programs:
                 self._modules[key] = None
         return self._modules[key]
 
-    def blocks(self, name: str | None, requested: list[int]) -> list[Block] | None:
+    def blocks(self, name: str | None, requested: list[int], function: str | None = None) -> list[Block] | None:
         """The blocks of the module one run of a program allocated (requested bytes in order): a
-        module of that name (every module where the run names none) whose blocks they all are."""
-        asked = (name, tuple(requested))
+        module of the run's name (JAX's `jit_train_step`), or for TensorFlow's, which name none,
+        of any name; of those whose blocks they all are, the one compiled from the tf.function the
+        run's allocations name (`__inference_step_263` -> `a_inference_step_263__...`). Several that
+        fit and differ, with nothing to tell them apart (two models of one shape), are none: the
+        program then stays whole rather than named by another's ops."""
+        asked = (name, tuple(requested), function)
         if asked not in self._found:
-            self._found[asked] = self._blocks(name, requested)
+            self._found[asked] = self._blocks(name, requested, function)
         return self._found[asked]
 
-    def _blocks(self, name: str | None, requested: list[int]) -> list[Block] | None:
+    def _blocks(self, name: str | None, requested: list[int], function: str | None) -> list[Block] | None:
+        fitting = []
         for key in self._protos:
             if name is not None and key.rpartition("(")[0] != name and key != name:
                 continue
             module = self._module(key)
             found = match_blocks(module, requested) if module is not None else None
             if found is not None:
-                return found
-        return None
+                fitting.append((key, found))
+        if function:
+            stem = function.lstrip("_") + "_"  # `inference_step_263_`: not `inference_step_2630`
+            named = [entry for entry in fitting if stem in entry[0]]
+            fitting = named or fitting
+        if not fitting or any(found != fitting[0][1] for _, found in fitting[1:]):
+            return None
+        return fitting[0][1]
