@@ -47,6 +47,7 @@ Fields are declared by number (the xla protos do not ship with TensorBoard):
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import re
@@ -186,12 +187,15 @@ def read_module(data: bytes) -> Module:
 def _apart(live: set[int], placed: dict[int, tuple[int, int]], named) -> set[int]:
     """Of values live at once, those at bytes no other kept one holds (the largest first, then one
     that names its op): values XLA gave the same bytes are one value's, aliases of it."""
-    kept: list[tuple[int, int]] = []
+    starts: list[int] = []  # the kept values' byte ranges, disjoint, by start
+    ends: list[int] = []
     out = set()
     for buffer_id in sorted(live, key=lambda b: (-placed[b][1], not named(b), b)):
         start, size = placed[buffer_id]
-        if size and all(start + size <= other or other + other_size <= start for other, other_size in kept):
-            kept.append((start, size))
+        at = bisect.bisect_right(starts, start)
+        if size and (at == 0 or ends[at - 1] <= start) and (at == len(starts) or start + size <= starts[at]):
+            starts.insert(at, start)
+            ends.insert(at, start + size)
             out.add(buffer_id)
     return out
 
