@@ -449,15 +449,17 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
     note = f"XLA programs ran in this step, holding {share:.0%} of the peak rise: {shown}. "
     if placed_share > 0:
         note += (
-            "XLA allocates a program's buffers itself, a few blocks per run that name no op; they are shown by the "
-            "ops whose values XLA placed in them, from the program's compiled HLO in the profile: an output by the "
-            "op that made it, the scratch block by the values live at its own peak (op type `XLA program`). "
-            f"That places {placed_share:.0%} of the programs' bytes at the peak")
+            "XLA allocates a program's buffers itself, a few blocks per run that name no op. They are shown by the "
+            "ops whose values XLA placed in them (op type `XLA program`), read from the program's compiled HLO in "
+            "the profile: an output block by the op that made it, the scratch block by the values live at its own "
+            f"peak. That places {placed_share:.0%} of the programs' bytes at the peak")
         if unused_share >= 0.005:
             note += (f"; {unused_share:.0%} is scratch that no value holds at the block's own peak "
                      f"(`{most_unused}`): XLA's layout keeps it for values live at other times")
-        return note + ("; the rest (the allocator's rounding, values of no op) stays the program's node. The Profile "
-                       "tab's Memory Viewer shows the same buffers one by one.")
+        rest = 1.0 - placed_share - unused_share
+        if rest >= 0.005:
+            note += f"; the rest, {rest:.0%} (the allocator's rounding, values of no op), stays the program's node"
+        return note + ". The Profile tab's Memory Viewer shows the same buffers one by one."
     note += ("XLA allocates a program's buffers itself, in blocks that name no op, so they show as the program's node "
              "(op type `XLA program`), not by op or layer.")
     if any(map(tensorflow_xla_program, programs)):

@@ -126,6 +126,8 @@ class SpaceTrace:
     # Runtime names that hold part of an XLA program's blocks, as its HLO places the ops' values
     # in them (sources/xplane/hlo.py) -> that program's name.
     xla_program_of: Mapping[str, str] = field(default_factory=dict)
+    # Events that are pieces of one profile event beyond its first (a split XLA block's).
+    piece_rows: int = 0
 
     @property
     def exec_count(self) -> int:

@@ -18,6 +18,7 @@ from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.names import UNUSED_SCRATCH as UNUSED, XLA_PROGRAM_OP_TYPE
 from tb_memory_plugin.sources import xplane
 from tb_memory_plugin.sources.xplane import hlo
+from tracedata import decoded_without_hlo, figures_by_node
 
 DATA = Path(__file__).parent / "data" / "jax_gpu"
 XLA = Path(__file__).parent / "data" / "xla_gpu"  # Flax and Keras 3 on JAX (its README)
@@ -132,23 +133,13 @@ def test_a_modules_scratch_holds_the_values_live_at_the_heap_simulators_peak(run
         assert all(piece.op_name for piece in scratch.pieces)
 
 
-def _without_hlo(monkeypatch, data: bytes):
-    """The profile decoded as if its HloProtos could not be read (programs whole, as before)."""
-
-    def unreadable(_data):
-        raise hlo.HloError("not read")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(hlo, "read_module", unreadable)
-        return xplane.decode(data)
-
-
 @pytest.mark.parametrize("run", REAL_RUNS)
 def test_programs_blocks_split_by_op_keep_every_figure_of_the_step(run, monkeypatch):
-    """The split moves bytes between nodes and nothing else: the curve, the peak, the start and
-    each program's bytes (its node and its pieces together) are what the whole program had."""
+    """The split moves bytes between nodes and nothing else: the curve, the peak, the start, the
+    allocator's readings and event count, and every node's bytes (a program's node and its pieces
+    together; `(before this step)`'s frees of earlier steps' blocks) are what they were whole."""
     data = _path(run).read_bytes()
-    split, whole = xplane.decode(data), _without_hlo(monkeypatch, data)
+    split, whole = xplane.decode(data), decoded_without_hlo(monkeypatch, data)
     assert len(split.steps) == len(whole.steps) == 3
     for i in range(3):
         a, b = analysis.analyse(split.trace(i)), analysis.analyse(whole.trace(i))
@@ -157,24 +148,16 @@ def test_programs_blocks_split_by_op_keep_every_figure_of_the_step(run, monkeypa
             assert (space.peak_rise_bytes, space.start_bytes) == (before.peak_rise_bytes, before.start_bytes)
             assert np.array_equal(space.curve.time_us, before.curve.time_us)
             assert np.array_equal(space.curve.rise_bytes, before.curve.rise_bytes)
-
-            def by_program(s):
-                out = collections.Counter()
-                for e in range(s.trace.exec_count):
-                    name = s.trace.name(e)
-                    if s.names.op_types[s.name_code[e]] == XLA_PROGRAM_OP_TYPE:
-                        program = s.trace.xla_program_of.get(name, name)
-                        out[program, "allocated"] += int(s.trace.allocated[e])
-                        out[program, "at_peak"] += int(s.exec_columns[figures.AT_PEAK][e])
-                        out[program, "output"] += int(s.trace.output[e])
-                return out
-
-            assert by_program(space) == by_program(before)
+            assert np.array_equal(space.trace.snapshot_bytes, before.trace.snapshot_bytes)
+            assert np.array_equal(space.trace.snapshot_time_us, before.trace.snapshot_time_us)
+            summary, whole_summary = report.device_summary(space, "layer"), report.device_summary(before, "layer")
+            assert summary["event_count"] == whole_summary["event_count"]
+            assert figures_by_node(space) == figures_by_node(before)
             if space.trace.device_type == "GPU":
                 assert space.trace.xla_program_of and PROGRAM in set(space.trace.xla_program_of.values())
                 assert before.trace.xla_program_of == {}
                 # The op running at the peak is still the program.
-                assert report.device_summary(space, "layer")["peak_node"]["name"] == PROGRAM
+                assert summary["peak_node"]["name"] == PROGRAM
 
 
 def test_a_keras_cnn_on_jax_shows_its_layers_inside_the_program():
@@ -240,6 +223,10 @@ def _module(name: str = "jit_step", scratch_size: int = 1100) -> bytes:
 
 def _profile(hlo_bytes: bytes | None, sizes=((512, 400), (1280, 1100)), key: str = "jit_step(7)"):
     """One marked step running `jit_step` once: it allocates each (allocated, requested) block."""
+    return analysis.analyse(xplane.decode(_profile_bytes(hlo_bytes, sizes, key)).trace(0)).space("GPU:0/GPU_0_bfc")
+
+
+def _profile_bytes(hlo_bytes: bytes | None, sizes=((512, 400), (1280, 1100)), key: str = "jit_step(7)") -> bytes:
     from protos import XSpaceBuilder
 
     space = XSpaceBuilder()
@@ -251,7 +238,7 @@ def _profile(hlo_bytes: bytes | None, sizes=((512, 400), (1280, 1100)), key: str
         space.free(1, 80 + i, addr)
     if hlo_bytes is not None:
         space.program_hlo(key, hlo_bytes)
-    return analysis.analyse(xplane.decode(space.serialized()).trace(0)).space("GPU:0/GPU_0_bfc")
+    return space.serialized()
 
 
 def _allocated(space) -> dict[str, int]:
@@ -373,3 +360,93 @@ def test_a_flax_cnns_weight_copies_and_multi_output_fusions_are_named():
     tree = gpu.tree("scope")
     cnn = {tree.paths[c] for c in tree.children[tree.entry("CNN")]}
     assert {"CNN/conv_0", "CNN/conv_1", "CNN/bn_1"} <= cnn, cnn
+
+
+def test_a_free_of_an_earlier_steps_block_stays_before_this_step():
+    """Step 2 frees step 1's returned block before its own program runs: that free is
+    `(before this step)`'s, whole, not the block's op's (which in step 2 holds what it made)."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.busy_gpu(0, start_us=0)
+    returned = None
+    for number, at in ((1, 0), (2, 300)):
+        space.event(1, "train", at, 200, step_num=number)
+        if returned is not None:
+            space.free(1, at + 5, returned)
+        space.event(1, "CommonPjRtLoadedExecutable::Execute (jit_step)", at + 10, 100)
+        returned = space.allocate(1, at + 20, 512, requested=400)
+        space.free(1, at + 80, space.allocate(1, at + 21, 1280, requested=1100))
+    space.program_hlo("jit_step(7)", _module())
+    profile = xplane.decode(space.serialized())
+    gpu = analysis.analyse(profile.trace(1)).space("GPU:0/GPU_0_bfc")
+    rows = {gpu.trace.name(e): e for e in range(gpu.trace.exec_count)}
+    assert int(gpu.trace.live[rows["(before this step)"]]) == -512
+    assert int(gpu.trace.allocated[rows["dense/dot_general_grad"]]) == 512
+    assert int(gpu.exec_columns[figures.AT_PEAK][rows["dense/dot_general_grad"]]) == 512
+
+
+def test_two_programs_sharing_op_names_each_keep_their_own_run():
+    """`jit_step` holds the peak while it runs; `jit_other`, compiled from the same ops, runs later.
+    The ops' values are placed in each by its own HLO, run within their own program's run (the
+    peak's scratch is temporaries), and named as the program holding most of them."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.busy_gpu(0, start_us=0)
+    space.event(1, "train", 0, 400, step_num=1)
+    for program, at, scratch in (("jit_step", 10, 1280), ("jit_other", 200, 1280)):
+        space.event(1, f"CommonPjRtLoadedExecutable::Execute ({program})", at, 100)
+        space.free(1, at + 90, space.allocate(1, at + 10, 512, requested=400))
+        space.free(1, at + 80, space.allocate(1, at + 11, scratch, requested=1100))
+    space.program_hlo("jit_step(7)", _module())
+    space.program_hlo("jit_other(8)", _module(name="jit_other"))
+    gpu = analysis.analyse(xplane.decode(space.serialized()).trace(0)).space("GPU:0/GPU_0_bfc")
+    rows = {gpu.trace.name(e): e for e in range(gpu.trace.exec_count)}
+    assert gpu.peak_rise_bytes == 512 + 1280
+    dense = rows["dense/dot_general"]
+    assert int(gpu.exec_columns[figures.AT_PEAK][dense]) == 1024
+    assert (int(gpu.trace.start_us[dense]), int(gpu.trace.end_us[dense])) == (10, 300)  # both runs
+    assert gpu.trace.xla_program_of["dense/dot_general"] in ("jit_step", "jit_other")
+    assert gpu.trace.xla_program_of["jit_step/(unused scratch)"] == "jit_step"
+    categories = dict((name, at_peak) for name, at_peak, _ in gpu.by_category())
+    assert categories["temporaries"] == 1280 + 512  # both blocks are freed while the program runs
+
+
+def test_a_metadata_stat_that_does_not_parse_leaves_the_programs_whole():
+    """What XLA compiled is optional: a profile whose metadata plane has a stat that does not parse
+    decodes, its programs whole."""
+    space_bytes = _profile_bytes(_module())
+    marker = b"Hlo Proto"
+    at = space_bytes.index(_module()[:16])  # the HloProto's bytes, inside its stat
+    broken = space_bytes[:at - 2] + b"\x7f" + space_bytes[at - 1:]  # the stat's length now overruns it
+    assert marker in broken
+    gpu = analysis.analyse(xplane.decode(broken).trace(0)).space("GPU:0/GPU_0_bfc")
+    assert _allocated(gpu) == {"jit_step": 512 + 1280}
+
+
+def test_a_value_used_through_a_bitcast_lives_until_that_use():
+    """On CPU (no heap trace) a value is live until the last instruction using it, through the ones
+    that only pass it on: `a`, used by `c` through a bitcast, is live beside `d`."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+
+    proto = hlo_pb2.HloProto()
+    module = proto.hlo_module
+    module.name, module.entry_computation_id = "jit_f", 1
+    entry = module.computations.add(name="main", id=1, root_id=5)
+    for instruction_id, name, opcode, operands in ((1, "a", "fusion", []), (2, "view", "bitcast", [1]),
+                                                   (3, "d", "fusion", []), (4, "c", "fusion", [2, 3]),
+                                                   (5, "root", "tuple", [4])):
+        instruction = entry.instructions.add(name=name, opcode=opcode, id=instruction_id, operand_ids=operands)
+        if opcode == "fusion":
+            instruction.metadata.op_name = f"jit(f)/{name}"
+    module.schedule.sequences[1].instruction_ids.extend([1, 2, 3, 4, 5])
+    assignment = proto.buffer_assignment
+    for buffer_id, size in ((1, 1000), (3, 500), (4, 8)):
+        assignment.logical_buffers.add(id=buffer_id, size=size).defined_at.instruction_id = buffer_id
+    scratch = assignment.buffer_allocations.add(index=0, size=1500)
+    scratch.assigned.add(logical_buffer_id=1, offset=0, size=1000)
+    scratch.assigned.add(logical_buffer_id=3, offset=1000, size=500)
+    (block,) = hlo.read_module(proto.SerializeToString()).blocks
+    assert {(p.op_name, p.bytes) for p in block.pieces} == {("jit(f)/a", 1000), ("jit(f)/d", 500)}
+    assert block.unused == 0

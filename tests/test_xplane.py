@@ -965,7 +965,12 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
     assert any(name.startswith("gradient_tape/") for name in placed), placed
     tree = space.tree("layer")
     model = next(c for c in tree.children[0] if tree.paths[c].startswith("sequential"))
-    assert int(tree.figures[model, figures.AT_PEAK]) >= 0.5 * space.peak_rise_bytes
+    # Of the values XLA placed (not its unused scratch, nor the allocator's rounding of the block,
+    # which TensorFlow's BFC allocator sometimes makes large: 175,616 B for 109,892 B asked).
+    at_peak = space.exec_columns[figures.AT_PEAK]
+    values = sum(int(at_peak[e]) for e in range(space.trace.exec_count)
+                 if space.trace.name(e) in placed and not space.trace.name(e).endswith("/(unused scratch)"))
+    assert int(tree.figures[model, figures.AT_PEAK]) >= 0.5 * values > 0
     gradients = [i for i in range(space.trace.exec_count) if space.trace.name(i).startswith("gradient_tape/")
                  and space.trace.name(i) in placed]
     assert gradients and all(CATEGORIES[int(space.category[i])] == "gradients" for i in gradients)
@@ -974,7 +979,7 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
     assert f"XLA programs ran in this step, holding {held:.0%} of the peak rise: " in step.message
     named = step.message.split("peak rise: ", 1)[1].split(". ", 1)[0]
     assert peak_node["name"] in named and not any(name in named for name in placed)
-    assert "from the program's compiled HLO in the profile" in step.message
+    assert "read from the program's compiled HLO in the profile" in step.message
     with pytest.raises(whatif.WhatIfError, match="jit_compile"):
         whatif.traced_batch(step)
 
@@ -984,32 +989,16 @@ def test_splitting_tensorflows_xla_blocks_keeps_every_figure(jit_logdir, run, mo
     """The curve, the peak and each node's bytes summed with the pieces split from its blocks are
     what they are with the programs whole (their HLO unread): a jitted function's op keeps its own
     blocks' remainder, `(XLA program)` its."""
-    from tb_memory_plugin.sources.xplane import hlo
+    from tracedata import decoded_without_hlo, figures_by_node
 
     (path,) = (jit_logdir / run).glob("plugins/profile/*/*.xplane.pb")
     data = path.read_bytes()
-    split = xplane.decode(data)
-
-    def unreadable(_data):
-        raise hlo.HloError("not read")
-
-    monkeypatch.setattr(hlo, "read_module", unreadable)
-    whole = xplane.decode(data)
+    split, whole = xplane.decode(data), decoded_without_hlo(monkeypatch, data)
     for i in range(len(split.steps)):
         a, b = analysis.analyse(split.trace(i)).space(None), analysis.analyse(whole.trace(i)).space(None)
         assert (a.peak_rise_bytes, a.start_bytes) == (b.peak_rise_bytes, b.start_bytes)
         assert np.array_equal(a.curve.rise_bytes, b.curve.rise_bytes)
-
-        def by_node(s):
-            out = collections.Counter()
-            for e in range(s.trace.exec_count):
-                name = s.trace.name(e)
-                node = s.trace.xla_program_of.get(name, name)
-                out[node, "allocated"] += int(s.trace.allocated[e])
-                out[node, "at_peak"] += int(s.exec_columns[figures.AT_PEAK][e])
-            return +out
-
-        assert by_node(a) == by_node(b)
+        assert figures_by_node(a) == figures_by_node(b)
         assert b.trace.xla_program_of == {}
     assert any(analysis.analyse(split.trace(i)).space(None).trace.xla_program_of for i in range(len(split.steps)))
 

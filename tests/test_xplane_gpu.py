@@ -358,7 +358,7 @@ def test_a_gpu_whose_allocations_are_not_recorded_is_said_to_be_missing(tmp_path
         message = analysis.analyse(xplane.decode(_path("keras_jax").read_bytes()).trace(i)).message
         # Only what every step of XLA programs says: their buffers, by the ops XLA placed in them.
         assert message.startswith("XLA programs ran in this step, holding ")
-        assert "from the program's compiled HLO in the profile" in message
+        assert "read from the program's compiled HLO in the profile" in message
         assert "jit_compile" not in message  # Keras on JAX: TensorFlow's switch is no advice
         assert "ran work in this profile" not in message
     target = tmp_path / "platform" / "plugins" / "profile" / "2026_11_26_00_00_00" / "host.xplane.pb"

@@ -160,3 +160,31 @@ def xplane_without_memory_events(data: bytes) -> bytes:
             del line.events[:]
             line.events.extend(kept)
     return space.SerializeToString()
+
+
+def decoded_without_hlo(monkeypatch, data: bytes):
+    """A profile decoded as if its HloProtos could not be read: XLA programs whole (one node each)."""
+    from tb_memory_plugin.sources import xplane
+    from tb_memory_plugin.sources.xplane import hlo
+
+    def unreadable(_data):
+        raise hlo.HloError("not read")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(hlo, "read_module", unreadable)
+        return xplane.decode(data)
+
+
+def figures_by_node(space) -> dict:
+    """Each node's allocated, output, live and at-peak bytes, an XLA program's pieces summed into
+    the node whose block they are of (`SpaceTrace.xla_program_of`); zeros left out."""
+    from tb_memory_plugin import figures
+
+    out = collections.Counter()
+    for e in range(space.trace.exec_count):
+        name = space.trace.name(e)
+        node = space.trace.xla_program_of.get(name, name)
+        for figure, column in (("allocated", space.trace.allocated), ("output", space.trace.output),
+                               ("live", space.trace.live), ("at_peak", space.exec_columns[figures.AT_PEAK])):
+            out[node, figure] += int(column[e])
+    return {key: value for key, value in out.items() if value}

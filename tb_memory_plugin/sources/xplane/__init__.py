@@ -35,7 +35,7 @@ and Keras"). This importer turns them into the same columns as RunMetadata:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -406,6 +406,29 @@ def _device_of(allocator: str) -> tuple[str, str, int]:
     return "/device:CPU:0", "CPU", 0
 
 
+@dataclass
+class _Rows:
+    """A step's memory events as rows: one per profile event, or one per piece of a split XLA
+    program block (sources/xplane/hlo.py), the pieces of an event side by side at its time."""
+
+    event: np.ndarray  # index into the plane's memory columns
+    node: np.ndarray  # string code of the node owning the row's bytes
+    size: np.ndarray  # bytes (allocated; a free's sign comes from its event)
+    requested: np.ndarray
+    shape: np.ndarray  # string code of the tensor's shape, -1 for none
+    program: np.ndarray | None = None  # for a piece: its program's node (the block's own piece: -1)
+    reading: np.ndarray | None = None  # the row that carries its event's allocator reading (its last)
+
+    def __post_init__(self) -> None:
+        if self.program is None:
+            self.program = np.full(self.event.size, -1, dtype=np.int64)
+        if self.reading is None:
+            self.reading = np.ones(self.event.size, dtype=bool)
+
+    def take(self, at: np.ndarray) -> "_Rows":
+        return _Rows(*(getattr(self, f.name)[at] for f in fields(self)))
+
+
 class _PlaneSteps:
     """The memory events of one plane, sorted by time, paired, and split into steps."""
 
@@ -422,9 +445,6 @@ class _PlaneSteps:
         self._attribute_unnamed()
         self.xla_nodes = self._allocating_in_programs()
         self.split = self._split_programs(programs) if programs else {}
-        self.piece_nodes = frozenset(code for pieces in self.split.values() for code, *_ in pieces)
-        self.program_of_piece = {code: program for pieces in self.split.values() for code, _, _, program in pieces
-                                 if code != program}
         self.steps = self._find_steps(events.processes, events.markers)
 
     def _pair_frees(self) -> None:
@@ -469,24 +489,30 @@ class _PlaneSteps:
         node[memory["is_allocation"] & (node < 0) & self.on_input_thread] = self.strings.code(INPUT_PIPELINE)
         self.node = node
 
-    def _allocating_in_programs(self) -> frozenset[int]:
-        """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
-        a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type."""
+    def _program_runs(self, allocations: np.ndarray):
+        """(op row, the allocations of `allocations` made on its thread while it ran) for each run of
+        an XLA program (op type `XLA program`)."""
         memory, ops = self.memory, self.ops
         program_type = self.strings._code.get(XLA_PROGRAM_OP_TYPE)
         if not ops or program_type is None:
-            return frozenset()
+            return
         programs = np.flatnonzero(ops["op_type"] == program_type)
+        for line in np.unique(ops["line"][programs]).tolist():
+            on_line = allocations[memory["line"][allocations] == line]  # in time order
+            time = memory["time_ps"][on_line]
+            for row in programs[ops["line"][programs] == line].tolist():
+                low = np.searchsorted(time, ops["start_ps"][row], side="left")
+                high = np.searchsorted(time, ops["end_ps"][row], side="right")
+                yield row, on_line[low:high]
+
+    def _allocating_in_programs(self) -> frozenset[int]:
+        """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
+        a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type."""
+        memory = self.memory
         named = np.flatnonzero(memory["is_allocation"] & (memory["tf_op"] >= 0))
         found: set[int] = set()
-        for line in np.unique(ops["line"][programs]).tolist():
-            rows = programs[ops["line"][programs] == line]
-            rows = rows[np.argsort(ops["start_ps"][rows], kind="stable")]
-            allocations = named[memory["line"][named] == line]
-            time = memory["time_ps"][allocations]
-            at = np.searchsorted(ops["start_ps"][rows], time, side="right") - 1  # the program started last by then
-            inside = (at >= 0) & (time <= ops["end_ps"][rows][np.maximum(at, 0)])
-            found.update(memory["tf_op"][allocations[inside]].tolist())
+        for _, inside in self._program_runs(named):
+            found.update(memory["tf_op"][inside].tolist())
         return frozenset(found)
 
     def _split_programs(self, programs: hlo.Programs) -> dict[int, list[tuple[int, int, int, int]]]:
@@ -495,43 +521,36 @@ class _PlaneSteps:
         share last (bytes XLA placed no op's value in, and the allocator's rounding). Runs whose
         allocations are not blocks of one compiled module stay whole."""
         memory, ops = self.memory, self.ops
-        program_type = self.strings._code.get(XLA_PROGRAM_OP_TYPE)
-        if not ops or program_type is None:
-            return {}
         split: dict[int, list[tuple[int, int, int, int]]] = {}
-        allocations = np.flatnonzero(memory["is_allocation"])
-        programs_rows = np.flatnonzero(ops["op_type"] == program_type)
         xla_nodes = np.array(sorted(self.xla_nodes), dtype=np.int64)
-        for line in np.unique(ops["line"][programs_rows]).tolist():
-            on_line = allocations[memory["line"][allocations] == line]  # in time order
-            time = memory["time_ps"][on_line]
-            for row in programs_rows[ops["line"][programs_rows] == line].tolist():
-                program = int(ops["node"][row])
-                low = np.searchsorted(time, ops["start_ps"][row], side="left")
-                high = np.searchsorted(time, ops["end_ps"][row], side="right")
-                inside = on_line[low:high]
-                inside = inside[(self.node[inside] == program) | np.isin(self.node[inside], xla_nodes)]
-                if inside.size == 0:
-                    continue
-                name = self._text(program)
-                functions = [self._text(code) for code in np.unique(self.node[inside]).tolist() if code != program]
-                blocks = programs.blocks(None if name == TF_XLA_PROGRAM else name,
-                                         memory["requested_bytes"][inside].tolist(),
-                                         functions[0] if len(functions) == 1 else None)
-                if blocks is None:
-                    continue
-                tensorflow = name == TF_XLA_PROGRAM
-                for event, block in zip(inside.tolist(), blocks):
-                    # The block stays its allocation's node's (the program, or the jitted function's op).
-                    pieces = self._pieces(event, block, int(self.node[event]), tensorflow)
-                    if pieces:
-                        split[event] = pieces
+        for row, inside in self._program_runs(np.flatnonzero(memory["is_allocation"])):
+            program = int(ops["node"][row])
+            inside = inside[(self.node[inside] == program) | np.isin(self.node[inside], xla_nodes)]
+            if inside.size == 0:
+                continue
+            name = self._text(program)
+            functions = [self._text(code) for code in np.unique(self.node[inside]).tolist() if code != program]
+            blocks = programs.blocks(None if name == TF_XLA_PROGRAM else name,
+                                     memory["requested_bytes"][inside].tolist(),
+                                     functions[0] if len(functions) == 1 else None)
+            if blocks is None:
+                continue
+            tensorflow = name == TF_XLA_PROGRAM
+            for event, block in zip(inside.tolist(), blocks):
+                # The block stays its allocation's node's (the program, or the jitted function's op).
+                pieces = self._pieces(event, block, int(self.node[event]), tensorflow)
+                if pieces:
+                    split[event] = pieces
         return split
 
-    def _pieces(self, event: int, block: "hlo.Block", program: int, tensorflow: bool
+    def _pieces(self, event: int, block: hlo.Block, program: int, tensorflow: bool
                 ) -> list[tuple[int, int, int, int]]:
+        """One block's pieces as `_split_programs` gives them; none where they cannot add up to
+        the event's bytes (a profile without the allocator's own size)."""
         allocated = int(self.memory["allocation_bytes"][event])
         requested = int(self.memory["requested_bytes"][event])
+        if allocated < requested:
+            return []
         named = [(hlo.node_name(piece.op_name, tensorflow), piece.bytes) for piece in block.pieces]
         named = [(name, size) for name, size in named if name]
         if block.unused:  # shown as such, below the program
@@ -629,26 +648,24 @@ class _PlaneSteps:
         before_code = strings.code(BEFORE_STEP)
         node = np.where(before, before_code, self.node[np.maximum(owner_event, 0)])
         node = np.where(node < 0, unattributed, node)
-        size = memory["allocation_bytes"][window]
-        requested = memory["requested_bytes"][window]
-        shape = np.where(memory["is_allocation"][window], memory["shape"][window], -1)
-        if self.split:
-            window, node, size, requested, shape = self._expanded(window, owner_event, node, size, requested, shape)
+        main = self._main_allocator(window)  # by the profile's own events, not the pieces split from them
+        rows = _Rows(window, node, memory["allocation_bytes"][window], memory["requested_bytes"][window],
+                     np.where(memory["is_allocation"][window], memory["shape"][window], -1))
+        if self.split:  # a free of bytes from before the window stays `(before this step)`'s
+            rows = self._expanded(rows, np.where(before, -1, owner_event))
         ops = self.ops
         in_window = np.zeros(0, dtype=np.int64)
         if ops:
             in_window = np.flatnonzero((ops["start_ps"] >= step.start_ps) & (ops["start_ps"] <= step.end_ps))
-        allocators = memory["allocator_name"][window]
+        allocators = memory["allocator_name"][rows.event]
         spaces = []
         op_types: dict[str, str] = {}
         layers: dict[str, str] = {}
         devices = []
-        main = self._main_allocator(window)
         for allocator in np.unique(allocators).tolist():
-            rows = np.flatnonzero(allocators == allocator)
             space, space_op_types, space_layers = self._space(
-                step, window[rows], node[rows], in_window, self._text(allocator), self._text(main),
-                (size[rows], requested[rows], shape[rows]))
+                step, rows.take(np.flatnonzero(allocators == allocator)), in_window, self._text(allocator),
+                self._text(main))
             spaces.append(space)
             op_types.update(space_op_types)
             layers.update(space_layers)
@@ -668,29 +685,33 @@ class _PlaneSteps:
                   and not any(s.memory_kind == DEVICE_MEMORY for s in spaces) else None),
         )
 
-    def _expanded(self, window, owner_event, node, size, requested, shape):
-        """The window's events with each split program block as its pieces (`_split_programs`): one
-        event per piece at the block's time, a free as its allocation's pieces."""
-        split = self.split
-        counts = np.ones(window.size, dtype=np.int64)
-        rows = [i for i, owner in enumerate(owner_event.tolist()) if owner in split]
-        if not rows:
-            return window, node, size, requested, shape
-        for i in rows:
+    def _expanded(self, rows: "_Rows", owner_event: np.ndarray) -> "_Rows":
+        """The rows with each split program block as its pieces (`_split_programs`): one row per
+        piece at the block's time, a free as its allocation's pieces; `owner_event[i]`: the
+        allocation row i's bytes are (-1: one from before the window, which stays whole)."""
+        split, sizes = self.split, self.memory["allocation_bytes"]
+        expand = [i for i, owner in enumerate(owner_event.tolist())
+                  if owner in split and sizes[rows.event[i]] == sizes[owner]]
+        if not expand:
+            return rows
+        counts = np.ones(rows.event.size, dtype=np.int64)
+        for i in expand:
             counts[i] = len(split[int(owner_event[i])])
-        at = np.repeat(np.arange(window.size), counts)
-        window, node, size, requested, shape = window[at], node[at], size[at], requested[at], shape[at]
-        first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        for i in rows:
-            for k, (code, allocated, asked, _) in enumerate(split[int(owner_event[i])]):
-                j = first[i] + k
-                node[j], size[j], requested[j], shape[j] = code, allocated, asked, -1
-        return window, node, size, requested, shape
+        out = rows.take(np.repeat(np.arange(rows.event.size), counts))
+        last = np.cumsum(counts) - 1
+        for i in expand:
+            pieces = split[int(owner_event[i])]
+            for k, (code, allocated, asked, program) in enumerate(pieces):
+                j = last[i] - len(pieces) + 1 + k
+                out.node[j], out.size[j], out.requested[j], out.shape[j] = code, allocated, asked, -1
+                out.program[j] = program if code != program else -1
+                out.reading[j] = k == len(pieces) - 1  # the event's allocator reading, once
+        return out
 
-    def _space(self, step: ProfileStep, events: np.ndarray, node: np.ndarray, ops_in_window: np.ndarray,
-               allocator: str, main_allocator: str, sizes: tuple[np.ndarray, np.ndarray, np.ndarray]
-               ) -> tuple[SpaceTrace, dict[str, str], dict[str, str]]:
+    def _space(self, step: ProfileStep, rows: "_Rows", ops_in_window: np.ndarray, allocator: str,
+               main_allocator: str) -> tuple[SpaceTrace, dict[str, str], dict[str, str]]:
         memory, strings, ops = self.memory, self.strings, self.ops
+        events, node, size, requested, shape = rows.event, rows.node, rows.size, rows.requested, rows.shape
         # Executions: the distinct ops holding events, then the other ops run in the window.
         op_rows = ops_in_window
         if op_rows.size and allocator != main_allocator:
@@ -702,7 +723,6 @@ class _PlaneSteps:
         count = nodes.size
         to_us = 1_000_000
         time_us = (memory["time_ps"][events] - step.start_ps) // to_us
-        size, requested, shape = sizes
         is_allocation = memory["is_allocation"][events]
         event_bytes = np.where(is_allocation, size, -size)
         # Start and end: the op's events (kernel runs) when it has some, else its memory events.
@@ -716,11 +736,15 @@ class _PlaneSteps:
         has_op = start != big
         start = np.where(has_op, start, event_start)
         end = np.where(has_op, end, event_end)
-        if self.program_of_piece:  # a program's pieces run when it does (what it frees then is its scratch)
-            exec_of = {code: i for i, code in enumerate(nodes.tolist())}
-            for piece, owner in self.program_of_piece.items():
-                if piece in exec_of and owner in exec_of:
-                    start[exec_of[piece]], end[exec_of[piece]] = start[exec_of[owner]], end[exec_of[owner]]
+        pieces = np.flatnonzero(rows.program >= 0)
+        if pieces.size:  # a program's pieces run when it does (what it frees then is its scratch)
+            piece_exec = event_exec[pieces]
+            owner_exec = np.searchsorted(nodes, rows.program[pieces])  # its own piece's row: in `nodes`
+            run_start, run_end = np.full(count, big, dtype=np.int64), np.full(count, small, dtype=np.int64)
+            np.minimum.at(run_start, piece_exec, start[owner_exec])
+            np.maximum.at(run_end, piece_exec, end[owner_exec])
+            ran = run_start != big
+            start, end = np.where(ran, run_start, start), np.where(ran, run_end, end)
         region = memory["region_type"][events]
         allocations = np.flatnonzero(is_allocation)
         is_temp = is_allocation & np.isin(region, self._codes_of("temp"))
@@ -746,9 +770,8 @@ class _PlaneSteps:
         for raw, name in zip(raw_names, cleaned):
             if raw != name:
                 label_of.setdefault(name, raw)
-        program_of = {name: self._text(self.program_of_piece[code]) for code, name in zip(nodes.tolist(), cleaned)
-                      if code in self.program_of_piece}
-        op_types = self._op_types(nodes, cleaned, op_rows)
+        program_of = self._programs_of_pieces(rows, event_exec, cleaned, nodes)
+        op_types = self._op_types(nodes, cleaned, op_rows, frozenset(nodes[event_exec[pieces]].tolist()))
         # The names whose every allocation was made on tf.data's threads: the step's input.
         allocating = name_code.reshape(-1)[event_exec[allocations]]
         on_input = self.on_input_thread[events[allocations]]
@@ -756,11 +779,12 @@ class _PlaneSteps:
         made_on_input = np.bincount(allocating[on_input], minlength=len(distinct_names))
         input_names = [distinct_names[i] for i in np.flatnonzero((made_on_input > 0) & (made_on_input == made)).tolist()]
         device, device_type, index = _device_of(allocator)
+        read = events[rows.reading]  # the allocator's readings: one per profile event, not per piece
         series = {
-            "reserved_bytes": memory["bytes_reserved"][events],
-            "fragmentation": memory["fragmentation"][events],
+            "reserved_bytes": memory["bytes_reserved"][read],
+            "fragmentation": memory["fragmentation"][read],
         }
-        capacity = memory["bytes_allocated"][events] + memory["bytes_available"][events] + memory["bytes_reserved"][events]
+        capacity = memory["bytes_allocated"][read] + memory["bytes_available"][read] + memory["bytes_reserved"][read]
         space = SpaceTrace(
             id=f"{device_type}:{index}/{allocator}",
             device=device,
@@ -774,14 +798,15 @@ class _PlaneSteps:
             event_time_us=time_us,
             event_bytes=event_bytes,
             event_exec=event_exec.astype(np.int64),
-            snapshot_time_us=time_us,
-            snapshot_bytes=memory["bytes_allocated"][events],
+            snapshot_time_us=time_us[rows.reading],
+            snapshot_bytes=memory["bytes_allocated"][read],
             snapshot_series=series,
             capacity_bytes=int(capacity.max()) if capacity.size and int(capacity.max()) > 0 else None,
             outputs_of=_Outputs(strings.values, distinct_names, name_code.reshape(-1), start, event_exec,
                                 shape, requested),
             input_names=frozenset(input_names),
             xla_program_of=program_of,
+            piece_rows=int(rows.reading.size - np.count_nonzero(rows.reading)),
             **columns,
         )
         return space, op_types, layers
@@ -794,13 +819,29 @@ class _PlaneSteps:
     def _codes_of(self, *texts: str) -> list[int]:
         return [self.strings._code[t] for t in texts if t in self.strings._code]
 
-    def _op_types(self, nodes: np.ndarray, cleaned: list[str], ops_in_window: np.ndarray) -> dict[str, str]:
+    def _programs_of_pieces(self, rows: "_Rows", event_exec: np.ndarray, cleaned: list[str], nodes: np.ndarray
+                            ) -> dict[str, str]:
+        """Each piece's name -> the program it is part of (of several sharing an op name, the one
+        whose blocks it holds the most bytes of)."""
+        held: dict[tuple[int, int], int] = {}
+        allocated = np.flatnonzero((rows.program >= 0) & self.memory["is_allocation"][rows.event])
+        for execution, program, size in zip(event_exec[allocated].tolist(), rows.program[allocated].tolist(),
+                                            rows.size[allocated].tolist()):
+            held[execution, program] = held.get((execution, program), 0) + size
+        best: dict[int, tuple[int, int]] = {}
+        for (execution, program), size in held.items():
+            if execution not in best or size > best[execution][0]:
+                best[execution] = (size, program)
+        return {cleaned[execution]: self._text(program) for execution, (_, program) in best.items()}
+
+    def _op_types(self, nodes: np.ndarray, cleaned: list[str], ops_in_window: np.ndarray,
+                  piece_nodes: frozenset[int]) -> dict[str, str]:
         op_types = {BEFORE_STEP: BEFORE_STEP_OP_TYPE}
         if not self.ops or ops_in_window.size == 0:
             return op_types
         type_of = dict(zip(self.ops["node"][ops_in_window].tolist(), self.ops["op_type"][ops_in_window].tolist()))
         for code, name in zip(nodes.tolist(), cleaned):
-            if code in self.xla_nodes or code in self.piece_nodes:
+            if code in self.xla_nodes or code in piece_nodes:
                 op_types.setdefault(name, XLA_PROGRAM_OP_TYPE)
                 continue
             op_type = type_of.get(code)

@@ -18,14 +18,14 @@ the heap simulator's trace of when each buffer is live).
   then are unused: XLA's layout places values live at other times there
   (fragmentation inside the block; a scan's loop can leave a good part unused).
   XLA's CPU compiler keeps no heap trace: there a value is live from its
-  instruction to its last use in its computation's schedule, and a loop's body
-  adds what one iteration holds at once where the loop runs. XLA's CPU compiler keeps
-  no heap trace: there a value is live from its instruction to its last use in
-  the entry computation's schedule, as the heap simulator counts it.
+  instruction to its last use (through the instructions that only pass it on)
+  in its computation's schedule, and a loop's body adds what one iteration
+  holds at once where the loop runs. Values at the same bytes at once are one
+  value's aliases.
 
-A value's op is its instruction's `op_name`; an instruction XLA made (a pad in
-front of a matrix multiply) names none, and takes its fusion's ops', else the
-op that uses it.
+A value's op is its instruction's `op_name` (`_OpNames`: an instruction XLA made
+names none, and takes its fusion's ops', the argument it copies, or the op that
+uses it).
 
 Fields are declared by number (the xla protos do not ship with TensorBoard):
 
@@ -35,12 +35,12 @@ Fields are declared by number (the xla protos do not ship with TensorBoard):
     HloComputationProto instructions = 2, id = 5, root_id = 6
     HloInstructionProto name = 1, opcode = 2, metadata = 7, id = 35, operand_ids = 36,
                         called_computation_ids = 38
-    OpMetadata          op_type = 1, op_name = 2
+    OpMetadata          op_name = 2
     BufferAssignmentProto  logical_buffers = 1, buffer_allocations = 3, heap_simulator_traces = 4
     LogicalBufferProto  id = 1, size = 2, defined_at = 3 (Location: instruction_id = 4)
     BufferAllocationProto  index = 1, size = 2, is_thread_local = 3, is_entry_computation_parameter = 5,
                         maybe_live_out = 7, assigned = 9 (logical_buffer_id = 1, offset = 2, size = 3),
-                        is_tuple = 11, is_constant = 12
+                        is_constant = 12
     HeapSimulatorTrace  events = 1 (kind = 1: ALLOC 0, FREE 1, SHARE_WITH 2; buffer_id = 2,
                         share_with_canonical_id = 5)
 """
@@ -71,15 +71,14 @@ _SCHEMA = {
     "Instruction": [("name", 1, _S, _O, None), ("opcode", 2, _S, _O, None), ("metadata", 7, _M, _O, "OpMetadata"),
                     ("id", 35, _I, _O, None), ("operand_ids", 36, _I, _R, None),
                     ("called_computation_ids", 38, _I, _R, None)],
-    "OpMetadata": [("op_type", 1, _S, _O, None), ("op_name", 2, _S, _O, None)],
+    "OpMetadata": [("op_name", 2, _S, _O, None)],
     "Assignment": [("logical_buffers", 1, _M, _R, "LogicalBuffer"), ("allocations", 3, _M, _R, "Allocation"),
                    ("traces", 4, _M, _R, "HeapTrace")],
     "LogicalBuffer": [("id", 1, _I, _O, None), ("size", 2, _I, _O, None), ("defined_at", 3, _M, _O, "Location")],
     "Location": [("instruction_id", 4, _I, _O, None)],
     "Allocation": [("index", 1, _I, _O, None), ("size", 2, _I, _O, None), ("is_thread_local", 3, _I, _O, None),
                    ("is_entry_computation_parameter", 5, _I, _O, None), ("maybe_live_out", 7, _I, _O, None),
-                   ("assigned", 9, _M, _R, "Assigned"), ("is_tuple", 11, _I, _O, None),
-                   ("is_constant", 12, _I, _O, None)],
+                   ("assigned", 9, _M, _R, "Assigned"), ("is_constant", 12, _I, _O, None)],
     "Assigned": [("logical_buffer_id", 1, _I, _O, None), ("offset", 2, _I, _O, None), ("size", 3, _I, _O, None)],
     "HeapTrace": [("events", 1, _M, _R, "HeapEvent")],
     "HeapEvent": [("kind", 1, _I, _O, None), ("buffer_id", 2, _I, _O, None),
@@ -203,35 +202,50 @@ def _apart(live: set[int], placed: dict[int, tuple[int, int]], named) -> set[int
 def _traced_peak(assignment, sizes: dict[int, int]) -> set[int]:
     """Of one block's logical buffers (id -> bytes in it), those live when the heap simulator's
     traces have the most of them live. A buffer shared with another (an in-place update, a loop's
-    carried value) holds the other's bytes: they are freed when the last buffer sharing them is."""
-    best: set[int] = set()
-    best_bytes = -1
-    for trace in assignment.traces:
-        live: set[int] = set()
-        canonical: dict[int, int] = {}  # buffer -> the buffer whose bytes it holds
-        sharing: dict[int, int] = {}  # canonical buffer -> buffers holding its bytes
-        held = 0
-        for event in trace.events:
-            buffer_id = event.buffer_id
-            if event.kind == _ALLOC and buffer_id in sizes:
-                canonical[buffer_id] = buffer_id
-                sharing[buffer_id] = 1
-                live.add(buffer_id)
-                held += sizes[buffer_id]
-                if held > best_bytes:
-                    best_bytes, best = held, set(live)
-            elif event.kind == _SHARE_WITH:
-                owner = canonical.get(event.share_with_canonical_id)
-                if owner is not None and owner in live:
-                    canonical[buffer_id] = owner
-                    sharing[owner] += 1
-            elif event.kind == _FREE and buffer_id in canonical:
-                owner = canonical.pop(buffer_id)
-                sharing[owner] -= 1
-                if sharing[owner] <= 0 and owner in live:
-                    live.discard(owner)
-                    held -= sizes[owner]
-    return best
+    carried value) holds the other's bytes: they are freed when the last buffer sharing them is.
+    Two passes: the first finds that moment, the second stops there (no copy of the live set at
+    every new high: a forward pass rises for thousands of events)."""
+    best_bytes, best_trace, best_event = 0, -1, -1
+    for index, trace in enumerate(assignment.traces):
+        _, peak_bytes, peak_event = _replay(trace.events, sizes, stop=None)
+        if peak_bytes > best_bytes:
+            best_bytes, best_trace, best_event = peak_bytes, index, peak_event
+    if best_trace < 0:
+        return set()
+    live, _, _ = _replay(assignment.traces[best_trace].events, sizes, stop=best_event)
+    return live
+
+
+def _replay(events, sizes: dict[int, int], stop: int | None) -> tuple[set[int], int, int]:
+    """(the buffers live after event `stop`, or at the end; the most bytes live at once; the
+    event after which they first were) of one heap trace, counting this block's buffers."""
+    live: set[int] = set()
+    canonical: dict[int, int] = {}  # buffer -> the buffer whose bytes it holds
+    sharing: dict[int, int] = {}  # canonical buffer -> buffers holding its bytes
+    held, best_bytes, best_event = 0, 0, -1
+    for index, event in enumerate(events):
+        buffer_id = event.buffer_id
+        if event.kind == _ALLOC and buffer_id in sizes:
+            canonical[buffer_id] = buffer_id
+            sharing[buffer_id] = 1
+            live.add(buffer_id)
+            held += sizes[buffer_id]
+            if held > best_bytes:
+                best_bytes, best_event = held, index
+        elif event.kind == _SHARE_WITH:
+            owner = canonical.get(event.share_with_canonical_id)
+            if owner is not None and owner in live:
+                canonical[buffer_id] = owner
+                sharing[owner] += 1
+        elif event.kind == _FREE and buffer_id in canonical:
+            owner = canonical.pop(buffer_id)
+            sharing[owner] -= 1
+            if sharing[owner] <= 0 and owner in live:
+                live.discard(owner)
+                held -= sizes[owner]
+        if index == stop:
+            break
+    return live, best_bytes, best_event
 
 
 def _scheduled_peak(module, buffers, users, instructions, sizes: dict[int, int]) -> set[int]:
@@ -257,7 +271,8 @@ def _scheduled_peak(module, buffers, users, instructions, sizes: dict[int, int])
         spans = []  # (first, last, bytes, buffers)
         for buffer_id, defined in defined_in.get(computation, ()):
             first = position[defined]
-            last = max((position[user] for user in users.get(defined, ()) if user in position), default=first)
+            last = max((position[user] for user in _uses(defined, users, instructions) if user in position),
+                       default=first)
             spans.append((first, last, sizes[buffer_id], frozenset((buffer_id,))))
         for at, instruction_id in enumerate(sequence):
             instruction = instructions.get(instruction_id)
@@ -283,6 +298,21 @@ def _scheduled_peak(module, buffers, users, instructions, sizes: dict[int, int])
 
 
 _CALLS_FOLLOWED = 16  # nested loops and calls followed into
+
+
+def _uses(instruction_id: int, users, instructions) -> list[int]:
+    """The instructions that use a value: its users, and through those that only pass it on (a
+    bitcast, a get-tuple-element) theirs: the value lives until the last of them."""
+    out, queue, seen = [], list(users.get(instruction_id, ())), {instruction_id}
+    while queue and len(seen) < _USERS_SEARCHED:
+        user = queue.pop()
+        if user in seen:
+            continue
+        seen.add(user)
+        out.append(user)
+        if user in instructions and instructions[user].opcode in _FORWARDING:
+            queue.extend(users.get(user, ()))
+    return out
 _USERS_SEARCHED = 64  # instructions looked at, breadth first, for a user that names its op
 _OPERANDS_FOLLOWED = 4  # copies followed back to the argument they copy
 # Instructions that pass a value on, or only lay it out again, without computing.
@@ -300,11 +330,17 @@ class _OpNames:
 
     def __init__(self, instructions, computations, users, entry: int) -> None:
         self.instructions, self.computations, self.users = instructions, computations, users
+        self._found: dict[int, str] = {}  # asked for twice for each value live at the peak
         entry_computation = computations.get(entry)
         self.arguments = frozenset(i.id for i in entry_computation.instructions if i.opcode == "parameter") \
             if entry_computation is not None else frozenset()
 
     def __call__(self, instruction_id: int) -> str:
+        if instruction_id not in self._found:
+            self._found[instruction_id] = self._find(instruction_id)
+        return self._found[instruction_id]
+
+    def _find(self, instruction_id: int) -> str:
         instruction = self.instructions.get(instruction_id)
         if instruction is None:
             return ""
@@ -355,14 +391,14 @@ class _OpNames:
         return ""
 
 
-def match_blocks(module: Module, requested: list[int]) -> list[Block | None] | None:
+def match_blocks(module: Module, requested: list[int]) -> list[Block] | None:
     """Each allocation a run of the program made (their requested bytes, in order) as the block it
     is: the module's blocks of that size, in their order. None where some allocation is no block
     of the module (another program's run, or one XLA compiled again)."""
     by_size: dict[int, collections.deque] = collections.defaultdict(collections.deque)
     for block in module.blocks:
         by_size[block.size].append(block)
-    found: list[Block | None] = []
+    found: list[Block] = []
     for size in requested:
         if not by_size.get(size):
             return None
@@ -375,7 +411,7 @@ def match_blocks(module: Module, requested: list[int]) -> list[Block | None] | N
 # A JAX transformation around a name-stack component: `jvp(dense_0)`, `transpose(jvp(dense_0))`,
 # `jit(relu)`, `vmap(block)`, `remat(layer)`, `checkpoint(...)`.
 _WRAPPED_RE = re.compile(r"^(?P<transform>[A-Za-z_][\w.]*)\((?P<inner>.*)\)$")
-_PROGRAM_RE = re.compile(r"^p?jit\((?P<name>[^()]*)\)$")
+_PROGRAM_RE = re.compile(r"^(?:p?jit|x?pmap|xla_pmap)\((?P<name>[^()]*)\)$")
 # Scopes JAX's transformations open that are none of the user's: a lax.scan's loop
 # (`while/body`, `while/cond`), Flax's lifted calls (`eval_jaxpr`), jax.checkpoint's
 # (`checkpoint`, and `rematted_computation` where the backward pass recomputes).

@@ -390,7 +390,13 @@ def read_plane(data, buf: np.ndarray, start: int, end: int) -> Plane:
     try:
         metadata = _metadata_class(with_stats).FromString(bytes(framed))
     except DecodeError as exc:
-        raise WireError(f"plane metadata: {exc}") from None
+        if not with_stats:
+            raise WireError(f"plane metadata: {exc}") from None
+        with_stats = False  # what XLA compiled is optional: a stat that does not parse loses it alone
+        try:
+            metadata = _metadata_class().FromString(bytes(framed))
+        except DecodeError as exc:
+            raise WireError(f"plane metadata: {exc}") from None
     event_names = {entry.key: (_text(entry.value.name), _text(entry.value.display_name))
                    for entry in metadata.event_metadata}
     stat_names = {entry.key: _text(entry.value.name) for entry in metadata.stat_metadata}
