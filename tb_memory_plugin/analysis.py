@@ -302,6 +302,10 @@ class SpaceAnalysis:
         """The kernel that ran, from the trace's label (fused ops keep one node's name)."""
         return op_type_from_label(self.trace.label_of.get(self.trace.name(exec_index), ""))
 
+    def xla_program_of(self, exec_index: int) -> str | None:
+        """The XLA program whose blocks hold this node's bytes, where its HLO placed them there."""
+        return self.trace.xla_program_of.get(self.trace.name(exec_index))
+
 
 class StepAnalysis:
     """A decoded, analysed step: one SpaceAnalysis per memory space."""

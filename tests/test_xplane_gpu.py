@@ -190,6 +190,13 @@ def test_routes_serve_the_gpu_steps():
         assert gpu["largest_at_peak"]["op_type"] == XLA_PROGRAM_OP_TYPE
         assert gpu["largest_at_peak"]["name"] != PROGRAM
         assert gpu["figures"]["at_peak_bytes"] == gpu["peak_rise_bytes"] > 0
+        # The scope route names the program whose blocks hold a layer's nodes.
+        layer = gpu["largest_at_peak"]["scope"] or gpu["largest_at_peak"]["name"]
+        scope = get("scope", run=run, tag=runs[run][0]["tag"], device=gpu["id"], group="layer", scope=layer)
+        assert scope["nodes"] and {n["xla_program"] for n in scope["nodes"]} == {PROGRAM}
+        copies = get("scope", run=run, tag=runs[run][0]["tag"], device=gpu["id"], group="layer",
+                     scope=xplane.COPY_SCOPE)
+        assert {n["xla_program"] for n in copies["nodes"]} == {None}
         # XLA's buffers have no shapes to scale: the what-if says why, as a 422.
         response = client.get("/data/plugin/memory/whatif", query_string={"run": run, "tag": runs[run][0]["tag"],
                                                                            "batch": "64"})

@@ -235,6 +235,7 @@ export interface NodeExecution {
   scope: string;
   op_type: string;
   kernel: string | null;
+  xla_program: string | null; // the XLA program whose blocks hold its bytes (a profile's HLO placed them)
   kind: NodeKind;
   category: CategoryName;
   start_us: Micros;

@@ -44,6 +44,7 @@ const NODE_COLUMNS: Column<NodeExecution>[] = [
   { key: 'graph_name', label: 'graph name', value: (n) => n.graph_name },
   { key: 'kind', label: 'kind', value: (n) => n.kind },
   { key: 'kernel', label: 'kernel', value: (n) => n.kernel },
+  { key: 'xla_program', label: 'XLA program', value: (n) => n.xla_program },
 ];
 
 function opTypeColumns(peakRise: () => number): Column<OpTypeTotal>[] {

@@ -128,8 +128,8 @@ describe('DetailsView', () => {
     exec_count: 3,
     time_span: { start_us: 10, end_us: 20 },
     nodes: [
-      { raw_name: `${EVIL}/small`, graph_name: 'g', scope: 's', op_type: 'Relu', kernel: null, kind: 'op', category: 'activations', start_us: 1, end_us: 2, figures: figures(5) },
-      { raw_name: 'big', graph_name: 'g', scope: 's', op_type: 'Conv2D', kernel: null, kind: 'op', category: 'activations', start_us: 1, end_us: 2, figures: figures(500) },
+      { raw_name: `${EVIL}/small`, graph_name: 'g', scope: 's', op_type: 'Relu', kernel: null, xla_program: null, kind: 'op', category: 'activations', start_us: 1, end_us: 2, figures: figures(5) },
+      { raw_name: 'big', graph_name: 'g', scope: 's', op_type: 'Conv2D', kernel: null, xla_program: null, kind: 'op', category: 'activations', start_us: 1, end_us: 2, figures: figures(500) },
     ],
   };
 
