@@ -23,7 +23,8 @@ from tracedata import decoded_without_hlo, figures_by_node
 DATA = Path(__file__).parent / "data" / "jax_gpu"
 XLA = Path(__file__).parent / "data" / "xla_gpu"  # Flax and Keras 3 on JAX (its README)
 PROGRAM = "jit_train_step"
-REAL_RUNS = ["keras_jax", "jax_mlp", "flax_lm", "flax_lm_scan", "flax_cnn_bn", "keras_jax_transformer"]
+REAL_RUNS = ["keras_jax", "jax_mlp", "flax_lm", "flax_lm_scan", "flax_cnn_bn", "keras_jax_transformer",
+             "jax_remat_policy"]
 
 
 def _path(run: str) -> Path:
@@ -43,6 +44,9 @@ def _path(run: str) -> Path:
     ("jit(train_step)/transpose(jvp(LM))/while/body/eval_jaxpr/checkpoint/rematted_computation/blocks/block/"
      "mlp_in/dot_general", "LM/blocks/block/mlp_in/dot_general_grad"),
     ("jit(f)/while/cond/lt", "lt"),
+    # jax.checkpoint under jax.named_scope: the backward pass names the scope twice
+    ("jit(train_step)/transpose(jvp(block_0))/jvp(block_0)/checkpoint/transpose", "block_0/transpose_grad"),
+    ("jit(f)/jvp(block)/block/add", "block/block/add"),  # a scope of the user's inside one of that name stays
     ("jit(f)/my_while/body/add", "my_while/body/add"),  # a scope of the user's named so stays
     ("jit(train_step)", ""),
     # a value XLA made from an argument (a weight in another layout) is named by its path
@@ -450,3 +454,16 @@ def test_a_value_used_through_a_bitcast_lives_until_that_use():
     (block,) = hlo.read_module(proto.SerializeToString()).blocks
     assert {(p.op_name, p.bytes) for p in block.pieces} == {("jit(f)/a", 1000), ("jit(f)/d", 500)}
     assert block.unused == 0
+
+
+def test_jax_scopes_numbered_by_the_user_stay_apart():
+    """`jax.named_scope("block_<i>")` around `jax.checkpoint`: each block is its own layer (the
+    Keras renumbering TensorFlow's names are cleaned of is not JAX's), and the backward pass's
+    repeated scope is one (`block_0/transpose_grad`, not `block_0/block_0/...`)."""
+    gpu = analysis.analyse(xplane.decode(_path("jax_remat_policy").read_bytes()).trace(0)).space("GPU:0/GPU_0_bfc")
+    tree = gpu.tree("layer")
+    top = {tree.paths[c]: int(tree.figures[c, figures.AT_PEAK]) for c in tree.children[0]}
+    blocks = [f"block_{i}" for i in range(6)]
+    assert set(blocks) <= set(top), top
+    assert sum(top[b] for b in blocks) > 0.9 * gpu.peak_rise_bytes
+    assert not any(name.startswith(f"{b}/{b}/") for name in gpu.trace.xla_program_of for b in blocks)

@@ -444,6 +444,7 @@ class _PlaneSteps:
         self._pair_frees()
         self._attribute_unnamed()
         self.xla_nodes = self._allocating_in_programs()
+        self.jax_pieces: set[int] = set()  # node codes of JAX programs' pieces (named by hlo.node_name)
         self.split = self._split_programs(programs) if programs else {}
         self.steps = self._find_steps(events.processes, events.markers)
 
@@ -559,6 +560,8 @@ class _PlaneSteps:
         if not named or placed > requested:
             return []
         pieces = [[self.strings.code(name), size, size, program] for name, size in named]
+        if not tensorflow:
+            self.jax_pieces.update(piece[0] for piece in pieces)
         if block.is_output and placed == requested:  # the value asked for it all: its rounding too
             pieces[0][1] += allocated - requested
         own = allocated - sum(piece[1] for piece in pieces)
@@ -760,7 +763,12 @@ class _PlaneSteps:
             "persistent": scatter_sum(event_exec[is_persistent], size[is_persistent], count),
         }
         raw_names = [strings.values[code] for code in nodes.tolist()]
-        parsed = names_mod.clean_all(raw_names)
+        # Keras' renumbered TensorFlow scopes are cleaned; a JAX program's pieces are named already
+        # (`block_0/...` is the user's own scope, not a second build's).
+        verbatim = [code in self.jax_pieces for code in nodes.tolist()]
+        cleaned_all = names_mod.clean_all([raw for raw, keep in zip(raw_names, verbatim) if not keep])
+        kept = iter(cleaned_all)
+        parsed = [(raw, None) if keep else next(kept) for raw, keep in zip(raw_names, verbatim)]
         cleaned = [name for name, _ in parsed]
         layers = {name: layer for name, layer in parsed if layer}
         distinct, name_code = np.unique(np.array(cleaned, dtype=object), return_inverse=True) if cleaned else (

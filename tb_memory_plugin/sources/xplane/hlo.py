@@ -452,12 +452,16 @@ def jax_node_name(op_name: str) -> str:
         if parts and parts[0] == "jit(main)":
             parts = parts[1:]
     backward = False
-    path = []
+    path: list[str] = []
     for part in parts:
+        wrapped = False
         while (match := _WRAPPED_RE.match(part)) is not None:
             backward = backward or match.group("transform") == "transpose"
-            part = match.group("inner")
-        path.extend(p for p in part.split("/") if p)
+            part, wrapped = match.group("inner"), True
+        inner = [p for p in part.split("/") if p]
+        if wrapped and inner and path and path[-len(inner):] == inner:
+            continue  # a transformation's scope again (remat: `transpose(jvp(block_0))/jvp(block_0)`)
+        path.extend(inner)
     path = [p for i, p in enumerate(path) if p not in _PLUMBING and not (
         p == "while" and i + 1 < len(path) and path[i + 1] in _LOOP_PARTS) and not (
         p in _LOOP_PARTS and i > 0 and path[i - 1] == "while")]
