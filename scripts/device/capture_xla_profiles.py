@@ -35,6 +35,19 @@ def profile_steps(logdir: str, run: str, step) -> None:
     jax.profiler.stop_trace()
 
 
+def profile_training(logdir: str, run: str, train_step, state: list, *batch) -> None:
+    """A warm-up step outside the trace (it compiles), then `profile_steps`, of
+    `train_step(*state, *batch) -> (*new state, loss)`."""
+    import jax
+
+    def one_step():
+        *state[:], loss = train_step(*state, *batch)
+        return loss
+
+    jax.block_until_ready(one_step())
+    profile_steps(logdir, run, one_step)
+
+
 # -- Flax language model: blocks unrolled (flax_lm) or under nn.scan(nn.remat(...)) (flax_lm_scan) ----
 
 def build(scan: bool):
@@ -104,18 +117,10 @@ def flax_lm(logdir: str, run: str = "flax_lm", scan: bool = False) -> None:
         updates, state = tx.update(grads, state, p)
         return optax.apply_updates(p, updates), state, loss
 
-    step = jax.jit(train_step, donate_argnums=(0, 1) if scan else ())
-    params, opt_state, loss = step(params, opt_state, tokens)  # compiled outside the profile
-    jax.block_until_ready(loss)
-    state = {"params": params, "opt_state": opt_state}
-
-    def one_step():
-        state["params"], state["opt_state"], loss = step(state["params"], state["opt_state"], tokens)
-        return loss
-
-    profile_steps(logdir, run, one_step)
-    print(f"{run}: on {jax.devices()[0]}, params "
-          f"{sum(x.size for x in jax.tree_util.tree_leaves(state['params'])):,}", flush=True)
+    state = [params, opt_state]
+    profile_training(logdir, run, jax.jit(train_step, donate_argnums=(0, 1) if scan else ()), state, tokens)
+    print(f"{run}: on {jax.devices()[0]}, params {sum(x.size for x in jax.tree_util.tree_leaves(state[0])):,}",
+          flush=True)
     del jnp
 
 
@@ -235,15 +240,7 @@ def flax_cnn_bn(logdir: str) -> None:
         updates, state = tx.update(grads, state, p)
         return optax.apply_updates(p, updates), s, state, loss
 
-    params, stats, opt_state, loss = train_step(params, stats, opt_state)
-    jax.block_until_ready(loss)
-    state = [params, stats, opt_state]
-
-    def one_step():
-        state[0], state[1], state[2], loss = train_step(*state)
-        return loss
-
-    profile_steps(logdir, "flax_cnn_bn", one_step)
+    profile_training(logdir, "flax_cnn_bn", train_step, [params, stats, opt_state])
     del jnp
 
 
@@ -270,15 +267,7 @@ def equinox_mlp(logdir: str) -> None:
         updates, s = optimizer.update(grads, s, eqx.filter(m, eqx.is_array))
         return eqx.apply_updates(m, updates), s, loss
 
-    model, state, loss = train_step(model, state, x, y)
-    jax.block_until_ready(loss)
-    held = [model, state]
-
-    def one_step():
-        held[0], held[1], loss = train_step(held[0], held[1], x, y)
-        return loss
-
-    profile_steps(logdir, "equinox_mlp", one_step)
+    profile_training(logdir, "equinox_mlp", train_step, [model, state], x, y)
     del jnp
 
 
@@ -315,15 +304,7 @@ def jax_remat_policy(logdir: str) -> None:
         updates, s = optimizer.update(grads, s, p)
         return optax.apply_updates(p, updates), s, loss
 
-    params, state, loss = train_step(params, state, x, y)
-    jax.block_until_ready(loss)
-    held = [params, state]
-
-    def one_step():
-        held[0], held[1], loss = train_step(held[0], held[1], x, y)
-        return loss
-
-    profile_steps(logdir, "jax_remat_policy", one_step)
+    profile_training(logdir, "jax_remat_policy", train_step, [params, state], x, y)
     del jnp
 
 
