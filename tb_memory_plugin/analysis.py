@@ -9,6 +9,7 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 import threading
 from functools import cached_property
 from typing import Mapping
@@ -29,6 +30,23 @@ GROUPS = ("layer", "scope")
 def _check_group(group: str) -> None:
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}")
+
+
+@dataclass(frozen=True)
+class XlaProgram:
+    """An XLA program's bytes in one space: its node and the pieces its HLO split from its blocks
+    (sources/xplane/hlo.py)."""
+
+    name: str
+    at_peak_bytes: int
+    allocated_bytes: int
+    placed_bytes: int  # at the peak, in pieces that are ops' values
+    unused_scratch_bytes: int  # at the peak, scratch no value holds at the block's own peak
+
+    @property
+    def kept_bytes(self) -> int:
+        """At the peak, on the program's own node: the allocator's rounding, values of no op."""
+        return self.at_peak_bytes - self.placed_bytes - self.unused_scratch_bytes
 
 
 class SpaceAnalysis:
@@ -306,6 +324,29 @@ class SpaceAnalysis:
         """The XLA program whose blocks hold this node's bytes, where its HLO placed them there."""
         return self.trace.xla_program_of.get(self.trace.name(exec_index))
 
+    def xla_programs(self) -> list[XlaProgram]:
+        """Each XLA program's figures (its node and the pieces its HLO split from its blocks), the
+        most held at the peak first; empty where no XLA program ran."""
+        names = self.names
+        if XLA_PROGRAM_OP_TYPE not in names.op_type_names:
+            return []
+        rows = np.flatnonzero(self.exec_op_code == names.op_type_names.index(XLA_PROGRAM_OP_TYPE))
+        program_of = self.trace.xla_program_of
+        sums: dict[str, list[int]] = {}
+        at_peak, allocated = self.exec_columns[AT_PEAK], self.trace.allocated
+        for i in rows.tolist():
+            name = self.trace.name(i)
+            program = program_of.get(name, name)
+            figures = sums.setdefault(program, [0, 0, 0, 0])
+            figures[0] += int(at_peak[i])
+            figures[1] += int(allocated[i])
+            if name.endswith("/" + UNUSED_SCRATCH):
+                figures[3] += int(at_peak[i])
+            elif name in program_of:
+                figures[2] += int(at_peak[i])
+        return sorted((XlaProgram(name, *figures) for name, figures in sums.items()),
+                      key=lambda program: (-program.at_peak_bytes, program.name))
+
 
 class StepAnalysis:
     """A decoded, analysed step: one SpaceAnalysis per memory space."""
@@ -424,26 +465,18 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
     HLO (sources/xplane/hlo.py), else as the program. Their share is the device memory's where
     they hold some (else the host's), the space with the largest rise; None where they hold under
     a tenth of it."""
-    held: list[tuple[bool, int, float, float, list[str]]] = []
+    held = []
     for space in spaces:
-        names = space.names
-        if XLA_PROGRAM_OP_TYPE not in names.op_type_names or not space.has_curve or space.peak_rise_bytes <= 0:
+        programs = space.xla_programs()
+        if not programs or not space.has_curve or space.peak_rise_bytes <= 0:
             continue
-        rows = np.flatnonzero(space.exec_op_code == names.op_type_names.index(XLA_PROGRAM_OP_TYPE))
-        at_peak = space.exec_columns[AT_PEAK][rows]
-        share = min(int(at_peak.sum()) / space.peak_rise_bytes, 1.0)
-        program_of = space.trace.xla_program_of
-        row_names = [space.trace.name(int(i)) for i in rows.tolist()]
-        total = int(at_peak.sum())
-        unused_rows = [(int(b), name) for name, b in zip(row_names, at_peak.tolist())
-                       if name.endswith("/" + UNUSED_SCRATCH)]
-        unused = sum(b for b, _ in unused_rows)
-        placed = sum(int(b) for name, b in zip(row_names, at_peak.tolist()) if name in program_of) - unused
+        total = sum(p.at_peak_bytes for p in programs)
+        share = min(total / space.peak_rise_bytes, 1.0)
+        placed, unused = sum(p.placed_bytes for p in programs), sum(p.unused_scratch_bytes for p in programs)
         placed_share, unused_share = (placed / total, unused / total) if total > 0 else (0.0, 0.0)
-        programs = list(dict.fromkeys(program_of.get(name, name) for name in row_names))[:16]
-        most_unused = max(unused_rows)[1] if unused_rows else ""
+        most_unused = max(programs, key=lambda p: p.unused_scratch_bytes)
         held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, placed_share,
-                     unused_share, most_unused, programs))
+                     unused_share, f"{most_unused.name}/{UNUSED_SCRATCH}", [p.name for p in programs[:16]]))
     if not held:
         return None
     _, _, share, placed_share, unused_share, most_unused, programs = max(held, key=lambda entry: entry[:2])

@@ -107,6 +107,12 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         runs = f" over {largest['executions']} executions" if largest["executions"] > 1 else ""
         print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
               f"{format_bytes(largest['at_peak_bytes'])}{runs}")
+    for program in summary["xla_programs"][:top]:  # its node and the pieces its HLO placed
+        held = program["at_peak_bytes"]
+        parts = [f"{format_bytes(program[key])} {label}" for key, label in
+                 (("placed_bytes", "by op"), ("unused_scratch_bytes", "unused scratch")) if program[key]]
+        print(f"   XLA program {program['name']}: {format_bytes(held)} at peak"
+              + (f" ({', '.join(parts)})" if parts and held else ""))
     print(f"   top scopes at peak (group={group}):")
     # As the summary's top_scopes (no tree built); entries that hold, allocate and output nothing
     # (gradient plumbing, a `NoOp`) are left out of the listing (--json keeps every entry).

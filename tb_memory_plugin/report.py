@@ -6,6 +6,8 @@ and the CLI both call these functions.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from . import graph as graph_mod
@@ -86,6 +88,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "op_types": op_type_rows(space),
         "top_scopes": [{"scope": path, "name": _leaf_name(path), "figures": figures_dict(row)}
                        for path, row in space.top_level(group)[:TOP_SCOPES]],
+        "xla_programs": [dataclasses.asdict(program) for program in space.xla_programs()],
     }
     if all_scopes:
         tree = space.tree(group)

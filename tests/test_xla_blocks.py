@@ -467,3 +467,31 @@ def test_jax_scopes_numbered_by_the_user_stay_apart():
     assert set(blocks) <= set(top), top
     assert sum(top[b] for b in blocks) > 0.9 * gpu.peak_rise_bytes
     assert not any(name.startswith(f"{b}/{b}/") for name in gpu.trace.xla_program_of for b in blocks)
+
+
+@pytest.mark.parametrize("run", REAL_RUNS)
+def test_each_programs_total_is_its_node_and_its_pieces(run, monkeypatch):
+    """The summary's `xla_programs`: per program, its node and pieces together, what the program
+    held whole; what is placed, unused and kept adds up to it; the CLI prints it."""
+    data = _path(run).read_bytes()
+    split, whole = xplane.decode(data), decoded_without_hlo(monkeypatch, data)
+    for i in range(len(split.steps)):
+        for space, before in zip(analysis.analyse(split.trace(i)).spaces, analysis.analyse(whole.trace(i)).spaces):
+            programs = report.device_summary(space, "layer")["xla_programs"]
+            whole_programs = report.device_summary(before, "layer")["xla_programs"]
+            assert {(p["name"], p["at_peak_bytes"], p["allocated_bytes"]) for p in programs} == \
+                {(p["name"], p["at_peak_bytes"], p["allocated_bytes"]) for p in whole_programs}
+            for program in space.xla_programs():
+                assert program.placed_bytes + program.unused_scratch_bytes + program.kept_bytes == program.at_peak_bytes
+                assert program.kept_bytes >= 0
+            assert all(p["placed_bytes"] == p["unused_scratch_bytes"] == 0 for p in whole_programs)
+            if space.trace.device_type == "GPU":
+                assert programs[0]["name"] == PROGRAM and programs[0]["placed_bytes"] > 0
+
+
+def test_the_cli_prints_each_programs_bytes(capsys):
+    from tb_memory_plugin import cli
+
+    assert cli.main(["summary", str(XLA / "flax_lm_scan")]) == 0
+    out = capsys.readouterr().out
+    assert f"   XLA program {PROGRAM}: 78.1 MiB at peak (43.0 MiB by op, 35.1 MiB unused scratch)" in out
