@@ -321,30 +321,32 @@ class SpaceAnalysis:
         return op_type_from_label(self.trace.label_of.get(self.trace.name(exec_index), ""))
 
     def xla_program_of(self, exec_index: int) -> str | None:
-        """The XLA program whose blocks hold this node's bytes, where its HLO placed them there."""
-        return self.trace.xla_program_of.get(self.trace.name(exec_index))
+        """The XLA program whose blocks hold this execution's bytes (where its HLO placed them
+        there), a program's own node's its own name; None outside XLA programs."""
+        trace = self.trace
+        if trace.xla_program_exec is not None and trace.xla_program_exec[exec_index] >= 0:
+            return trace.xla_program_names[int(trace.xla_program_exec[exec_index])]
+        return trace.name(exec_index) if self.op_type(exec_index) == XLA_PROGRAM_OP_TYPE else None
 
     def xla_programs(self) -> list[XlaProgram]:
         """Each XLA program's figures (its node and the pieces its HLO split from its blocks), the
-        most held at the peak first; empty where no XLA program ran."""
+        most held at the peak first; programs that hold and allocate nothing left out."""
         names = self.names
         if XLA_PROGRAM_OP_TYPE not in names.op_type_names:
             return []
         rows = np.flatnonzero(self.exec_op_code == names.op_type_names.index(XLA_PROGRAM_OP_TYPE))
-        program_of = self.trace.xla_program_of
         sums: dict[str, list[int]] = {}
         at_peak, allocated = self.exec_columns[AT_PEAK], self.trace.allocated
         for i in rows.tolist():
-            name = self.trace.name(i)
-            program = program_of.get(name, name)
+            name, program = self.trace.name(i), self.xla_program_of(i)
             figures = sums.setdefault(program, [0, 0, 0, 0])
             figures[0] += int(at_peak[i])
             figures[1] += int(allocated[i])
             if name.endswith("/" + UNUSED_SCRATCH):
                 figures[3] += int(at_peak[i])
-            elif name in program_of:
+            elif program != name:
                 figures[2] += int(at_peak[i])
-        return sorted((XlaProgram(name, *figures) for name, figures in sums.items()),
+        return sorted((XlaProgram(name, *figures) for name, figures in sums.items() if figures[0] or figures[1]),
                       key=lambda program: (-program.at_peak_bytes, program.name))
 
 

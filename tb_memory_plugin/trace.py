@@ -124,8 +124,12 @@ class SpaceTrace:
     # here only on tf.data's threads): categorised as inputs, whatever their op type.
     input_names: frozenset[str] = frozenset()
     # Runtime names that hold part of an XLA program's blocks, as its HLO places the ops' values
-    # in them (sources/xplane/hlo.py) -> that program's name.
+    # in them (sources/xplane/hlo.py) -> that program's name (of several, the one holding most).
     xla_program_of: Mapping[str, str] = field(default_factory=dict)
+    # Per execution: the program whose blocks hold its bytes, an index into xla_program_names (-1:
+    # none); a name two programs' HLO place values of has an execution in each.
+    xla_program_names: list[str] = field(default_factory=list)
+    xla_program_exec: np.ndarray | None = None
     # Events that are pieces of one profile event beyond its first (a split XLA block's).
     piece_rows: int = 0
 

@@ -47,6 +47,9 @@ def _path(run: str) -> Path:
     # jax.checkpoint under jax.named_scope: the backward pass names the scope twice
     ("jit(train_step)/transpose(jvp(block_0))/jvp(block_0)/checkpoint/transpose", "block_0/transpose_grad"),
     ("jit(f)/jvp(block)/block/add", "block/block/add"),  # a scope of the user's inside one of that name stays
+    ("jit(f)/block/vmap(block)/add", "block/block/add"),
+    ("jit(f)/transpose(jvp(enc))/layer/checkpoint/jvp(layer)/add", "enc/layer/layer/add_grad"),
+    ("jit(f)/transpose(jvp(layer))/checkpoint/jvp(layer)/add", "layer/add_grad"),
     ("jit(f)/my_while/body/add", "my_while/body/add"),  # a scope of the user's named so stays
     ("jit(train_step)", ""),
     # a value XLA made from an argument (a weight in another layout) is named by its path
@@ -406,15 +409,19 @@ def test_two_programs_sharing_op_names_each_keep_their_own_run():
     space.program_hlo("jit_step(7)", _module())
     space.program_hlo("jit_other(8)", _module(name="jit_other"))
     gpu = analysis.analyse(xplane.decode(space.serialized()).trace(0)).space("GPU:0/GPU_0_bfc")
-    rows = {gpu.trace.name(e): e for e in range(gpu.trace.exec_count)}
     assert gpu.peak_rise_bytes == 512 + 1280
-    dense = rows["dense/dot_general"]
-    assert int(gpu.exec_columns[figures.AT_PEAK][dense]) == 1024
-    assert (int(gpu.trace.start_us[dense]), int(gpu.trace.end_us[dense])) == (10, 300)  # both runs
-    assert gpu.trace.xla_program_of["dense/dot_general"] in ("jit_step", "jit_other")
-    assert gpu.trace.xla_program_of["jit_step/(unused scratch)"] == "jit_step"
-    categories = dict((name, at_peak) for name, at_peak, _ in gpu.by_category())
+    # One execution of `dense/dot_general` in each program: its bytes, its run.
+    dense = {gpu.xla_program_of(e): e for e in range(gpu.trace.exec_count) if gpu.trace.name(e) == "dense/dot_general"}
+    assert set(dense) == {"jit_step", "jit_other"}
+    at_peak = gpu.exec_columns[figures.AT_PEAK]
+    assert (int(at_peak[dense["jit_step"]]), int(at_peak[dense["jit_other"]])) == (1024, 0)
+    assert (int(gpu.trace.start_us[dense["jit_step"]]), int(gpu.trace.end_us[dense["jit_step"]])) == (10, 110)
+    assert (int(gpu.trace.start_us[dense["jit_other"]]), int(gpu.trace.end_us[dense["jit_other"]])) == (200, 300)
+    categories = dict((name, held) for name, held, _ in gpu.by_category())
     assert categories["temporaries"] == 1280 + 512  # both blocks are freed while the program runs
+    # Each program's total is its own: jit_step holds the peak, jit_other nothing then.
+    totals = {p.name: (p.at_peak_bytes, p.allocated_bytes) for p in gpu.xla_programs()}
+    assert totals == {"jit_step": (1792, 1792), "jit_other": (0, 1792)}
 
 
 def test_a_metadata_stat_that_does_not_parse_leaves_the_programs_whole():

@@ -177,13 +177,12 @@ def decoded_without_hlo(monkeypatch, data: bytes):
 
 def figures_by_node(space) -> dict:
     """Each node's allocated, output, live and at-peak bytes, an XLA program's pieces summed into
-    the node whose block they are of (`SpaceTrace.xla_program_of`); zeros left out."""
+    the node whose blocks they are of (`SpaceAnalysis.xla_program_of`); zeros left out."""
     from tb_memory_plugin import figures
 
     out = collections.Counter()
     for e in range(space.trace.exec_count):
-        name = space.trace.name(e)
-        node = space.trace.xla_program_of.get(name, name)
+        node = space.xla_program_of(e) or space.trace.name(e)
         for figure, column in (("allocated", space.trace.allocated), ("output", space.trace.output),
                                ("live", space.trace.live), ("at_peak", space.exec_columns[figures.AT_PEAK])):
             out[node, figure] += int(column[e])

@@ -720,7 +720,12 @@ class _PlaneSteps:
         if op_rows.size and allocator != main_allocator:
             op_rows = op_rows[np.isin(ops["node"][op_rows], node)]  # a secondary allocator lists only its own ops
         op_nodes = ops["node"][op_rows] if op_rows.size else np.zeros(0, dtype=np.int64)
-        nodes, exec_of = np.unique(np.concatenate([node, op_nodes]), return_inverse=True)
+        # One execution per node, and per program for a piece: an op's name that two programs' HLO
+        # place values of is two executions (each program's bytes stay its own).
+        width = len(strings.values) + 1
+        keys, exec_of = np.unique(np.concatenate([node.astype(np.int64) * width + rows.program + 1,
+                                                  op_nodes.astype(np.int64) * width]), return_inverse=True)
+        nodes, exec_program = keys // width, keys % width - 1
         exec_of = exec_of.reshape(-1)
         event_exec, op_exec = exec_of[:node.size], exec_of[node.size:]
         count = nodes.size
@@ -742,7 +747,8 @@ class _PlaneSteps:
         pieces = np.flatnonzero(rows.program >= 0)
         if pieces.size:  # a program's pieces run when it does (what it frees then is its scratch)
             piece_exec = event_exec[pieces]
-            owner_exec = np.searchsorted(nodes, rows.program[pieces])  # its own piece's row: in `nodes`
+            # The program's own node: each split event has its own piece's row (0 B too).
+            owner_exec = np.searchsorted(keys, rows.program[pieces] * width)
             run_start, run_end = np.full(count, big, dtype=np.int64), np.full(count, small, dtype=np.int64)
             np.minimum.at(run_start, piece_exec, start[owner_exec])
             np.maximum.at(run_end, piece_exec, end[owner_exec])
@@ -778,8 +784,11 @@ class _PlaneSteps:
         for raw, name in zip(raw_names, cleaned):
             if raw != name:
                 label_of.setdefault(name, raw)
-        program_of = self._programs_of_pieces(rows, event_exec, cleaned, nodes)
+        program_of = self._programs_of_pieces(rows, event_exec, cleaned)
         op_types = self._op_types(nodes, cleaned, op_rows, frozenset(nodes[event_exec[pieces]].tolist()))
+        program_codes, exec_program = np.unique(exec_program, return_inverse=True)
+        program_names = [self._text(code) if code >= 0 else "" for code in program_codes.tolist()]
+        exec_program = np.where(program_codes[exec_program.reshape(-1)] >= 0, exec_program.reshape(-1), -1)
         # The names whose every allocation was made on tf.data's threads: the step's input.
         allocating = name_code.reshape(-1)[event_exec[allocations]]
         on_input = self.on_input_thread[events[allocations]]
@@ -814,6 +823,8 @@ class _PlaneSteps:
                                 shape, requested),
             input_names=frozenset(input_names),
             xla_program_of=program_of,
+            xla_program_names=program_names,
+            xla_program_exec=exec_program.astype(np.int64),
             piece_rows=int(rows.reading.size - np.count_nonzero(rows.reading)),
             **columns,
         )
@@ -827,8 +838,7 @@ class _PlaneSteps:
     def _codes_of(self, *texts: str) -> list[int]:
         return [self.strings._code[t] for t in texts if t in self.strings._code]
 
-    def _programs_of_pieces(self, rows: "_Rows", event_exec: np.ndarray, cleaned: list[str], nodes: np.ndarray
-                            ) -> dict[str, str]:
+    def _programs_of_pieces(self, rows: "_Rows", event_exec: np.ndarray, cleaned: list[str]) -> dict[str, str]:
         """Each piece's name -> the program it is part of (of several sharing an op name, the one
         whose blocks it holds the most bytes of)."""
         held: dict[tuple[int, int], int] = {}

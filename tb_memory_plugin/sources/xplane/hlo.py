@@ -18,8 +18,8 @@ the heap simulator's trace of when each buffer is live).
   then are unused: XLA's layout places values live at other times there
   (fragmentation inside the block; a scan's loop can leave a good part unused).
   XLA's CPU compiler keeps no heap trace: there a value is live from its
-  instruction to its last use (through the instructions that only pass it on)
-  in its computation's schedule, and a loop's body adds what one iteration
+  instruction to its last use (through the instructions whose result is its
+  bytes) in its computation's schedule, and a loop's body adds what one iteration
   holds at once where the loop runs. Values at the same bytes at once are one
   value's aliases.
 
@@ -166,9 +166,11 @@ def read_module(data: bytes) -> Module:
         # XLA's heap trace where it kept one for this block's values, else the schedule's liveness;
         # of values at the same bytes (a loop's state: its operand, its body's parameter and
         # result), one, which names an op where one does.
-        live = _traced_peak(hlo.assignment, sizes) or _scheduled_peak(hlo.module, buffers, users, instructions, sizes)
-        live = _apart(live, {a.logical_buffer_id: (int(a.offset), int(a.size)) for a in assigned},
-                      lambda buffer_id: bool(op_name(defined_by(buffer_id))))
+        live = _traced_peak(hlo.assignment, sizes)  # XLA's own: no two live values share bytes
+        if not live:
+            live = _apart(_scheduled_peak(hlo.module, buffers, users, instructions, sizes),
+                          {a.logical_buffer_id: (int(a.offset), int(a.size)) for a in assigned},
+                          lambda buffer_id: bool(op_name(defined_by(buffer_id))))
         held: dict[str, int] = collections.Counter()
         for buffer_id in live:
             name = op_name(defined_by(buffer_id))
@@ -300,19 +302,27 @@ def _scheduled_peak(module, buffers, users, instructions, sizes: dict[int, int])
 _CALLS_FOLLOWED = 16  # nested loops and calls followed into
 
 
+# Instructions whose result is their operand's bytes (on CPU as on GPU): a value used through them
+# lives until their users are done.
+_ALIASING = frozenset({"bitcast", "get-tuple-element", "tuple"})
+
+
 def _uses(instruction_id: int, users, instructions) -> list[int]:
-    """The instructions that use a value: its users, and through those that only pass it on (a
-    bitcast, a get-tuple-element) theirs: the value lives until the last of them."""
-    out, queue, seen = [], list(users.get(instruction_id, ())), {instruction_id}
-    while queue and len(seen) < _USERS_SEARCHED:
-        user = queue.pop()
-        if user in seen:
-            continue
-        seen.add(user)
-        out.append(user)
-        if user in instructions and instructions[user].opcode in _FORWARDING:
-            queue.extend(users.get(user, ()))
+    """The instructions that use a value: all its users, and through those whose result is its
+    bytes (a bitcast, a get-tuple-element) theirs: the value lives until the last of them."""
+    out = list(users.get(instruction_id, ()))
+    queue = [user for user in out if user in instructions and instructions[user].opcode in _ALIASING]
+    seen = {instruction_id, *out}
+    while queue and len(seen) < _USERS_SEARCHED * 4:
+        for user in users.get(queue.pop(), ()):
+            if user not in seen:
+                seen.add(user)
+                out.append(user)
+                if user in instructions and instructions[user].opcode in _ALIASING:
+                    queue.append(user)
     return out
+
+
 _USERS_SEARCHED = 64  # instructions looked at, breadth first, for a user that names its op
 _OPERANDS_FOLLOWED = 4  # copies followed back to the argument they copy
 # Instructions that pass a value on, or only lay it out again, without computing.
@@ -453,14 +463,19 @@ def jax_node_name(op_name: str) -> str:
             parts = parts[1:]
     backward = False
     path: list[str] = []
+    last_wrapped: list[str] = []  # the last component a transformation wrapped, unwrapped
     for part in parts:
         wrapped = False
         while (match := _WRAPPED_RE.match(part)) is not None:
             backward = backward or match.group("transform") == "transpose"
             part, wrapped = match.group("inner"), True
         inner = [p for p in part.split("/") if p]
-        if wrapped and inner and path and path[-len(inner):] == inner:
+        if wrapped and inner and inner == last_wrapped:
             continue  # a transformation's scope again (remat: `transpose(jvp(block_0))/jvp(block_0)`)
+        if wrapped:
+            last_wrapped = inner
+        elif not all(p in _PLUMBING for p in inner):
+            last_wrapped = []  # a scope of the user's between them: `block/vmap(block)` is two
         path.extend(inner)
     path = [p for i, p in enumerate(path) if p not in _PLUMBING and not (
         p == "while" and i + 1 < len(path) and path[i + 1] in _LOOP_PARTS) and not (
