@@ -110,7 +110,8 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     for program in summary["xla_programs"][:top]:  # its node and the pieces its HLO placed
         held = program["at_peak_bytes"]
         parts = [f"{format_bytes(program[key])} {label}" for key, label in
-                 (("placed_bytes", "by op"), ("unused_scratch_bytes", "unused scratch")) if program[key]]
+                 (("placed_bytes", "by op"), ("unused_scratch_bytes", "unused scratch"),
+                  ("kept_bytes", "its own: the allocator's rounding, values of no op")) if program[key]]
         print(f"   XLA program {program['name']}: {format_bytes(held)} at peak"
               + (f" ({', '.join(parts)})" if parts and held else ""))
     print(f"   top scopes at peak (group={group}):")

@@ -88,7 +88,8 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "op_types": op_type_rows(space),
         "top_scopes": [{"scope": path, "name": _leaf_name(path), "figures": figures_dict(row)}
                        for path, row in space.top_level(group)[:TOP_SCOPES]],
-        "xla_programs": [dataclasses.asdict(program) for program in space.xla_programs()],
+        "xla_programs": [{**dataclasses.asdict(program), "kept_bytes": program.kept_bytes}
+                         for program in space.xla_programs()],
     }
     if all_scopes:
         tree = space.tree(group)
