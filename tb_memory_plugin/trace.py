@@ -123,15 +123,26 @@ class SpaceTrace:
     # Runtime names the source saw feed the step on this allocator (a profile's ops that allocated
     # here only on tf.data's threads): categorised as inputs, whatever their op type.
     input_names: frozenset[str] = frozenset()
-    # Runtime names that hold part of an XLA program's blocks, as its HLO places the ops' values
-    # in them (sources/xplane/hlo.py) -> that program's name (of several, the one holding most).
-    xla_program_of: Mapping[str, str] = field(default_factory=dict)
-    # Per execution: the program whose blocks hold its bytes, an index into xla_program_names (-1:
-    # none); a name two programs' HLO place values of has an execution in each.
+    # Per execution: the XLA program whose blocks hold its bytes, as the program's HLO places the
+    # ops' values in them (sources/xplane/hlo.py), an index into xla_program_names (-1: none); a
+    # name two programs' HLO place values of has an execution in each.
     xla_program_names: list[str] = field(default_factory=list)
     xla_program_exec: np.ndarray | None = None
     # Events that are pieces of one profile event beyond its first (a split XLA block's).
     piece_rows: int = 0
+
+    @property
+    def xla_program_of(self) -> dict[str, str]:
+        """Runtime names that hold part of an XLA program's blocks -> that program (of several, the
+        one whose blocks the name allocated most in)."""
+        if self.xla_program_exec is None:
+            return {}
+        best: dict[str, tuple[int, str]] = {}
+        for i in np.flatnonzero(self.xla_program_exec >= 0).tolist():
+            name, size = self.name(i), int(self.allocated[i])
+            if name not in best or size > best[name][0]:
+                best[name] = (size, self.xla_program_names[int(self.xla_program_exec[i])])
+        return {name: program for name, (_, program) in best.items()}
 
     @property
     def exec_count(self) -> int:

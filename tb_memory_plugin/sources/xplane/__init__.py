@@ -784,7 +784,6 @@ class _PlaneSteps:
         for raw, name in zip(raw_names, cleaned):
             if raw != name:
                 label_of.setdefault(name, raw)
-        program_of = self._programs_of_pieces(rows, event_exec, cleaned)
         op_types = self._op_types(nodes, cleaned, op_rows, frozenset(nodes[event_exec[pieces]].tolist()))
         program_codes, exec_program = np.unique(exec_program, return_inverse=True)
         program_names = [self._text(code) if code >= 0 else "" for code in program_codes.tolist()]
@@ -822,7 +821,6 @@ class _PlaneSteps:
             outputs_of=_Outputs(strings.values, distinct_names, name_code.reshape(-1), start, event_exec,
                                 shape, requested),
             input_names=frozenset(input_names),
-            xla_program_of=program_of,
             xla_program_names=program_names,
             xla_program_exec=exec_program.astype(np.int64),
             piece_rows=int(rows.reading.size - np.count_nonzero(rows.reading)),
@@ -837,20 +835,6 @@ class _PlaneSteps:
 
     def _codes_of(self, *texts: str) -> list[int]:
         return [self.strings._code[t] for t in texts if t in self.strings._code]
-
-    def _programs_of_pieces(self, rows: "_Rows", event_exec: np.ndarray, cleaned: list[str]) -> dict[str, str]:
-        """Each piece's name -> the program it is part of (of several sharing an op name, the one
-        whose blocks it holds the most bytes of)."""
-        held: dict[tuple[int, int], int] = {}
-        allocated = np.flatnonzero((rows.program >= 0) & self.memory["is_allocation"][rows.event])
-        for execution, program, size in zip(event_exec[allocated].tolist(), rows.program[allocated].tolist(),
-                                            rows.size[allocated].tolist()):
-            held[execution, program] = held.get((execution, program), 0) + size
-        best: dict[int, tuple[int, int]] = {}
-        for (execution, program), size in held.items():
-            if execution not in best or size > best[execution][0]:
-                best[execution] = (size, program)
-        return {cleaned[execution]: self._text(program) for execution, (_, program) in best.items()}
 
     def _op_types(self, nodes: np.ndarray, cleaned: list[str], ops_in_window: np.ndarray,
                   piece_nodes: frozenset[int]) -> dict[str, str]:

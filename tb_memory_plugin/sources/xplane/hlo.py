@@ -30,7 +30,7 @@ uses it).
 Fields are declared by number (the xla protos do not ship with TensorBoard):
 
     HloProto            hlo_module = 1, buffer_assignment = 3
-    HloModuleProto      name = 1, computations = 3, entry_computation_id = 6, schedule = 7
+    HloModuleProto      computations = 3, entry_computation_id = 6, schedule = 7
                         (HloScheduleProto: sequences = 1, a map of computation id -> instruction_ids = 1)
     HloComputationProto instructions = 2, id = 5, root_id = 6
     HloInstructionProto name = 1, opcode = 2, metadata = 7, id = 35, operand_ids = 36,
@@ -61,7 +61,7 @@ _I, _S, _M = _protos.INT64, _protos.STRING, _protos.MESSAGE
 _O, _R = _protos.OPTIONAL, _protos.REPEATED
 _SCHEMA = {
     "Hlo": [("module", 1, _M, _O, "Module"), ("assignment", 3, _M, _O, "Assignment")],
-    "Module": [("name", 1, _S, _O, None), ("computations", 3, _M, _R, "Computation"),
+    "Module": [("computations", 3, _M, _R, "Computation"),
                ("entry_computation_id", 6, _I, _O, None), ("schedule", 7, _M, _O, "Schedule")],
     "Schedule": [("sequences", 1, _M, _R, "SequenceEntry")],
     "SequenceEntry": [("key", 1, _I, _O, None), ("value", 2, _M, _O, "Sequence")],
@@ -85,6 +85,14 @@ _SCHEMA = {
                   ("share_with_canonical_id", 5, _I, _O, None)],
 }
 _ALLOC, _FREE, _SHARE_WITH = 0, 1, 2
+_CALLS_FOLLOWED = 16  # nested loops and calls followed into
+_USERS_SEARCHED = 64  # instructions looked at, breadth first, for a user that names its op
+_OPERANDS_FOLLOWED = 4  # copies followed back to the argument they copy
+# Instructions that pass a value on, or only lay it out again, without computing.
+_FORWARDING = frozenset({"get-tuple-element", "bitcast", "tuple", "copy", "reshape", "transpose", "broadcast"})
+# Instructions whose result is their operand's bytes (on CPU as on GPU): a value used through them
+# lives until their users are done.
+_ALIASING = frozenset({"bitcast", "get-tuple-element", "tuple"})
 
 HLO_PROTO_STAT = "Hlo Proto"  # the metadata plane's stat holding a program's serialized HloProto
 
@@ -116,7 +124,6 @@ class Block:
 
 @dataclass(frozen=True)
 class Module:
-    name: str  # `jit_train_step`, `a_inference_train_step_123__.45`
     blocks: tuple[Block, ...]  # in allocation order: the order a run allocates them in
 
 
@@ -182,7 +189,7 @@ def read_module(data: bytes) -> Module:
         blocks.append(Block(int(allocation.size), False,
                             tuple(Piece(name, size) for name, size in sorted(held.items(), key=lambda kv: -kv[1])),
                             unused=int(allocation.size) - live_bytes))
-    return Module(hlo.module.name, tuple(blocks))
+    return Module(tuple(blocks))
 
 
 def _apart(live: set[int], placed: dict[int, tuple[int, int]], named) -> set[int]:
@@ -299,14 +306,6 @@ def _scheduled_peak(module, buffers, users, instructions, sizes: dict[int, int])
     return set(peak(module.entry_computation_id, 0)[1])
 
 
-_CALLS_FOLLOWED = 16  # nested loops and calls followed into
-
-
-# Instructions whose result is their operand's bytes (on CPU as on GPU): a value used through them
-# lives until their users are done.
-_ALIASING = frozenset({"bitcast", "get-tuple-element", "tuple"})
-
-
 def _uses(instruction_id: int, users, instructions) -> list[int]:
     """The instructions that use a value: all its users, and through those whose result is its
     bytes (a bitcast, a get-tuple-element) theirs: the value lives until the last of them."""
@@ -321,12 +320,6 @@ def _uses(instruction_id: int, users, instructions) -> list[int]:
                 if user in instructions and instructions[user].opcode in _ALIASING:
                     queue.append(user)
     return out
-
-
-_USERS_SEARCHED = 64  # instructions looked at, breadth first, for a user that names its op
-_OPERANDS_FOLLOWED = 4  # copies followed back to the argument they copy
-# Instructions that pass a value on, or only lay it out again, without computing.
-_FORWARDING = frozenset({"get-tuple-element", "bitcast", "tuple", "copy", "reshape", "transpose", "broadcast"})
 
 
 class _OpNames:
