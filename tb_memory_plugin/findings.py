@@ -16,7 +16,8 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .figures import AT_PEAK, OUTPUT, TEMP
-from .names import KINDS, LAYOUT_TRANSPOSE, XLA_OFF_ADVICE, label_inputs, op_type_from_label, ran_xla_clusters, scope_of
+from .names import (KINDS, LAYOUT_TRANSPOSE, UPDATED_ARGUMENTS, XLA_OFF_ADVICE, label_inputs, op_type_from_label,
+                    ran_xla_clusters, scope_of)
 from .trace import labels_of
 from .resident import Model
 
@@ -25,7 +26,8 @@ CONV_SCRATCH = "conv_scratch"
 GRAPH_CONSTANTS = "graph_constants"
 STEP_GROWTH = "step_growth"
 ALLOCATOR_GAP = "allocator_gap"
-FINDING_KINDS = (LAYOUT_TRANSPOSE_KIND, CONV_SCRATCH, GRAPH_CONSTANTS, STEP_GROWTH, ALLOCATOR_GAP)
+UNDONATED_ARGUMENTS = "undonated_arguments"
+FINDING_KINDS = (LAYOUT_TRANSPOSE_KIND, CONV_SCRATCH, GRAPH_CONSTANTS, STEP_GROWTH, ALLOCATOR_GAP, UNDONATED_ARGUMENTS)
 
 KiB, MiB = 1 << 10, 1 << 20
 # Layout transposes: each is a full copy of an activation; 1% of the peak is memory that a
@@ -50,6 +52,9 @@ GAP_MIN_SHARE, GAP_MIN_BYTES = 0.05, 64 * KiB
 # A reading above the records' absolute peak (`peak_bytes`) by 1% of the peak rise (same floor)
 # means the peak shown is too low, whatever the gap's share: flagged too.
 PEAK_SHORT_MIN_SHARE = 0.01
+# Undonated arguments: a JAX step's new parameters and optimizer state beside the old ones double
+# them at the peak; 5% of the peak rise is worth a one-line change (64 KiB floor, as above).
+DONATE_MIN_SHARE, DONATE_MIN_BYTES = 0.05, 64 * KiB
 TOP_NODES = 5  # nodes named per finding
 
 # TensorFlow's CPU kernels for these ops (Conv2DCustomBackpropFilterOp and its kin) stage im2col for a
@@ -104,6 +109,7 @@ def step_findings(step, model: Model | None = None, run_steps: Sequence[tuple[in
         found += conv_scratch(space, model)
         found += step_growth(space, step, run_steps)
         found += allocator_gap(space)
+        found += undonated_arguments(space)
     if model is not None:
         found += graph_constants(model)
     # Largest first; of equal bytes and kind (a CPU's fixed conv buffers), what is held at the peak first.
@@ -507,6 +513,36 @@ def allocator_gap(space) -> list[Finding]:
          "snapshot_count": int(trace.snapshot_bytes.size), "max_reading_bytes": int(trace.snapshot_bytes[top]),
          "max_reading_time_us": int(trace.snapshot_time_us[top]), "above_peak_bytes": above_peak},
     )]
+
+
+# -- undonated arguments ---------------------------------------------------------------------
+
+
+def undonated_arguments(space) -> list[Finding]:
+    """The JAX program running at the peak returns new values of its own arguments (its updated
+    parameters and optimizer state, `(updated arguments)/<path>`) in blocks of their own, beside the
+    arguments it was not allowed to overwrite: both are held, and donating the arguments frees one set."""
+    peak = space.peak_exec()
+    program = space.xla_program_of(peak) if peak is not None else None
+    if program is None:
+        return []
+    trace, prefix = space.trace, UPDATED_ARGUMENTS + "/"
+    at_peak = space.exec_columns[AT_PEAK]
+    rows = [i for i in np.flatnonzero(at_peak > 0).tolist()
+            if trace.name(i).startswith(prefix) and space.xla_program_of(i) == program]
+    held = int(at_peak[rows].sum())
+    if held < max(DONATE_MIN_BYTES, DONATE_MIN_SHARE * space.peak_rise_bytes):
+        return []
+    message = (f"`{program}`, running at the peak, returns new values of {len(rows)} of its own arguments, "
+               f"{format_bytes(held)} ({held / space.peak_rise_bytes:.0%} of the peak rise): its updated parameters "
+               f"and optimizer state (`{UPDATED_ARGUMENTS}`), in blocks of their own, because its caller did not "
+               "donate the arguments they replace. Until it returns, the old values and the new are both held.")
+    suggestion = ("Donate the arguments the step replaces, `jax.jit(train_step, donate_argnums=(0, 1))` (the "
+                  "positions of the parameters and optimizer state; `nnx.jit` takes it too), and use only the "
+                  "values it returns afterwards: XLA then writes the new values over the old ones, up to "
+                  f"{format_bytes(held)} less at the peak. (Keras 3 on JAX donates its state itself.)")
+    return [Finding(UNDONATED_ARGUMENTS, held, UPDATED_ARGUMENTS, [program], message, suggestion, trace.id,
+                    {"program": program, "arguments": len(rows)})]
 
 
 # Ops that write a resource variable, giving it a new buffer where its old one is shared.

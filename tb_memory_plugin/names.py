@@ -380,6 +380,9 @@ TF_XLA_PROGRAM = "(XLA program)"  # the node of a TensorFlow XLA program's buffe
 # Below an XLA program's node (`jit_train_step/(unused scratch)`): the bytes of its scratch block
 # that no value holds at the block's own peak (sources/xplane/hlo.py).
 UNUSED_SCRATCH = "(unused scratch)"
+# A JAX program's new values of its own arguments (`(updated arguments)/p['dense']['kernel']`: updated
+# parameters and optimizer state), in blocks of their own where the caller did not donate them.
+UPDATED_ARGUMENTS = "(updated arguments)"
 
 
 def tensorflow_xla_program(name: str) -> bool:
@@ -421,7 +424,7 @@ def is_apply_op(op_type: str) -> bool:
 _OPTIMIZER_NAMES = frozenset(
     {"Adam", "AdamW", "SGD", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Adamax",
      "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer",
-     "beta1_power", "beta2_power",
+     "beta1_power", "beta2_power", UPDATED_ARGUMENTS,
      # Keras 3 scopes an optimizer's update ops under its class name in snake case (`AdamW` ->
      # `adam_w`, `RMSprop` -> `rm_sprop`).
      "adam", "adamw", "adam_w", "sgd", "rmsprop", "rm_sprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_memory_plugin import analysis, figures, report
+from tb_memory_plugin import analysis, figures, findings, report
 from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.names import UNUSED_SCRATCH as UNUSED, XLA_PROGRAM_OP_TYPE
 from tb_memory_plugin.sources import xplane
@@ -184,12 +184,19 @@ def test_a_keras_cnn_on_jax_shows_its_layers_inside_the_program():
 
 
 def test_a_jax_mlps_backward_values_are_its_layers_gradients():
-    profile = xplane.decode(_path("jax_mlp").read_bytes())
-    gpu = analysis.analyse(profile.trace(0)).space("GPU:0/GPU_0_bfc")
-    rows = {gpu.trace.name(e): e for e in range(gpu.trace.exec_count)}
-    assert "dense_0/dot_general" in rows and "dense_0/transpose_grad" in rows
-    assert CATEGORIES[gpu.category[rows["dense_0/transpose_grad"]]] == "gradients"
-    assert gpu.names.leaf_path("layer", gpu.name_code[rows["dense_0/transpose_grad"]]).startswith("dense_0/")
+    """The residual MLP's backward values are its blocks' gradients, in its layers; the plain MLP's
+    forward values are its layers' activations, and what its fused SGD update returns (named by the
+    gradient it fused) the parameters' new values, the optimizer's."""
+    for run, forward, backward in (("jax_remat_policy", "block_0/add", "block_0/transpose_grad"),
+                                   ("jax_mlp", "dense_0/dot_general", None)):
+        gpu = analysis.analyse(xplane.decode(_path(run).read_bytes()).trace(0)).space("GPU:0/GPU_0_bfc")
+        rows = {gpu.trace.name(e): e for e in range(gpu.trace.exec_count)}
+        assert CATEGORIES[gpu.category[rows[forward]]] == "activations"
+        if backward:
+            assert CATEGORIES[gpu.category[rows[backward]]] == "gradients"
+            assert gpu.names.leaf_path("layer", gpu.name_code[rows[backward]]).startswith("block_0/")
+        else:
+            assert CATEGORIES[gpu.category[rows["(updated arguments)/params[0]['w']"]]] == "optimizer"
 
 
 # -- hand-built -----------------------------------------------------------------------------------
@@ -307,7 +314,8 @@ def test_a_flax_language_model_shows_its_blocks():
     profile = xplane.decode(_path("flax_lm").read_bytes())
     gpu = analysis.analyse(profile.trace(0)).space("GPU:0/GPU_0_bfc")
     placed = set(gpu.trace.xla_program_of)
-    assert not any("(" in name.replace(UNUSED, "") or "jvp" in name or "while/body" in name for name in placed)
+    assert not any("(" in name.replace(UNUSED, "").replace("(updated arguments)", "") or "jvp" in name
+                   or "while/body" in name for name in placed)
     tree = gpu.tree("scope")
     blocks = {tree.paths[c]: int(tree.figures[c, figures.AT_PEAK]) for c in tree.children[tree.entry("LM")]}
     assert {f"LM/block_{i}" for i in range(4)} <= set(blocks), blocks
@@ -472,7 +480,7 @@ def test_jax_scopes_numbered_by_the_user_stay_apart():
     top = {tree.paths[c]: int(tree.figures[c, figures.AT_PEAK]) for c in tree.children[0]}
     blocks = [f"block_{i}" for i in range(6)]
     assert set(blocks) <= set(top), top
-    assert sum(top[b] for b in blocks) > 0.9 * gpu.peak_rise_bytes
+    assert sum(top[b] for b in blocks) > 0.9 * (gpu.peak_rise_bytes - top["(updated arguments)"])  # SGD's new weights
     assert not any(name.startswith(f"{b}/{b}/") for name in gpu.trace.xla_program_of for b in blocks)
 
 
@@ -504,3 +512,115 @@ def test_the_cli_prints_each_programs_bytes(capsys):
     out = capsys.readouterr().out
     assert (f"   XLA program {PROGRAM}: 78.1 MiB at peak (43.0 MiB by op, 35.1 MiB unused scratch, 1008 B its own: "
             "the allocator's rounding, values of no op)") in out
+
+
+# -- arguments not donated ---------------------------------------------------------------------
+
+def _update_module(donated: bool, returned_size: int = 400) -> bytes:
+    """jit(step): p, g (400 B each) -> p - g, returned. Donated, XLA writes it into p's own block;
+    else into an output block of its own, beside p."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+
+    proto = hlo_pb2.HloProto()
+    module = proto.hlo_module
+    module.name, module.entry_computation_id = "jit_step", 1
+    entry = module.computations.add(name="main", id=1, root_id=3)
+    entry.instructions.add(name="p", opcode="parameter", id=1)
+    entry.instructions.add(name="g", opcode="parameter", id=2)
+    entry.instructions.add(name="sub", opcode="subtract", id=3, operand_ids=[1, 2]).metadata.op_name = "jit(step)/sub"
+    assignment = proto.buffer_assignment
+    for buffer_id, size in ((1, 400), (2, 400), (3, returned_size)):
+        assignment.logical_buffers.add(id=buffer_id, size=size).defined_at.instruction_id = buffer_id
+    p = assignment.buffer_allocations.add(index=0, size=400, is_entry_computation_parameter=True,
+                                          maybe_live_out=donated)
+    p.assigned.add(logical_buffer_id=1, size=400)
+    assignment.buffer_allocations.add(index=1, size=400, is_entry_computation_parameter=True).assigned.add(
+        logical_buffer_id=2, size=400)
+    if donated:
+        p.assigned.add(logical_buffer_id=3, size=400)
+    else:
+        assignment.buffer_allocations.add(index=2, size=returned_size, maybe_live_out=True).assigned.add(
+            logical_buffer_id=3, size=returned_size)
+    return proto.SerializeToString()
+
+
+def test_an_output_block_computed_from_an_argument_of_its_size_copies_it():
+    """A returned `p - g` in a block of its own is a new value of the argument p, made beside it; donated,
+    it is in p's block (no block of the program's); of another size, or made from no argument, it is
+    a value of its own."""
+    (returned,) = hlo.read_module(_update_module(donated=False)).blocks
+    assert returned.is_output and returned.updated_argument == "p" and returned.size == 400
+    assert hlo.read_module(_update_module(donated=True)).blocks == ()
+    (other,) = hlo.read_module(_update_module(donated=False, returned_size=800)).blocks
+    assert not other.updated_argument
+    assert not any(block.updated_argument for block in hlo.read_module(_module()).blocks)
+
+
+def test_an_output_computed_from_several_arguments_updates_the_one_no_other_output_updates():
+    """Adam's new `p` reads `p`, `mu` and `nu`; its new `mu` reads `mu`, its new `nu` `nu`: each is its
+    own argument's. Where nothing tells them apart, outputs take the arguments in the program's order."""
+    assert hlo._updated_arguments({0: {1, 2, 3}, 1: {2}, 2: {3}, 3: set()}) == {0: 1, 1: 2, 2: 3}
+    assert hlo._updated_arguments({0: {1, 2}, 1: {1, 2}}) == {0: 1, 1: 2}
+
+
+# The captured models' parameters (float32), from their definitions (tests/data/xla_gpu/README.md
+# and scripts/device/capture_xla_profiles.py): (arrays, values).
+FLAX_LM_PARAMETERS = (1 + 4 * 16 + 2 + 2, 3_672_552)  # embedding; per block 2 norms, q/k/v/out, 2 dense; norm; head
+REMAT_PARAMETERS = (13, 6 * 2 * 1024 * 4096 + 1024 * 10)  # six blocks of 1024 -> 4096 -> 1024, a head of 10
+
+
+def _updated_arguments(space) -> dict[str, tuple[int, str]]:
+    """(at-peak bytes, category) of each `(updated arguments)/...` name."""
+    at_peak = space.name_column(figures.AT_PEAK)
+    return {name: (int(at_peak[i]), CATEGORIES[space.names.category[i]])
+            for i, name in enumerate(space.names.raw) if name.startswith("(updated arguments)/")}
+
+
+@pytest.mark.parametrize("run, kinds, requested", [
+    # AdamW: the parameters, their two moments and its int32 count
+    ("flax_lm", {"p": FLAX_LM_PARAMETERS[0], "state[0].mu": FLAX_LM_PARAMETERS[0], "state[0].nu": FLAX_LM_PARAMETERS[0],
+                 "state[0].count": 1}, 3 * 4 * FLAX_LM_PARAMETERS[1] + 4),
+    ("jax_remat_policy", {"p": REMAT_PARAMETERS[0]}, 4 * REMAT_PARAMETERS[1]),  # SGD: the parameters alone
+])
+def test_a_jax_step_that_does_not_donate_its_state_is_told_to(run, kinds, requested):
+    """A jitted train step without donate_argnums returns its new parameters and optimizer state beside
+    the old: each is `(updated arguments)/<its argument's path>`, counted as the optimizer's, and the
+    finding names the program and what they hold at the peak, every step."""
+    data = _path(run).read_bytes()
+    # The profile keeps every train step compiled in its process: the largest update is this model's.
+    copies = max(([block for block in hlo.read_module(proto).blocks if block.updated_argument]
+                  for key, proto in _hlo_protos(data).items() if key.startswith(PROGRAM)),
+                 key=lambda blocks: sum(block.size for block in blocks))
+    arguments = sum(kinds.values())
+    assert (len(copies), sum(block.size for block in copies)) == (arguments, requested)
+    profile = xplane.decode(data)
+    for i in range(len(profile.steps)):
+        step = analysis.analyse(profile.trace(i))
+        gpu = step.space("GPU:0/GPU_0_bfc")
+        updated = _updated_arguments(gpu)
+        # Each argument's new value once: Adam's new parameter reads its moments too, and is still its own.
+        assert collections.Counter(name.split("/", 1)[1].split("['")[0] for name in updated) == kinds
+        held = sum(at_peak for at_peak, _ in updated.values())
+        assert requested <= held <= 2 * requested  # BFC's chunks: up to twice the request
+        assert {category for _, category in updated.values()} == {"optimizer"}
+        found = [f for f in findings.step_findings(step) if f.kind == findings.UNDONATED_ARGUMENTS]
+        assert [(f.bytes, f.scope, f.nodes, f.device) for f in found] == [
+            (held, "(updated arguments)", [PROGRAM], "GPU:0/GPU_0_bfc")]
+        assert "donate_argnums" in found[0].suggestion and found[0].details["arguments"] == arguments
+
+
+@pytest.mark.parametrize("run", ["flax_lm_scan", "keras_jax_transformer", "flax_cnn_bn"])
+def test_a_jax_step_that_donates_its_state_or_copies_little_is_not_told_to(run):
+    """flax_lm_scan donates its state and Keras 3 donates its own: nothing is an updated argument but
+    scalars (a step count, Keras' seed). The Flax CNN's new weights and momentum are 1% of its peak
+    rise: under the line."""
+    profile = xplane.decode(_path(run).read_bytes())
+    for i in range(len(profile.steps)):
+        step = analysis.analyse(profile.trace(i))
+        assert not [f for f in findings.step_findings(step) if f.kind == findings.UNDONATED_ARGUMENTS]
+        gpu = step.space("GPU:0/GPU_0_bfc")
+        held = sum(at_peak for at_peak, _ in _updated_arguments(gpu).values())
+        if run == "flax_cnn_bn":
+            assert 0 < held < findings.DONATE_MIN_SHARE * gpu.peak_rise_bytes
+        else:
+            assert held <= 1024

@@ -116,7 +116,8 @@ export interface Resident {
   note: string | null;
   layers: ResidentLayer[];
 }
-export type FindingKind = 'layout_transpose' | 'conv_scratch' | 'graph_constants' | 'step_growth' | 'allocator_gap';
+export type FindingKind =
+  | 'layout_transpose' | 'conv_scratch' | 'graph_constants' | 'step_growth' | 'allocator_gap' | 'undonated_arguments';
 /** What to change so the step fits (docs/http_api.md, "Findings"). */
 export interface Finding {
   kind: FindingKind | string;

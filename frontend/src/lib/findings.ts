@@ -10,6 +10,7 @@ const KIND_LABELS: Record<string, string> = {
   graph_constants: 'constants in the graph',
   step_growth: 'memory left behind by the step',
   allocator_gap: 'allocator gap',
+  undonated_arguments: 'arguments not donated',
 };
 
 export function findingLabel(kind: string): string {

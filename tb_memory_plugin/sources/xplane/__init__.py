@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from ..._numeric import scatter_sum
-from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNUSED_SCRATCH,
+from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNUSED_SCRATCH, UPDATED_ARGUMENTS,
                       XLA_PROGRAM_OP_TYPE)
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
 from . import hlo
@@ -552,7 +552,10 @@ class _PlaneSteps:
         requested = int(self.memory["requested_bytes"][event])
         if allocated < requested:
             return []
-        named = [(hlo.node_name(piece.op_name, tensorflow), piece.bytes) for piece in block.pieces]
+        if block.updated_argument and not tensorflow:  # a JAX argument's new value (TensorFlow's: in place)
+            named = [(f"{UPDATED_ARGUMENTS}/{block.updated_argument}", block.size)]
+        else:
+            named = [(hlo.node_name(piece.op_name, tensorflow), piece.bytes) for piece in block.pieces]
         named = [(name, size) for name, size in named if name]
         if block.unused:  # shown as such, below the program
             named.append((f"{self._text(program)}/{UNUSED_SCRATCH}", block.unused))

@@ -12,7 +12,9 @@ the heap simulator's trace of when each buffer is live).
 `Module.blocks` reads from it what each block the program allocates holds:
 
 * an output block: the value the program returns in it (the buffer a root
-  tuple's operand defines), all of the block;
+  tuple's operand defines), all of the block; where that value is computed from
+  an argument of the block's size, the argument it updates (`updated_argument`:
+  a parameter's new value beside the old one, the argument not donated);
 * the scratch block: the values live at the heap simulator's peak (the most
   bytes live at once), each where its op made it. The bytes no value holds
   then are unused: XLA's layout places values live at other times there
@@ -33,11 +35,11 @@ Fields are declared by number (the xla protos do not ship with TensorBoard):
     HloModuleProto      computations = 3, entry_computation_id = 6, schedule = 7
                         (HloScheduleProto: sequences = 1, a map of computation id -> instruction_ids = 1)
     HloComputationProto instructions = 2, id = 5, root_id = 6
-    HloInstructionProto name = 1, opcode = 2, metadata = 7, id = 35, operand_ids = 36,
-                        called_computation_ids = 38
+    HloInstructionProto name = 1, opcode = 2, metadata = 7, parameter_number = 9, id = 35,
+                        operand_ids = 36, called_computation_ids = 38
     OpMetadata          op_name = 2
     BufferAssignmentProto  logical_buffers = 1, buffer_allocations = 3, heap_simulator_traces = 4
-    LogicalBufferProto  id = 1, size = 2, defined_at = 3 (Location: instruction_id = 4)
+    LogicalBufferProto  id = 1, size = 2, defined_at = 3 (Location: instruction_id = 4, shape_index = 3)
     BufferAllocationProto  index = 1, size = 2, is_thread_local = 3, is_entry_computation_parameter = 5,
                         maybe_live_out = 7, assigned = 9 (logical_buffer_id = 1, offset = 2, size = 3),
                         is_constant = 12
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
@@ -69,13 +72,13 @@ _SCHEMA = {
     "Computation": [("instructions", 2, _M, _R, "Instruction"), ("id", 5, _I, _O, None),
                     ("root_id", 6, _I, _O, None)],
     "Instruction": [("name", 1, _S, _O, None), ("opcode", 2, _S, _O, None), ("metadata", 7, _M, _O, "OpMetadata"),
-                    ("id", 35, _I, _O, None), ("operand_ids", 36, _I, _R, None),
+                    ("parameter_number", 9, _I, _O, None), ("id", 35, _I, _O, None), ("operand_ids", 36, _I, _R, None),
                     ("called_computation_ids", 38, _I, _R, None)],
     "OpMetadata": [("op_name", 2, _S, _O, None)],
     "Assignment": [("logical_buffers", 1, _M, _R, "LogicalBuffer"), ("allocations", 3, _M, _R, "Allocation"),
                    ("traces", 4, _M, _R, "HeapTrace")],
     "LogicalBuffer": [("id", 1, _I, _O, None), ("size", 2, _I, _O, None), ("defined_at", 3, _M, _O, "Location")],
-    "Location": [("instruction_id", 4, _I, _O, None)],
+    "Location": [("instruction_id", 4, _I, _O, None), ("shape_index", 3, _I, _R, None)],
     "Allocation": [("index", 1, _I, _O, None), ("size", 2, _I, _O, None), ("is_thread_local", 3, _I, _O, None),
                    ("is_entry_computation_parameter", 5, _I, _O, None), ("maybe_live_out", 7, _I, _O, None),
                    ("assigned", 9, _M, _R, "Assigned"), ("is_constant", 12, _I, _O, None)],
@@ -120,6 +123,9 @@ class Block:
     # Of a scratch block: the bytes no value holds at its peak (XLA's layout of values that are
     # live at other times leaves them free then: fragmentation inside the block).
     unused: int = 0
+    # Of an output block: the argument (its path, `p['dense']['kernel']`) whose new value it holds (a
+    # parameter updated), made beside the argument because the caller did not donate it; else "".
+    updated_argument: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,11 @@ def read_module(data: bytes) -> Module:
         buffer = buffers.get(buffer_id)
         return buffer.defined_at.instruction_id if buffer is not None else -1
 
+    argument_size = {defined_by(a.logical_buffer_id): int(allocation.size)
+                     for allocation in hlo.assignment.allocations if allocation.is_entry_computation_parameter
+                     for a in allocation.assigned}
+    updates: dict[int, set[int]] = {}  # an output block (its index in `blocks`) -> the arguments it may update
+
     blocks = []
     for allocation in sorted(hlo.assignment.allocations, key=lambda a: a.index):
         if (allocation.size <= 0 or allocation.is_entry_computation_parameter or allocation.is_thread_local
@@ -165,8 +176,13 @@ def read_module(data: bytes) -> Module:
         if allocation.maybe_live_out:
             returned = [a for a in assigned if defined_by(a.logical_buffer_id) in root_operands]
             value = max(returned or assigned, key=lambda a: (a.size, a.logical_buffer_id), default=None)
-            name = op_name(defined_by(value.logical_buffer_id)) if value is not None else ""
+            defined = defined_by(value.logical_buffer_id) if value is not None else -1
+            name = op_name(defined) if value is not None else ""
             pieces = (Piece(name, int(allocation.size)),) if name else ()
+            if value is not None:
+                where = buffers[value.logical_buffer_id].defined_at if value.logical_buffer_id in buffers else None
+                updates[len(blocks)] = _arguments_of(instructions.get(defined), where.shape_index if where else [],
+                                                     instructions, computations, argument_size, int(allocation.size))
             blocks.append(Block(int(allocation.size), True, pieces))
             continue
         sizes = {a.logical_buffer_id: int(a.size) for a in assigned}
@@ -189,7 +205,66 @@ def read_module(data: bytes) -> Module:
         blocks.append(Block(int(allocation.size), False,
                             tuple(Piece(name, size) for name, size in sorted(held.items(), key=lambda kv: -kv[1])),
                             unused=int(allocation.size) - live_bytes))
+    for index, argument in _updated_arguments(updates).items():
+        path = instructions[argument].metadata.op_name or instructions[argument].name
+        blocks[index] = dataclasses.replace(blocks[index], updated_argument=path)
     return Module(tuple(blocks))
+
+
+def _arguments_of(instruction, shape_index, instructions, computations, argument_size: dict[int, int],
+                  size: int) -> set[int]:
+    """The entry arguments of `size` bytes a returned value is computed from directly (`p - lr * g`
+    from `p`): the operands of the instruction that made it, or of a fusion those of the fused
+    computation's value it is (a multi-output fusion's element `shape_index`), through the
+    instructions that only pass an argument on."""
+    if instruction is None:
+        return set()
+    operands = list(instruction.operand_ids)
+    if instruction.opcode == "fusion" and instruction.called_computation_ids:
+        fused = computations.get(instruction.called_computation_ids[0])
+        inner = {i.id: i for i in fused.instructions} if fused is not None else {}
+        root = inner.get(fused.root_id) if fused is not None else None
+        if root is not None and root.opcode == "tuple" and shape_index:
+            root = inner.get(root.operand_ids[shape_index[0]]) if shape_index[0] < len(root.operand_ids) else None
+        used, queue, seen = set(), [root] if root is not None else [], set()
+        while queue:  # the fusion's parameters its value reads
+            found = queue.pop()
+            if found.id in seen:
+                continue
+            seen.add(found.id)
+            if found.opcode == "parameter":
+                used.add(found.parameter_number)
+            queue += [inner[o] for o in found.operand_ids if o in inner]
+        operands = [operands[k] for k in sorted(used) if k < len(operands)]
+    found = set()
+    for operand in operands:
+        for _ in range(_OPERANDS_FOLLOWED):
+            passed = instructions.get(operand)
+            if passed is None or passed.opcode not in ("get-tuple-element", "bitcast", "copy") or not passed.operand_ids:
+                break
+            operand = passed.operand_ids[0]
+        argument = instructions.get(operand)
+        if argument is not None and argument.opcode == "parameter" and argument_size.get(operand) == size:
+            found.add(operand)
+    return found
+
+
+def _updated_arguments(candidates: dict[int, set[int]]) -> dict[int, int]:
+    """Which argument each output updates, of those it is computed from: an output from one argument
+    is that one's new value, which the others are then not (Adam's new `p` reads `p`, `mu` and `nu`;
+    its new `mu` reads only `mu`); of several left, the first in the program's order."""
+    left = {index: set(found) for index, found in candidates.items() if found}
+    chosen: dict[int, int] = {}
+    while left:
+        sure = {index: next(iter(found)) for index, found in left.items() if len(found) == 1}
+        if not sure:  # no output from one argument alone: the first output takes its first
+            index = min(left)
+            sure = {index: min(left[index])}
+        chosen.update(sure)
+        taken = set(sure.values())
+        left = {index: found - taken for index, found in left.items() if index not in sure}
+        left = {index: found for index, found in left.items() if found}
+    return chosen
 
 
 def _apart(live: set[int], placed: dict[int, tuple[int, int]], named) -> set[int]:
