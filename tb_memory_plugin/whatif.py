@@ -86,9 +86,10 @@ def traced_batch(step: StepAnalysis) -> int:
     around it.
     """
     if any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces):
-        # What XLA allocates for a program is one buffer with no tensor shape: nothing to scale.
-        raise WhatIfError("XLA's buffers (JAX, Keras 3 on JAX, TensorFlow's jit_compile) carry no tensor shapes: "
-                          "the batch-size what-if cannot scale a step of XLA programs")
+        # XLA lays a program's values out in a few blocks of its own, again for every batch size.
+        raise WhatIfError("XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile) hold their values in a "
+                          "few blocks that XLA lays out again for each batch size: the batch-size what-if cannot "
+                          "scale a step of XLA programs; profile the step at the batch size to see it")
     if clusters := xla_clusters(step.spaces):
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
