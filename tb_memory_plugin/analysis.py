@@ -19,8 +19,8 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMPORARIES
-from .names import (UNUSED_SCRATCH, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable,
-                    op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
+from .names import (UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE,
+                    NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
@@ -490,8 +490,9 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
         note += (
             "XLA allocates a program's buffers itself, a few blocks per run that name no op. They are shown by the "
             "ops whose values XLA placed in them (op type `XLA program`), read from the program's compiled HLO in "
-            "the profile: an output block by the op that made it, the scratch block by the values live at its own "
-            f"peak. That places {placed_share:.0%} of the programs' bytes at the peak")
+            "the profile: an output block by the op that made it (a new value of one of a JAX program's own "
+            f"arguments, not donated, by that argument: `{UPDATED_ARGUMENTS}/...`), the scratch block by the values "
+            f"live at its own peak. That places {placed_share:.0%} of the programs' bytes at the peak")
         if unused_share >= 0.005:
             note += (f"; {unused_share:.0%} is scratch that no value holds at the block's own peak "
                      f"(`{most_unused}`): XLA's layout keeps it for values live at other times")

@@ -200,7 +200,7 @@ def test_routes_serve_the_gpu_steps():
         # XLA's buffers have no shapes to scale: the what-if says why, as a 422.
         response = client.get("/data/plugin/memory/whatif", query_string={"run": run, "tag": runs[run][0]["tag"],
                                                                            "batch": "64"})
-        assert response.status_code == 422 and "XLA's buffers" in response.get_data(as_text=True)
+        assert response.status_code == 422 and "cannot scale a step of XLA programs" in response.get_data(as_text=True)
 
 
 # -- what the two captures do not show: hand-built profiles ------------------------------------
@@ -289,6 +289,21 @@ def test_an_allocation_belongs_to_the_innermost_op_still_running():
     ((number, _, spaces),) = _steps(space)
     assert number == 1
     assert spaces["GPU:0/GPU_0_bfc"] == [(xplane.UNATTRIBUTED, 7), ("Inner", 0), ("SomeCallback", 0), ("jit_step", 10_000)]
+
+
+def test_an_allocation_whose_tf_op_is_null_belongs_to_the_op_running():
+    """TensorFlow up to 2.17 writes `tf_op "(null)"` where an allocation has no op: it is the op
+    running on its thread's (here the program's), or `(no op)`, never a node named `(null)`."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 500, step_num=1)
+    space.event(1, "CommonPjRtLoadedExecutable::Execute (jit_step)", 10, 300)
+    space.free(1, 90, space.allocate(1, 50, 10_000, tf_op="(null)"))
+    space.free(1, 400, space.allocate(1, 350, 7, tf_op="(null)"))  # after the program: no op
+    space.free(1, 450, space.allocate(1, 420, 5, tf_op=""))
+    ((_, _, spaces),) = _steps(space)
+    assert spaces["GPU:0/GPU_0_bfc"] == [(xplane.UNATTRIBUTED, 12), ("jit_step", 10_000)]
 
 
 def test_marked_steps_without_memory_and_nested_marks():
