@@ -49,6 +49,7 @@ from . import wire
 
 BEFORE_STEP = "(before this step)"  # owns frees of bytes allocated before the step's window
 UNATTRIBUTED = "(no op)"  # allocations with no tf_op and no op running on their thread
+_NO_TF_OP = ("(null)", "")  # TensorFlow up to 2.17 writes an allocation with no op as tf_op "(null)"
 INPUT_PIPELINE = "(input pipeline)"  # the same, made on one of tf.data's threads
 # tf.data runs its pipeline on threads of its own (`tf_data_private_threadpool`,
 # `tf_data_iterator_resource`): what an op allocates there (Keras slicing a batch out of
@@ -324,6 +325,9 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
             if memory.size:
                 columns = _stat_columns(_restrict(stats, memory, keep.size), memory.size, _MEMORY_STATS, stat_ids,
                                         strings)
+                no_op = [strings._code[text] for text in _NO_TF_OP if text in strings._code]
+                if no_op:  # as without a tf_op: the op running on the thread then
+                    columns["tf_op"][np.isin(columns["tf_op"], no_op)] = -1
                 parts["memory"].append({"time_ps": start_ps[memory], "line": line_column[memory],
                                         "is_allocation": kind[memory] == _ALLOCATION, **columns})
             process = np.flatnonzero(kind == _PROCESS)
