@@ -306,6 +306,42 @@ def test_an_allocation_whose_tf_op_is_null_belongs_to_the_op_running():
     assert spaces["GPU:0/GPU_0_bfc"] == [(xplane.UNATTRIBUTED, 12), ("jit_step", 10_000)]
 
 
+def test_an_executor_step_holds_the_allocations_its_threads_made_without_a_step_id():
+    """TensorFlow up to 2.17 gives XLA's buffers in a Keras `fit(jit_compile=True)` step no step id
+    and no op: they are the step's whose executor runs on their thread, not outside every step
+    (where the input pipeline's own executor steps, the only ones with ids, were all there was)."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(3, "ExecutorState::Process", 0, 50, id=9)  # tf.data slicing the batch
+    space.event(3, "GatherV2:GatherV2", 10, 20)
+    space.free(3, 400, space.allocate(3, 15, 512, allocator="cpu_bfc", tf_op="GatherV2", id=9))
+    space.event(2, "ExecutorState::Process", 100, 300, id=7)  # the train function, compiled
+    space.free(2, 350, space.allocate(2, 150, 6_000_000, allocator="cpu_bfc", tf_op="(null)", id=0))
+    steps = _steps(space)
+    held = {name: size for _, _, spaces in steps for name, size in spaces["CPU:0/cpu_bfc"]}
+    assert held[xplane.UNATTRIBUTED] == 6_000_000 and held["GatherV2"] == 512
+
+
+def test_a_tf_function_allocating_under_its_own_name_is_an_xla_program():
+    """TensorFlow up to 2.17 runs a `tf.function(jit_compile=True)` in no event of its own: its
+    buffers carry the function's name as their op. That is an XLA program (a function run without
+    XLA allocates under its ops' names), and the note says so."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 500, step_num=1)
+    space.event(1, "EagerLocalExecute: __inference_train_step_781", 10, 400)
+    space.free(1, 300, space.allocate(1, 50, 6_000_000, allocator="cpu_bfc", tf_op="__inference_train_step_781"))
+    space.event(1, "dense/MatMul:MatMul", 420, 20)
+    space.free(1, 450, space.allocate(1, 425, 1000, allocator="cpu_bfc", tf_op="dense/MatMul"))
+    step = analysis.analyse(xplane.decode(space.serialized()).trace(0))
+    cpu = step.space("CPU:0/cpu_bfc")
+    op_types = {cpu.trace.name(e): cpu.op_type(e) for e in range(cpu.trace.exec_count)}
+    assert op_types["__inference_train_step_781"] == XLA_PROGRAM_OP_TYPE and op_types["dense/MatMul"] == "MatMul"
+    assert "XLA programs ran in this step" in step.message and "jit_compile=False" in step.message
+
+
 def test_marked_steps_without_memory_and_nested_marks():
     """A marked step with no memory event is none; a step marked inside another is part of it."""
     from protos import XSpaceBuilder

@@ -102,6 +102,8 @@ _PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*Execute \((?P<program>[^()\s]+)\)$")
 # names no program; its buffers are allocated there, without a tf_op (Keras' fit) or with the
 # function's (`__inference_train_step_2866`, a tf.function called eagerly).
 _TF_PROGRAM_EVENT_RE = re.compile(r"^(?:\w+::)*\w*Executable::ExecuteAsyncOnStream$")
+# A tf.function's concrete function, the op an eager call of it runs as.
+_TF_FUNCTION_RE = re.compile(r"^__inference_\w+_\d+$")
 _COPY_EVENT_RE = re.compile(r"^(?:\w+::)*BufferFromHostBuffer\((?P<shape>[^()\s]*)\)$")
 COPY_SCOPE = "(copies to device)"  # op type COPY_TO_DEVICE_OP_TYPE: categorised as inputs
 # PjRt's own callbacks (`ThenExecuteCallback:GetEventForComputeStreamSyncPoint`) look like
@@ -335,7 +337,7 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
                 columns = _stat_columns(_restrict(stats, process, keep.size), process.size, (("id", "int"),),
                                         stat_ids, strings)
                 parts["processes"].append({"start_ps": start_ps[process], "end_ps": end_ps[process],
-                                           "step_id": columns["id"]})
+                                           "line": line_column[process], "step_id": columns["id"]})
             other = np.flatnonzero(kind == _OTHER)
             if other.size and "step_num" in stat_ids:
                 restricted = _restrict(stats, other, keep.size)
@@ -446,6 +448,7 @@ class _PlaneSteps:
         self.on_input_thread = events.input_lines[lines] if lines.size else np.zeros(0, dtype=bool)
         self.ops = events.ops
         self._pair_frees()
+        self._fill_step_ids(events.processes)
         self._attribute_unnamed()
         self.xla_nodes = self._allocating_in_programs()
         self.jax_pieces: set[int] = set()  # node codes of JAX programs' pieces (named by hlo.node_name)
@@ -475,24 +478,19 @@ class _PlaneSteps:
         node = memory["tf_op"].copy()
         unnamed = np.flatnonzero(memory["is_allocation"] & (node < 0))
         if unnamed.size and ops:
-            for line in np.unique(memory["line"][unnamed]).tolist():
-                rows = unnamed[memory["line"][unnamed] == line]
-                line_ops = np.flatnonzero(ops["line"] == line)
-                if not line_ops.size:
-                    continue
-                start, end = ops["start_ps"][line_ops], ops["end_ps"][line_ops]
-                order = np.lexsort((-end, start))  # by start; at one start, the outer first
-                line_ops, start, end = line_ops[order], start[order], end[order]
-                time = memory["time_ps"][rows]
-                at = np.searchsorted(start, time, side="right") - 1  # the op started last by then
-                ended = np.flatnonzero(at >= 0)
-                ended = ended[end[at[ended]] < time[ended]]
-                if ended.size:  # up to the ops around it, until one still runs
-                    at[ended] = _innermost_around(start, end, time[ended])
-                found = at >= 0
-                node[rows[found]] = ops["node"][line_ops[at[found]]]
+            at = _innermost_on_lines(ops, memory["time_ps"][unnamed], memory["line"][unnamed])
+            node[unnamed[at >= 0]] = ops["node"][at[at >= 0]]
         node[memory["is_allocation"] & (node < 0) & self.on_input_thread] = self.strings.code(INPUT_PIPELINE)
         self.node = node
+
+    def _fill_step_ids(self, processes: dict) -> None:
+        """Allocations without a step id: the executor step running on their thread then (TensorFlow
+        up to 2.17 gives none to XLA's buffers inside a Keras `fit(jit_compile=True)` step)."""
+        memory = self.memory
+        missing = np.flatnonzero(memory["is_allocation"] & (memory["id"] == 0))
+        if missing.size and processes:
+            at = _innermost_on_lines(processes, memory["time_ps"][missing], memory["line"][missing])
+            memory["id"][missing[at >= 0]] = processes["step_id"][at[at >= 0]]
 
     def _program_runs(self, allocations: np.ndarray):
         """(op row, the allocations of `allocations` made on its thread while it ran) for each run of
@@ -512,12 +510,18 @@ class _PlaneSteps:
 
     def _allocating_in_programs(self) -> frozenset[int]:
         """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
-        a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type."""
+        a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type.
+        TensorFlow up to 2.17 runs the program in no event of its own: there a function that
+        allocates under its own name (`__inference_train_step_781`) is one, as a function run
+        without XLA allocates under its ops' names."""
         memory = self.memory
         named = np.flatnonzero(memory["is_allocation"] & (memory["tf_op"] >= 0))
         found: set[int] = set()
         for _, inside in self._program_runs(named):
             found.update(memory["tf_op"][inside].tolist())
+        values = self.strings.values
+        found.update(code for code in np.unique(memory["tf_op"][named]).tolist()
+                     if _TF_FUNCTION_RE.match(values[code]))
         return frozenset(found)
 
     def _split_programs(self, programs: hlo.Programs) -> dict[int, list[tuple[int, int, int, int]]]:
@@ -846,9 +850,8 @@ class _PlaneSteps:
     def _op_types(self, nodes: np.ndarray, cleaned: list[str], ops_in_window: np.ndarray,
                   piece_nodes: frozenset[int]) -> dict[str, str]:
         op_types = {BEFORE_STEP: BEFORE_STEP_OP_TYPE}
-        if not self.ops or ops_in_window.size == 0:
-            return op_types
-        type_of = dict(zip(self.ops["node"][ops_in_window].tolist(), self.ops["op_type"][ops_in_window].tolist()))
+        type_of = dict(zip(self.ops["node"][ops_in_window].tolist(), self.ops["op_type"][ops_in_window].tolist())
+                       ) if self.ops and ops_in_window.size else {}
         for code, name in zip(nodes.tolist(), cleaned):
             if code in self.xla_nodes or code in piece_nodes:
                 op_types.setdefault(name, XLA_PROGRAM_OP_TYPE)
@@ -945,6 +948,30 @@ def _merge_numbered(steps: list[ProfileStep]) -> list[ProfileStep]:
         into.step_ids = sorted({*into.step_ids, step.step_id}, key=lambda i: (i != into.step_id, i))
         into.start_ps, into.end_ps = min(into.start_ps, step.start_ps), max(into.end_ps, step.end_ps)
     return merged
+
+
+def _innermost_on_lines(events: dict, times: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """For each time on its line: the innermost of `events` (start_ps, end_ps, line) running on that
+    line then, as a row of `events` (-1: none). A thread's events nest: the one started last may
+    have ended, inside one still running."""
+    out = np.full(times.size, -1, dtype=np.int64)
+    for line in np.unique(lines).tolist():
+        rows = np.flatnonzero(lines == line)
+        on_line = np.flatnonzero(events["line"] == line)
+        if not on_line.size:
+            continue
+        start, end = events["start_ps"][on_line], events["end_ps"][on_line]
+        order = np.lexsort((-end, start))  # by start; at one start, the outer first
+        on_line, start, end = on_line[order], start[order], end[order]
+        time = times[rows]
+        at = np.searchsorted(start, time, side="right") - 1  # the event started last by then
+        ended = np.flatnonzero(at >= 0)
+        ended = ended[end[at[ended]] < time[ended]]
+        if ended.size:  # up to the events around it, until one still runs
+            at[ended] = _innermost_around(start, end, time[ended])
+        found = at >= 0
+        out[rows[found]] = on_line[at[found]]
+    return out
 
 
 def _innermost_around(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
