@@ -323,23 +323,53 @@ def test_an_executor_step_holds_the_allocations_its_threads_made_without_a_step_
     assert held[xplane.UNATTRIBUTED] == 6_000_000 and held["GatherV2"] == 512
 
 
-def test_a_tf_function_allocating_under_its_own_name_is_an_xla_program():
-    """TensorFlow up to 2.17 runs a `tf.function(jit_compile=True)` in no event of its own: its
-    buffers carry the function's name as their op. That is an XLA program (a function run without
-    XLA allocates under its ops' names), and the note says so."""
+def test_tf_datas_executor_alone_is_no_step_beside_training_steps():
+    """An older Keras fit's profile runs tf.data's functions (slicing the next batch) in executor
+    steps of their own between training steps: those are no steps where training steps exist, and
+    the only steps where none does."""
     from protos import XSpaceBuilder
 
-    space = XSpaceBuilder()
-    space.event(1, "train", 0, 500, step_num=1)
-    space.event(1, "EagerLocalExecute: __inference_train_step_781", 10, 400)
-    space.free(1, 300, space.allocate(1, 50, 6_000_000, allocator="cpu_bfc", tf_op="__inference_train_step_781"))
-    space.event(1, "dense/MatMul:MatMul", 420, 20)
-    space.free(1, 450, space.allocate(1, 425, 1000, allocator="cpu_bfc", tf_op="dense/MatMul"))
-    step = analysis.analyse(xplane.decode(space.serialized()).trace(0))
-    cpu = step.space("CPU:0/cpu_bfc")
-    op_types = {cpu.trace.name(e): cpu.op_type(e) for e in range(cpu.trace.exec_count)}
-    assert op_types["__inference_train_step_781"] == XLA_PROGRAM_OP_TYPE and op_types["dense/MatMul"] == "MatMul"
+    def profile(training: bool) -> list[tuple]:
+        space = XSpaceBuilder()
+        if training:
+            space.event(2, "ExecutorState::Process", 0, 100, id=7)
+            space.event(2, "dense/MatMul:MatMul", 10, 20)
+            space.free(2, 40, space.allocate(2, 15, 4096, allocator="cpu_bfc", tf_op="dense/MatMul", id=7))
+        space.event(3, "ExecutorState::Process", 200, 50, id=9)
+        space._lines[3].name = "tf_data_private_threadpool/1"
+        space.event(3, "GatherV2:GatherV2", 210, 20)
+        space.free(3, 240, space.allocate(3, 215, 512, allocator="cpu_bfc", tf_op="GatherV2", id=9))
+        return [spaces["CPU:0/cpu_bfc"] for _, _, spaces in _steps(space)]
+
+    assert profile(training=True) == [[("dense/MatMul", 4096)]]
+    assert profile(training=False) == [[("GatherV2", 512)]]
+
+
+def test_a_tf_function_allocating_under_its_own_name_is_an_xla_program():
+    """TensorFlow up to 2.17 runs a `tf.function(jit_compile=True)` in no event of its own: its
+    buffers carry the function's name as their op. That is an XLA program, and the note says so.
+    A function the function runtime runs (`KernelAndDeviceFunc::Run`: Keras 3's evaluate loop)
+    may allocate under its name too, its ops run inline: no XLA program."""
+    from protos import XSpaceBuilder
+
+    def op_types(runtime: bool):
+        space = XSpaceBuilder()
+        space.event(1, "train", 0, 500, step_num=1)
+        space.event(1, "EagerLocalExecute: __inference_train_step_781", 10, 400)
+        if runtime:
+            space.event(1, "KernelAndDeviceFunc::Run", 20, 380)
+        space.free(1, 300, space.allocate(1, 50, 6_000_000, allocator="cpu_bfc", tf_op="__inference_train_step_781"))
+        space.event(1, "dense/MatMul:MatMul", 420, 20)
+        space.free(1, 450, space.allocate(1, 425, 1000, allocator="cpu_bfc", tf_op="dense/MatMul"))
+        step = analysis.analyse(xplane.decode(space.serialized()).trace(0))
+        cpu = step.space("CPU:0/cpu_bfc")
+        return step, {cpu.trace.name(e): cpu.op_type(e) for e in range(cpu.trace.exec_count)}
+
+    step, compiled = op_types(runtime=False)
+    assert compiled["__inference_train_step_781"] == XLA_PROGRAM_OP_TYPE and compiled["dense/MatMul"] == "MatMul"
     assert "XLA programs ran in this step" in step.message and "jit_compile=False" in step.message
+    step, inline = op_types(runtime=True)
+    assert inline["__inference_train_step_781"] != XLA_PROGRAM_OP_TYPE and "XLA" not in (step.message or "")
 
 
 def test_marked_steps_without_memory_and_nested_marks():

@@ -85,7 +85,7 @@ _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its ke
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
 
-_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER = range(7)
+_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER, _FUNCTION_RUN = range(8)
 # Keras 3 on JAX marks a profiled batch by name alone (`keras.callbacks.TensorBoard`); on
 # TensorFlow it is `Profiled batch` with a step_num stat, as `tf.profiler...Trace` writes.
 _BATCH_MARKER_RE = re.compile(r"^Profiled batch (?P<number>\d{1,18})$")
@@ -236,6 +236,7 @@ class _PlaneEvents:
     ops: dict  # start_ps, end_ps, line, node (string code), op_type (string code)
     processes: dict  # start_ps, end_ps, step_id
     markers: dict  # start_ps, end_ps, step_num
+    function_runs: dict  # start_ps, end_ps, line: functions run by the function runtime (not XLA's)
     strings: _Strings
     input_lines: np.ndarray  # per line of the plane: whether it is one of tf.data's threads
 
@@ -255,6 +256,8 @@ def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
             kinds[i] = _DEALLOCATION
         elif name == "ExecutorState::Process":
             kinds[i] = _PROCESS
+        elif name == "KernelAndDeviceFunc::Run":  # a function run by TensorFlow's function runtime
+            kinds[i] = _FUNCTION_RUN
         elif name.startswith(_NOT_OPS):
             kinds[i] = _SKIPPED
         elif match := _OP_EVENT_RE.match(name):
@@ -285,7 +288,7 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
     for metadata_id, name in plane.stat_names.items():
         stat_ids.setdefault(_STAT_ALIASES.get(name, name), []).append(metadata_id)
     meta_ids, meta_kinds, meta_node, meta_op_type = _event_kinds(plane.event_names, strings)
-    parts: dict[str, list] = {"memory": [], "ops": [], "processes": [], "markers": []}
+    parts: dict[str, list] = {"memory": [], "ops": [], "processes": [], "markers": [], "function_runs": []}
     for line_index, line in enumerate(plane.lines):
         base_ps = line.timestamp_ns * 1000
         for first in range(0, line.body_start.size, _EVENTS_PER_CHUNK):
@@ -313,11 +316,14 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
             if is_op.any():
                 parts["ops"].append({"start_ps": start_ps[is_op], "end_ps": end_ps[is_op], "line": line_column[is_op],
                                      "node": meta_node[at[is_op]], "op_type": meta_op_type[at[is_op]]})
+            run = kind == _FUNCTION_RUN
+            if run.any():
+                parts["function_runs"].append({"start_ps": start_ps[run], "end_ps": end_ps[run], "line": line_column[run]})
             named = kind == _MARKER
             if named.any():
                 parts["markers"].append({"start_ps": start_ps[named], "end_ps": end_ps[named],
                                          "step_num": meta_node[at[named]]})
-            with_stats = np.flatnonzero(~is_op & ~named)
+            with_stats = np.flatnonzero(~is_op & ~named & ~run)
             if with_stats.size == 0:
                 continue
             stat_owner, stat_start, stat_end = fields.of(4, wire.LEN)
@@ -447,6 +453,7 @@ class _PlaneSteps:
         lines = self.memory["line"]
         self.on_input_thread = events.input_lines[lines] if lines.size else np.zeros(0, dtype=bool)
         self.ops = events.ops
+        self.function_runs = events.function_runs
         self._pair_frees()
         self._fill_step_ids(events.processes)
         self._attribute_unnamed()
@@ -512,16 +519,22 @@ class _PlaneSteps:
         """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
         a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type.
         TensorFlow up to 2.17 runs the program in no event of its own: there a function that
-        allocates under its own name (`__inference_train_step_781`) is one, as a function run
-        without XLA allocates under its ops' names."""
+        allocates under its own name (`__inference_train_step_781`) outside any function run by the
+        function runtime is one (run without XLA, a function is: `KernelAndDeviceFunc::Run`, and
+        may allocate under its name, its ops run inline)."""
         memory = self.memory
         named = np.flatnonzero(memory["is_allocation"] & (memory["tf_op"] >= 0))
         found: set[int] = set()
         for _, inside in self._program_runs(named):
             found.update(memory["tf_op"][inside].tolist())
         values = self.strings.values
-        found.update(code for code in np.unique(memory["tf_op"][named]).tolist()
-                     if _TF_FUNCTION_RE.match(values[code]))
+        for code in np.unique(memory["tf_op"][named]).tolist():
+            if code in found or not _TF_FUNCTION_RE.match(values[code]):
+                continue
+            rows = named[memory["tf_op"][named] == code]
+            if not self.function_runs or (_innermost_on_lines(self.function_runs, memory["time_ps"][rows],
+                                                              memory["line"][rows]) < 0).all():
+                found.add(code)
         return frozenset(found)
 
     def _split_programs(self, programs: hlo.Programs) -> dict[int, list[tuple[int, int, int, int]]]:
@@ -619,6 +632,11 @@ class _PlaneSteps:
         # own) is part of that step: its events are in the window already.
         outer_end = np.maximum.accumulate([s.end_ps for s in steps]) if steps else []
         steps = [s for i, s in enumerate(steps) if i == 0 or s.end_ps > outer_end[i - 1]]
+        # tf.data's executor alone (its functions slicing the next batch between two training steps,
+        # as an older Keras fit's profile shows) is no step where there are others.
+        input_only = [s.marked is None and self._input_only(s) for s in steps]
+        if not all(input_only):
+            steps = [s for s, only in zip(steps, input_only) if not only]
         for step in steps:
             low, high = self._window(step)
             allocators = np.unique(memory["allocator_name"][low:high])
@@ -640,6 +658,12 @@ class _PlaneSteps:
                 continue  # an executor step ran in it: that step is it
             steps.append(ProfileStep(0, number, start, end, [], marked=group))
         return steps
+
+    def _input_only(self, step: ProfileStep) -> bool:
+        """Whether every allocation in the step's window was made on one of tf.data's threads."""
+        low, high = self._window(step)
+        allocating = self.memory["is_allocation"][low:high]
+        return bool(allocating.any() and self.on_input_thread[low:high][allocating].all())
 
     def _window(self, step: ProfileStep) -> tuple[int, int]:
         times = self.memory["time_ps"]
