@@ -380,16 +380,24 @@ class StepStore:
 
     def _point_to_profile(self, ctx, experiment_id: str, ref: StepRef,
                           step: analysis.StepAnalysis) -> analysis.StepAnalysis:
-        """An empty RunMetadata record (Keras' `batch_N`) in a run with a profile: say where the memory is."""
+        """An empty RunMetadata record (Keras' `batch_N`) in a run with a profile, or whose parent run
+        has one (older Keras writes the record in `<log_dir>/train`, the profile in `<log_dir>`): say
+        where the memory is."""
         if step.status != "empty":
             return step
-        profiled = [r.tag for r in self.list_steps(ctx, experiment_id).get(ref.run, ()) if r.plugin == PROFILE]
-        if not profiled:
+        listed = self.list_steps(ctx, experiment_id)
+        parent = ref.run.rpartition("/")[0] or "."
+        for run in (ref.run, parent):
+            profiled = [r.tag for r in listed.get(run, ()) if r.plugin == PROFILE]
+            if profiled:
+                break
+        else:
             return step
         shown = ", ".join(profiled[:4]) + (f" and {len(profiled) - 4} more" if len(profiled) > 4 else "")
+        where = "run's profile" if run == ref.run else f"profile of the run {run}"
         pointer = analysis.failed_step(
             "empty", f"This record holds no step stats: TF2 and Keras keep a profiled step's memory in the "
-                     f"run's profile. Open {shown}.")
+                     f"{where}. Open {shown}.")
         pointer.beside_profile = True
         return pointer
 

@@ -475,6 +475,27 @@ def test_profiles_are_found_under_logdir_spec(tmp_path):
     assert body["status"] == "ok" and body["devices"][0]["peak_rise_bytes"] > 0
 
 
+def test_an_older_keras_callbacks_record_points_to_the_profile_in_its_parent_run(tmp_path):
+    """Keras 2 (and 3.5) write the callback's `batch_N` record in `<log_dir>/train` and the profile
+    in `<log_dir>`: the record names the profiled steps of the run above it."""
+    import shutil
+
+    import protos
+    from tensorboard.compat.proto import config_pb2
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet" / "train" / "plugins", tmp_path / "fit" / "plugins")
+    (tmp_path / "fit" / "train").mkdir()
+
+    empty = config_pb2.RunMetadata().SerializeToString()
+    protos.write_tagged_run_metadata(tmp_path / "fit" / "train", "batch_4", empty, 4)
+    app = tensorboard_app(tmp_path)
+    runs = {r["run"]: r for r in get_json(app, "runs")["runs"]}
+    profiled = [s["tag"] for s in runs["fit"]["steps"] if s["source"] == "xplane"]
+    body = get_json(app, "summary", run="fit/train", tag="batch_4")
+    assert profiled and body["status"] == "empty"
+    assert "profile of the run fit" in body["message"] and all(tag in body["message"] for tag in profiled[:4])
+
+
 def test_step_without_memory_says_how_to_trace(tb):
     # add_run_metadata(RunMetadata()) of a NO_TRACE run writes no step stats at all: "empty"
     # (docs/http_api.md: "no step stats at all"); nodes without memory: "no_memory".
