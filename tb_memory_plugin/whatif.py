@@ -43,6 +43,7 @@ _ROUNDING = 256
 # twice the rounded request, so it can be up to twice the request (rounded to 256 bytes).
 _CHUNK_SOURCES = frozenset({"xplane"})
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
+_FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
 TOP_LAYERS = 10
 
@@ -97,8 +98,16 @@ def traced_batch(step: StepAnalysis) -> int:
     if step.trace.source in _CHUNK_SOURCES:
         # In a profile the input ops in the step are the input pipeline's threads at work on the
         # next batches: a `map` runs per example (an image's [32, 32, 3] would read as batch 32),
-        # so the forward pass decides, and the inputs only where it has no shaped tensor.
-        leading = _leading_dims(step, ACTIVATIONS, 2, len) or _leading_dims(step, INPUTS, 1, lambda shape: 1)
+        # so the forward pass decides, and the inputs only where it has no shaped tensor; but an
+        # input's first dimension that a good share of the forward pass's tensors have too is the
+        # batch (Keras slicing it), where an optimizer's update tensors outvote it (Keras 2.12's
+        # `[3, 3, 16, 32]`, under no scope of their own).
+        forward = _leading_dims(step, ACTIVATIONS, 2, len)
+        fed = _leading_dims(step, INPUTS, 1, lambda shape: 1)
+        batch = max(fed.items(), key=lambda item: (item[1], item[0]))[0] if fed else None
+        if batch is not None and forward[batch] * _FED_SHARE_OF_FORWARD >= sum(forward.values()):
+            return batch
+        leading = forward or fed
     else:
         leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
     if not leading:
