@@ -424,6 +424,7 @@ def is_apply_op(op_type: str) -> bool:
 _OPTIMIZER_NAMES = frozenset(
     {"Adam", "AdamW", "SGD", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Adamax",
      "Nadam", "Ftrl", "GradientDescent", "LAMB", "Lamb", "training", "optimizer",
+     "RMSprop", "Lion", "Adafactor",  # Keras 2's class names (`while/RMSprop/mul_8`)
      "beta1_power", "beta2_power", UPDATED_ARGUMENTS,
      # Keras 3 scopes an optimizer's update ops under its class name in snake case (`AdamW` ->
      # `adam_w`, `RMSprop` -> `rm_sprop`).
@@ -449,8 +450,8 @@ _REPLICA = r"replica_\d+"
 REPLICA_RE = re.compile(rf"^{_REPLICA}$")
 # A first component that is not the user's scope, whose next one is read as the first: another
 # replica's, or a control-flow scope (a LossScaleOptimizer applies its update inside a `cond`:
-# `cond/adam/Sub_10`).
-_LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?)$")
+# `cond/adam/Sub_10`; Keras 2's steps_per_execution loop, `while/RMSprop/mul_8`).
+_LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?|while(?:_\d+)?)$")
 # First components whose ops hold gradients (categories only, not the layer grouping): the
 # gradient scopes, and `tf.clip_by_global_norm`'s, whose outputs are the clipped gradients.
 _GRADIENT_FIRST = r"(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?"

@@ -197,6 +197,9 @@ def test_gradients_under_an_optimizer_scope_are_gradients(path, category):
     ("cond/gradients/dense/MatMul_grad/MatMul", GRADIENTS),
     ("cond/dense/MatMul", ACTIVATIONS),
     ("second/adam/Sub_10", ACTIVATIONS),  # only a control-flow scope is looked through
+    ("while/RMSprop/mul_8", OPTIMIZER),  # Keras 2's steps_per_execution loop, its optimizer's class name
+    ("RMSprop/mul_8", OPTIMIZER),
+    ("while_1/mlp/dense_1/MatMul", ACTIVATIONS),
 ])
 def test_categories_look_through_a_control_flow_scope(path, category):
     assert names.categorise(path, "Sub", names.OP) == category
