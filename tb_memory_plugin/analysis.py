@@ -19,7 +19,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMPORARIES
-from .names import (UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE,
+from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE,
                     NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
@@ -433,7 +433,29 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
         message = f"{message} {xla_clusters_note(clusters)}" if message else xla_clusters_note(clusters)
     if programs := xla_programs_note(spaces):
         message = f"{message} {programs}" if message else programs
+    if trace.source == "xplane" and (unnamed := unattributed_note(spaces)):
+        message = f"{message} {unnamed}" if message else unnamed
     return StepAnalysis(trace, spaces, "ok", message)
+
+
+# `(no op)` holding half the peak rise, and 64 KiB at least (not a toy step's scalar), is no runtime's small change.
+_NOTED_UNATTRIBUTED_SHARE, _NOTED_UNATTRIBUTED_MIN_BYTES = 0.5, 64 << 10
+
+
+def unattributed_note(spaces: list[SpaceAnalysis]) -> str | None:
+    """Where a profile's `(no op)` holds half the peak rise or more (64 KiB at least): what it is, and
+    what to do."""
+    for space in spaces:
+        if not space.has_curve or space.peak_rise_bytes <= 0 or UNATTRIBUTED not in space.names.raw:
+            continue
+        held = int(space.name_column(AT_PEAK)[space.names.raw.index(UNATTRIBUTED)])
+        if held >= max(_NOTED_UNATTRIBUTED_SHARE * space.peak_rise_bytes, _NOTED_UNATTRIBUTED_MIN_BYTES):
+            return (f"`{UNATTRIBUTED}` holds {held / space.peak_rise_bytes:.0%} of the peak rise on {space.trace.id}: "
+                    "allocations TensorFlow named no op for, made while no op ran on their thread. TensorFlow up to "
+                    "2.17 names none for the buffers of a function XLA compiled (a Keras `fit` with "
+                    "`jit_compile=True`): profile a step compiled without XLA (`jit_compile=False`) to see them by "
+                    "layer.")
+    return None
 
 
 def xla_clusters(spaces: list[SpaceAnalysis]) -> list[str]:

@@ -380,6 +380,8 @@ TF_XLA_PROGRAM = "(XLA program)"  # the node of a TensorFlow XLA program's buffe
 # Below an XLA program's node (`jit_train_step/(unused scratch)`): the bytes of its scratch block
 # that no value holds at the block's own peak (sources/xplane/hlo.py).
 UNUSED_SCRATCH = "(unused scratch)"
+# A profile's allocations with no op named and none running on their thread (sources/xplane).
+UNATTRIBUTED = "(no op)"
 # A JAX program's new values of its own arguments (`(updated arguments)/p['dense']['kernel']`: updated
 # parameters and optimizer state), in blocks of their own where the caller did not donate them.
 UPDATED_ARGUMENTS = "(updated arguments)"

@@ -321,6 +321,10 @@ def test_an_executor_step_holds_the_allocations_its_threads_made_without_a_step_
     steps = _steps(space)
     held = {name: size for _, _, spaces in steps for name, size in spaces["CPU:0/cpu_bfc"]}
     assert held[xplane.UNATTRIBUTED] == 6_000_000 and held["GatherV2"] == 512
+    # Holding most of the peak, `(no op)` is explained, with what to do.
+    profile = xplane.decode(space.serialized())
+    notes = [analysis.analyse(profile.trace(i)).message or "" for i in range(len(profile.steps))]
+    assert any("`(no op)` holds" in note and "jit_compile=False" in note for note in notes)
 
 
 def test_tf_datas_executor_alone_is_no_step_beside_training_steps():

@@ -40,15 +40,14 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from ..._numeric import scatter_sum
-from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNUSED_SCRATCH, UPDATED_ARGUMENTS,
-                      XLA_PROGRAM_OP_TYPE)
+from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNATTRIBUTED, UNUSED_SCRATCH,
+                      UPDATED_ARGUMENTS, XLA_PROGRAM_OP_TYPE)
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
 from . import hlo
 from . import names as names_mod
 from . import wire
 
 BEFORE_STEP = "(before this step)"  # owns frees of bytes allocated before the step's window
-UNATTRIBUTED = "(no op)"  # allocations with no tf_op and no op running on their thread
 _NO_TF_OP = ("(null)", "")  # TensorFlow up to 2.17 writes an allocation with no op as tf_op "(null)"
 INPUT_PIPELINE = "(input pipeline)"  # the same, made on one of tf.data's threads
 # tf.data runs its pipeline on threads of its own (`tf_data_private_threadpool`,
