@@ -516,43 +516,49 @@ def test_the_cli_prints_each_programs_bytes(capsys):
 
 # -- arguments not donated ---------------------------------------------------------------------
 
-def _update_module(donated: bool, returned_size: int = 400) -> bytes:
-    """jit(step): p, g (400 B each) -> p - g, returned. Donated, XLA writes it into p's own block;
-    else into an output block of its own, beside p."""
+def _update_module(donated: bool, returned_size: int = 400, updates: int = 2) -> bytes:
+    """jit(step): p, q (400 B each), lr (4 B) -> p - lr, q - lr (`updates` of them), returned. Donated,
+    XLA writes each into its argument's own block; else into an output block of its own, beside it."""
     from tensorflow.compiler.xla.service import hlo_pb2
 
     proto = hlo_pb2.HloProto()
     module = proto.hlo_module
     module.name, module.entry_computation_id = "jit_step", 1
-    entry = module.computations.add(name="main", id=1, root_id=3)
-    entry.instructions.add(name="p", opcode="parameter", id=1)
-    entry.instructions.add(name="g", opcode="parameter", id=2)
-    entry.instructions.add(name="sub", opcode="subtract", id=3, operand_ids=[1, 2]).metadata.op_name = "jit(step)/sub"
+    entry = module.computations.add(name="main", id=1, root_id=9)
     assignment = proto.buffer_assignment
-    for buffer_id, size in ((1, 400), (2, 400), (3, returned_size)):
-        assignment.logical_buffers.add(id=buffer_id, size=size).defined_at.instruction_id = buffer_id
-    p = assignment.buffer_allocations.add(index=0, size=400, is_entry_computation_parameter=True,
-                                          maybe_live_out=donated)
-    p.assigned.add(logical_buffer_id=1, size=400)
-    assignment.buffer_allocations.add(index=1, size=400, is_entry_computation_parameter=True).assigned.add(
-        logical_buffer_id=2, size=400)
-    if donated:
-        p.assigned.add(logical_buffer_id=3, size=400)
-    else:
-        assignment.buffer_allocations.add(index=2, size=returned_size, maybe_live_out=True).assigned.add(
-            logical_buffer_id=3, size=returned_size)
+    lr = entry.instructions.add(name="lr", opcode="parameter", id=3)
+    lr.metadata.op_name = "lr"
+    assignment.logical_buffers.add(id=3, size=4).defined_at.instruction_id = 3
+    assignment.buffer_allocations.add(index=3, size=4, is_entry_computation_parameter=True).assigned.add(
+        logical_buffer_id=3, size=4)
+    for k, name in enumerate("pq"[:updates]):
+        argument, value = 1 + k, 4 + k
+        entry.instructions.add(name=name, opcode="parameter", id=argument).metadata.op_name = name
+        entry.instructions.add(name=f"sub.{k}", opcode="subtract", id=value,
+                               operand_ids=[argument, 3]).metadata.op_name = "jit(step)/sub"
+        assignment.logical_buffers.add(id=argument, size=400).defined_at.instruction_id = argument
+        assignment.logical_buffers.add(id=value, size=returned_size).defined_at.instruction_id = value
+        block = assignment.buffer_allocations.add(index=k, size=400, is_entry_computation_parameter=True,
+                                                  maybe_live_out=donated)
+        block.assigned.add(logical_buffer_id=argument, size=400)
+        if donated:
+            block.assigned.add(logical_buffer_id=value, size=400)
+        else:
+            assignment.buffer_allocations.add(index=4 + k, size=returned_size, maybe_live_out=True).assigned.add(
+                logical_buffer_id=value, size=returned_size)
+    entry.instructions.add(name="root", opcode="tuple", id=9, operand_ids=[4 + k for k in range(updates)])
     return proto.SerializeToString()
 
 
-def test_an_output_block_computed_from_an_argument_of_its_size_copies_it():
-    """A returned `p - g` in a block of its own is a new value of the argument p, made beside it; donated,
-    it is in p's block (no block of the program's); of another size, or made from no argument, it is
-    a value of its own."""
-    (returned,) = hlo.read_module(_update_module(donated=False)).blocks
-    assert returned.is_output and returned.updated_argument == "p" and returned.size == 400
+def test_output_blocks_computed_from_arguments_of_their_size_are_the_arguments_new_values():
+    """`p - lr` and `q - lr` returned in blocks of their own are new values of the arguments p and q,
+    made beside them: the program's state, updated. Donated, they are in the arguments' own blocks
+    (none of the program's); of another size, they are values of their own; one value made from
+    one argument (an eager `jit_multiply`, an inference `x + f(x)`) is no state."""
+    assert [block.updated_argument for block in hlo.read_module(_update_module(donated=False)).blocks] == ["p", "q"]
     assert hlo.read_module(_update_module(donated=True)).blocks == ()
-    (other,) = hlo.read_module(_update_module(donated=False, returned_size=800)).blocks
-    assert not other.updated_argument
+    assert not any(b.updated_argument for b in hlo.read_module(_update_module(False, returned_size=800)).blocks)
+    assert not any(b.updated_argument for b in hlo.read_module(_update_module(False, updates=1)).blocks)
     assert not any(block.updated_argument for block in hlo.read_module(_module()).blocks)
 
 

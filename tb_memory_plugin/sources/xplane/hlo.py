@@ -88,6 +88,7 @@ _SCHEMA = {
                   ("share_with_canonical_id", 5, _I, _O, None)],
 }
 _ALLOC, _FREE, _SHARE_WITH = 0, 1, 2
+_STATE_UPDATED = 2  # arguments a program must return new values of for them to be its state, updated
 _CALLS_FOLLOWED = 16  # nested loops and calls followed into
 _USERS_SEARCHED = 64  # instructions looked at, breadth first, for a user that names its op
 _OPERANDS_FOLLOWED = 4  # copies followed back to the argument they copy
@@ -205,7 +206,10 @@ def read_module(data: bytes) -> Module:
         blocks.append(Block(int(allocation.size), False,
                             tuple(Piece(name, size) for name, size in sorted(held.items(), key=lambda kv: -kv[1])),
                             unused=int(allocation.size) - live_bytes))
-    for index, argument in _updated_arguments(updates).items():
+    updated = _updated_arguments(updates)
+    if len(updated) < _STATE_UPDATED:  # one value made from one input (`jit_multiply`, `x + f(x)`): no state
+        updated = {}
+    for index, argument in updated.items():
         path = instructions[argument].metadata.op_name or instructions[argument].name
         blocks[index] = dataclasses.replace(blocks[index], updated_argument=path)
     return Module(tuple(blocks))
