@@ -321,6 +321,14 @@ def test_an_executor_step_holds_the_allocations_its_threads_made_without_a_step_
     steps = _steps(space)
     held = {name: size for _, _, spaces in steps for name, size in spaces["CPU:0/cpu_bfc"]}
     assert held[xplane.UNATTRIBUTED] == 6_000_000 and held["GatherV2"] == 512
+    # The next batch's executor runs its kernel on another thread, in no Process event there: the
+    # buffer it allocates there is that step's, whose runs span it, not outside every step.
+    space.event(2, "ExecutorState::Process", 1000, 10, id=8)
+    space.event(2, "ExecutorState::Process", 1900, 10, id=8)
+    space.free(4, 1800, space.allocate(4, 1100, 5_000_000, allocator="cpu_bfc", tf_op="(null)", id=0))
+    steps = _steps(space)
+    assert sorted(size for _, _, spaces in steps for name, size in spaces["CPU:0/cpu_bfc"]
+                  if name == xplane.UNATTRIBUTED) == [5_000_000, 6_000_000]
     # Holding most of the peak, `(no op)` is explained, with what to do.
     profile = xplane.decode(space.serialized())
     notes = [analysis.analyse(profile.trace(i)).message or "" for i in range(len(profile.steps))]

@@ -454,7 +454,7 @@ class _PlaneSteps:
         self.ops = events.ops
         self.function_runs = events.function_runs
         self._pair_frees()
-        self._fill_step_ids(events.processes)
+        self._fill_step_ids(events.processes, events.input_lines)
         self._attribute_unnamed()
         self.xla_nodes = self._allocating_in_programs()
         self.jax_pieces: set[int] = set()  # node codes of JAX programs' pieces (named by hlo.node_name)
@@ -489,14 +489,36 @@ class _PlaneSteps:
         node[memory["is_allocation"] & (node < 0) & self.on_input_thread] = self.strings.code(INPUT_PIPELINE)
         self.node = node
 
-    def _fill_step_ids(self, processes: dict) -> None:
-        """Allocations without a step id: the executor step running on their thread then (TensorFlow
-        up to 2.17 gives none to XLA's buffers inside a Keras `fit(jit_compile=True)` step)."""
+    def _fill_step_ids(self, processes: dict, input_lines: np.ndarray) -> None:
+        """Allocations without a step id (TensorFlow up to 2.17 gives none to XLA's buffers inside a
+        Keras `fit(jit_compile=True)` step): the executor step running on their thread then; else,
+        on a thread it runs an asynchronous kernel on, the one executor step of training (not
+        tf.data's) whose runs, first to last, span them."""
         memory = self.memory
         missing = np.flatnonzero(memory["is_allocation"] & (memory["id"] == 0))
-        if missing.size and processes:
-            at = _innermost_on_lines(processes, memory["time_ps"][missing], memory["line"][missing])
-            memory["id"][missing[at >= 0]] = processes["step_id"][at[at >= 0]]
+        if not missing.size or not processes:
+            return
+        at = _innermost_on_lines(processes, memory["time_ps"][missing], memory["line"][missing])
+        memory["id"][missing[at >= 0]] = processes["step_id"][at[at >= 0]]
+        missing = missing[at < 0]
+        training = ~input_lines[processes["line"]]
+        if not missing.size or not training.any():
+            return
+        ids, step = np.unique(processes["step_id"][training], return_inverse=True)
+        first = np.full(ids.size, np.iinfo(np.int64).max)
+        last = np.full(ids.size, np.iinfo(np.int64).min)
+        np.minimum.at(first, step, processes["start_ps"][training])
+        np.maximum.at(last, step, processes["end_ps"][training])
+        times = memory["time_ps"][missing]  # in time order, as memory is
+        low, high = np.searchsorted(times, first, "left"), np.searchsorted(times, last, "right")
+        # Spans that cover each allocation: how many, and (where one) which, by running sums.
+        count, total = np.zeros(times.size + 1, np.int64), np.zeros(times.size + 1, np.int64)
+        np.add.at(count, low, 1)
+        np.add.at(count, high, -1)
+        np.add.at(total, low, ids)
+        np.add.at(total, high, -ids)
+        one = np.cumsum(count)[:-1] == 1
+        memory["id"][missing[one]] = np.cumsum(total)[:-1][one]  # one span: the sum is its id
 
     def _program_runs(self, allocations: np.ndarray):
         """(op row, the allocations of `allocations` made on its thread while it ran) for each run of
