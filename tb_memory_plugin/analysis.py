@@ -443,18 +443,18 @@ _NOTED_UNATTRIBUTED_SHARE, _NOTED_UNATTRIBUTED_MIN_BYTES = 0.5, 64 << 10
 
 
 def unattributed_note(spaces: list[SpaceAnalysis]) -> str | None:
-    """Where a profile's `(no op)` holds half the peak rise or more (64 KiB at least): what it is, and
-    what to do."""
+    """Where a profile's `(no op)`, written so by TensorFlow up to 2.17 (`(null)`), holds half a space's
+    peak rise or more (64 KiB at least): what it may be, and what to do."""
     for space in spaces:
-        if not space.has_curve or space.peak_rise_bytes <= 0 or UNATTRIBUTED not in space.names.raw:
+        if (not space.trace.unattributed_null or not space.has_curve or space.peak_rise_bytes <= 0
+                or UNATTRIBUTED not in space.names.raw):
             continue
         held = int(space.name_column(AT_PEAK)[space.names.raw.index(UNATTRIBUTED)])
         if held >= max(_NOTED_UNATTRIBUTED_SHARE * space.peak_rise_bytes, _NOTED_UNATTRIBUTED_MIN_BYTES):
             return (f"`{UNATTRIBUTED}` holds {held / space.peak_rise_bytes:.0%} of the peak rise on {space.trace.id}: "
-                    "allocations TensorFlow named no op for, made while no op ran on their thread. TensorFlow up to "
-                    "2.17 names none for the buffers of a function XLA compiled (a Keras `fit` with "
-                    "`jit_compile=True`): profile a step compiled without XLA (`jit_compile=False`) to see them by "
-                    "layer.")
+                    "allocations TensorFlow wrote with no op (`(null)`), as versions up to 2.17 do for the buffers of "
+                    "a function XLA compiled (a Keras `fit` with `jit_compile=True`): profile a step compiled "
+                    "without XLA (`jit_compile=False`) to see them by layer.")
     return None
 
 

@@ -130,6 +130,8 @@ class SpaceTrace:
     xla_program_exec: np.ndarray | None = None
     # Events that are pieces of one profile event beyond its first (a split XLA block's).
     piece_rows: int = 0
+    # Whether `(no op)` holds allocations TensorFlow wrote with the op `(null)` (up to 2.17).
+    unattributed_null: bool = False
 
     @property
     def xla_program_of(self) -> dict[str, str]:

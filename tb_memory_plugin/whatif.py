@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from ._numeric import scatter_sum
-from .analysis import SpaceAnalysis, StepAnalysis, xla_clusters
+from .analysis import SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
 from .findings import cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
@@ -91,6 +91,10 @@ def traced_batch(step: StepAnalysis) -> int:
         raise WhatIfError("XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile) hold their values in a "
                           "few blocks that XLA lays out again for each batch size: the batch-size what-if cannot "
                           "scale a step of XLA programs; profile the step at the batch size to see it")
+    if unattributed_note(step.spaces):
+        raise WhatIfError("most of this step's peak is memory TensorFlow named no op for (up to 2.17: a function XLA "
+                          "compiled, as a Keras fit with jit_compile=True runs it), which carries no shape to scale: "
+                          "profile a step compiled without XLA (jit_compile=False)")
     if clusters := xla_clusters(step.spaces):
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "

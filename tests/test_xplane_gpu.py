@@ -329,10 +329,37 @@ def test_an_executor_step_holds_the_allocations_its_threads_made_without_a_step_
     steps = _steps(space)
     assert sorted(size for _, _, spaces in steps for name, size in spaces["CPU:0/cpu_bfc"]
                   if name == xplane.UNATTRIBUTED) == [5_000_000, 6_000_000]
-    # Holding most of the peak, `(no op)` is explained, with what to do.
+    # Holding most of the peak, `(no op)` is explained, with what to do, and the what-if says it cannot scale it.
+    from tb_memory_plugin import whatif
+
     profile = xplane.decode(space.serialized())
-    notes = [analysis.analyse(profile.trace(i)).message or "" for i in range(len(profile.steps))]
-    assert any("`(no op)` holds" in note and "jit_compile=False" in note for note in notes)
+    analysed = [analysis.analyse(profile.trace(i)) for i in range(len(profile.steps))]
+    noted = [step for step in analysed if "`(no op)` holds" in (step.message or "")]
+    assert noted and all("jit_compile=False" in step.message for step in noted)
+    with pytest.raises(whatif.WhatIfError, match="no op"):
+        whatif.traced_batch(noted[0])
+
+
+@pytest.mark.parametrize("tf_op, around, noted", [
+    ("(null)", "StatefulPartitionedCall:StatefulPartitionedCall", True),  # TF 2.12: inside the function's call
+    (None, None, False),  # no tf_op at all (TensorFlow 2.21, JAX): what `(no op)` is is not said
+])
+def test_no_op_written_as_null_inside_a_functions_call_is_no_op(tf_op, around, noted):
+    """TensorFlow 2.12 runs a Keras fit's jit-compiled function inside a `StatefulPartitionedCall` event
+    and writes its buffers' op as `(null)`: they are `(no op)`, not the call's, and the note says what
+    they may be; allocations with no op written at all get no such note."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(2, "ExecutorState::Process", 0, 300, id=7)
+    if around:
+        space.event(2, around, 10, 280)
+    stats = {"tf_op": tf_op} if tf_op is not None else {}
+    space.free(2, 250, space.allocate(2, 50, 6_000_000, allocator="cpu_bfc", id=7, **stats))
+    step = analysis.analyse(xplane.decode(space.serialized()).trace(0))
+    cpu = step.space("CPU:0/cpu_bfc")
+    assert {cpu.trace.name(e) for e in range(cpu.trace.exec_count) if cpu.trace.allocated[e]} == {xplane.UNATTRIBUTED}
+    assert ("`(no op)` holds" in (step.message or "")) == noted
 
 
 def test_tf_datas_executor_alone_is_no_step_beside_training_steps():

@@ -49,6 +49,7 @@ from . import wire
 
 BEFORE_STEP = "(before this step)"  # owns frees of bytes allocated before the step's window
 _NO_TF_OP = ("(null)", "")  # TensorFlow up to 2.17 writes an allocation with no op as tf_op "(null)"
+_CALL_OP_TYPES = ("StatefulPartitionedCall", "PartitionedCall")  # a function's call, whose ops allocate
 INPUT_PIPELINE = "(input pipeline)"  # the same, made on one of tf.data's threads
 # tf.data runs its pipeline on threads of its own (`tf_data_private_threadpool`,
 # `tf_data_iterator_resource`): what an op allocates there (Keras slicing a batch out of
@@ -179,6 +180,10 @@ class _Strings:
         self._code: dict[str, int] = {}
         self._ref_ids = np.array(sorted(stat_names), dtype=np.int64)
         self._ref_codes = np.array([self.code(stat_names[i]) for i in self._ref_ids.tolist()], dtype=np.int64)
+
+    def codes_of(self, texts) -> list[int]:
+        """The codes of those of `texts` it has."""
+        return [self._code[text] for text in texts if text in self._code]
 
     def code(self, text: str) -> int:
         code = self._code.get(text)
@@ -332,9 +337,9 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
             if memory.size:
                 columns = _stat_columns(_restrict(stats, memory, keep.size), memory.size, _MEMORY_STATS, stat_ids,
                                         strings)
-                no_op = [strings._code[text] for text in _NO_TF_OP if text in strings._code]
-                if no_op:  # as without a tf_op: the op running on the thread then
-                    columns["tf_op"][np.isin(columns["tf_op"], no_op)] = -1
+                # TensorFlow up to 2.17 writes `(null)`: as without a tf_op, the op running on the thread then.
+                columns["null_op"] = np.isin(columns["tf_op"], strings.codes_of(_NO_TF_OP))
+                columns["tf_op"][columns["null_op"]] = -1
                 parts["memory"].append({"time_ps": start_ps[memory], "line": line_column[memory],
                                         "is_allocation": kind[memory] == _ALLOCATION, **columns})
             process = np.flatnonzero(kind == _PROCESS)
@@ -485,6 +490,13 @@ class _PlaneSteps:
         unnamed = np.flatnonzero(memory["is_allocation"] & (node < 0))
         if unnamed.size and ops:
             at = _innermost_on_lines(ops, memory["time_ps"][unnamed], memory["line"][unnamed])
+            # What TensorFlow up to 2.17 wrote no op for inside a function's call (TF 2.12 runs a Keras
+            # fit's jit-compiled function in a `StatefulPartitionedCall` event) is not the call's own.
+            calls = self.strings.codes_of(_CALL_OP_TYPES)
+            if calls:
+                found = np.flatnonzero(at >= 0)
+                inside_call = memory["null_op"][unnamed[found]] & np.isin(ops["op_type"][at[found]], calls)
+                at[found[inside_call]] = -1
             node[unnamed[at >= 0]] = ops["node"][at[at >= 0]]
         node[memory["is_allocation"] & (node < 0) & self.on_input_thread] = self.strings.code(INPUT_PIPELINE)
         self.node = node
@@ -879,6 +891,7 @@ class _PlaneSteps:
             input_names=frozenset(input_names),
             xla_program_names=program_names,
             xla_program_exec=exec_program.astype(np.int64),
+            unattributed_null=bool((memory["null_op"][events] & (node == strings.code(UNATTRIBUTED))).any()),
             piece_rows=int(rows.reading.size - np.count_nonzero(rows.reading)),
             **columns,
         )
