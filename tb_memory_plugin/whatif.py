@@ -84,7 +84,8 @@ def traced_batch(step: StepAnalysis) -> int:
     work on later batches, a `map` example by example). There the batch is the commonest first
     dimension of the forward pass's tensors (activations) of rank 2 or more, each counted by
     its rank: a matmul's `[batch x seq, d]` is the reshaped `[batch, seq, d]` of the ops
-    around it.
+    around it; or the input ops' commonest first dimension (of rank 2 or more: batched
+    examples), where a quarter of those votes hold it too.
     """
     if any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces):
         # XLA lays a program's values out in a few blocks of its own, again for every batch size.
@@ -107,11 +108,11 @@ def traced_batch(step: StepAnalysis) -> int:
         # batch (Keras slicing it), where an optimizer's update tensors outvote it (Keras 2.12's
         # `[3, 3, 16, 32]`, under no scope of their own).
         forward = _leading_dims(step, ACTIVATIONS, 2, len)
-        fed = _leading_dims(step, INPUTS, 1, lambda shape: 1)
+        fed = _leading_dims(step, INPUTS, 2, lambda shape: 1)  # batched examples (one example: `[20]` tokens)
         batch = max(fed.items(), key=lambda item: (item[1], item[0]))[0] if fed else None
         if batch is not None and forward[batch] * _FED_SHARE_OF_FORWARD >= sum(forward.values()):
             return batch
-        leading = forward or fed
+        leading = forward or _leading_dims(step, INPUTS, 1, lambda shape: 1)
     else:
         leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
     if not leading:

@@ -1102,6 +1102,27 @@ def test_a_profiles_batch_is_its_inputs_where_the_forward_pass_holds_it_too():
     assert batch("[28,28,1]") == 3
 
 
+def test_one_examples_tokens_are_no_batch_where_a_time_major_layer_shares_their_length():
+    """tf.data maps each example to `[20]` token ids; the forward pass is `[16, 20, ...]` but its LSTM
+    works time-major, `[20, 16, ...]`: the input is one example (rank 1), not a batch, and the
+    forward pass decides."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 1000, step_num=1)
+    space.event(2, "ParseExample:ParseExample", 5, 5)
+    space._lines[2].name = "tf_data_private_threadpool/1"
+    space.allocate(2, 6, 80, allocator="cpu_bfc", tf_op="ParseExample", shape="[20]")
+    shapes = [("model/embedding/Gather", "[16,20,8]"), ("model/lstm/transpose", "[20,16,8]"),
+              ("model/lstm/while/MatMul", "[20,16,32]"), ("model/dense/MatMul", "[16,20,10]"),
+              ("model/dense/BiasAdd", "[16,20,10]"), ("model/softmax/Softmax", "[16,20,10]"),
+              ("model/lstm/out", "[16,20,32]"), ("model/dropout/mul", "[16,20,32]")]
+    for i, (name, shape) in enumerate(shapes):
+        space.event(1, f"{name}:{name.rsplit('/', 1)[1]}", 20 + 10 * i, 5)
+        space.allocate(1, 21 + 10 * i, 4096, allocator="cpu_bfc", tf_op=name, shape=shape)
+    assert whatif.traced_batch(analysis.analyse(xplane.decode(space.serialized()).trace(0))) == 16
+
+
 def test_the_batch_of_a_profiled_step_is_the_real_batch(profiled):
     for batch, steps in profiled.items():
         for traced_step in steps:
