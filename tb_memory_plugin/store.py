@@ -386,7 +386,8 @@ class StepStore:
         if step.status != "empty":
             return step
         listed = self.list_steps(ctx, experiment_id)
-        parent = ref.run.rpartition("/")[0] or "."
+        # The run above (the CLI names a logdir that is itself a run by its directory's name).
+        parent = ref.run.rpartition("/")[0] or ("." if "." in listed else self._own_run_name or ".")
         for run in (ref.run, parent):
             profiled = [r.tag for r in listed.get(run, ()) if r.plugin == PROFILE]
             if profiled:

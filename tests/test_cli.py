@@ -427,6 +427,22 @@ def test_the_keras_callbacks_empty_record_alone_says_where_the_step_is(capsys):
     assert code == 0 and "batch_4" not in err and "== keras_unet/train / profile/" in out
 
 
+def test_an_older_keras_log_dir_given_as_the_logdir_keeps_its_record_quiet(capsys, tmp_path):
+    """Keras 2 (and 3.5) write the profile in `<log_dir>` and the callback's `batch_N` record in
+    `<log_dir>/train`: given `<log_dir>` itself, the record stays quiet beside the profiled steps of
+    the run above it (the logdir, named by its directory), which are summarised."""
+    import shutil
+
+    import protos
+    from tensorboard.compat.proto import config_pb2
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet" / "train" / "plugins", tmp_path / "fit" / "plugins")
+    (tmp_path / "fit" / "train").mkdir()
+    protos.write_tagged_run_metadata(tmp_path / "fit" / "train", "batch_4", config_pb2.RunMetadata().SerializeToString(), 4)
+    code, out, err = _run(capsys, tmp_path / "fit")
+    assert code == 0 and "batch_4" not in err and "== fit / profile/" in out
+
+
 def test_the_text_lists_leave_out_entries_that_hold_nothing(capsys):
     """Gradient plumbing and no-ops (0 B at the peak, nothing allocated or output) are not listed
     in the text; --json keeps every entry."""
