@@ -76,21 +76,22 @@ class Step:
 
     def round(self, anchor_first: bool) -> None:
         self.forget()  # untimed: emptying the caches is the benchmark's, not the engine's
-        # Both sides start with their previous result freed: the anchor's parse is dropped as it
-        # returns, so ours must not be held while the next is timed (it kept ~6 ms of fresh pages).
+        # Each side's result is dropped as it returns: neither is timed while the other's, or its own
+        # from the round before, is held (a held analysis had cost ours ~6 ms of fresh pages).
         self.analysed = None
         if anchor_first:
-            parse_s, _ = timed(self.parse)
-            ours_s, self.analysed = timed(self.cold)
+            parse_s = timed(self.parse)[0]
+            ours_s = timed(self.cold)[0]
         else:
-            ours_s, self.analysed = timed(self.cold)
-            parse_s, _ = timed(self.parse)
+            ours_s = timed(self.cold)[0]
+            parse_s = timed(self.parse)[0]
         self.parse_times.append(parse_s)
         self.ours_times.append(ours_s)
         self.ratios.append(ours_s / parse_s)
 
     def warm(self, repeat: int) -> float:
         """The cached answer: the step from the cache, its top scope level."""
+        self.analysed = self.cold()  # untimed: the step the cache holds (and the table's peak rise)
         cache = store.LRUCache(4)
         cache.get_or_compute("step", lambda: self.analysed[0])
 

@@ -65,6 +65,7 @@ CPU_SHARDED_CONV_GRADS = frozenset({"Conv2DBackpropFilter", "Conv2DBackpropInput
                                     "Conv3DBackpropFilterV2", "Conv3DBackpropInputV2"})
 CPU_CONV_WORKING_SET_BYTES = 30 * MiB
 
+_ARGUMENT_NAME_RE = re.compile(r"[A-Za-z_]\w*")  # a JAX argument path's first name: `state` of `state[0].mu[...]`
 _LAYOUT_SIDE_RE = re.compile(r"((?:-\d+)+)-[A-Za-z]+?(N[A-Z]+)To(N[A-Z]+)-LayoutOptimizer$")
 _GRAD_RE = re.compile(r"^(?:gradients(?:_\d+)?/)?(?P<forward>.+)_grad/[^/]+$")
 
@@ -537,9 +538,14 @@ def undonated_arguments(space) -> list[Finding]:
                f"{format_bytes(held)} ({held / space.peak_rise_bytes:.0%} of the peak rise): its updated parameters "
                f"and optimizer state (`{UPDATED_ARGUMENTS}`), in blocks of their own, because its caller did not "
                "donate the arguments they replace. Until it returns, the old values and the new are both held.")
-    suggestion = ("Donate the arguments the step replaces, `jax.jit(train_step, donate_argnums=(0, 1))` (the "
-                  "positions of the parameters and optimizer state; `nnx.jit` takes it too), and use only the "
-                  "values it returns afterwards: XLA then writes the new values over the old ones, up to "
+    # The step's own argument names, from the values' paths (`p['dense']['kernel']` -> `p`).
+    arguments = dict.fromkeys(match.group() for i in rows
+                              if (match := _ARGUMENT_NAME_RE.match(trace.name(i)[len(prefix):])))
+    named = ", ".join(f"'{name}'" for name in arguments)
+    names = f"({named},)" if len(arguments) == 1 else f"({named})"
+    suggestion = (f"Donate the arguments the step replaces ({named}): `jax.jit(train_step, donate_argnames={names})`, "
+                  "or `donate_argnums` with their positions (`nnx.jit` takes either), and use only the values it "
+                  "returns afterwards: XLA then writes the new values over the old ones, up to "
                   f"{format_bytes(held)} less at the peak. (Keras 3 on JAX donates its state itself.)")
     return [Finding(UNDONATED_ARGUMENTS, held, UPDATED_ARGUMENTS, [program], message, suggestion, trace.id,
                     {"program": program, "arguments": len(rows)})]
