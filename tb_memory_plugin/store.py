@@ -306,8 +306,10 @@ class StepStore:
             scan = self._scan = (now, found)
         return scan[1]
 
-    def _profile_steps(self, event_runs: set[str]) -> dict[str, list[StepRef]]:
+    def _profile_steps(self, event_runs: set[str], only: str | None = None) -> dict[str, list[StepRef]]:
+        """Run -> its profiled steps (of `only`, else of the CLI's --run where given, else all runs)."""
         found = self._profile_paths()
+        only = self._only_run if only is None else only
         own_name = self._own_run_name
         sessions = collections.Counter(posixpath.dirname(p.replace("\\", "/")) for paths in found.values()
                                        for p in paths)
@@ -315,8 +317,7 @@ class StepStore:
         for run, paths in found.items():
             if run == "." and own_name and "." not in event_runs:
                 run = own_name  # the CLI names a logdir that is itself the only run by its directory
-            if self._only_run is not None and run != self._only_run and not (run == own_name and
-                                                                             self._only_run == "."):
+            if only is not None and run != only and not (run == own_name and only == "."):
                 continue
             for path in paths:
                 out.setdefault(run, []).extend(self._listing(run, path, sessions).refs)
@@ -389,7 +390,10 @@ class StepStore:
         # The run above (the CLI names a logdir that is itself a run by its directory's name).
         parent = ref.run.rpartition("/")[0] or ("." if "." in listed else self._own_run_name or ".")
         for run in (ref.run, parent):
-            profiled = [r.tag for r in listed.get(run, ()) if r.plugin == PROFILE]
+            refs = listed.get(run)
+            if refs is None and self._only_run is not None:  # the CLI's --run: the run above is not listed
+                refs = self._profile_steps(set(listed), only=run).get(run)
+            profiled = [r.tag for r in refs or () if r.plugin == PROFILE]
             if profiled:
                 break
         else:

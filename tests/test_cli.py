@@ -441,6 +441,9 @@ def test_an_older_keras_log_dir_given_as_the_logdir_keeps_its_record_quiet(capsy
     protos.write_tagged_run_metadata(tmp_path / "fit" / "train", "batch_4", config_pb2.RunMetadata().SerializeToString(), 4)
     code, out, err = _run(capsys, tmp_path / "fit")
     assert code == 0 and "batch_4" not in err and "== fit / profile/" in out
+    # Asked for the record's run alone, it names the profiled steps of the run above it.
+    code, out, err = _run(capsys, tmp_path, "--run", "fit/train")
+    assert not out and "profile of the run fit. Open profile/" in err
 
 
 def test_the_text_lists_leave_out_entries_that_hold_nothing(capsys):
