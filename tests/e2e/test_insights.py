@@ -52,6 +52,24 @@ def test_findings_select_their_layer(dashboard):
     dash.screenshot("finding-selected")
 
 
+def test_a_jax_step_that_does_not_donate_its_state_shows_and_selects_it(dashboard):
+    """The JAX MLP's train step returns its new parameters without donating the old: the finding says
+    so, as the summary route gives it, and a click selects `(updated arguments)`, whose details are
+    the scope route's."""
+    dash, tb = dashboard, dashboard.tb
+    run = "jax_mlp"
+    tag, _ = _open_run(dash, run)
+    (finding,) = [f for f in tb.api("summary", run=run, tag=tag)["findings"] if f["kind"] == "undonated_arguments"]
+    assert finding["scope"] == "(updated arguments)" and finding["bytes"] > 0
+    shown = dash.loc(f'{tid("finding")}[data-kind="undonated_arguments"]')
+    assert shown.count() == 1 and int(shown.get_attribute("data-bytes")) == finding["bytes"]
+    assert finding["suggestion"] in shown.text_content()
+    shown.click()
+    _assert_details_match(dash, run, tag, finding["device"], finding["scope"])
+    dash.wait_focus("")
+    assert dash.tile(finding["scope"]).get_attribute("aria-selected") == "true"
+
+
 def test_whatif_predicts_the_peak_at_batch_8(dashboard):
     """Batch 8 from one traced step, then fitted with the batch-4 run; a limit gives the largest batch that
     fits, marked on the chart; the figures are the whatif route's."""
