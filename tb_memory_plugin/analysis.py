@@ -19,8 +19,8 @@ import numpy as np
 from ._numeric import scatter_sum
 from .curve import build_curve
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMPORARIES
-from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE,
-                    NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
+from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
+                    XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
 
@@ -433,7 +433,7 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
         message = f"{message} {xla_clusters_note(clusters)}" if message else xla_clusters_note(clusters)
     if programs := xla_programs_note(spaces):
         message = f"{message} {programs}" if message else programs
-    if trace.source == "xplane" and (unnamed := unattributed_note(spaces)):
+    if unnamed := unattributed_note(spaces):  # a profile's, where TensorFlow wrote `(null)`
         message = f"{message} {unnamed}" if message else unnamed
     return StepAnalysis(trace, spaces, "ok", message)
 

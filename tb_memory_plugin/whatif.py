@@ -109,7 +109,7 @@ def traced_batch(step: StepAnalysis) -> int:
         # `[3, 3, 16, 32]`, under no scope of their own).
         forward = _leading_dims(step, ACTIVATIONS, 2, len)
         fed = _leading_dims(step, INPUTS, 2, lambda shape: 1)  # batched examples (one example: `[20]` tokens)
-        batch = max(fed.items(), key=lambda item: (item[1], item[0]))[0] if fed else None
+        batch = _commonest(fed) if fed else None
         if batch is not None and forward[batch] * _FED_SHARE_OF_FORWARD >= sum(forward.values()):
             return batch
         leading = forward or _leading_dims(step, INPUTS, 1, lambda shape: 1)
@@ -123,6 +123,11 @@ def traced_batch(step: StepAnalysis) -> int:
             raise WhatIfError("no input op and no forward-pass tensor with a shape of rank 2 or more: "
                               "cannot tell the traced batch size")
         raise WhatIfError("no feed or input op with a shape: cannot tell the traced batch size")
+    return _commonest(leading)
+
+
+def _commonest(leading: collections.Counter) -> int:
+    """The first dimension with the most votes (of equal votes, the larger)."""
     return max(leading.items(), key=lambda item: (item[1], item[0]))[0]
 
 

@@ -457,11 +457,10 @@ class _PlaneSteps:
         lines = self.memory["line"]
         self.on_input_thread = events.input_lines[lines] if lines.size else np.zeros(0, dtype=bool)
         self.ops = events.ops
-        self.function_runs = events.function_runs
         self._pair_frees()
         self._fill_step_ids(events.processes, events.input_lines)
         self._attribute_unnamed()
-        self.xla_nodes = self._allocating_in_programs()
+        self.xla_nodes = self._allocating_in_programs(events.function_runs)
         self.jax_pieces: set[int] = set()  # node codes of JAX programs' pieces (named by hlo.node_name)
         self.split = self._split_programs(programs) if programs else {}
         self.steps = self._find_steps(events.processes, events.markers)
@@ -548,7 +547,7 @@ class _PlaneSteps:
                 high = np.searchsorted(time, ops["end_ps"][row], side="right")
                 yield row, on_line[low:high]
 
-    def _allocating_in_programs(self) -> frozenset[int]:
+    def _allocating_in_programs(self, function_runs: dict) -> frozenset[int]:
         """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
         a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type.
         TensorFlow up to 2.17 runs the program in no event of its own: there a function that
@@ -565,8 +564,8 @@ class _PlaneSteps:
             if code in found or not _TF_FUNCTION_RE.match(values[code]):
                 continue
             rows = named[memory["tf_op"][named] == code]
-            if not self.function_runs or (_innermost_on_lines(self.function_runs, memory["time_ps"][rows],
-                                                              memory["line"][rows]) < 0).all():
+            if not function_runs or (_innermost_on_lines(function_runs, memory["time_ps"][rows],
+                                                         memory["line"][rows]) < 0).all():
                 found.add(code)
         return frozenset(found)
 

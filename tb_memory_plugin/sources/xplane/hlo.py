@@ -183,7 +183,8 @@ def read_module(data: bytes) -> Module:
             if value is not None:
                 where = buffers[value.logical_buffer_id].defined_at if value.logical_buffer_id in buffers else None
                 updates[len(blocks)] = _arguments_of(instructions.get(defined), where.shape_index if where else [],
-                                                     instructions, computations, argument_size, int(allocation.size))
+                                                     instructions, computations, op_name.argument_of,
+                                                     argument_size, int(allocation.size))
             blocks.append(Block(int(allocation.size), True, pieces))
             continue
         sizes = {a.logical_buffer_id: int(a.size) for a in assigned}
@@ -215,12 +216,12 @@ def read_module(data: bytes) -> Module:
     return Module(tuple(blocks))
 
 
-def _arguments_of(instruction, shape_index, instructions, computations, argument_size: dict[int, int],
-                  size: int) -> set[int]:
+def _arguments_of(instruction, shape_index, instructions, computations, argument_of,
+                  argument_size: dict[int, int], size: int) -> set[int]:
     """The entry arguments of `size` bytes a returned value is computed from directly (`p - lr * g`
     from `p`): the operands of the instruction that made it, or of a fusion those of the fused
     computation's value it is (a multi-output fusion's element `shape_index`), through the
-    instructions that only pass an argument on."""
+    instructions that only pass an argument on (`argument_of`, `_OpNames.argument_of`)."""
     if instruction is None:
         return set()
     operands = list(instruction.operand_ids)
@@ -242,14 +243,9 @@ def _arguments_of(instruction, shape_index, instructions, computations, argument
         operands = [operands[k] for k in sorted(used) if k < len(operands)]
     found = set()
     for operand in operands:
-        for _ in range(_OPERANDS_FOLLOWED):
-            passed = instructions.get(operand)
-            if passed is None or passed.opcode not in ("get-tuple-element", "bitcast", "copy") or not passed.operand_ids:
-                break
-            operand = passed.operand_ids[0]
-        argument = instructions.get(operand)
-        if argument is not None and argument.opcode == "parameter" and argument_size.get(operand) == size:
-            found.add(operand)
+        argument = argument_of(instructions[operand]) if operand in instructions else None
+        if argument is not None and argument_size.get(argument.id) == size:
+            found.add(argument.id)
     return found
 
 
@@ -439,16 +435,22 @@ class _OpNames:
 
     def _argument(self, instruction) -> str:
         """The argument an instruction only copies or lays out again ("" where it computes)."""
+        argument = self.argument_of(instruction)
+        return (argument.metadata.op_name or argument.name) if argument is not None else ""
+
+    def argument_of(self, instruction):
+        """The program's argument (its `parameter` instruction) that an instruction is, or only copies
+        or lays out again; None where it computes."""
         for _ in range(_OPERANDS_FOLLOWED):
             if instruction.opcode == "parameter":  # the program's, not a loop body's or a fusion's
-                return (instruction.metadata.op_name or instruction.name) if instruction.id in self.arguments else ""
+                return instruction if instruction.id in self.arguments else None
             if not (instruction.opcode in _FORWARDING or self._only_forwards(instruction)):
-                return ""
+                return None
             operand = instruction.operand_ids[0] if instruction.operand_ids else None
             instruction = self.instructions.get(operand)
             if instruction is None:
-                return ""
-        return ""
+                return None
+        return None
 
     def _only_forwards(self, instruction) -> bool:
         """A fusion of one operand whose instructions only pass it on (`wrapped_transpose`)."""
