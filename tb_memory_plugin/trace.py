@@ -163,6 +163,17 @@ class SpaceTrace:
         return self.event_time_us.size > 0
 
 
+@dataclass(frozen=True)
+class ProgramShapes:
+    """What an XLA program's batch is read from (sources/xplane/hlo.py): the shapes of the arguments
+    it takes as data (neither state it returns new values of, nor bytes its caller donated: not
+    parameters nor optimizer slots), and how many of its values of rank 2 or more have each first
+    dimension (its activations, mostly, against the few a parameter's shape gives)."""
+
+    inputs: tuple[tuple[int, ...], ...]
+    leading: Mapping[int, int]
+
+
 @dataclass
 class Trace:
     """One traced step, as a source produced it."""
@@ -180,6 +191,8 @@ class Trace:
     # Runtime name -> the layer the source knows it is in (a profile's Keras 3 layer scopes:
     # `cnn/c2` for `gradient_tape/cnn/c2/convolution/Conv2DBackpropInput`); others by their path.
     layers: Mapping[str, str] = field(default_factory=dict)
+    # Of the XLA program that allocated the most in the step, where its compiled HLO was read.
+    program_shapes: ProgramShapes | None = None
 
 
 def labels_of(label_of: Mapping[str, str], names: list[str]) -> list[str]:

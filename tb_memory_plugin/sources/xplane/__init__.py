@@ -42,7 +42,7 @@ import numpy as np
 from ..._numeric import scatter_sum
 from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNATTRIBUTED, UNUSED_SCRATCH,
                       UPDATED_ARGUMENTS, XLA_PROGRAM_OP_TYPE)
-from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError
+from ...trace import DEVICE_MEMORY, ProgramShapes, SpaceTrace, Trace, TraceDecodeError
 from . import hlo
 from . import names as names_mod
 from . import wire
@@ -462,6 +462,8 @@ class _PlaneSteps:
         self._attribute_unnamed()
         self.xla_nodes = self._allocating_in_programs(events.function_runs)
         self.jax_pieces: set[int] = set()  # node codes of JAX programs' pieces (named by hlo.node_name)
+        # Each program run whose blocks were read: (start, bytes it allocated, its module's shapes).
+        self.program_runs: list[tuple[int, int, ProgramShapes]] = []
         self.split = self._split_programs(programs) if programs else {}
         self.steps = self._find_steps(events.processes, events.markers)
 
@@ -589,6 +591,10 @@ class _PlaneSteps:
                                      functions[0] if len(functions) == 1 else None)
             if blocks is None:
                 continue
+            self.program_runs.append((int(ops["start_ps"][row]), int(memory["allocation_bytes"][inside].sum()),
+                                      programs.shapes(None if name == TF_XLA_PROGRAM else name,
+                                                      memory["requested_bytes"][inside].tolist(),
+                                                      functions[0] if len(functions) == 1 else None)))
             tensorflow = name == TF_XLA_PROGRAM
             for event, block in zip(inside.tolist(), blocks):
                 # The block stays its allocation's node's (the program, or the jitted function's op).
@@ -751,9 +757,16 @@ class _PlaneSteps:
             op_types=op_types,
             layers=layers,
             source="xplane",
+            program_shapes=self._program_shapes(step),
             note=(MKLCPU_NOTE if any(s.allocator == MKLCPU for s in spaces)
                   and not any(s.memory_kind == DEVICE_MEMORY for s in spaces) else None),
         )
+
+    def _program_shapes(self, step: ProfileStep) -> ProgramShapes | None:
+        """The shapes of the program run in the step that allocated the most (a train step's, not
+        its helpers')."""
+        runs = [(size, shapes) for start, size, shapes in self.program_runs if step.start_ps <= start <= step.end_ps]
+        return max(runs, key=lambda run: run[0])[1] if runs else None
 
     def _expanded(self, rows: "_Rows", owner_event: np.ndarray) -> "_Rows":
         """The rows with each split program block as its pieces (`_split_programs`): one row per

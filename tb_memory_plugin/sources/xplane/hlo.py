@@ -33,10 +33,12 @@ Fields are declared by number (the xla protos do not ship with TensorBoard):
 
     HloProto            hlo_module = 1, buffer_assignment = 3
     HloModuleProto      computations = 3, entry_computation_id = 6, schedule = 7
-                        (HloScheduleProto: sequences = 1, a map of computation id -> instruction_ids = 1)
+                        (HloScheduleProto: sequences = 1, a map of computation id -> instruction_ids = 1),
+                        input_output_alias = 8 (entries = 1: parameter_number = 2, parameter_shape_index = 3)
     HloComputationProto instructions = 2, id = 5, root_id = 6
-    HloInstructionProto name = 1, opcode = 2, metadata = 7, parameter_number = 9, id = 35,
+    HloInstructionProto name = 1, opcode = 2, shape = 3, metadata = 7, parameter_number = 9, id = 35,
                         operand_ids = 36, called_computation_ids = 38
+    ShapeProto          dimensions = 3, tuple_shapes = 4
     OpMetadata          op_name = 2
     BufferAssignmentProto  logical_buffers = 1, buffer_allocations = 3, heap_simulator_traces = 4
     LogicalBufferProto  id = 1, size = 2, defined_at = 3 (Location: instruction_id = 4, shape_index = 3)
@@ -59,21 +61,27 @@ from dataclasses import dataclass
 from google.protobuf.message import DecodeError
 
 from ... import _protos
+from ...trace import ProgramShapes
 
 _I, _S, _M = _protos.INT64, _protos.STRING, _protos.MESSAGE
 _O, _R = _protos.OPTIONAL, _protos.REPEATED
 _SCHEMA = {
     "Hlo": [("module", 1, _M, _O, "Module"), ("assignment", 3, _M, _O, "Assignment")],
     "Module": [("computations", 3, _M, _R, "Computation"),
-               ("entry_computation_id", 6, _I, _O, None), ("schedule", 7, _M, _O, "Schedule")],
+               ("entry_computation_id", 6, _I, _O, None), ("schedule", 7, _M, _O, "Schedule"),
+               ("input_output_alias", 8, _M, _O, "Aliases")],
+    "Aliases": [("entries", 1, _M, _R, "Alias")],
+    "Alias": [("parameter_number", 2, _I, _O, None), ("parameter_shape_index", 3, _I, _R, None)],
     "Schedule": [("sequences", 1, _M, _R, "SequenceEntry")],
     "SequenceEntry": [("key", 1, _I, _O, None), ("value", 2, _M, _O, "Sequence")],
     "Sequence": [("instruction_ids", 1, _I, _R, None)],
     "Computation": [("instructions", 2, _M, _R, "Instruction"), ("id", 5, _I, _O, None),
                     ("root_id", 6, _I, _O, None)],
-    "Instruction": [("name", 1, _S, _O, None), ("opcode", 2, _S, _O, None), ("metadata", 7, _M, _O, "OpMetadata"),
+    "Instruction": [("name", 1, _S, _O, None), ("opcode", 2, _S, _O, None), ("shape", 3, _M, _O, "Shape"),
+                    ("metadata", 7, _M, _O, "OpMetadata"),
                     ("parameter_number", 9, _I, _O, None), ("id", 35, _I, _O, None), ("operand_ids", 36, _I, _R, None),
                     ("called_computation_ids", 38, _I, _R, None)],
+    "Shape": [("dimensions", 3, _I, _R, None), ("tuple_shapes", 4, _M, _R, "Shape")],
     "OpMetadata": [("op_name", 2, _S, _O, None)],
     "Assignment": [("logical_buffers", 1, _M, _R, "LogicalBuffer"), ("allocations", 3, _M, _R, "Allocation"),
                    ("traces", 4, _M, _R, "HeapTrace")],
@@ -132,6 +140,7 @@ class Block:
 @dataclass(frozen=True)
 class Module:
     blocks: tuple[Block, ...]  # in allocation order: the order a run allocates them in
+    shapes: ProgramShapes = ProgramShapes((), {})
 
 
 class HloError(ValueError):
@@ -213,7 +222,43 @@ def read_module(data: bytes) -> Module:
     for index, argument in updated.items():
         path = instructions[argument].metadata.op_name or instructions[argument].name
         blocks[index] = dataclasses.replace(blocks[index], updated_argument=path)
-    return Module(tuple(blocks))
+    return Module(tuple(blocks), _program_shapes(hlo.module, computations, set(updated.values())))
+
+
+_NOT_VALUES = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
+
+
+def _program_shapes(module, computations, updated: set[int]) -> ProgramShapes:
+    """The program's data arguments: each array of an entry parameter that is no argument it returns
+    a new value of (`updated`) nor one its caller donated (aliased with an output: Keras' and Flax's
+    state, TensorFlow's variables), of rank 1 or more; and the first dimensions of the values its
+    instructions compute (what only passes a value on or names one, left out)."""
+    donated = {(alias.parameter_number, tuple(alias.parameter_shape_index))
+               for alias in module.input_output_alias.entries}
+    entry = computations.get(module.entry_computation_id)
+    inputs = []
+    for instruction in entry.instructions if entry is not None else ():
+        if instruction.opcode != "parameter" or instruction.id in updated:
+            continue
+        number = instruction.parameter_number
+        for index, dims in _arrays(instruction.shape, ()):
+            if dims and (number, ()) not in donated and (number, index) not in donated:
+                inputs.append(dims)
+    leading: collections.Counter = collections.Counter()
+    for computation in computations.values():
+        for instruction in computation.instructions:
+            if instruction.opcode not in _NOT_VALUES:
+                dims = instruction.shape.dimensions
+                if len(dims) >= 2:
+                    leading[dims[0]] += 1
+    return ProgramShapes(tuple(inputs), dict(leading))
+
+
+def _arrays(shape, index: tuple) -> list[tuple[tuple, tuple[int, ...]]]:
+    """(shape index, dimensions) of each array in a shape (a tuple's elements, nested)."""
+    if shape.tuple_shapes:
+        return [found for k, element in enumerate(shape.tuple_shapes) for found in _arrays(element, (*index, k))]
+    return [(index, tuple(shape.dimensions))]
 
 
 def _arguments_of(instruction, shape_index, instructions, computations, argument_of,
@@ -584,7 +629,7 @@ class Programs:
         # `jit_train_step(191835)`: the module's name, then its program id.
         self._protos = hlo_protos
         self._modules: dict[str, Module | None] = {}
-        self._found: dict[tuple, list[Block] | None] = {}  # a program runs every step: matched once
+        self._found: dict[tuple, tuple[str, list[Block]] | None] = {}  # a program runs every step: matched once
 
     def __bool__(self) -> bool:
         return bool(self._protos)
@@ -604,12 +649,21 @@ class Programs:
         run's allocations name (`__inference_step_263` -> `a_inference_step_263__...`). Several that
         fit and differ, with nothing to tell them apart (two models of one shape), are none: the
         program then stays whole rather than named by another's ops."""
+        found = self._matched(name, requested, function)
+        return found[1] if found is not None else None
+
+    def shapes(self, name: str | None, requested: list[int], function: str | None = None) -> ProgramShapes | None:
+        """The shapes of the module `blocks` finds for the run (None where it finds none)."""
+        found = self._matched(name, requested, function)
+        return self._module(found[0]).shapes if found is not None else None
+
+    def _matched(self, name: str | None, requested: list[int], function: str | None):
         asked = (name, tuple(requested), function)
         if asked not in self._found:
-            self._found[asked] = self._blocks(name, requested, function)
+            self._found[asked] = self._find(name, requested, function)
         return self._found[asked]
 
-    def _blocks(self, name: str | None, requested: list[int], function: str | None) -> list[Block] | None:
+    def _find(self, name: str | None, requested: list[int], function: str | None) -> tuple[str, list[Block]] | None:
         fitting = []
         for key in self._protos:
             if name is not None and key.rpartition("(")[0] != name and key != name:
@@ -624,4 +678,4 @@ class Programs:
             fitting = named or fitting
         if not fitting or any(found != fitting[0][1] for _, found in fitting[1:]):
             return None
-        return fitting[0][1]
+        return fitting[0]
