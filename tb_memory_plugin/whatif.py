@@ -87,15 +87,12 @@ def traced_batch(step: StepAnalysis) -> int:
     around it; or the input ops' commonest first dimension (of rank 2 or more: batched
     examples), where a quarter of those votes hold it too.
     """
-    if any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces):
-        # XLA lays a program's values out in a few blocks of its own, again for every batch size.
-        raise WhatIfError("XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile) hold their values in a "
-                          "few blocks that XLA lays out again for each batch size: the batch-size what-if cannot "
-                          "scale a step of XLA programs; profile the step at the batch size to see it")
     if unattributed_note(step.spaces):
         raise WhatIfError("most of this step's peak is memory TensorFlow named no op for (up to 2.17: a function XLA "
                           "compiled, as a Keras fit with jit_compile=True runs it), which carries no shape to scale: "
                           "profile a step compiled without XLA (jit_compile=False)")
+    if ran_xla(step):
+        return _program_batch(step)
     if clusters := xla_clusters(step.spaces):
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
@@ -124,6 +121,29 @@ def traced_batch(step: StepAnalysis) -> int:
                               "cannot tell the traced batch size")
         raise WhatIfError("no feed or input op with a shape: cannot tell the traced batch size")
     return _commonest(leading)
+
+
+def ran_xla(step: StepAnalysis) -> bool:
+    """Whether XLA programs ran in the step (JAX, Keras 3 on JAX, TensorFlow's jit_compile): they
+    hold their values in a few blocks XLA lays out again for each batch size."""
+    return any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces)
+
+
+def _program_batch(step: StepAnalysis) -> int:
+    """An XLA step's batch: of the first dimensions of the data its main program takes (hlo.py:
+    arguments that are neither its parameters nor their optimizer state), the one that the most
+    of the values it computes have too (an image batch `[32, 28, 28, 1]` and labels `[32]` beside
+    a random key `[2]`); of equal counts, the one more arguments have, then the larger. A program
+    that takes no data (a closure's arrays are its constants) has the commonest first dimension of
+    its values of rank 2 or more, as a profile's forward pass does."""
+    shapes = step.trace.program_shapes
+    if shapes is None or not (shapes.inputs or shapes.leading):
+        raise WhatIfError("this step's XLA program has no shapes its batch could be read from (its compiled HLO "
+                          "is not in the profile): give the batch it ran at (--traced-batch)")
+    firsts = collections.Counter(dims[0] for dims in shapes.inputs if dims[0] > 0)
+    if not firsts:  # its data a constant of the program (a jitted function's closure): its values' commonest
+        return _commonest(collections.Counter(shapes.leading))
+    return max(firsts, key=lambda dim: (shapes.leading.get(dim, 0), firsts[dim], dim))
 
 
 def _commonest(leading: collections.Counter) -> int:
@@ -577,7 +597,10 @@ class Fitted:
 
     method = "fit"
 
-    def __init__(self, points: list[tuple[int, SpaceAnalysis]]) -> None:
+    def __init__(self, points: list[tuple[int, SpaceAnalysis]], one_step_beside: bool = True) -> None:
+        """one_step_beside: whether a one-step prediction is made beside the fit (none for XLA's steps)."""
+        self._other = ("read the one-step prediction" if one_step_beside
+                       else "trace a batch size nearer the one asked")
         batches = sorted({batch for batch, _ in points})
         if len(batches) < 2:
             raise WhatIfError("a fit needs steps at two batch sizes at least (got "
@@ -623,7 +646,7 @@ class Fitted:
         if self.falls:
             traced = ", ".join(f"{rise:,} B at batch {batch}" for batch, rise in self._traced)
             return (f"the traced peak rises do not grow with the batch ({traced}): the fitted line may be far off "
-                    "beyond them; trace more batch sizes, or read the one-step prediction")
+                    f"beyond them; trace more batch sizes, or {self._other}")
         phases = {phase for _, phase in self._phases if phase is not None}
         if len(phases) > 1:
             at = ", ".join(f"{phase} at batch {batch}" for batch, phase in self._phases if phase is not None)
@@ -633,8 +656,9 @@ class Fitted:
         if len(layers) > 1:
             at = ", ".join(f"{layer} at batch {batch}" for batch, layer in self._peak_layers if layer is not None)
             return (f"the traced peaks fall in different layers ({at}): the peak moves between layers as the batch "
-                    "changes, and a line through them may miss it; compare with the one-step prediction, or trace a "
-                    "batch size nearer the one asked")
+                    "changes, and a line through them may miss it; "
+                    + ("compare with the one-step prediction, or " if self._other.startswith("read") else "")
+                    + "trace a batch size nearer the one asked")
         return None
 
     def _layer_bytes(self, batch: int) -> np.ndarray:
@@ -725,11 +749,19 @@ class WhatIf:
         first = steps[0]
         if not first.space.has_curve:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")
-        self.one_step = one_step(first.step, first.space, first.given_batch)
+        # XLA lays a program's values out again for each batch size: there is nothing to scale in one
+        # step, only steps at several batch sizes to fit.
+        self.one_step = None if ran_xla(first.step) else one_step(first.step, first.space, first.given_batch)
         batches = {s.batch for s in steps}
         if len(batches) > 1:
             check_one_model(steps)
-        self.fitted = Fitted([(s.batch, s.space) for s in steps]) if len(batches) > 1 else None
+        self.fitted = (Fitted([(s.batch, s.space) for s in steps], self.one_step is not None)
+                       if len(batches) > 1 else None)
+        if self.fitted is None and self.one_step is None:
+            raise WhatIfError(
+                f"{first.run} {first.tag} ran XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile), which "
+                "lay their values out again for each batch size, so one step cannot be scaled: trace the model at "
+                f"another batch size besides {first.batch} and fit over both (pick that run too)")
         if self.fitted is None and not self.one_step.scales.any():
             why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "
                    "never scaled" if self.one_step.batch_in_parameter_shape else "")
@@ -747,10 +779,10 @@ class WhatIf:
     def predictors(self) -> dict:
         """The predictions made, the one the answer leads with first: the fit when there is one,
         unless its traced peaks do not grow with the batch (its warning) and the one step scales."""
-        made = {"one_step": self.one_step}
+        made = {"one_step": self.one_step} if self.one_step is not None else {}
         if self.fitted is None:
             return made
-        if self.fitted.falls and self.one_step.scales.any():
+        if made and self.fitted.falls and self.one_step.scales.any():
             return {**made, "fit": self.fitted}
         return {"fit": self.fitted, **made}
 

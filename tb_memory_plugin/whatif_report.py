@@ -51,7 +51,7 @@ def whatif_dict(question: WhatIf, series: bool = False) -> dict:
                              "peak_bytes" if question.absolute(question.lead) else "peak_rise_bytes"),
         "max_batch": lead["max_batch"],
         "layers": lead["layers"],
-        "predictions": {"one_step": predictions["one_step"], "fit": predictions.get("fit")},
+        "predictions": {"one_step": predictions.get("one_step"), "fit": predictions.get("fit")},
     }
     if series:
         body["series"] = _series(question, lead["max_batch"])

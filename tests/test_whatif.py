@@ -1364,3 +1364,113 @@ def test_the_other_runs_step_matches_the_first_runs():
     assert store.matching_step(keras_run, ref("host_b#2", store.PROFILE, 9)).tag == "host_b#2"  # same tag first
     assert store.matching_step(keras_run, ref("step_1", store.TAGGED_RUN_METADATA, 1)).tag == "batch_3"
     assert store.matching_step(keras_run[1:], ref("step_1", store.TAGGED_RUN_METADATA, 1)).tag == "host_b#3"
+
+
+# -- XLA programs (TensorFlow's jit_compile here; JAX's in test_xla_blocks.py) -----------------------
+
+# One Keras model trained by a tf.function compiled with XLA, profiled at batch 64 and 256 (runs
+# `jit_b64`, `jit_b256`), in the allocator settings of the other profiles here. Its variables are
+# the program's arguments too (donated: aliased with its outputs), its batch (x, y) the only data.
+JIT_SCRIPT = """
+import os, sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu", name="h1"),
+                          keras.layers.Dense(1024, activation="relu", name="h2"), keras.layers.Dense(10, name="out")],
+                         name="mlp")
+optimizer = keras.optimizers.Adam()
+loss_of = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+@tf.function(jit_compile=True)
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_of(y, model(x, training=True))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+
+for batch in (64, 256):
+    x = tf.constant(np.random.rand(batch, 256).astype(np.float32))
+    y = tf.constant(np.random.randint(0, 10, batch))
+    step(x, y)  # compiled before the profile
+    tf.profiler.experimental.start(os.path.join(sys.argv[1], f"jit_b{batch}"))
+    for i in range(2):
+        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+            step(x, y)
+    tf.profiler.experimental.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def jit_profiles(tmp_path_factory):
+    import os
+    import subprocess
+
+    sys.path.insert(0, str(DEMO))
+    import keras_unet
+
+    root = tmp_path_factory.mktemp("jit_profiles")
+    subprocess.run([sys.executable, "-c", JIT_SCRIPT, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
+                   check=True, timeout=600)
+    return root
+
+
+def _jit_traced(root, batch: int) -> whatif.Traced:
+    (path,) = (root / f"jit_b{batch}").glob("plugins/profile/*/*.xplane.pb")
+    decoded = xplane.decode(path.read_bytes())
+    step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+    return whatif.Traced(f"jit_b{batch}", "step", 1, "xplane", step, step.space(None))
+
+
+def test_an_xla_steps_batch_is_its_programs_data_argument(jit_profiles):
+    """The batch of a step of XLA programs is read from the data its program takes (x: [batch, 256],
+    y: [batch]), not from its variables (arguments too, aliased with its outputs: [256, 1024] would
+    outvote it) nor its values; one step cannot be scaled, and the answer asks for a second batch size."""
+    for batch in (64, 256):
+        traced_step = _jit_traced(jit_profiles, batch)
+        assert whatif.ran_xla(traced_step.step)
+        shapes = traced_step.step.trace.program_shapes
+        assert sorted(shapes.inputs) == sorted([(batch, 256), (batch,)])
+        assert traced_step.batch == batch
+        with pytest.raises(whatif.WhatIfError, match=f"another batch size besides {batch} and fit over both"):
+            whatif.WhatIf([traced_step], 128)
+
+
+def test_xla_steps_at_two_batch_sizes_are_fitted(jit_profiles):
+    """Two steps of one XLA-compiled model at batch 64 and 256: the fit leads, alone (no one-step
+    prediction, null in the JSON and the chart's series), exact at the traced batches, the model's
+    layers growing with the batch."""
+    steps = [_jit_traced(jit_profiles, 64), _jit_traced(jit_profiles, 256)]
+    question = whatif.WhatIf(steps, 512)
+    assert question.one_step is None and list(question.predictors) == ["fit"]
+    for traced_step in steps:  # a line through two points: each traced peak, to the rounding of each layer
+        predicted = question.fitted.peak_rise(traced_step.batch)
+        assert abs(predicted - traced_step.space.peak_rise_bytes) <= len(question.fitted.layer_names)
+    body = whatif_report.whatif_dict(question, series=True)
+    assert body["method"] == "fit" and body["predictions"]["one_step"] is None
+    assert body["series"]["one_step"] is None and len(body["series"]["fit"]["peak_rise_bytes"]) == len(
+        body["series"]["batch"])
+    assert [run["batch"] for run in body["runs"]] == [64, 256]
+    per_sample = {layer["layer"]: layer["per_sample_bytes"] for layer in body["layers"]}
+    assert per_sample.get("mlp/h1", 0) > 0 or per_sample.get("mlp/h2", 0) > 0, body["layers"]
+    assert body["predicted_peak_rise_bytes"] > steps[1].space.peak_rise_bytes
+
+
+def test_route_and_cli_fit_xla_steps(jit_profiles):
+    """The whatif route fits the two runs (the other run's latest step), and says what to do with one
+    alone (422); the CLI prints the fit alone."""
+    client = memory_app_client(jit_profiles)
+    runs = {run["run"]: run for run in json.loads(client.get(PREFIX + "runs").get_data(as_text=True))["runs"]}
+    tag = runs["jit_b64"]["steps"][-1]["tag"]
+    response = client.get(PREFIX + "whatif", query_string={"run": "jit_b64", "tag": tag, "batch": "512",
+                                                           "runs": "jit_b256"})
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    body = json.loads(response.get_data(as_text=True))
+    assert body["method"] == "fit" and body["predictions"]["one_step"] is None and body["skipped_runs"] == []
+    assert [run["batch"] for run in body["runs"]] == [64, 256]
+    alone = client.get(PREFIX + "whatif", query_string={"run": "jit_b64", "tag": tag, "batch": "512"})
+    assert alone.status_code == 422 and "fit over both" in alone.get_data(as_text=True)
+    code, out, err = _whatif_in(jit_profiles, "--run", "jit_b64", "--run", "jit_b256", "--batch", "512")
+    assert code == 0, err
+    assert "fit (fixed + per-sample bytes per layer through batches 64, 256)" in out and "one step" not in out

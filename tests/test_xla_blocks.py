@@ -632,3 +632,25 @@ def test_a_jax_step_that_donates_its_state_or_copies_little_is_not_told_to(run):
             assert 0 < held < findings.DONATE_MIN_SHARE * gpu.peak_rise_bytes
         else:
             assert held <= 1024
+
+
+@pytest.mark.parametrize("run, batch", [("keras_jax", 32), ("jax_mlp", 64), ("flax_lm", 16), ("flax_lm_scan", 16),
+                                        ("flax_cnn_bn", 64), ("keras_jax_transformer", 32),
+                                        ("jax_remat_policy", 256)])
+def test_a_jax_steps_batch_is_read_from_its_programs_data(run, batch):
+    """The what-if reads a JAX step's batch from its train step's arguments that are data: not its
+    parameters and optimizer state, donated (Keras', flax_lm_scan's) or returned anew (jax_mlp's,
+    flax_lm's), nor a random key; Flax's CNN closes over its images (constants of the program, no
+    argument), whose batch its values' commonest first dimension gives. Each step alone asks for a
+    second batch size to fit with (XLA lays its values out again for each)."""
+    from tb_memory_plugin import whatif
+
+    decoded = xplane.decode(_path(run).read_bytes())
+    for index in range(len(decoded.steps)):
+        step = analysis.analyse(decoded.trace(index))
+        assert whatif.traced_batch(step) == batch
+        shapes = step.trace.program_shapes
+        assert all(dims[0] == batch for dims in shapes.inputs), shapes.inputs  # no parameter's, no state's
+        assert bool(shapes.inputs) == (run != "flax_cnn_bn")
+        with pytest.raises(whatif.WhatIfError, match=f"besides {batch} and fit over both"):
+            whatif.WhatIf([whatif.Traced(run, "step", index, "xplane", step, step.space(None))], 2 * batch)

@@ -946,8 +946,8 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
     """What XLA allocates while a compiled program runs is the program's (op type `XLA program`),
     not `(no op)` nor an op typed by the function's name; its scratch block is split by the
     TensorFlow ops whose values XLA placed in it (the program's HLO in the profile, with no heap
-    trace on CPU: by its schedule), so the model's layers hold it; the what-if says it cannot
-    scale it."""
+    trace on CPU: by its schedule), so the model's layers hold it; the what-if reads the batch
+    from the program's data argument and asks for a fit, as one step cannot be scaled."""
     from tb_memory_plugin import whatif
 
     (path,) = (jit_logdir / run).glob("plugins/profile/*/*.xplane.pb")
@@ -980,8 +980,12 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
     named = step.message.split("peak rise: ", 1)[1].split(". ", 1)[0]
     assert peak_node["name"] in named and not any(name in named for name in placed)
     assert "read from the program's compiled HLO in the profile" in step.message
-    with pytest.raises(whatif.WhatIfError, match="jit_compile"):
-        whatif.traced_batch(step)
+    # The batch is the program's data argument's (x: [32, 64]), not a parameter's; one step of XLA
+    # programs cannot be scaled (XLA lays them out again per batch size): a fit is asked for.
+    assert whatif.traced_batch(step) == 32
+    assert (32, 64) in step.trace.program_shapes.inputs and (64, 256) not in step.trace.program_shapes.inputs
+    with pytest.raises(whatif.WhatIfError, match="jit_compile.*another batch size besides 32 and fit"):
+        whatif.WhatIf([whatif.Traced(run, "step", 0, "xplane", step, space)], 64)
 
 
 @pytest.mark.parametrize("run", ["jit_function", "jit_fit/train", "jit_loop"])

@@ -139,7 +139,7 @@ export class WhatIfView {
     setLoading(this.element, loading);
   }
 
-  /** An error answer (an XPlane step, no feed with a shape, two runs at one batch size) says so in place of the chart. */
+  /** An error answer (one step of XLA programs, no feed with a shape, two runs at one batch size) says so in place of the chart. */
   setError(message: string | null): void {
     showPanelError(this.element, message);
     this.body.classList.toggle('hidden', message !== null);
