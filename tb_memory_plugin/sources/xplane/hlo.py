@@ -140,7 +140,7 @@ class Block:
 @dataclass(frozen=True)
 class Module:
     blocks: tuple[Block, ...]  # in allocation order: the order a run allocates them in
-    shapes: ProgramShapes = ProgramShapes((), {})
+    shapes: ProgramShapes = ProgramShapes(())
 
 
 class HloError(ValueError):
@@ -232,7 +232,8 @@ def _program_shapes(module, computations, updated: set[int]) -> ProgramShapes:
     """The program's data arguments: each array of an entry parameter that is no argument it returns
     a new value of (`updated`) nor one its caller donated (aliased with an output: Keras' and Flax's
     state, TensorFlow's variables), of rank 1 or more; and the first dimensions of the values its
-    instructions compute (what only passes a value on or names one, left out)."""
+    instructions compute (what only passes a value on or names one, left out), counted only when
+    the what-if asks (a pass over every instruction; the parsed module is kept for it)."""
     donated = {(alias.parameter_number, tuple(alias.parameter_shape_index))
                for alias in module.input_output_alias.entries}
     entry = computations.get(module.entry_computation_id)
@@ -244,14 +245,18 @@ def _program_shapes(module, computations, updated: set[int]) -> ProgramShapes:
         for index, dims in _arrays(instruction.shape, ()):
             if dims and (number, ()) not in donated and (number, index) not in donated:
                 inputs.append(dims)
-    leading: collections.Counter = collections.Counter()
-    for computation in computations.values():
-        for instruction in computation.instructions:
-            if instruction.opcode not in _NOT_VALUES:
-                dims = instruction.shape.dimensions
-                if len(dims) >= 2:
-                    leading[dims[0]] += 1
-    return ProgramShapes(tuple(inputs), dict(leading))
+
+    def count_leading() -> dict[int, int]:
+        leading: collections.Counter = collections.Counter()
+        for computation in computations.values():
+            for instruction in computation.instructions:
+                if instruction.opcode not in _NOT_VALUES:
+                    dims = instruction.shape.dimensions
+                    if len(dims) >= 2:
+                        leading[dims[0]] += 1
+        return dict(leading)
+
+    return ProgramShapes(tuple(inputs), count_leading)
 
 
 def _arrays(shape, index: tuple) -> list[tuple[tuple, tuple[int, ...]]]:
