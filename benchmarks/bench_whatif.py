@@ -16,7 +16,9 @@ Then the same for a TF2 profile (XPlane): the Keras 3 U-Net of demo_logs/keras_u
 (depth 2, width 8, `--keras-size`, Adam) profiled with `tf.profiler.experimental` around
 `train_on_batch` at batch 4 and 8 and measured at 16 and 32 (BFC allocator, one inter-op
 thread, each in a fresh process). Measured there is the absolute peak (the allocator's bytes
-in use), predicted the absolute peak too (`--xplane-only` skips the step-stats models).
+in use), predicted the absolute peak too (`--xplane-only` skips the step-stats models). And the
+same U-Net compiled with XLA (`jit_compile=True`): its batch read from the program's data
+arguments, fitted only (one step of XLA programs is not scaled).
 
 Target (issue 12): within 10%, aiming for 5%. `--keep DIR` keeps the traces and
 reads them from there next time.
@@ -55,7 +57,10 @@ sys.path.insert(0, sys.argv[1])
 import keras_unet
 logdir, batch, size = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 model = keras_unet.build(size, 0, depth=2, width=8)
-model.compile(optimizer="adam", loss="mse")
+if len(sys.argv) > 5:  # compiled with XLA (jit_compile=True); else Keras' default
+    model.compile(optimizer="adam", loss="mse", jit_compile=sys.argv[5] == "xla")
+else:
+    model.compile(optimizer="adam", loss="mse")
 rng = np.random.default_rng(0)
 x = rng.standard_normal((batch, size, size, 3)).astype("float32")
 y = rng.standard_normal((batch, size, size, 2)).astype("float32")
@@ -72,11 +77,12 @@ KERAS_PROFILE_ENV = {"TF_CPU_ALLOCATOR_USE_BFC": "true", "TF_ENABLE_ONEDNN_OPTS"
                      "TF_NUM_INTEROP_THREADS": "1"}
 
 
-def keras_profile_process(logdir: str, batch: int, size: int) -> subprocess.Popen:
-    """Start profiling the Keras U-Net at `batch` into `logdir` (`plugins/profile/<session>/...`)."""
+def keras_profile_process(logdir: str, batch: int, size: int, xla: bool = False) -> subprocess.Popen:
+    """Start profiling the Keras U-Net at `batch` into `logdir` (`plugins/profile/<session>/...`),
+    compiled with XLA where `xla`."""
     return subprocess.Popen([sys.executable, "-c", KERAS_PROFILE_SCRIPT, os.path.join(REPO, "demo_logs"), logdir,
-                             str(batch), str(size)], env=dict(os.environ, **KERAS_PROFILE_ENV),
-                            stderr=subprocess.PIPE)
+                             str(batch), str(size), *(["xla"] if xla else [])],
+                            env=dict(os.environ, **KERAS_PROFILE_ENV), stderr=subprocess.PIPE)
 
 
 def traced(model: str, batch: int, size: int, keep: str | None) -> tuple[bytes, bytes]:
@@ -104,12 +110,13 @@ def analysed(model: str, batch: int, size: int, keep: str | None):
     return step
 
 
-def profiled_steps(batch: int, size: int, keep: str | None) -> list:
+def profiled_steps(batch: int, size: int, keep: str | None, xla: bool = False) -> list:
     """The analysed steps of one Keras profile at `batch` (made unless `keep` has it)."""
-    logdir = os.path.join(keep or os.path.join(REPO, "build", "bench_whatif"), f"keras_b{batch}_s{size}")
+    logdir = os.path.join(keep or os.path.join(REPO, "build", "bench_whatif"),
+                          f"keras{'_xla' if xla else ''}_b{batch}_s{size}")
     paths = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
     if not paths or not keep:
-        job = keras_profile_process(logdir, batch, size)
+        job = keras_profile_process(logdir, batch, size, xla)
         _, err = job.communicate(timeout=1200)
         if job.returncode:
             sys.exit(f"keras batch {batch}: the profile failed: {err.decode()[-2000:]}")
@@ -122,30 +129,36 @@ def profiled_steps(batch: int, size: int, keep: str | None) -> list:
     return steps
 
 
-def bench_xplane(size: int, measured_batches: list[int], keep: str | None, errors: dict) -> None:
+def bench_xplane(size: int, measured_batches: list[int], keep: str | None, errors: dict, xla: bool = False) -> None:
+    """The Keras U-Net's profiles; compiled with XLA (`xla`), only fitted: one step of XLA programs is
+    not scaled (XLA lays its values out again for each batch size)."""
     started = time.perf_counter()
     steps = {}
     for batch in (*PROFILED, *measured_batches):
         # The step with the lowest peak: a busy machine can overlap two scratches by chance.
-        steps[batch] = min(profiled_steps(batch, size, keep), key=lambda s: s.space(None).peak_rise_bytes)
+        steps[batch] = min(profiled_steps(batch, size, keep, xla), key=lambda s: s.space(None).peak_rise_bytes)
     spaces = {batch: step.space(None) for batch, step in steps.items()}
-    predictors = {
+    batches = {batch: whatif.traced_batch(steps[batch]) for batch in PROFILED}
+    predictors = {} if xla else {
         f"one step from {PROFILED[0]}": whatif.one_step(steps[PROFILED[0]], spaces[PROFILED[0]]),
         f"one step from {PROFILED[1]}": whatif.one_step(steps[PROFILED[1]], spaces[PROFILED[1]]),
-        f"fit through {PROFILED[0]}, {PROFILED[1]}": whatif.Fitted([(b, spaces[b]) for b in PROFILED]),
     }
-    print(f"== keras_unet (XPlane profile) {size}x{size}, {spaces[PROFILED[0]].trace.id} (profiled and measured "
-          f"in {time.perf_counter() - started:.0f} s); absolute peak: measured, then predicted (error)")
+    predictors[f"fit through {PROFILED[0]}, {PROFILED[1]}"] = whatif.Fitted(
+        [(batches[b], spaces[b]) for b in PROFILED], one_step_beside=not xla)
+    print(f"== keras_unet{' compiled with XLA' if xla else ''} (XPlane profile) {size}x{size}, "
+          f"{spaces[PROFILED[0]].trace.id} (profiled and measured in {time.perf_counter() - started:.0f} s); "
+          "absolute peak: measured, then predicted (error)")
     print("   profiled: " + ", ".join(f"batch {b} {format_bytes(spaces[b].start_bytes + spaces[b].peak_rise_bytes)}"
                                       for b in PROFILED)
-          + "; batch read from the forward pass: " + ", ".join(str(whatif.traced_batch(steps[b])) for b in PROFILED))
+          + (f"; batch read from {'the program' if xla else 'the forward pass'}: ")
+          + ", ".join(str(batches[b]) for b in PROFILED))
     print(f"   {'batch':>5}  {'measured':>14}" + "".join(f"  {name:>28}" for name in predictors))
     for batch in measured_batches:
         measured = spaces[batch].start_bytes + spaces[batch].peak_rise_bytes
         cells = []
         for name, predictor in predictors.items():
             predicted = whatif.predicted_bytes(predictor, batch, True)
-            errors.setdefault(f"xplane {name}", []).append(abs(predicted - measured) / measured)
+            errors.setdefault(f"xplane{' xla' if xla else ''} {name}", []).append(abs(predicted - measured) / measured)
             cells.append(f"{predicted:,} ({error(predicted, measured)})")
         print(f"   {batch:>5}  {measured:>14,}" + "".join(f"  {cell:>28}" for cell in cells))
 
@@ -220,7 +233,9 @@ def main() -> None:
                 errors[name].append(abs(predicted - measured) / measured)
                 cells.append(f"{predicted:,} ({error(predicted, measured)})")
             print(f"   {batch:>5}  {measured:>14,}" + "".join(f"  {cell:>28}" for cell in cells))
-    bench_xplane(args.keras_size, [int(b) for b in args.keras_measure.split(",") if b], args.keep, errors)
+    keras_measure = [int(b) for b in args.keras_measure.split(",") if b]
+    bench_xplane(args.keras_size, keras_measure, args.keep, errors)
+    bench_xplane(args.keras_size, keras_measure, args.keep, errors, xla=True)
     print("largest |error|: " + ", ".join(f"{name} {100 * max(values):.2f}%" for name, values in errors.items()
                                           if values) + " (target 10%, aiming for 5%)")
 

@@ -928,6 +928,19 @@ for i in range(2):
         accumulate(big_x, big_y)
 tf.profiler.experimental.stop()
 
+# Keras' train_on_batch compiled with XLA: its program passes some outputs through from its arguments,
+# and TensorFlow's runtime allocates each a buffer as the program runs (no block of the program's).
+# (Of another width than the fit's model below: two programs of one shape that name no function
+# could not be told apart, and would stay whole.)
+batch_model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
+batch_model.compile("adam", loss_of, jit_compile=True)
+batch_model.train_on_batch(x, y)
+tf.profiler.experimental.start(os.path.join(root, "jit_on_batch"))
+for i in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+        batch_model.train_on_batch(x, y)
+tf.profiler.experimental.stop()
+
 fit_model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)])
 fit_model.compile("adam", loss_of, jit_compile=True)
 board = keras.callbacks.TensorBoard(os.path.join(root, "jit_fit"), profile_batch=(3, 4))
@@ -941,7 +954,7 @@ def jit_logdir(tmp_path_factory) -> Path:
     return _profiled_by(_JIT_SCRIPT, tmp_path_factory.mktemp("jit_logs"))
 
 
-@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train"])
+@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train", "jit_on_batch"])
 def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
     """What XLA allocates while a compiled program runs is the program's (op type `XLA program`),
     not `(no op)` nor an op typed by the function's name; its scratch block is split by the
@@ -988,7 +1001,7 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
         whatif.WhatIf([whatif.Traced(run, "step", 0, "xplane", step, space)], 64)
 
 
-@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train", "jit_loop"])
+@pytest.mark.parametrize("run", ["jit_function", "jit_fit/train", "jit_loop", "jit_on_batch"])
 def test_splitting_tensorflows_xla_blocks_keeps_every_figure(jit_logdir, run, monkeypatch):
     """The curve, the peak and each node's bytes summed with the pieces split from its blocks are
     what they are with the programs whole (their HLO unread): a jitted function's op keeps its own

@@ -141,6 +141,9 @@ class Block:
 class Module:
     blocks: tuple[Block, ...]  # in allocation order: the order a run allocates them in
     shapes: ProgramShapes = ProgramShapes(())
+    # Sizes of what the program may return in an argument's or a constant's bytes: no block of its
+    # own, but TensorFlow's runtime gives such an output a buffer of its own as the program runs.
+    passed_through: tuple[int, ...] = ()
 
 
 class HloError(ValueError):
@@ -178,9 +181,12 @@ def read_module(data: bytes) -> Module:
     updates: dict[int, set[int]] = {}  # an output block (its index in `blocks`) -> the arguments it may update
 
     blocks = []
+    passed_through = []
     for allocation in sorted(hlo.assignment.allocations, key=lambda a: a.index):
         if (allocation.size <= 0 or allocation.is_entry_computation_parameter or allocation.is_thread_local
                 or allocation.is_constant):
+            if allocation.size > 0 and allocation.maybe_live_out and not allocation.is_thread_local:
+                passed_through.append(int(allocation.size))
             continue  # the caller's arguments, or no block of its own
         assigned = list(allocation.assigned)
         if allocation.maybe_live_out:
@@ -222,7 +228,8 @@ def read_module(data: bytes) -> Module:
     for index, argument in updated.items():
         path = instructions[argument].metadata.op_name or instructions[argument].name
         blocks[index] = dataclasses.replace(blocks[index], updated_argument=path)
-    return Module(tuple(blocks), _program_shapes(hlo.module, computations, set(updated.values())))
+    return Module(tuple(blocks), _program_shapes(hlo.module, computations, set(updated.values())),
+                  tuple(passed_through))
 
 
 _NOT_VALUES = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
@@ -527,16 +534,23 @@ class _OpNames:
 
 def match_blocks(module: Module, requested: list[int]) -> list[Block] | None:
     """Each allocation a run of the program made (their requested bytes, in order) as the block it
-    is: the module's blocks of that size, in their order. None where some allocation is no block
-    of the module (another program's run, or one XLA compiled again)."""
+    is: the module's blocks of that size, in their order; else an output the program passes
+    through from an argument or a constant (TensorFlow's runtime allocates one: Keras'
+    `train_on_batch` compiled with XLA), which holds no op's value. None where some allocation is
+    no block of the module (another program's run, or one XLA compiled again)."""
     by_size: dict[int, collections.deque] = collections.defaultdict(collections.deque)
     for block in module.blocks:
         by_size[block.size].append(block)
+    passed_through = collections.Counter(module.passed_through)
     found: list[Block] = []
     for size in requested:
-        if not by_size.get(size):
+        if by_size.get(size):
+            found.append(by_size[size].popleft())
+        elif passed_through[size]:  # an output the runtime copied out of an argument or a constant
+            passed_through[size] -= 1
+            found.append(Block(size, True, ()))
+        else:
             return None
-        found.append(by_size[size].popleft())
     return found
 
 
