@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client
+from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client, profile_jit_runs
 sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_whatif  # noqa: E402  (the Keras profiling script the accuracy benchmark runs too)
 from tb_memory_plugin import analysis, cli, findings, graph, store, whatif, whatif_report
@@ -1368,52 +1368,10 @@ def test_the_other_runs_step_matches_the_first_runs():
 
 # -- XLA programs (TensorFlow's jit_compile here; JAX's in test_xla_blocks.py) -----------------------
 
-# One Keras model trained by a tf.function compiled with XLA, profiled at batch 64 and 256 (runs
-# `jit_b64`, `jit_b256`), in the allocator settings of the other profiles here. Its variables are
-# the program's arguments too (donated: aliased with its outputs), its batch (x, y) the only data.
-JIT_SCRIPT = """
-import os, sys
-import numpy as np
-import tensorflow as tf
-import keras
-
-model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu", name="h1"),
-                          keras.layers.Dense(1024, activation="relu", name="h2"), keras.layers.Dense(10, name="out")],
-                         name="mlp")
-optimizer = keras.optimizers.Adam()
-loss_of = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-@tf.function(jit_compile=True)
-def step(x, y):
-    with tf.GradientTape() as tape:
-        loss = loss_of(y, model(x, training=True))
-    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-    return loss
-
-for batch in (64, 256):
-    x = tf.constant(np.random.rand(batch, 256).astype(np.float32))
-    y = tf.constant(np.random.randint(0, 10, batch))
-    step(x, y)  # compiled before the profile
-    tf.profiler.experimental.start(os.path.join(sys.argv[1], f"jit_b{batch}"))
-    for i in range(2):
-        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
-            step(x, y)
-    tf.profiler.experimental.stop()
-"""
-
 
 @pytest.fixture(scope="module")
 def jit_profiles(tmp_path_factory):
-    import os
-    import subprocess
-
-    sys.path.insert(0, str(DEMO))
-    import keras_unet
-
-    root = tmp_path_factory.mktemp("jit_profiles")
-    subprocess.run([sys.executable, "-c", JIT_SCRIPT, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
-                   check=True, timeout=600)
-    return root
+    return profile_jit_runs(tmp_path_factory.mktemp("jit_profiles"))
 
 
 def _jit_traced(root, batch: int) -> whatif.Traced:

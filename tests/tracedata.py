@@ -187,3 +187,49 @@ def figures_by_node(space) -> dict:
                                ("live", space.trace.live), ("at_peak", space.exec_columns[figures.AT_PEAK])):
             out[node, figure] += int(column[e])
     return {key: value for key, value in out.items() if value}
+
+
+# One Keras model trained by a tf.function compiled with XLA, profiled at batch 64 and 256 (runs
+# `jit_b64`, `jit_b256`). Its variables are the program's arguments too (donated: aliased with
+# its outputs), its batch (x, y) the only data.
+JIT_SCRIPT = """
+import os, sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu", name="h1"),
+                          keras.layers.Dense(1024, activation="relu", name="h2"), keras.layers.Dense(10, name="out")],
+                         name="mlp")
+optimizer = keras.optimizers.Adam()
+loss_of = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+@tf.function(jit_compile=True)
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_of(y, model(x, training=True))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+
+for batch in (64, 256):
+    x = tf.constant(np.random.rand(batch, 256).astype(np.float32))
+    y = tf.constant(np.random.randint(0, 10, batch))
+    step(x, y)  # compiled before the profile
+    tf.profiler.experimental.start(os.path.join(sys.argv[1], f"jit_b{batch}"))
+    for i in range(2):
+        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+            step(x, y)
+    tf.profiler.experimental.stop()
+"""
+
+
+def profile_jit_runs(root: Path) -> Path:
+    """`root` with runs `jit_b64` and `jit_b256` (JIT_SCRIPT), profiled in a fresh process in the
+    allocator settings of the other profiles here (demo_logs/keras_unet.py's BFC_ENV)."""
+    import subprocess
+
+    import keras_unet
+
+    subprocess.run([sys.executable, "-c", JIT_SCRIPT, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
+                   check=True, timeout=600)
+    return root

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # tests/: tbserver
 
 import e2e_logdata as logdata  # noqa: E402
+import tracedata  # noqa: E402
 from e2e_helpers import SCREENSHOTS, Dashboard  # noqa: E402
 from tbserver import TensorBoard  # noqa: E402
 
@@ -68,6 +70,7 @@ def logdir(tmp_path_factory) -> str:
     for name in sorted(os.listdir(JAX_GPU)):  # real JAX / Keras 3 GPU profiles (tests/data/jax_gpu)
         if os.path.isdir(os.path.join(JAX_GPU, name)):
             shutil.copytree(os.path.join(JAX_GPU, name), os.path.join(root, name))
+    tracedata.profile_jit_runs(Path(root))  # a model compiled with XLA at two batch sizes: jit_b64, jit_b256
     return root
 
 

@@ -130,6 +130,27 @@ def test_whatif_says_why_it_cannot_answer(dashboard):
     assert dash.loc(tid("whatif-predicted")).text_content() == ""
 
 
+def test_whatif_fits_xla_steps_at_two_batch_sizes(dashboard):
+    """A step of XLA programs alone cannot be scaled: the panel says to fit it with another batch size
+    (the route's answer); picking the run at batch 256 fits both, the fit alone, as the route gives it."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, "jit_b64")
+    error = dash.loc(f'{tid("whatif")} {tid("error")}')
+    error.wait_for()
+    assert "fit over both" in error.text_content() and "besides 64" in error.text_content()
+    dash.watch_ready("whatif")
+    dash.loc(tid("whatif-runs")).select_option(["jit_b256"])
+    dash.wait_reloaded()
+    shown = _whatif_shown(dash)
+    fit = tb.api("whatif", run="jit_b64", tag=tag, device=device, batch=shown["batch"], runs="jit_b256")
+    assert fit["method"] == "fit" and fit["predictions"]["one_step"] is None
+    assert [run["batch"] for run in fit["runs"]] == [64, 256]
+    assert shown["bytes"] == (fit["predicted_peak_bytes"] or fit["predicted_peak_rise_bytes"])
+    assert shown["method"].startswith("fitted over 2 runs")
+    assert dash.loc(f'{tid("whatif")} {tid("error")}').count() == 0
+    assert dash.loc(f'{tid("whatif-chart")} {tid("whatif-asked")}').count() == 1
+
+
 def test_resident_memory_and_the_peak_as_absolute_or_rise(dashboard):
     """The U-Net's parameter count and layers as the summary's `resident` gives them; categories show their
     resident bytes; the summary switches between absolute memory at the peak and the rise."""
