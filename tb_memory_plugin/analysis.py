@@ -482,13 +482,11 @@ def xla_clusters_note(clusters: list[str]) -> str:
 _NOTED_PROGRAM_SHARE = 0.1  # XLA programs holding less of the peak rise than this go without a note
 
 
-def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
-    """What a step's note says where XLA programs (a profile's `XLA program` nodes: TensorFlow's
-    jit_compile, Keras 3's default on a GPU, JAX) hold much of the peak: their buffers are a few
-    blocks per program, shown by the ops XLA placed in them where the profile keeps the program's
-    HLO (sources/xplane/hlo.py), else as the program. Their share is the device memory's where
-    they hold some (else the host's), the space with the largest rise; None where they hold under
-    a tenth of it."""
+def _programs_held(spaces: list[SpaceAnalysis]) -> tuple | None:
+    """What XLA programs hold in the space `xla_programs_note` reads (the device memory's where they
+    hold some, else the host's; the space with the largest rise): (device memory, rise, their share
+    of the peak rise, the share of their bytes placed by op, of unused scratch, the most unused
+    scratch's name, the programs' names); None where no program holds or allocates anything."""
     held = []
     for space in spaces:
         programs = space.xla_programs()
@@ -501,9 +499,26 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
         most_unused = max(programs, key=lambda p: p.unused_scratch_bytes)
         held.append((space.trace.memory_kind == DEVICE_MEMORY, space.peak_rise_bytes, share, placed_share,
                      unused_share, f"{most_unused.name}/{UNUSED_SCRATCH}", [p.name for p in programs[:16]]))
-    if not held:
+    return max(held, key=lambda entry: entry[:2]) if held else None
+
+
+def xla_programs_share(spaces: list[SpaceAnalysis]) -> float:
+    """The share of the step's peak rise its XLA programs hold, as its note says it (0 where none)."""
+    held = _programs_held(spaces)
+    return held[2] if held is not None else 0.0
+
+
+def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
+    """What a step's note says where XLA programs (a profile's `XLA program` nodes: TensorFlow's
+    jit_compile, Keras 3's default on a GPU, JAX) hold much of the peak: their buffers are a few
+    blocks per program, shown by the ops XLA placed in them where the profile keeps the program's
+    HLO (sources/xplane/hlo.py), else as the program. Their share is the device memory's where
+    they hold some (else the host's), the space with the largest rise; None where they hold under
+    a tenth of it."""
+    held = _programs_held(spaces)
+    if held is None:
         return None
-    _, _, share, placed_share, unused_share, most_unused, programs = max(held, key=lambda entry: entry[:2])
+    _, _, share, placed_share, unused_share, most_unused, programs = held
     if share < _NOTED_PROGRAM_SHARE:
         return None
     shown = ", ".join(programs[:3]) + (" and more" if len(programs) > 3 else "")

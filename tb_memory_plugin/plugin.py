@@ -309,7 +309,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
         try:
             body = whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit), series=series)
         except whatif.WhatIfError as exc:
-            raise StepNotAnalysable(str(exc)) from None
+            left_out = "; ".join(f"{s['run']} left out: {s['reason']}" for s in skipped)
+            raise StepNotAnalysable(f"{exc}" + (f" ({left_out})" if left_out else "")) from None
         body["skipped_runs"] = skipped
         return body
 

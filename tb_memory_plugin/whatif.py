@@ -24,11 +24,11 @@ from functools import cached_property
 import numpy as np
 
 from ._numeric import scatter_sum
-from .analysis import SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters
+from .analysis import SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters, xla_programs_share
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
 from .findings import cpu_working_set_scratch
-from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
-from .trace import DEVICE_MEMORY, labels_of
+from .names import REPLICA_RE, XLA_OFF_ADVICE, label_inputs, renumbering
+from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
 # (or its gradient, or a slot), even when its first dimension equals the batch.
@@ -44,6 +44,7 @@ _ROUNDING = 256
 _CHUNK_SOURCES = frozenset({"xplane"})
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
+_XLA_STEP_SHARE = 0.5  # share of the peak rise XLA programs hold, at least, for a step to be theirs
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
 TOP_LAYERS = 10
 
@@ -92,7 +93,7 @@ def traced_batch(step: StepAnalysis) -> int:
                           "compiled, as a Keras fit with jit_compile=True runs it), which carries no shape to scale: "
                           "profile a step compiled without XLA (jit_compile=False)")
     if ran_xla(step):
-        return _program_batch(step)
+        return program_batch(step.trace.program_shapes)
     if clusters := xla_clusters(step.spaces):
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
@@ -124,26 +125,30 @@ def traced_batch(step: StepAnalysis) -> int:
 
 
 def ran_xla(step: StepAnalysis) -> bool:
-    """Whether XLA programs ran in the step (JAX, Keras 3 on JAX, TensorFlow's jit_compile): they
-    hold their values in a few blocks XLA lays out again for each batch size."""
-    return any(XLA_PROGRAM_OP_TYPE in space.names.op_type_names for space in step.spaces)
+    """Whether the step is one of XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile): they
+    hold half its peak rise or more, in a few blocks XLA lays out again for each batch size. A
+    TensorFlow step whose ops run a jitted helper beside them (a gradient clip) is its ops': its
+    batch is read from their shapes, and they are scaled, the helper's bytes kept."""
+    return xla_programs_share(step.spaces) >= _XLA_STEP_SHARE
 
 
-def _program_batch(step: StepAnalysis) -> int:
+def program_batch(shapes: ProgramShapes | None) -> int:
     """An XLA step's batch: of the first dimensions of the data its main program takes (hlo.py:
     arguments that are neither its parameters nor their optimizer state), the one that the most
-    of the values it computes have too (an image batch `[32, 28, 28, 1]` and labels `[32]` beside
-    a random key `[2]`); of equal counts, the one more arguments have, then the larger. A program
-    that takes no data (a closure's arrays are its constants) has the commonest first dimension of
-    its values of rank 2 or more, as a profile's forward pass does."""
-    shapes = step.trace.program_shapes
-    if shapes is None or not (shapes.inputs or shapes.leading):
-        raise WhatIfError("this step's XLA program has no shapes its batch could be read from (its compiled HLO "
-                          "is not in the profile): give the batch it ran at (--traced-batch)")
-    firsts = collections.Counter(dims[0] for dims in shapes.inputs if dims[0] > 0)
+    of the values it computes have too (an image batch `[32, 28, 28, 1]` and labels `[32]`, not a
+    random key `[2]`, nor a weight it only reads, `[784, 512]`); of equal counts, the one more
+    arguments have, then the larger. A program that takes no such data (a closure's arrays are its
+    constants) has the commonest first dimension of its values of rank 2 or more, as a profile's
+    forward pass does. In a program sharded over devices (pmap, SPMD) these are each device's
+    shapes: the batch read is each device's share."""
+    if shapes is None or not shapes.leading:
+        raise WhatIfError("the batch of this step's XLA programs cannot be read: the profile holds no compiled HLO "
+                          "that matches their runs (`--traced-batch` in the CLI gives the batch each run ran at)")
+    # An argument's first dimension that no value the program computes has is no batch (a random key).
+    firsts = collections.Counter(dims[0] for dims in shapes.inputs if dims[0] > 0 and shapes.leading.get(dims[0]))
     if not firsts:  # its data a constant of the program (a jitted function's closure): its values' commonest
         return _commonest(collections.Counter(shapes.leading))
-    return max(firsts, key=lambda dim: (shapes.leading.get(dim, 0), firsts[dim], dim))
+    return max(firsts, key=lambda dim: (shapes.leading[dim], firsts[dim], dim))
 
 
 def _commonest(leading: collections.Counter) -> int:
@@ -599,8 +604,7 @@ class Fitted:
 
     def __init__(self, points: list[tuple[int, SpaceAnalysis]], one_step_beside: bool = True) -> None:
         """one_step_beside: whether a one-step prediction is made beside the fit (none for XLA's steps)."""
-        self._other = ("read the one-step prediction" if one_step_beside
-                       else "trace a batch size nearer the one asked")
+        self._one_step_beside = one_step_beside
         batches = sorted({batch for batch, _ in points})
         if len(batches) < 2:
             raise WhatIfError("a fit needs steps at two batch sizes at least (got "
@@ -646,7 +650,9 @@ class Fitted:
         if self.falls:
             traced = ", ".join(f"{rise:,} B at batch {batch}" for batch, rise in self._traced)
             return (f"the traced peak rises do not grow with the batch ({traced}): the fitted line may be far off "
-                    f"beyond them; trace more batch sizes, or {self._other}")
+                    "beyond them; trace more batch sizes, or "
+                    + ("read the one-step prediction" if self._one_step_beside
+                       else "trace a batch size nearer the one asked"))
         phases = {phase for _, phase in self._phases if phase is not None}
         if len(phases) > 1:
             at = ", ".join(f"{phase} at batch {batch}" for batch, phase in self._phases if phase is not None)
@@ -657,7 +663,7 @@ class Fitted:
             at = ", ".join(f"{layer} at batch {batch}" for batch, layer in self._peak_layers if layer is not None)
             return (f"the traced peaks fall in different layers ({at}): the peak moves between layers as the batch "
                     "changes, and a line through them may miss it; "
-                    + ("compare with the one-step prediction, or " if self._other.startswith("read") else "")
+                    + ("compare with the one-step prediction, or " if self._one_step_beside else "")
                     + "trace a batch size nearer the one asked")
         return None
 
@@ -757,11 +763,17 @@ class WhatIf:
             check_one_model(steps)
         self.fitted = (Fitted([(s.batch, s.space) for s in steps], self.one_step is not None)
                        if len(batches) > 1 else None)
+        if self.fitted is None and self.one_step is None and len(steps) > 1:
+            raise WhatIfError(
+                f"every step read holds batch {first.batch}, as read from its XLA program's data: pick runs at "
+                "other batch sizes, or, where that is not the batch they ran at, give each run's (the CLI's "
+                "--traced-batch, once per --run)")
         if self.fitted is None and self.one_step is None:
             raise WhatIfError(
                 f"{first.run} {first.tag} ran XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile), which "
                 "lay their values out again for each batch size, so one step cannot be scaled: trace the model at "
-                f"another batch size besides {first.batch} and fit over both (pick that run too)")
+                f"another batch size besides {first.batch} and fit over both (the page's runs to fit with; the "
+                "CLI's --run, once per run)")
         if self.fitted is None and not self.one_step.scales.any():
             why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "
                    "never scaled" if self.one_step.batch_in_parameter_shape else "")

@@ -1429,6 +1429,58 @@ def test_route_and_cli_fit_xla_steps(jit_profiles):
     assert [run["batch"] for run in body["runs"]] == [64, 256]
     alone = client.get(PREFIX + "whatif", query_string={"run": "jit_b64", "tag": tag, "batch": "512"})
     assert alone.status_code == 422 and "fit over both" in alone.get_data(as_text=True)
+    # A batch given for the first run leaves the other out (its batch would be read): the 422 says so.
+    given = client.get(PREFIX + "whatif", query_string={"run": "jit_b64", "tag": tag, "batch": "512",
+                                                        "runs": "jit_b256", "traced_batch": "64"})
+    assert given.status_code == 422 and "jit_b256 left out: the batch of jit_b64" in given.get_data(as_text=True)
     code, out, err = _whatif_in(jit_profiles, "--run", "jit_b64", "--run", "jit_b256", "--batch", "512")
     assert code == 0, err
     assert "fit (fixed + per-sample bytes per layer through batches 64, 256)" in out and "one step" not in out
+
+
+def test_a_step_that_runs_a_jitted_helper_is_its_ops(jit_profiles):
+    """A train step TensorFlow runs op by op, its gradients clipped by a small XLA program: the step
+    is its ops' (the program holds under half its peak rise), its batch read from its forward pass
+    (512, not the gradients' 256 or 1024 the program takes), and one step scales it."""
+    (path,) = (jit_profiles / "clip_b512").glob("plugins/profile/*/*.xplane.pb")
+    decoded = xplane.decode(path.read_bytes())
+    step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+    assert any(program.allocated_bytes for space in step.spaces for program in space.xla_programs())
+    assert analysis.xla_programs_share(step.spaces) < 0.5
+    assert not whatif.ran_xla(step)
+    assert whatif.program_batch(step.trace.program_shapes) != 512  # the program's own data: gradients
+    assert whatif.traced_batch(step) == 512
+    question = whatif.WhatIf([whatif.Traced("clip_b512", "step", 1, "xplane", step, step.space(None))], 1024)
+    assert question.one_step is not None and question.one_step.scales.any()
+
+
+@pytest.mark.parametrize("inputs, leading, batch", [
+    (((64, 784), (64,)), {64: 80, 784: 5, 512: 5}, 64),  # data beside a weight's gradient
+    (((784, 512), (512,), (64, 784)), {64: 80, 512: 3}, 64),  # weights it only reads (inference)
+    (((2,),), {64: 118, 128: 7}, 64),  # a random key; the data a closure's constants
+    ((), {64: 118, 1: 20}, 64),  # no argument at all
+    (((32, 128), (32,), (16, 16)), {32: 10, 16: 10}, 32),  # equal values: the dimension more arguments have
+], ids=["data", "read-only weights", "key only", "no arguments", "tie"])
+def test_an_xla_programs_batch_is_a_data_arguments_its_values_share(inputs, leading, batch):
+    assert whatif.program_batch(trace_mod.ProgramShapes(inputs, leading)) == batch
+
+
+def test_an_xla_step_without_its_programs_hlo_says_how_to_give_its_batch(jit_profiles, monkeypatch):
+    """Without the HLO (or none matching the runs) the batch cannot be read: the answer says so and
+    points to the CLI's --traced-batch; given, two runs fit; one alone asks for another batch size."""
+    from tracedata import decoded_without_hlo
+
+    steps = []
+    for batch in (64, 256):
+        (path,) = (jit_profiles / f"jit_b{batch}").glob("plugins/profile/*/*.xplane.pb")
+        decoded = decoded_without_hlo(monkeypatch, path.read_bytes())
+        step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+        assert whatif.ran_xla(step) and step.trace.program_shapes is None
+        with pytest.raises(whatif.WhatIfError, match="no compiled HLO that matches their runs .*--traced-batch"):
+            whatif.traced_batch(step)
+        steps.append(whatif.Traced(f"jit_b{batch}", "step", 1, "xplane", step, step.space(None), batch))
+    assert whatif.WhatIf(steps, 512).fitted is not None
+    with pytest.raises(whatif.WhatIfError, match="besides 64 and fit over both"):
+        whatif.WhatIf(steps[:1], 512)
+    with pytest.raises(whatif.WhatIfError, match="every step read holds batch 64"):
+        whatif.WhatIf([steps[0], dataclasses.replace(steps[1], given_batch=64)], 512)

@@ -654,3 +654,19 @@ def test_a_jax_steps_batch_is_read_from_its_programs_data(run, batch):
         assert bool(shapes.inputs) == (run != "flax_cnn_bn")
         with pytest.raises(whatif.WhatIfError, match=f"besides {batch} and fit over both"):
             whatif.WhatIf([whatif.Traced(run, "step", index, "xplane", step, step.space(None))], 2 * batch)
+
+
+def test_an_output_passed_through_matches_only_for_tensorflows_runtime():
+    """A module that returns an argument's bytes has no block for it; TensorFlow's runtime gives
+    such an output a buffer of its own as the program runs (Keras' train_on_batch with XLA), JAX's
+    never: the extra allocation matches as a block of no op only where asked (TensorFlow's programs)."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+
+    proto = hlo_pb2.HloProto.FromString(_module())
+    proto.buffer_assignment.buffer_allocations[0].maybe_live_out = True  # x, returned as it came
+    module = hlo.read_module(proto.SerializeToString())
+    assert module.passed_through == (64,)
+    assert hlo.match_blocks(module, [400, 1100, 64]) is None
+    blocks = hlo.match_blocks(module, [400, 1100, 64], passed_through=True)
+    assert [(b.size, b.is_output, b.pieces) for b in blocks[2:]] == [(64, True, ())]
+    assert hlo.match_blocks(module, [400, 1100, 64, 64], passed_through=True) is None  # one such output

@@ -190,7 +190,7 @@ def figures_by_node(space) -> dict:
 
 
 # One Keras model trained by a tf.function compiled with XLA, profiled at batch 64 and 256 (runs
-# `jit_b64`, `jit_b256`). Its variables are the program's arguments too (donated: aliased with
+# `jit_b64`, `jit_b256`), and a step that runs a jitted helper (`clip_b512`, below). Its variables are the program's arguments too (donated: aliased with
 # its outputs), its batch (x, y) the only data.
 JIT_SCRIPT = """
 import os, sys
@@ -220,11 +220,38 @@ for batch in (64, 256):
         with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
             step(x, y)
     tf.profiler.experimental.stop()
+
+# Run `clip_b512`: a train step TensorFlow runs op by op whose gradients are clipped by a small
+# function compiled with XLA: the step is its ops', the program a helper beside them.
+clip_model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu", name="h1"),
+                               keras.layers.Dense(10, name="out")], name="clipped")
+clip_optimizer = keras.optimizers.SGD(0.01)
+
+@tf.function(jit_compile=True)
+def clip(grads):
+    return tf.clip_by_global_norm(grads, 1.0)[0]
+
+@tf.function
+def clipped_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_of(y, clip_model(x, training=True))
+    grads = clip(tape.gradient(loss, clip_model.trainable_variables))
+    clip_optimizer.apply_gradients(zip(grads, clip_model.trainable_variables))
+    return loss
+
+x = tf.constant(np.random.rand(512, 256).astype(np.float32))
+y = tf.constant(np.random.randint(0, 10, 512))
+clipped_step(x, y)
+tf.profiler.experimental.start(os.path.join(sys.argv[1], "clip_b512"))
+for i in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+        clipped_step(x, y)
+tf.profiler.experimental.stop()
 """
 
 
 def profile_jit_runs(root: Path) -> Path:
-    """`root` with runs `jit_b64` and `jit_b256` (JIT_SCRIPT), profiled in a fresh process in the
+    """`root` with runs `jit_b64`, `jit_b256` and `clip_b512` (JIT_SCRIPT), profiled in a fresh process in the
     allocator settings of the other profiles here (demo_logs/keras_unet.py's BFC_ENV)."""
     import subprocess
 

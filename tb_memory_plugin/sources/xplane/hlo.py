@@ -140,9 +140,10 @@ class Block:
 @dataclass(frozen=True)
 class Module:
     blocks: tuple[Block, ...]  # in allocation order: the order a run allocates them in
-    shapes: ProgramShapes = ProgramShapes(())
+    shapes: ProgramShapes = ProgramShapes((), {})
     # Sizes of what the program may return in an argument's or a constant's bytes: no block of its
-    # own, but TensorFlow's runtime gives such an output a buffer of its own as the program runs.
+    # own, but TensorFlow's runtime may give such an output a buffer of its own as the program runs
+    # (JAX's never allocates one: an aliased argument is the caller's).
     passed_through: tuple[int, ...] = ()
 
 
@@ -158,12 +159,17 @@ def read_module(data: bytes) -> Module:
         raise HloError(f"not an HloProto: {exc}") from None
     instructions, computations, users = {}, {}, collections.defaultdict(list)
     root_operands: set[int] = set()
+    leading: collections.Counter = collections.Counter()  # first dimensions of the values computed
     for computation in hlo.module.computations:
         computations[computation.id] = computation
         for instruction in computation.instructions:
             instructions[instruction.id] = instruction
             for operand in instruction.operand_ids:
                 users[operand].append(instruction.id)
+            if instruction.opcode not in _NOT_VALUES:
+                dims = instruction.shape.dimensions
+                if len(dims) >= 2:
+                    leading[dims[0]] += 1
         if computation.id == hlo.module.entry_computation_id:
             root = instructions.get(computation.root_id)
             if root is not None:  # the values the program returns: the root tuple's operands, or the root
@@ -228,19 +234,20 @@ def read_module(data: bytes) -> Module:
     for index, argument in updated.items():
         path = instructions[argument].metadata.op_name or instructions[argument].name
         blocks[index] = dataclasses.replace(blocks[index], updated_argument=path)
-    return Module(tuple(blocks), _program_shapes(hlo.module, computations, set(updated.values())),
+    return Module(tuple(blocks), _program_shapes(hlo.module, computations, set(updated.values()), leading),
                   tuple(passed_through))
 
 
+# Instructions that make no value of their own (what only passes a value on, names one or holds one).
 _NOT_VALUES = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
 
 
-def _program_shapes(module, computations, updated: set[int]) -> ProgramShapes:
+def _program_shapes(module, computations, updated: set[int], leading: collections.Counter) -> ProgramShapes:
     """The program's data arguments: each array of an entry parameter that is no argument it returns
     a new value of (`updated`) nor one its caller donated (aliased with an output: Keras' and Flax's
-    state, TensorFlow's variables), of rank 1 or more; and the first dimensions of the values its
-    instructions compute (what only passes a value on or names one, left out), counted only when
-    the what-if asks (a pass over every instruction; the parsed module is kept for it)."""
+    state, TensorFlow's variables), of rank 1 or more. Parameters it only reads (an inference step's,
+    TensorFlow's gradients computed apart) are among them: `leading`, the first dimensions of the
+    values its instructions compute, tells the batch from theirs."""
     donated = {(alias.parameter_number, tuple(alias.parameter_shape_index))
                for alias in module.input_output_alias.entries}
     entry = computations.get(module.entry_computation_id)
@@ -252,18 +259,7 @@ def _program_shapes(module, computations, updated: set[int]) -> ProgramShapes:
         for index, dims in _arrays(instruction.shape, ()):
             if dims and (number, ()) not in donated and (number, index) not in donated:
                 inputs.append(dims)
-
-    def count_leading() -> dict[int, int]:
-        leading: collections.Counter = collections.Counter()
-        for computation in computations.values():
-            for instruction in computation.instructions:
-                if instruction.opcode not in _NOT_VALUES:
-                    dims = instruction.shape.dimensions
-                    if len(dims) >= 2:
-                        leading[dims[0]] += 1
-        return dict(leading)
-
-    return ProgramShapes(tuple(inputs), count_leading)
+    return ProgramShapes(tuple(inputs), dict(leading))
 
 
 def _arrays(shape, index: tuple) -> list[tuple[tuple, tuple[int, ...]]]:
@@ -532,22 +528,23 @@ class _OpNames:
         return ""
 
 
-def match_blocks(module: Module, requested: list[int]) -> list[Block] | None:
+def match_blocks(module: Module, requested: list[int], passed_through: bool = False) -> list[Block] | None:
     """Each allocation a run of the program made (their requested bytes, in order) as the block it
-    is: the module's blocks of that size, in their order; else an output the program passes
-    through from an argument or a constant (TensorFlow's runtime allocates one: Keras'
-    `train_on_batch` compiled with XLA), which holds no op's value. None where some allocation is
-    no block of the module (another program's run, or one XLA compiled again)."""
+    is: the module's blocks of that size, in their order; else, with `passed_through` (TensorFlow's
+    programs), an output the program passes through from an argument or a constant (TensorFlow's
+    runtime allocates one: Keras' `train_on_batch` compiled with XLA), which holds no op's value.
+    None where some allocation is no block of the module (another program's run, or one XLA
+    compiled again)."""
     by_size: dict[int, collections.deque] = collections.defaultdict(collections.deque)
     for block in module.blocks:
         by_size[block.size].append(block)
-    passed_through = collections.Counter(module.passed_through)
+    passed = collections.Counter(module.passed_through if passed_through else ())
     found: list[Block] = []
     for size in requested:
         if by_size.get(size):
             found.append(by_size[size].popleft())
-        elif passed_through[size]:  # an output the runtime copied out of an argument or a constant
-            passed_through[size] -= 1
+        elif passed[size]:  # an output the runtime copied out of an argument or a constant
+            passed[size] -= 1
             found.append(Block(size, True, ()))
         else:
             return None
@@ -688,7 +685,7 @@ class Programs:
             if name is not None and key.rpartition("(")[0] != name and key != name:
                 continue
             module = self._module(key)
-            found = match_blocks(module, requested) if module is not None else None
+            found = match_blocks(module, requested, passed_through=name is None) if module is not None else None
             if found is not None:
                 fitting.append((key, found))
         if function:
