@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tracedata import REPO, memory_app_client, xplane_stat_values as _stat_values
-from tracedata import xplane_without_memory_events as _without_memory_events
+from tracedata import JIT_TRAIN_STEP, xplane_without_memory_events as _without_memory_events
 from tb_memory_plugin import analysis, figures, report
 from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.sources import xplane
@@ -886,16 +886,7 @@ import keras
 root = sys.argv[1]
 model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu", name="h"),
                           keras.layers.Dense(10, name="o")])
-optimizer = keras.optimizers.Adam()
-loss_of = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-@tf.function(jit_compile=True)
-def step(x, y):
-    with tf.GradientTape() as tape:
-        loss = loss_of(y, model(x, training=True))
-    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-    return loss
-
+""" + JIT_TRAIN_STEP + """
 x, y = tf.constant(np.random.rand(32, 64).astype(np.float32)), tf.constant(np.random.randint(0, 10, 32))
 step(x, y)  # tensors made before the profile: the steps convert no input
 tf.profiler.experimental.start(os.path.join(root, "jit_function"))

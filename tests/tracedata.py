@@ -189,18 +189,9 @@ def figures_by_node(space) -> dict:
     return {key: value for key, value in out.items() if value}
 
 
-# One Keras model trained by a tf.function compiled with XLA, profiled at batch 64 and 256 (runs
-# `jit_b64`, `jit_b256`), and a step that runs a jitted helper (`clip_b512`, below). Its variables are the program's arguments too (donated: aliased with
-# its outputs), its batch (x, y) the only data.
-JIT_SCRIPT = """
-import os, sys
-import numpy as np
-import tensorflow as tf
-import keras
-
-model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu", name="h1"),
-                          keras.layers.Dense(1024, activation="relu", name="h2"), keras.layers.Dense(10, name="out")],
-                         name="mlp")
+# A Keras model's train step compiled with XLA (`step(x, y)`), for the scripts below and
+# test_xplane.py's: they import numpy, tensorflow and keras, and define `model` before it.
+JIT_TRAIN_STEP = """
 optimizer = keras.optimizers.Adam()
 loss_of = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -210,7 +201,23 @@ def step(x, y):
         loss = loss_of(y, model(x, training=True))
     optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
     return loss
+"""
 
+
+# One Keras model trained by a tf.function compiled with XLA, profiled at batch 64 and 256 (runs
+# `jit_b64`, `jit_b256`), and a step that runs a jitted helper (`clip_b512`, below). The model's
+# variables are the program's arguments too (donated: aliased with its outputs), its batch (x, y)
+# the only data.
+JIT_SCRIPT = """
+import os, sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu", name="h1"),
+                          keras.layers.Dense(1024, activation="relu", name="h2"), keras.layers.Dense(10, name="out")],
+                         name="mlp")
+""" + JIT_TRAIN_STEP + """
 for batch in (64, 256):
     x = tf.constant(np.random.rand(batch, 256).astype(np.float32))
     y = tf.constant(np.random.randint(0, 10, batch))
