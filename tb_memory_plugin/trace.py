@@ -9,6 +9,7 @@ peak, attribution, scope trees, reports) reads only these columns.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -171,7 +172,12 @@ class ProgramShapes:
     dimension (its activations, mostly, against the few a parameter's shape gives)."""
 
     inputs: tuple[tuple[int, ...], ...]
-    leading: Mapping[int, int]
+    # Counts `leading` when first asked (only the what-if does): a pass over every instruction.
+    count_leading: Callable[[], Mapping[int, int]] = field(default=dict, repr=False, compare=False)
+
+    @functools.cached_property
+    def leading(self) -> Mapping[int, int]:
+        return self.count_leading()
 
 
 @dataclass

@@ -1462,7 +1462,7 @@ def test_a_step_that_runs_a_jitted_helper_is_its_ops(jit_profiles):
     (((32, 128), (32,), (16, 16)), {32: 10, 16: 10}, 32),  # equal values: the dimension more arguments have
 ], ids=["data", "read-only weights", "key only", "no arguments", "tie"])
 def test_an_xla_programs_batch_is_a_data_arguments_its_values_share(inputs, leading, batch):
-    assert whatif.program_batch(trace_mod.ProgramShapes(inputs, leading)) == batch
+    assert whatif.program_batch(trace_mod.ProgramShapes(inputs, lambda: leading)) == batch
 
 
 def test_an_xla_step_without_its_programs_hlo_says_how_to_give_its_batch(jit_profiles, monkeypatch):

@@ -63,7 +63,7 @@ from google.protobuf.message import DecodeError
 from ... import _protos
 from ...trace import ProgramShapes
 
-_I, _S, _M = _protos.INT64, _protos.STRING, _protos.MESSAGE
+_I, _S, _M, _B = _protos.INT64, _protos.STRING, _protos.MESSAGE, _protos.BYTES
 _O, _R = _protos.OPTIONAL, _protos.REPEATED
 _SCHEMA = {
     "Hlo": [("module", 1, _M, _O, "Module"), ("assignment", 3, _M, _O, "Assignment")],
@@ -81,7 +81,8 @@ _SCHEMA = {
                     ("metadata", 7, _M, _O, "OpMetadata"),
                     ("parameter_number", 9, _I, _O, None), ("id", 35, _I, _O, None), ("operand_ids", 36, _I, _R, None),
                     ("called_computation_ids", 38, _I, _R, None)],
-    "Shape": [("dimensions", 3, _I, _R, None), ("tuple_shapes", 4, _M, _R, "Shape")],
+    "Shape": [("dimensions", 3, _I, _R, None), ("tuple_shapes", 4, _M, _R, "Shape"),
+              ("layout", 5, _B, _O, None), ("is_dynamic_dimension", 6, _B, _O, None)],
     "OpMetadata": [("op_name", 2, _S, _O, None)],
     "Assignment": [("logical_buffers", 1, _M, _R, "LogicalBuffer"), ("allocations", 3, _M, _R, "Allocation"),
                    ("traces", 4, _M, _R, "HeapTrace")],
@@ -140,7 +141,7 @@ class Block:
 @dataclass(frozen=True)
 class Module:
     blocks: tuple[Block, ...]  # in allocation order: the order a run allocates them in
-    shapes: ProgramShapes = ProgramShapes((), {})
+    shapes: ProgramShapes = ProgramShapes(())
     # Sizes of what the program may return in an argument's or a constant's bytes: no block of its
     # own, but TensorFlow's runtime may give such an output a buffer of its own as the program runs
     # (JAX's never allocates one: an aliased argument is the caller's).
@@ -159,17 +160,12 @@ def read_module(data: bytes) -> Module:
         raise HloError(f"not an HloProto: {exc}") from None
     instructions, computations, users = {}, {}, collections.defaultdict(list)
     root_operands: set[int] = set()
-    leading: collections.Counter = collections.Counter()  # first dimensions of the values computed
     for computation in hlo.module.computations:
         computations[computation.id] = computation
         for instruction in computation.instructions:
             instructions[instruction.id] = instruction
             for operand in instruction.operand_ids:
                 users[operand].append(instruction.id)
-            if instruction.opcode not in _NOT_VALUES:
-                dims = instruction.shape.dimensions
-                if len(dims) >= 2:
-                    leading[dims[0]] += 1
         if computation.id == hlo.module.entry_computation_id:
             root = instructions.get(computation.root_id)
             if root is not None:  # the values the program returns: the root tuple's operands, or the root
@@ -234,20 +230,35 @@ def read_module(data: bytes) -> Module:
     for index, argument in updated.items():
         path = instructions[argument].metadata.op_name or instructions[argument].name
         blocks[index] = dataclasses.replace(blocks[index], updated_argument=path)
-    return Module(tuple(blocks), _program_shapes(hlo.module, computations, set(updated.values()), leading),
-                  tuple(passed_through))
+    shapes = ProgramShapes(_data_arguments(hlo.module, computations, set(updated.values())),
+                           functools.partial(_leading_dims, data))
+    return Module(tuple(blocks), shapes, tuple(passed_through))
 
 
 # Instructions that make no value of their own (what only passes a value on, names one or holds one).
 _NOT_VALUES = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
 
 
-def _program_shapes(module, computations, updated: set[int], leading: collections.Counter) -> ProgramShapes:
+def _leading_dims(data: bytes) -> dict[int, int]:
+    """How many of the values a program's instructions compute (of rank 2 or more) have each first
+    dimension: its HloProto's bytes read again, when the what-if asks (decoding a profile does not
+    keep every module's parsed instructions)."""
+    leading: collections.Counter = collections.Counter()
+    for computation in _hlo_class().FromString(data).module.computations:
+        for instruction in computation.instructions:
+            if instruction.opcode not in _NOT_VALUES:
+                dims = instruction.shape.dimensions
+                if len(dims) >= 2:
+                    leading[dims[0]] += 1
+    return dict(leading)
+
+
+def _data_arguments(module, computations, updated: set[int]) -> tuple[tuple[int, ...], ...]:
     """The program's data arguments: each array of an entry parameter that is no argument it returns
     a new value of (`updated`) nor one its caller donated (aliased with an output: Keras' and Flax's
     state, TensorFlow's variables), of rank 1 or more. Parameters it only reads (an inference step's,
-    TensorFlow's gradients computed apart) are among them: `leading`, the first dimensions of the
-    values its instructions compute, tells the batch from theirs."""
+    TensorFlow's gradients computed apart) are among them: the first dimensions of the values it
+    computes (`_leading_dims`) tell the batch from theirs."""
     donated = {(alias.parameter_number, tuple(alias.parameter_shape_index))
                for alias in module.input_output_alias.entries}
     entry = computations.get(module.entry_computation_id)
@@ -259,7 +270,7 @@ def _program_shapes(module, computations, updated: set[int], leading: collection
         for index, dims in _arrays(instruction.shape, ()):
             if dims and (number, ()) not in donated and (number, index) not in donated:
                 inputs.append(dims)
-    return ProgramShapes(tuple(inputs), dict(leading))
+    return tuple(inputs)
 
 
 def _arrays(shape, index: tuple) -> list[tuple[tuple, tuple[int, ...]]]:
