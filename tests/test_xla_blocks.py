@@ -670,3 +670,39 @@ def test_an_output_passed_through_matches_only_for_tensorflows_runtime():
     blocks = hlo.match_blocks(module, [400, 1100, 64], passed_through=True)
     assert [(b.size, b.is_output, b.pieces) for b in blocks[2:]] == [(64, True, ())]
     assert hlo.match_blocks(module, [400, 1100, 64, 64], passed_through=True) is None  # one such output
+
+
+def test_a_function_tensorflow_ran_as_an_xla_program_is_split_by_its_module():
+    """TensorFlow up to 2.17 runs a `tf.function(jit_compile=True)` as an op of the function's own
+    name and type (`__inference_train_step_781`), its blocks allocated under that name: the
+    module compiled from it (`a_inference_train_step_781__...`) splits them by TensorFlow's ops, and
+    the what-if reads the step's batch from it."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+    from protos import XSpaceBuilder
+    from tb_memory_plugin import whatif
+
+    proto = hlo_pb2.HloProto.FromString(_module(name="a_inference_train_step_781__XlaMustCompile_true_.9"))
+    for instruction in proto.hlo_module.computations[0].instructions:
+        if instruction.metadata.op_name:  # TensorFlow's own op names
+            instruction.metadata.op_name = instruction.metadata.op_name.replace("jit(step)/", "").replace(
+                "transpose(jvp(dense))/", "gradient_tape/dense/").replace("jvp(dense)/", "dense/")
+        if instruction.opcode == "parameter":
+            instruction.shape.dimensions[:] = [16, 4]
+    proto.hlo_module.computations[0].instructions[2].shape.dimensions[:] = [16, 8]  # a: dense's output
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 500, step_num=1)
+    space.event(1, "EagerLocalExecute: __inference_train_step_781", 10, 400)
+    space.event(1, "__inference_train_step_781:__inference_train_step_781", 15, 380)  # as TF 2.15 writes it
+    blocks = [space.allocate(1, 20 + i, allocated, allocator="cpu_bfc", requested=requested,
+                             tf_op="__inference_train_step_781")
+              for i, (allocated, requested) in enumerate(((512, 400), (1280, 1100)))]
+    for i, addr in enumerate(reversed(blocks)):
+        space.free(1, 300 + i, addr)
+    space.program_hlo("a_inference_train_step_781__XlaMustCompile_true_.9(7)", proto.SerializeToString())
+    step = analysis.analyse(xplane.decode(space.serialized()).trace(0))
+    cpu = step.space("CPU:0/cpu_bfc")
+    assert _allocated(cpu) == {"gradient_tape/dense/dot_general": 512, "dense/dot_general": 1024,
+                               "__inference_train_step_781/(unused scratch)": 1100 - 1024,
+                               "__inference_train_step_781": 1280 - 1100}
+    assert set(cpu.trace.xla_program_of.values()) == {"__inference_train_step_781"}
+    assert step.trace.program_shapes.inputs == ((16, 4),) and whatif.traced_batch(step) == 16

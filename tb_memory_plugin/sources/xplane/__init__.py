@@ -460,7 +460,9 @@ class _PlaneSteps:
         self._pair_frees()
         self._fill_step_ids(events.processes, events.input_lines)
         self._attribute_unnamed()
-        self.xla_nodes = self._allocating_in_programs(events.function_runs)
+        # Functions TensorFlow up to 2.17 ran as XLA programs, in events of their own op type.
+        self.function_programs: frozenset[int] = frozenset()
+        self.xla_nodes, self.function_programs = self._allocating_in_programs(events.function_runs)
         self.jax_pieces: set[int] = set()  # node codes of JAX programs' pieces (named by hlo.node_name)
         # Each program run whose blocks were read: (start, bytes it allocated, its module's shapes).
         self.program_runs: list[tuple[int, int, ProgramShapes]] = []
@@ -535,12 +537,13 @@ class _PlaneSteps:
 
     def _program_runs(self, allocations: np.ndarray):
         """(op row, the allocations of `allocations` made on its thread while it ran) for each run of
-        an XLA program (op type `XLA program`)."""
+        an XLA program (op type `XLA program`; up to TensorFlow 2.17, the op of a function that ran as
+        one: `function_programs`)."""
         memory, ops = self.memory, self.ops
         program_type = self.strings._code.get(XLA_PROGRAM_OP_TYPE)
-        if not ops or program_type is None:
+        if not ops or (program_type is None and not self.function_programs):
             return
-        programs = np.flatnonzero(ops["op_type"] == program_type)
+        programs = np.flatnonzero((ops["op_type"] == program_type) | np.isin(ops["node"], sorted(self.function_programs)))
         for line in np.unique(ops["line"][programs]).tolist():
             on_line = allocations[memory["line"][allocations] == line]  # in time order
             time = memory["time_ps"][on_line]
@@ -549,18 +552,19 @@ class _PlaneSteps:
                 high = np.searchsorted(time, ops["end_ps"][row], side="right")
                 yield row, on_line[low:high]
 
-    def _allocating_in_programs(self, function_runs: dict) -> frozenset[int]:
+    def _allocating_in_programs(self, function_runs: dict) -> tuple[frozenset[int], frozenset[int]]:
         """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
         a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type.
         TensorFlow up to 2.17 runs the program in no event of its own: there a function that
         allocates under its own name (`__inference_train_step_781`) outside any function run by the
         function runtime is one (run without XLA, a function is: `KernelAndDeviceFunc::Run`, and
-        may allocate under its name, its ops run inline)."""
+        may allocate under its name, its ops run inline). Returns those nodes, and those functions."""
         memory = self.memory
         named = np.flatnonzero(memory["is_allocation"] & (memory["tf_op"] >= 0))
         found: set[int] = set()
         for _, inside in self._program_runs(named):
             found.update(memory["tf_op"][inside].tolist())
+        in_programs = set(found)
         values = self.strings.values
         for code in np.unique(memory["tf_op"][named]).tolist():
             if code in found or not _TF_FUNCTION_RE.match(values[code]):
@@ -569,7 +573,7 @@ class _PlaneSteps:
             if not function_runs or (_innermost_on_lines(function_runs, memory["time_ps"][rows],
                                                          memory["line"][rows]) < 0).all():
                 found.add(code)
-        return frozenset(found)
+        return frozenset(found), frozenset(found - in_programs)
 
     def _split_programs(self, programs: hlo.Programs) -> dict[int, list[tuple[int, int, int, int]]]:
         """Each block an XLA program's run allocated, as the ops' values it holds (hlo.py): allocation
@@ -585,17 +589,17 @@ class _PlaneSteps:
             if inside.size == 0:
                 continue
             name = self._text(program)
-            functions = [self._text(code) for code in np.unique(self.node[inside]).tolist() if code != program]
-            blocks = programs.blocks(None if name == TF_XLA_PROGRAM else name,
-                                     memory["requested_bytes"][inside].tolist(),
-                                     functions[0] if len(functions) == 1 else None)
+            tensorflow = name == TF_XLA_PROGRAM or program in self.function_programs
+            functions = ([name] if program in self.function_programs
+                         else [self._text(code) for code in np.unique(self.node[inside]).tolist() if code != program])
+            # TensorFlow's modules are looked up by the function they were compiled from; JAX's by name.
+            asked = (None if tensorflow else name, memory["requested_bytes"][inside].tolist(),
+                     functions[0] if len(functions) == 1 else None)
+            blocks = programs.blocks(*asked)
             if blocks is None:
                 continue
             self.program_runs.append((int(ops["start_ps"][row]), int(memory["allocation_bytes"][inside].sum()),
-                                      programs.shapes(None if name == TF_XLA_PROGRAM else name,
-                                                      memory["requested_bytes"][inside].tolist(),
-                                                      functions[0] if len(functions) == 1 else None)))
-            tensorflow = name == TF_XLA_PROGRAM
+                                      programs.shapes(*asked)))
             for event, block in zip(inside.tolist(), blocks):
                 # The block stays its allocation's node's (the program, or the jitted function's op).
                 pieces = self._pieces(event, block, int(self.node[event]), tensorflow)
