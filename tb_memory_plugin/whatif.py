@@ -45,6 +45,9 @@ _CHUNK_SOURCES = frozenset({"xplane"})
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
 _XLA_STEP_SHARE = 0.5  # share of the peak rise XLA programs hold, at least, for a step to be theirs
+# Between this share and half, a step's XLA programs are too big to leave unscaled and its ops too
+# big to ignore: its batch is not read, but asked for.
+_NOTED_XLA_SHARE = 0.1
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
 TOP_LAYERS = 10
 
@@ -94,6 +97,10 @@ def traced_batch(step: StepAnalysis) -> int:
                           "profile a step compiled without XLA (jit_compile=False)")
     if ran_xla(step):
         return program_batch(step.trace.program_shapes)
+    if (share := xla_programs_share(step.spaces)) >= _NOTED_XLA_SHARE:
+        raise WhatIfError(f"XLA programs hold {share:.0%} of this step's peak rise beside TensorFlow's ops: neither "
+                          "the programs' data nor the ops' shapes alone tell its batch here; give the batch it ran "
+                          "at (traced batch; the CLI's --traced-batch)")
     if clusters := xla_clusters(step.spaces):
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
@@ -141,11 +148,14 @@ def program_batch(shapes: ProgramShapes | None) -> int:
     constants) has the commonest first dimension of its values of rank 2 or more, as a profile's
     forward pass does. In a program sharded over devices (pmap, SPMD) these are each device's
     shapes: the batch read is each device's share."""
-    if shapes is None or not shapes.leading:
+    if shapes is None or not (shapes.inputs or shapes.leading):
         raise WhatIfError("the batch of this step's XLA programs cannot be read: the profile holds no compiled HLO "
                           "that matches their runs (`--traced-batch` in the CLI gives the batch each run ran at)")
+    arguments = collections.Counter(dims[0] for dims in shapes.inputs if dims[0] > 0)
+    if not shapes.leading:  # no value of rank 2 or more to tell them apart
+        return _commonest(arguments)
     # An argument's first dimension that no value the program computes has is no batch (a random key).
-    firsts = collections.Counter(dims[0] for dims in shapes.inputs if dims[0] > 0 and shapes.leading.get(dims[0]))
+    firsts = collections.Counter({dim: count for dim, count in arguments.items() if shapes.leading.get(dim)})
     if not firsts:  # its data a constant of the program (a jitted function's closure): its values' commonest
         return _commonest(collections.Counter(shapes.leading))
     return max(firsts, key=lambda dim: (shapes.leading[dim], firsts[dim], dim))

@@ -1454,13 +1454,28 @@ def test_a_step_that_runs_a_jitted_helper_is_its_ops(jit_profiles):
     assert question.one_step is not None and question.one_step.scales.any()
 
 
+def test_a_step_whose_jitted_helper_holds_a_good_share_asks_for_its_batch(jit_profiles):
+    """A jitted gradient clip holding between a tenth and half of the peak rise, beside ops whose
+    shapes mislead (Adam's eager updates, `[512, 512]`, unscoped): the batch is asked for, not read
+    (512 would be); given, one step scales the step's ops."""
+    (path,) = (jit_profiles / "clip_eager_b64").glob("plugins/profile/*/*.xplane.pb")
+    decoded = xplane.decode(path.read_bytes())
+    step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+    assert 0.1 <= analysis.xla_programs_share(step.spaces) < 0.5 and not whatif.ran_xla(step)
+    with pytest.raises(whatif.WhatIfError, match="beside TensorFlow's ops.*give the batch it ran at"):
+        whatif.traced_batch(step)
+    question = whatif.WhatIf([whatif.Traced("clip_eager_b64", "step", 1, "xplane", step, step.space(None), 64)], 128)
+    assert question.one_step.batch == 64 and question.one_step.scales.any()
+
+
 @pytest.mark.parametrize("inputs, leading, batch", [
     (((64, 784), (64,)), {64: 80, 784: 5, 512: 5}, 64),  # data beside a weight's gradient
     (((784, 512), (512,), (64, 784)), {64: 80, 512: 3}, 64),  # weights it only reads (inference)
     (((2,),), {64: 118, 128: 7}, 64),  # a random key; the data a closure's constants
     ((), {64: 118, 1: 20}, 64),  # no argument at all
+    (((64,), (64,), (2,)), {}, 64),  # no value of rank 2 or more: the arguments' commonest
     (((32, 128), (32,), (16, 16)), {32: 10, 16: 10}, 32),  # equal values: the dimension more arguments have
-], ids=["data", "read-only weights", "key only", "no arguments", "tie"])
+], ids=["data", "read-only weights", "key only", "no arguments", "no values", "tie"])
 def test_an_xla_programs_batch_is_a_data_arguments_its_values_share(inputs, leading, batch):
     assert whatif.program_batch(trace_mod.ProgramShapes(inputs, lambda: leading)) == batch
 

@@ -205,7 +205,7 @@ def step(x, y):
 
 
 # One Keras model trained by a tf.function compiled with XLA, profiled at batch 64 and 256 (runs
-# `jit_b64`, `jit_b256`), and a step that runs a jitted helper (`clip_b512`, below). The model's
+# `jit_b64`, `jit_b256`), and steps that run a jitted helper (`clip_b512`, `clip_eager_b64`, below). The model's
 # variables are the program's arguments too (donated: aliased with its outputs), its batch (x, y)
 # the only data.
 JIT_SCRIPT = """
@@ -254,11 +254,36 @@ for i in range(2):
     with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
         clipped_step(x, y)
 tf.profiler.experimental.stop()
+
+# Run `clip_eager_b64`: the same clip beside gradients of a narrower model, applied eagerly by
+# Adam (its update ops unscoped, `[512, 512]`): the program holds a good share of the step.
+eager_model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(512, activation="relu", name="h1"),
+                                keras.layers.Dense(512, activation="relu", name="h2"),
+                                keras.layers.Dense(10, name="out")], name="eager")
+eager_optimizer = keras.optimizers.Adam()
+
+@tf.function
+def eager_grads(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_of(y, eager_model(x, training=True))
+    return tape.gradient(loss, eager_model.trainable_variables)
+
+def eager_step(x, y):
+    eager_optimizer.apply_gradients(zip(clip(eager_grads(x, y)), eager_model.trainable_variables))
+
+x = tf.constant(np.random.rand(64, 256).astype(np.float32))
+y = tf.constant(np.random.randint(0, 10, 64))
+eager_step(x, y)
+tf.profiler.experimental.start(os.path.join(sys.argv[1], "clip_eager_b64"))
+for i in range(2):
+    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+        eager_step(x, y)
+tf.profiler.experimental.stop()
 """
 
 
 def profile_jit_runs(root: Path) -> Path:
-    """`root` with runs `jit_b64`, `jit_b256` and `clip_b512` (JIT_SCRIPT), profiled in a fresh process in the
+    """`root` with runs `jit_b64`, `jit_b256`, `clip_b512` and `clip_eager_b64` (JIT_SCRIPT), profiled in a fresh process in the
     allocator settings of the other profiles here (demo_logs/keras_unet.py's BFC_ENV)."""
     import subprocess
 
