@@ -479,7 +479,7 @@ def xla_clusters_note(clusters: list[str]) -> str:
             f"figures (the allocator's own readings, where the trace has them, include it): {XLA_OFF_ADVICE}.")
 
 
-_NOTED_PROGRAM_SHARE = 0.1  # XLA programs holding less of the peak rise than this go without a note
+NOTED_PROGRAM_SHARE = 0.1  # XLA programs holding less of the peak rise than this go without a note
 
 
 def _programs_held(spaces: list[SpaceAnalysis]) -> tuple | None:
@@ -519,7 +519,7 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
     if held is None:
         return None
     _, _, share, placed_share, unused_share, most_unused, programs = held
-    if share < _NOTED_PROGRAM_SHARE:
+    if share < NOTED_PROGRAM_SHARE:
         return None
     shown = ", ".join(programs[:3]) + (" and more" if len(programs) > 3 else "")
     note = f"XLA programs ran in this step, holding {share:.0%} of the peak rise: {shown}. "

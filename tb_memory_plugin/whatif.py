@@ -24,7 +24,8 @@ from functools import cached_property
 import numpy as np
 
 from ._numeric import scatter_sum
-from .analysis import SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters, xla_programs_share
+from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
+                       xla_programs_share)
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
 from .findings import cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, label_inputs, renumbering
@@ -44,10 +45,10 @@ _ROUNDING = 256
 _CHUNK_SOURCES = frozenset({"xplane"})
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
-_XLA_STEP_SHARE = 0.5  # share of the peak rise XLA programs hold, at least, for a step to be theirs
-# Between this share and half, a step's XLA programs are too big to leave unscaled and its ops too
-# big to ignore: its batch is not read, but asked for.
-_NOTED_XLA_SHARE = 0.1
+# Share of the peak rise XLA programs hold, at least, for a step to be theirs. Between the share its
+# note names them at (analysis.NOTED_PROGRAM_SHARE) and this, the programs are too big to leave
+# unscaled and the ops too big to ignore: the step's batch is not read, but asked for.
+_XLA_STEP_SHARE = 0.5
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
 TOP_LAYERS = 10
 
@@ -97,7 +98,7 @@ def traced_batch(step: StepAnalysis) -> int:
                           "profile a step compiled without XLA (jit_compile=False)")
     if ran_xla(step):
         return program_batch(step.trace.program_shapes)
-    if (share := xla_programs_share(step.spaces)) >= _NOTED_XLA_SHARE:
+    if (share := xla_programs_share(step.spaces)) >= NOTED_PROGRAM_SHARE:
         raise WhatIfError(f"XLA programs hold {share:.0%} of this step's peak rise beside TensorFlow's ops: neither "
                           "the programs' data nor the ops' shapes alone tell its batch here; give the batch it ran "
                           "at (traced batch; the CLI's --traced-batch)")

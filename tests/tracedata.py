@@ -218,15 +218,17 @@ model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activati
                           keras.layers.Dense(1024, activation="relu", name="h2"), keras.layers.Dense(10, name="out")],
                          name="mlp")
 """ + JIT_TRAIN_STEP + """
-for batch in (64, 256):
-    x = tf.constant(np.random.rand(batch, 256).astype(np.float32))
-    y = tf.constant(np.random.randint(0, 10, batch))
-    step(x, y)  # compiled before the profile
-    tf.profiler.experimental.start(os.path.join(sys.argv[1], f"jit_b{batch}"))
+def profiled(run, fn, *args):
+    fn(*args)  # compiled before the profile
+    tf.profiler.experimental.start(os.path.join(sys.argv[1], run))
     for i in range(2):
         with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
-            step(x, y)
+            fn(*args)
     tf.profiler.experimental.stop()
+
+for batch in (64, 256):
+    profiled(f"jit_b{batch}", step, tf.constant(np.random.rand(batch, 256).astype(np.float32)),
+             tf.constant(np.random.randint(0, 10, batch)))
 
 # Run `clip_b512`: a train step TensorFlow runs op by op whose gradients are clipped by a small
 # function compiled with XLA: the step is its ops', the program a helper beside them.
@@ -246,14 +248,8 @@ def clipped_step(x, y):
     clip_optimizer.apply_gradients(zip(grads, clip_model.trainable_variables))
     return loss
 
-x = tf.constant(np.random.rand(512, 256).astype(np.float32))
-y = tf.constant(np.random.randint(0, 10, 512))
-clipped_step(x, y)
-tf.profiler.experimental.start(os.path.join(sys.argv[1], "clip_b512"))
-for i in range(2):
-    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
-        clipped_step(x, y)
-tf.profiler.experimental.stop()
+profiled("clip_b512", clipped_step, tf.constant(np.random.rand(512, 256).astype(np.float32)),
+         tf.constant(np.random.randint(0, 10, 512)))
 
 # Run `clip_eager_b64`: the same clip beside gradients of a narrower model, applied eagerly by
 # Adam (its update ops unscoped, `[512, 512]`): the program holds a good share of the step.
@@ -271,20 +267,14 @@ def eager_grads(x, y):
 def eager_step(x, y):
     eager_optimizer.apply_gradients(zip(clip(eager_grads(x, y)), eager_model.trainable_variables))
 
-x = tf.constant(np.random.rand(64, 256).astype(np.float32))
-y = tf.constant(np.random.randint(0, 10, 64))
-eager_step(x, y)
-tf.profiler.experimental.start(os.path.join(sys.argv[1], "clip_eager_b64"))
-for i in range(2):
-    with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
-        eager_step(x, y)
-tf.profiler.experimental.stop()
+profiled("clip_eager_b64", eager_step, tf.constant(np.random.rand(64, 256).astype(np.float32)),
+         tf.constant(np.random.randint(0, 10, 64)))
 """
 
 
 def profile_jit_runs(root: Path) -> Path:
-    """`root` with runs `jit_b64`, `jit_b256`, `clip_b512` and `clip_eager_b64` (JIT_SCRIPT), profiled in a fresh process in the
-    allocator settings of the other profiles here (demo_logs/keras_unet.py's BFC_ENV)."""
+    """`root` with runs `jit_b64`, `jit_b256`, `clip_b512` and `clip_eager_b64` (JIT_SCRIPT), profiled
+    in a fresh process in the allocator settings of the other profiles here (keras_unet.BFC_ENV)."""
     import subprocess
 
     import keras_unet
