@@ -271,6 +271,20 @@ def _first_component_rules(graph_name: str) -> str | None:
     return None
 
 
+def _looked_through(path: str) -> str:
+    """A path without a first component that is not the user's scope (`replica_1/`, `cond/`)."""
+    first, sep, rest = path.partition("/")
+    return rest if sep and rest and _LOOKED_THROUGH_RE.match(first) else path
+
+
+def _updated_below_scope(path: str) -> bool:
+    """An optimizer's update of a variable under a scope of the user's (`train/Adam/update_<var>/...`:
+    tf.compat.v1's `minimize` inside a variable or name scope): the optimizer's, as the same update
+    at the root (`Adam/update_<var>/...`) is, and its layer path is the variable's (`layer_path`)."""
+    parts = path.split("/", 3)
+    return len(parts) == 4 and optimizer_scope(parts[1]) and _updates_variable(parts[2])
+
+
 def _updates_variable(path: str) -> bool:
     """A path that starts with an optimizer's update of a variable, `update_<variable>` (Keras 3
     numbers its updates instead, `update_0_2`: no variable's name, and they stay)."""
@@ -483,6 +497,8 @@ def categorise(path: str, op_type: str, kind: str) -> int:
         # Gradients taken under the optimizer's scope (tf_keras' `training/Adam/gradients/...`,
         # `minimize` under `optimizer/`) are gradients, as their layer path says.
         return GRADIENTS if "/gradients" in path and _below_gradients(path) is not None else OPTIMIZER
+    if _updated_below_scope(rest if replica else path):
+        return OPTIMIZER
     if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
     if _GRADIENT_RE.search(rest if replica else path):
@@ -640,14 +656,27 @@ class _Lines:
         read). Found from the slashes (a `g` after one, then the word), not by a scan of the
         names' bytes: absent, as on most steps, it costs a tenth of one."""
         buf = self.buf
-        slashes = self._slashes[:-1]  # the buffer's end, appended last, is no slash
-        found = slashes[buf[np.minimum(slashes + 1, buf.size - 1)] == ord("g")]
+        found = self._slashes[:-1][self._after_slash == ord("g")]
         found = found[found + len(b"/gradients") < buf.size]
         found = found[(self._word(found + 1, 8) == _GRADIENT_WORD) & (buf[found + len(b"/gradient")] == ord("s"))]
         after = buf[found + len(b"/gradients")]  # the byte after the word
         ends = after == ord("/")
         keep = ends | (after == ord("_"))
         return found[keep], self.line_of(found[keep]), ends[keep]
+
+    @cached_property
+    def _after_slash(self) -> np.ndarray:
+        """The byte after each "/" (the first byte of every component but a name's first)."""
+        return self.buf[np.minimum(self._slashes[:-1] + 1, self.buf.size - 1)]
+
+    def lines_with_component(self, prefix: bytes) -> np.ndarray:
+        """The lines with a component after their first that starts with `prefix` (at most 8
+        bytes), a line once for each: found from the slashes, not by a scan of the bytes."""
+        slashes = self._slashes[:-1]
+        found = slashes[self._after_slash == prefix[0]]
+        found = found[found + len(prefix) < self.buf.size]
+        found = found[self._word(found + 1, len(prefix)) == np.uint64(int.from_bytes(prefix, "little"))]
+        return np.unique(self.line_of(found))
 
     def slash_from(self, offset: np.ndarray | int = 0) -> np.ndarray:
         """Per name: where its first "/" at or after `offset` is, counted from the name's
@@ -1446,6 +1475,13 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         optimizer_first[rows] = np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]
         gradient[rows] |= np.fromiter((_GRADIENT_FIRST_RE.match(t) is not None for t in distinct), bool,
                                       len(distinct))[code]
+    # An optimizer's updates under a scope of the user's (`train/Adam/update_<var>/...`), by the
+    # one-name rule on the rows with an `update_` component whose first is no optimizer's.
+    updated_below = np.zeros(n, dtype=bool)
+    if b"update_" in lines.data:
+        rows = lines.lines_with_component(b"update_")
+        rows = rows[~optimizer_first[rows]].tolist()
+        updated_below[[i for i in rows if _updated_below_scope(_looked_through(paths[i]))]] = True
     # Gradients under the optimizer's scope (`training/Adam/gradients/...`): gradients, by the
     # one-name rule on the rows holding `/gradients`.
     is_gradient_below = np.zeros(n, dtype=bool)
@@ -1454,7 +1490,8 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         rows = np.unique(scope_lines[optimizer_first[scope_lines]]).tolist()
         is_gradient_below[[i for i in rows if _below_gradients(paths[i]) is not None]] = True
     return np.select(
-        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first, slot, gradient, is_variable, is_other],
+        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first | updated_below, slot, gradient,
+         is_variable, is_other],
         [INPUTS, OTHER, OPTIMIZER, GRADIENTS, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
         default=ACTIVATIONS,
     ).astype(np.int64)

@@ -12,6 +12,7 @@ asked (docs/figures.md, "Resident memory").
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Sequence
@@ -192,13 +193,18 @@ def _sized(dtype: int, shape: tuple[int, ...] | None) -> tuple[int | None, int |
 def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
     """The variable a slot variable belongs to, by the optimizers' naming; None if not a slot.
 
-    `<var>/Adam`, `<var>/Adam_1`, `<var>/Momentum` (tf.compat.v1 optimizers);
+    `<var>/Adam`, `<var>/Adam_1`, `<var>/Momentum` (tf.compat.v1 optimizers), also under the
+    scope the optimizer was made in (`train/<var>/Adam`: `minimize` inside a variable scope);
     `[training/]Adam/<var>/m` (Keras optimizers); `<var>/ExponentialMovingAverage` (a moving
     average's shadow).
     """
     head, _, leaf = name.rpartition("/")
-    if head in variables and _SLOT_RE.match(leaf):
-        return head
+    if _SLOT_RE.match(leaf):
+        parts = head.split("/")
+        for k in range(len(parts)):
+            candidate = "/".join(parts[k:])
+            if candidate in variables:
+                return candidate
     if leaf in _KERAS_SLOTS or leaf.rstrip("0123456789_") in _KERAS_SLOTS:
         parts = head.split("/")
         while parts and optimizer_scope(parts[0]):
@@ -237,8 +243,12 @@ def _same_tensor(a, b) -> bool:
 
 
 def _is_optimizer_variable(name: str) -> bool:
-    """The optimizer's own variables: `beta1_power`, `Adam/iterations`, `training/Adam/iter`."""
-    return optimizer_scope(name.partition("/")[0])
+    """The optimizer's own variables: `beta1_power` (also under the scope Adam was made in,
+    `train/beta1_power`), `Adam/iterations`, `training/Adam/iter`."""
+    return optimizer_scope(name.partition("/")[0]) or _BETA_POWER_RE.match(name.rpartition("/")[2]) is not None
+
+
+_BETA_POWER_RE = re.compile(r"^beta[12]_power(?:_\d+)?$")  # tf.compat.v1 Adam's own variables
 
 
 def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], frozenset[str]]) -> ModelTensor:

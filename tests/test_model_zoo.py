@@ -483,6 +483,50 @@ def test_noscope_embedding_lookup_is_not_a_parameter(zoo, engine, raw):
     assert sum(allocated for _, allocated in categories.values()) == int(space.exec_figures[execs, ALLOCATED].sum()) > 0
 
 
+# -- Adam made inside a variable scope of the user's --------------------------------------------------------
+
+
+def test_scopedadam_resident_parameters_and_slots(zoo, summary, raw):
+    """Adam's slots made under the user's scope (`train/<var>/Adam`) are the variable's slots, and
+    its own `train/beta1_power` optimizer state: the parameters are TensorFlow's trainable
+    variables, whatever the slots' names."""
+    info = zoo.info["scopedadam"]
+    key = ("scopedadam", "step_1")
+    assert info["slot_names"] == sorted(f"train/{v}/Adam{k}" for v in info["variables"] for k in ("", "_1"))
+    assert info["own_names"] == ["train/beta1_power", "train/beta2_power"]
+    for group in GROUPS:
+        device = _main_device(summary[group][key], raw[key], raw[key].devices[0].device)
+        resident = device["resident"]
+        assert resident["param_count"] == info["param_count"], group
+        assert resident["param_bytes"] == info["param_bytes"]
+        assert resident["slot_bytes"] == info["slot_bytes"]
+        by_scope = {row["scope"]: row for row in resident["layers"]}
+        for variable, (count, nbytes) in info["per_variable"].items():
+            layer = by_scope[variable.split("/")[0]]
+            assert (layer["param_count"], layer["param_bytes"], layer["slot_bytes"]) == (count, nbytes, 2 * nbytes)
+
+
+def test_scopedadam_updates_are_the_optimizers(zoo, engine, raw):
+    """`train/Adam/update_<var>/...` (the sparse update's assigns and scatter included) is optimizer,
+    as `Adam/update_<var>/...` is, and sits with its variable's layer."""
+    from tb_memory_plugin.figures import ALLOCATED, CATEGORIES
+
+    info = zoo.info["scopedadam"]
+    key = ("scopedadam", "step_1")
+    space = _main_space(engine[key], raw[key], raw[key].devices[0].device)
+    updates = {}
+    for i, name in enumerate(exec_names(space.trace)):
+        if name.startswith("train/Adam/update_"):
+            variable = next(v for v in info["variables"] if name.startswith(f"train/Adam/update_{v}/"))
+            updates[i] = variable
+            assert CATEGORIES[int(space.category[i])] == "optimizer", name
+            assert space.scope_of(i, "layer").split("/")[0] == variable.split("/")[0], name
+    assert set(updates.values()) == set(info["variables"])
+    # The embedding's sparse update writes new buffers for its slots: bytes the optimizer holds.
+    embedding = [i for i, v in updates.items() if v.startswith("embedding/")]
+    assert int(space.exec_figures[embedding, ALLOCATED].sum()) > 0
+
+
 # -- the conv net: moving averages are parameters, Momentum's slots are slots -------------------------------
 
 

@@ -250,12 +250,58 @@ def build_noscope(batch=EMB_BATCH, size=EMB_IDS, seed=0):
     return models._finish("noscope", graph, loss, train_step, feeds), info
 
 
+def build_scopedadam(batch=EMB_BATCH, size=EMB_IDS, seed=0):
+    """`minimize` inside a variable scope of the user's (`train`), with Adam: its slots are
+    `train/<var>/Adam` and `train/<var>/Adam_1`, its own variables `train/beta1_power` and
+    `train/beta2_power`, its updates `train/Adam/update_<var>/...`. The embedding's gradient is
+    sparse, so Adam updates it with assigns and a scatter (no apply op names its slots)."""
+    import models
+
+    tf = _tf()
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(seed)
+        ids = tf1.placeholder(tf.int32, (batch, size), name="ids")
+        y = tf1.placeholder(tf.float32, (batch, EMB_OUT), name="y")
+        with tf1.variable_scope("embedding"):
+            table = tf1.get_variable("table", (EMB_VOCAB * 40, EMB_DIM), use_resource=True)
+        with tf1.variable_scope("dense"):
+            kernel = tf1.get_variable("kernel", (EMB_DIM, EMB_OUT), use_resource=True)
+        pooled = tf.reduce_mean(tf.nn.embedding_lookup(table, ids), axis=1, name="pooled")
+        loss = tf.reduce_mean(tf.square(tf.matmul(pooled, kernel) - y), name="loss")
+        with tf1.variable_scope("train"):
+            optimizer = tf1.train.AdamOptimizer(0.01)
+            train_step = optimizer.minimize(loss)
+        trainable = tf1.trainable_variables()
+        slots = [optimizer.get_slot(v, name) for v in trainable for name in optimizer.get_slot_names()]
+        own = list(optimizer._get_beta_accumulators())  # beta1_power, beta2_power
+
+    def feeds(step=0):
+        rng = np.random.RandomState(seed * 1000 + step)
+        return {ids: rng.randint(0, EMB_VOCAB * 40, (batch, size)).astype(np.int32),
+                y: rng.rand(batch, EMB_OUT).astype(np.float32)}
+
+    info = {
+        "param_count": sum(int(v.shape.num_elements()) for v in trainable),
+        "param_bytes": sum(_nbytes(v) for v in trainable),
+        "variables": sorted(v.op.name for v in trainable),
+        "slot_names": sorted(s.op.name for s in slots if s is not None),
+        "own_names": sorted(v.op.name for v in own),
+        # Optimizer state: the slots and Adam's own variables.
+        "slot_bytes": sum(_nbytes(s) for s in slots if s is not None) + sum(_nbytes(v) for v in own),
+        "per_variable": {v.op.name: (int(v.shape.num_elements()), _nbytes(v)) for v in trainable},
+    }
+    return models._finish("scopedadam", graph, loss, train_step, feeds), info
+
+
 # name -> (builder, traced steps); every run also gets the run graph (add_graph).
 ZOO = {
     "convbn": (build_convbn, (1,)),
     "lstm": (build_lstm, (1,)),
     "multi": (build_multi, (1, 2)),
     "noscope": (build_noscope, (1,)),
+    "scopedadam": (build_scopedadam, (1,)),
 }
 
 
