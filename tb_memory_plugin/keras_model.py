@@ -166,7 +166,14 @@ _NO_WEIGHTS = frozenset({
     "AveragePooling3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalAveragePooling1D",
     "GlobalAveragePooling2D", "GlobalAveragePooling3D", "UpSampling1D", "UpSampling2D", "UpSampling3D",
     "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D", "Rescaling",
-    "Resizing", "CenterCrop", "Identity", "ActivityRegularization", "Masking",
+    "Resizing", "CenterCrop", "Identity", "ActivityRegularization", "Masking", "UnitNormalization",
+    # Keras 3's augmentation and preprocessing layers: no weights (their seeds are no variables).
+    "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomCrop",
+    "RandomBrightness", "RandomHue", "RandomSaturation", "RandomGrayscale", "RandomErasing", "RandomGaussianBlur",
+    "RandomSharpness", "RandomShear", "RandomInvert", "RandomPosterization", "RandomPerspective",
+    "RandomColorJitter", "RandomColorDegeneration", "RandomElasticTransform", "RandAugment", "AugMix", "MixUp",
+    "CutMix", "Solarization", "AutoContrast", "Equalization", "Discretization", "Hashing", "HashedCrossing",
+    "CategoryEncoding",
 })
 
 

@@ -349,3 +349,12 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     both = keras.Model(inp, keras.layers.Dense(2, name="d")(keras.layers.PReLU(name="p")(inp)), name="both")
     sized = keras_model.model_from_config(json.loads(both.to_json()))
     assert "both/p" in sized.note and sum(t.count for t in sized.tensors if t.kind == "variable") == 3 * 2 + 2
+    # Augmentation layers hold no weights: nothing is said to be missing.
+    augmented = keras.Sequential([keras.Input((16, 16, 3)), keras.layers.RandomFlip(name="flip"),
+                                  keras.layers.RandomRotation(0.1, name="rot"), keras.layers.RandomZoom(0.1, name="zoom"),
+                                  keras.layers.RandomContrast(0.1, name="contrast"), keras.layers.Conv2D(4, 3, name="c")],
+                                 name="aug")
+    assert not augmented.layers[0].weights
+    sized = keras_model.model_from_config(json.loads(augmented.to_json()))
+    assert "does not size" not in sized.note
+    assert sum(t.count for t in sized.tensors if t.kind == "variable") == augmented.count_params()
