@@ -18,6 +18,7 @@ import os
 import posixpath
 import re
 import sys
+from typing import Callable
 
 import numpy as np
 
@@ -119,21 +120,42 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     # (gradient plumbing, a `NoOp`) are left out of the listing (--json keeps every entry).
     scopes = [(path, report.figures_dict(figures)) for path, figures in space.top_level(group)]
     shown = [(path, row) for path, row in scopes if any(row[k] for k in _SHOWN)]
-    for path, row in shown[:top]:
-        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {path}"
-              f"  (allocated {format_bytes(row['allocated_bytes'])})")
-    _print_the_rest([row for _, row in shown[top:]], "scopes")
+    listed, rest, below = _listed(shown, top, lambda entry: entry[1]["at_peak_bytes"])
+
+    def scope_line(path: str, row: dict) -> None:
+        print(f"     {format_bytes(row['at_peak_bytes']):>12}  {path}  (allocated {format_bytes(row['allocated_bytes'])})")
+
+    for path, row in listed:
+        scope_line(path, row)
+    _print_the_rest([row for _, row in rest], "scopes")
+    for path, row in below:
+        scope_line(path, row)
     print("   top op types at peak:")
     op_types = [r for r in summary["op_types"] if any(r["figures"][k] for k in _SHOWN)]
-    for row in op_types[:top]:
+    listed, rest, below = _listed(op_types, top, lambda row: row["figures"]["at_peak_bytes"])
+
+    def op_type_line(row: dict) -> None:
         print(f"     {format_bytes(row['figures']['at_peak_bytes']):>12}  {row['name']} x{row['count']}"
               f"  (allocated {format_bytes(row['figures']['allocated_bytes'])})")
-    _print_the_rest([row["figures"] for row in op_types[top:]], "op types")
+
+    for row in listed:
+        op_type_line(row)
+    _print_the_rest([row["figures"] for row in rest], "op types")
+    for row in below:
+        op_type_line(row)
     print("   categories at peak (heuristic):")
     for row in summary["categories"]:
         held = row.get("resident_bytes")
         print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}"
               + (f"  (+{format_bytes(held)} resident before the step)" if held else ""))
+
+
+def _listed(rows: list, top: int, at_peak: Callable[[object], int]) -> tuple[list, list, list]:
+    """(the rows a listing shows first, the rest, then the rows past `top` that hold less than
+    nothing at the peak): those (`(before this step)`: frees of bytes from before the step) are
+    listed after the "(N more)" line, in order, rather than hidden inside its sum."""
+    rest = rows[top:]
+    return rows[:top], [row for row in rest if at_peak(row) >= 0], [row for row in rest if at_peak(row) < 0]
 
 
 def _print_the_rest(rows: list[dict], what: str) -> None:

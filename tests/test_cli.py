@@ -461,6 +461,25 @@ def test_the_text_lists_leave_out_entries_that_hold_nothing(capsys):
     assert any(not (e["at_peak_bytes"] or e["allocated_bytes"] or e["output_bytes"]) for e in top)
 
 
+def test_entries_below_nothing_at_the_peak_are_listed_past_the_top(capsys):
+    """`(before this step)` (frees of bytes allocated before the step) holds less than nothing at the
+    peak: past --top it is still listed by name, after the "(N more)" line, not hidden inside that
+    line's sum; the lines still add up to the peak rise."""
+    import re
+
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--top", "1")
+    assert code == 0, err
+    section = out.split("top scopes at peak", 1)[1].split("top op types", 1)[0]
+    lines = re.findall(r"^ +(-?[\d.]+ (?:B|KiB|MiB)) +(.+?)  \(allocated", section, re.MULTILINE)
+    names = [name for _, name in lines]
+    assert names[0] != "(before this step)" and re.fullmatch(r"\(\d+ more scopes\)", names[1]), names
+    assert names[2:] == ["(before this step)"] and lines[2][0].startswith("-")
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--json")
+    (step, *_) = [s for s in json.loads(out)["steps"] if s["devices"]]
+    top = {e["name"]: e["at_peak_bytes"] for e in step["devices"][0]["scopes"] if e["parent"] == ""}
+    assert top["(before this step)"] < 0
+
+
 def test_a_keras_run_whose_profile_is_corrupt_fails(capsys, tmp_path):
     """Its empty `batch_N` record is passed over, not counted as a step read: nothing could be read."""
     import shutil
