@@ -1,7 +1,7 @@
 """`tb-memory`: the same analysis as the Memory tab, in a terminal.
 
     tb-memory summary LOGDIR [--run R] [--tag T] [--device D]
-                             [--group layer|scope] [--top N] [--json]
+                             [--group layer|scope] [--scope PATH] [--top N] [--json]
     tb-memory diff LOGDIR --run A [--tag T] --against RUN[:TAG] [--device D]
                           [--against-device D] [--group layer|scope] [--top N] [--json]
     tb-memory whatif LOGDIR --run R [--run R2 ...] [--tag T] --batch N [--limit BYTES]
@@ -73,7 +73,7 @@ def _without_at_peak(row: dict) -> dict:
 
 
 def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces: list, group: str,
-                top: int, run_graph=None) -> None:
+                top: int, run_graph=None, scope: str = "") -> None:
     print(f"== {run} / {tag} (step {step_number})")
     if step.message:
         print(f"   note: {step.message}")
@@ -82,12 +82,40 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
         pinned = space.trace.device_type != "CPU" and space.trace.memory_kind == trace_mod.HOST_MEMORY
         print(f"-- {space.trace.id} ({'host memory pinned for ' if pinned else ''}{space.trace.device})")
         if space.has_curve:
-            _print_space_at_peak(space, group, top, report.space_resident(step, space, run_graph))
+            _print_space_at_peak(space, group, top, report.space_resident(step, space, run_graph), scope)
         else:
-            _print_space_without_curve(space, group, top, say_no_curve=curve_elsewhere)
+            _print_space_without_curve(space, group, top, say_no_curve=curve_elsewhere, scope=scope)
 
 
-def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=None) -> None:
+def _scope_rows(space: SpaceAnalysis, group: str, scope: str) -> list[tuple[str, dict]] | None:
+    """(path, figures) of a scope's children, largest at the peak first; None where the step has no
+    such scope in the grouping."""
+    try:
+        children = report.scope_children(space, group, scope)["children"]
+    except report.NotFound:
+        return None
+    rows = [(child["scope"], child["figures"]) for child in children]
+    rows.sort(key=lambda row: (-row[1]["at_peak_bytes"], -row[1]["allocated_bytes"], row[0]))
+    return rows
+
+
+def _print_no_scope(space: SpaceAnalysis, group: str, scope: str) -> None:
+    tops = [path for path, _ in space.top_level(group)]
+    print(f"   no scope {scope!r} in this step (group={group}); its top level: {_few(tops, 8)}")
+
+
+def _print_dominant_scope(space: SpaceAnalysis, group: str, rows: list[tuple[str, dict]], figure: str) -> None:
+    """Where one scope holds nearly all of a listing (a Keras model, one top scope): how to see inside it."""
+    total = sum(max(row[figure], 0) for _, row in rows)
+    if not rows or total <= 0:
+        return
+    path, row = max(rows, key=lambda entry: entry[1][figure])
+    if row[figure] >= DOMINANT_SHARE * total and _scope_rows(space, group, path):
+        label = "the peak rise" if figure == "at_peak_bytes" else "the bytes allocated"
+        print(f"   {path} holds {row[figure] / total:.0%} of {label}: --scope {path} lists what it holds")
+
+
+def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=None, scope: str = "") -> None:
     summary = report.device_summary(space, group, resident=resident)
     start = summary["start_bytes"]
     if start is not None:
@@ -115,10 +143,19 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
                   ("kept_bytes", "its own: the allocator's rounding, values of no op")) if program[key]]
         print(f"   XLA program {program['name']}: {format_bytes(held)} at peak"
               + (f" ({', '.join(parts)})" if parts and held else ""))
-    print(f"   top scopes at peak (group={group}):")
-    # As the summary's top_scopes (no tree built); entries that hold, allocate and output nothing
-    # (gradient plumbing, a `NoOp`) are left out of the listing (--json keeps every entry).
-    scopes = [(path, report.figures_dict(figures)) for path, figures in space.top_level(group)]
+    if scope:
+        scopes = _scope_rows(space, group, scope)
+        if scopes is None:
+            _print_no_scope(space, group, scope)
+            scopes = []
+        else:
+            print(f"   scopes at peak in {scope} (group={group}):")
+    else:
+        print(f"   top scopes at peak (group={group}):")
+        # As the summary's top_scopes (no tree built).
+        scopes = [(path, report.figures_dict(figures)) for path, figures in space.top_level(group)]
+    # Entries that hold, allocate and output nothing (gradient plumbing, a `NoOp`) are left out of
+    # the listing (--json keeps every entry).
     shown = [(path, row) for path, row in scopes if any(row[k] for k in _SHOWN)]
     listed, rest, below = _listed(shown, top, lambda entry: entry[1]["at_peak_bytes"])
 
@@ -130,6 +167,8 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     _print_the_rest([row for _, row in rest], "scopes")
     for path, row in below:
         scope_line(path, row)
+    if not scope:
+        _print_dominant_scope(space, group, shown, "at_peak_bytes")
     print("   top op types at peak:")
     op_types = [r for r in summary["op_types"] if any(r["figures"][k] for k in _SHOWN)]
     listed, rest, below = _listed(op_types, top, lambda row: row["figures"]["at_peak_bytes"])
@@ -215,6 +254,7 @@ def _print_findings(found: list[dict]) -> None:
 
 
 _SHOWN = ("at_peak_bytes", "allocated_bytes", "output_bytes")  # a listed row holds, allocates or outputs bytes
+DOMINANT_SHARE = 0.9  # a top scope holding this share of a listing gets a pointer to what is inside it
 _FINDINGS_SPELT_OUT = 3  # findings sharing their advice printed in full before the rest are named
 
 
@@ -227,7 +267,8 @@ def _print_ranked_by_allocated(rows: list[tuple[str, dict]], top: int) -> None:
               f"  {format_bytes(figures['output_bytes']):>12} output  {label}")
 
 
-def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_no_curve: bool) -> None:
+def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_no_curve: bool,
+                               scope: str = "") -> None:
     """A space without allocation records: no peak, so rank by what was allocated and produced."""
     totals = report.figures_dict(space.totals())
     count = space.trace.exec_count
@@ -239,8 +280,15 @@ def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_n
         print(f"   largest node: {largest['name']} ({largest['op_type']}), allocated "
               f"{format_bytes(largest['allocated_bytes'])}, output {format_bytes(largest['output_bytes'])}")
     tree = space.tree(group)
-    print(f"   top scopes by allocated bytes (group={group}):")
-    _print_ranked_by_allocated([(tree.paths[c], report.figures_dict(tree.figures[c])) for c in tree.children[0]], top)
+    rows = _scope_rows(space, group, scope)
+    if rows is None:
+        _print_no_scope(space, group, scope)
+    else:
+        print(f"   scopes by allocated bytes in {scope} (group={group}):" if scope
+              else f"   top scopes by allocated bytes (group={group}):")
+        _print_ranked_by_allocated(rows, top)
+        if not scope:
+            _print_dominant_scope(space, group, rows, "allocated_bytes")
     print("   top op types by allocated bytes:")
     _print_ranked_by_allocated([(f"{row['name']} x{row['count']}", row["figures"]) for row in report.op_type_rows(space)],
                                top)
@@ -362,7 +410,7 @@ def summary_command(args: argparse.Namespace) -> int:
         for ref, step, spaces in results:
             if step.status != "ok":
                 continue
-            _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top, graphs[ref.run])
+            _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top, graphs[ref.run], args.scope)
             _print_resident(step, spaces, graphs[ref.run], args.group, args.top)
             _print_findings([f for f in found[ref]
                              if args.device is None or f["device"] in (None, *(s.trace.id for s in spaces))])
@@ -701,6 +749,11 @@ def _run_name(text: str) -> str:
     return posixpath.normpath(text) if text else text
 
 
+def _scope_path(text: str) -> str:
+    """--scope: a scope path as the listings print it (`small_unet/dec_1`), without slashes around it."""
+    return text.strip("/")
+
+
 def _batch(text: str) -> int:
     """--batch: as the whatif route bounds it."""
     from .whatif import MAX_BATCH_SEARCHED
@@ -720,6 +773,9 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--tag")
     summary.add_argument("--device", help="memory space id (CPU:0/mklcpu), device name or allocator")
     summary.add_argument("--group", choices=GROUPS, default="layer")
+    summary.add_argument("--scope", default="", type=_scope_path, metavar="PATH",
+                         help="list the scopes inside PATH (as the page's drill in) rather than the top level; "
+                              "--json lists every scope")
     summary.add_argument("--top", type=_top, default=10)
     summary.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     diff = commands.add_parser("diff", help="what grew: one traced step against a baseline step, scope by scope")

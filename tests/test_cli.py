@@ -480,6 +480,34 @@ def test_entries_below_nothing_at_the_peak_are_listed_past_the_top(capsys):
     assert top["(before this step)"] < 0
 
 
+def test_scope_lists_what_a_scope_holds(capsys):
+    """A Keras model is one top scope: the text says so and how to look inside; --scope lists the
+    scope's children (as the page's drill in), which add up to the scope's own figures."""
+    import re
+
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2")
+    assert code == 0, err
+    assert re.search(r"^   small_unet holds \d+% of the peak rise: --scope small_unet lists what it holds$", out,
+                     re.MULTILINE)
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2",
+                          "--scope", "small_unet", "--top", "1000")
+    assert code == 0, err
+    section = _section(out, "   scopes at peak in small_unet (group=layer):")
+    listed = [re.match(r" +(-?[\d.]+ (?:B|KiB|MiB)) +(\S+)", line).groups() for line in section]
+    assert listed and all(name.startswith("small_unet/") for _, name in listed)
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2", "--json")
+    (step,) = [s for s in json.loads(out)["steps"] if s["devices"]]
+    scopes = {e["name"]: e for e in step["devices"][0]["scopes"]}
+    children = [e for e in scopes.values() if e["parent"] == "small_unet"]
+    shown = {e["name"] for e in children if e["at_peak_bytes"] or e["allocated_bytes"] or e["output_bytes"]}
+    assert {name for _, name in listed} == shown
+    assert sum(e["at_peak_bytes"] for e in children) == scopes["small_unet"]["at_peak_bytes"]
+    # A path the step does not have is said, with the step's top level.
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2", "--scope", "nope/")
+    assert code == 0, err
+    assert "no scope 'nope' in this step (group=layer); its top level: small_unet" in out
+
+
 def test_a_keras_run_whose_profile_is_corrupt_fails(capsys, tmp_path):
     """Its empty `batch_N` record is passed over, not counted as a step read: nothing could be read."""
     import shutil
