@@ -209,6 +209,28 @@ def test_scopes_equal_engine_and_children_add_up(tb, logdir):
     assert unet01["kind"] == "scope" and unet01["has_children"] is True
 
 
+def test_a_big_scope_child_lists_what_it_holds(tb):
+    """A child holding a fifth or more of its level (at peak, or allocated) with children of its own
+    carries `inside`: its children as the scopes route gives them (params aside), largest at the peak
+    first; the others carry none."""
+    from tb_memory_plugin.report import INSIDE_SHARE
+
+    body = get_json(tb, "scopes", run="unet", tag="step_1", scope="")
+    total = {key: sum(max(c["figures"][key], 0) for c in body["children"]) for key in ("at_peak_bytes", "allocated_bytes")}
+    big = [c for c in body["children"] if c["has_children"]
+           and any(c["figures"][key] >= INSIDE_SHARE * total[key] for key in total)]
+    assert [c["scope"] for c in big] and "shared_model" in [c["scope"] for c in big]
+    for child in body["children"]:
+        if child not in big:
+            assert "inside" not in child, child["scope"]
+            continue
+        level = get_json(tb, "scopes", run="unet", tag="step_1", scope=child["scope"])["children"]
+        drop = ("param_count", "param_bytes", "slot_bytes")
+        expected = sorted(({k: v for k, v in c.items() if k not in drop and k != "inside"} for c in level),
+                          key=lambda c: (-c["figures"]["at_peak_bytes"], -c["figures"]["allocated_bytes"], c["scope"]))
+        assert child["inside"] == expected, child["scope"]
+
+
 def test_scope_details(tb, logdir):
     engine, resident = _engine_resident(logdir, "unet", "step_3")
     body = get_json(tb, "scope", run="unet", tag="step_3", scope="shared_model/unet_01")

@@ -217,6 +217,11 @@ export interface ScopeChild extends ParamFigures {
   top_op_type: string | null;
   figures: Figures;
   categories: CategoryBytes;
+  /**
+   * A child holding a large share of its level (and children of its own) lists them, largest
+   * first: the treemap shows what its tile is made of. Absent on other children.
+   */
+  inside?: ScopeChild[];
 }
 export interface ScopesResponse extends ParamFigures {
   scope: string;

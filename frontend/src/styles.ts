@@ -125,6 +125,11 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .tile .name { font-weight: 600; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
 .tile .bytes { white-space: nowrap; display: block; }
 .tile.self { background-image: repeating-linear-gradient(45deg, rgba(255,255,255,0.35) 0 4px, transparent 4px 8px); }
+.tile-inside { position: absolute; pointer-events: none; }
+.subtile { position: absolute; box-sizing: border-box; overflow: hidden; border: 1px solid rgba(255,255,255,0.55); padding: 0 2px; font-size: 10px; line-height: 1.2; color: var(--tile-text); }
+.subtile .name { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
+.subtile.rest { background-image: repeating-linear-gradient(45deg, rgba(255,255,255,0.3) 0 3px, transparent 3px 6px); }
+.tile.holds { box-shadow: inset 0 0 0 1px rgba(0,0,0,0.25); }
 .tile.more { background: var(--panel) !important; color: var(--muted); border-style: dashed; border-color: var(--border); }
 .tile.selected { outline: 3px solid var(--select); outline-offset: -3px; z-index: 2; }
 .tile:focus-visible { outline: 3px solid var(--focus); outline-offset: -3px; z-index: 3; }

@@ -114,6 +114,13 @@ def test_unet_scope_details_equal_backend(dashboard, load_fast):
     shown = set(dash.tile_scopes())
     assert "shared_model" in shown
     assert shown <= {c["scope"] for c in root["children"]}
+    # The U-Net is most of the step: its tile shows what it holds (the route's `inside`), as pictures
+    # that leave clicks to the tile.
+    inside = dash.tile("shared_model").locator(tid("treemap-subtile"))
+    drawn = {scope for scope in inside.evaluate_all("ps => ps.map(p => p.dataset.scope)") if scope}
+    (model,) = [c for c in root["children"] if c["scope"] == "shared_model"]
+    assert "shared_model/unet_01" in drawn
+    assert drawn <= {c["scope"] for c in model["inside"] if c["figures"]["at_peak_bytes"] > 0}
     dash.screenshot("unet-root")
 
     dash.tile("shared_model").click()

@@ -22,6 +22,13 @@ export const SIZE_FIGURES: { figure: FigureName; label: string }[] = [
 const OPEN_LIST_SHARE = 0.5;
 /** Folded children listed when the "(N more)" tile is opened. */
 const MORE_LIST_MAX = 300;
+/** A scope tile at least this big shows what it holds (its `inside`) below its name. */
+const INSIDE_MIN_WIDTH = 90;
+const INSIDE_MIN_HEIGHT = 64;
+/** Room kept at the top of such a tile for its name and bytes. */
+const INSIDE_HEADER = 30;
+/** Names of what a tile holds given in its tooltip. */
+const INSIDE_TITLE_NAMES = 5;
 
 interface Placed {
   tile: Tile<ScopeChild>;
@@ -242,6 +249,7 @@ export class TreemapView {
           `${this.figureLabel()}: ${formatBytes(tile.value)} (${share} of this level)`,
           `${countOf(child.exec_count, 'execution')}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
           paramsText(child) ?? '',
+          this.insideTitle(child),
           child.has_children ? 'double click or Drill in to open' : '',
         ]
           .filter(Boolean)
@@ -253,6 +261,11 @@ export class TreemapView {
       this.labelled.push(child.scope);
     }
     if (w >= 44 && h >= 28) node.append(el('span', { class: 'bytes' }, formatBytes(tile.value)));
+    const inside = this.insideElement(child, w, h);
+    if (inside) {
+      node.append(inside);
+      node.classList.add('holds');
+    }
     node.addEventListener('click', () => this.selection.select(child.scope));
     node.addEventListener('dblclick', () => {
       if (child.has_children) this.selection.drill(child.scope);
@@ -266,6 +279,66 @@ export class TreemapView {
     });
     this.tileByScope.set(child.scope, node);
     return node;
+  }
+
+  /** What a child holds, sized by the figure in use: the parts it lists with bytes, in a treemap of their own. */
+  private insideParts(child: ScopeChild): ScopeChild[] {
+    const figure = this.sizeFigure;
+    return (child.inside ?? []).filter((c) => c.figures[figure] > 0);
+  }
+
+  /**
+   * A big scope tile's own children, drawn inside it below its name (a Keras model is one top
+   * scope: its layers show at once). A picture only: clicks go to the tile itself, which is
+   * selected or opened as before. What the list leaves out is one hatched area, so the parts
+   * keep their share of the tile.
+   */
+  private insideElement(child: ScopeChild, w: number, h: number): HTMLElement | null {
+    const parts = this.insideParts(child);
+    if (!parts.length || w < INSIDE_MIN_WIDTH || h < INSIDE_MIN_HEIGHT) return null;
+    const figure = this.sizeFigure;
+    const width = w - 6;
+    const height = h - INSIDE_HEADER - 3;
+    type Part = { item: ScopeChild | null; value: number };
+    const leaves: Part[] = parts.map((item) => ({ item, value: item.figures[figure] }));
+    const listed = leaves.reduce((sum, leaf) => sum + leaf.value, 0);
+    const rest = child.figures[figure] - listed;
+    if (rest > 0) leaves.push({ item: null, value: rest });
+    const root = hierarchy<{ children?: Part[] } | Part>({ children: leaves }, (d) =>
+      'children' in d ? d.children : undefined,
+    ).sum((d) => ('value' in d ? d.value : 0));
+    const layout = treemap<{ children?: Part[] } | Part>().tile(treemapSquarify).size([width, height]).round(true)(root);
+    const box = el('div', {
+      class: 'tile-inside',
+      'aria-hidden': 'true',
+      style: `left:2px;top:${INSIDE_HEADER}px;width:${width}px;height:${height}px;`,
+    });
+    for (const n of layout.children ?? []) {
+      const part = n.data as Part;
+      const pw = n.x1 - n.x0;
+      const ph = n.y1 - n.y0;
+      if (pw < 1 || ph < 1) continue;
+      const style = `left:${n.x0}px;top:${n.y0}px;width:${pw}px;height:${ph}px;`;
+      const item = part.item;
+      const sub = el('div', {
+        class: item ? 'subtile' : 'subtile rest',
+        style: item ? `${style}background:${this.colorFor(item)};` : style,
+        'data-testid': 'treemap-subtile',
+        'data-scope': item ? item.scope : null,
+      });
+      if (item && pw >= 34 && ph >= 13) sub.append(el('span', { class: 'name' }, item.name));
+      box.append(sub);
+    }
+    return box;
+  }
+
+  /** The tooltip's line on what a tile holds: its largest parts. */
+  private insideTitle(child: ScopeChild): string {
+    const parts = this.insideParts(child);
+    if (!parts.length) return '';
+    const figure = this.sizeFigure;
+    const named = parts.slice(0, INSIDE_TITLE_NAMES).map((c) => `${c.name} ${formatBytes(c.figures[figure])}`);
+    return `holds: ${named.join(', ')}${parts.length > INSIDE_TITLE_NAMES ? ', …' : ''}`;
   }
 
   /** Lists the children folded into "(N more)" so that each can still be selected. */

@@ -93,6 +93,65 @@ describe('TreemapView', () => {
   });
 });
 
+describe('TreemapView inside a big tile', () => {
+  const inner = [
+    { scope: `${EVIL}/a/${EVIL}`, name: EVIL, kind: 'scope' as const, has_children: true, exec_count: 2, top_op_type: 'MatMul', figures: figures(120), categories: cats },
+    { scope: `${EVIL}/a/b`, name: 'b', kind: 'node' as const, has_children: false, exec_count: 1, top_op_type: 'Relu', figures: figures(50), categories: cats },
+    { scope: `${EVIL}/a/c`, name: 'c', kind: 'node' as const, has_children: false, exec_count: 1, top_op_type: 'NoOp', figures: figures(0), categories: cats },
+  ];
+  const withInside: ScopesResponse = { ...level, children: [{ ...level.children[0]!, inside: inner }, ...level.children.slice(1)] };
+
+  it('draws what the scope holds inside its tile, names as text, sized by the figure in use', () => {
+    const view = new TreemapView(new Selection());
+    mount(view.element);
+    view.setData(withInside);
+    const tile = tileFor(`${EVIL}/a`)!;
+    const parts = [...tile.querySelectorAll<HTMLElement>('[data-testid=treemap-subtile]')];
+    // The parts with bytes at the peak, and one hatched area for what the list leaves out (200 - 170).
+    expect(parts.filter((p) => p.dataset.scope).map((p) => p.dataset.scope)).toEqual([`${EVIL}/a/${EVIL}`, `${EVIL}/a/b`]);
+    expect(parts.filter((p) => p.classList.contains('rest')).length).toBe(1);
+    const area = (p: HTMLElement) => parseFloat(p.style.width) * parseFloat(p.style.height);
+    const [big, small, rest] = [parts[0]!, parts[1]!, parts.find((p) => p.classList.contains('rest'))!];
+    expect(area(big) / area(small)).toBeCloseTo(120 / 50, 0);
+    expect(area(small) / area(rest)).toBeCloseTo(50 / 30, 0);
+    expect(document.querySelectorAll('img').length).toBe(0);
+    expect(tile.textContent).toContain(EVIL);
+    expect(tile.querySelector('.tile-inside')!.getAttribute('aria-hidden')).toBe('true');
+    expect(tile.title).toContain(`holds: ${EVIL} `);
+    // Sized by output bytes, the part without bytes at the peak shows too.
+    const picker = document.querySelector<HTMLSelectElement>('[data-testid=size-picker]')!;
+    picker.value = 'output_bytes';
+    picker.dispatchEvent(new Event('change'));
+    const shown = [...tileFor(`${EVIL}/a`)!.querySelectorAll<HTMLElement>('[data-testid=treemap-subtile]')];
+    expect(shown.filter((p) => p.dataset.scope).map((p) => p.dataset.scope)).toContain(`${EVIL}/a/c`);
+  });
+
+  it('leaves clicks to the tile: it is selected, and opened, as before', () => {
+    const selection = new Selection();
+    const view = new TreemapView(selection);
+    mount(view.element);
+    view.setData(withInside);
+    const part = tileFor(`${EVIL}/a`)!.querySelector<HTMLElement>('[data-testid=treemap-subtile]')!;
+    part.click();
+    expect(selection.get().selected).toBe(`${EVIL}/a`);
+    part.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
+    expect(selection.get().focus).toBe(`${EVIL}/a`);
+  });
+
+  it('draws nothing inside a tile without a list, or too small for one', () => {
+    const view = new TreemapView(new Selection());
+    mount(view.element);
+    const tiny: ScopesResponse = {
+      ...withInside,
+      children: [{ ...withInside.children[0]!, figures: figures(1) }, { ...level.children[1]!, figures: figures(5000) }],
+    };
+    view.setData(tiny);
+    expect(document.querySelectorAll('[data-testid=treemap-subtile]').length).toBe(0);
+    view.setData(level);
+    expect(document.querySelectorAll('[data-testid=treemap-subtile]').length).toBe(0);
+  });
+});
+
 describe('TreemapView size', () => {
   it('sizes tiles by allocated bytes for a step without a curve, until one with a curve comes back', () => {
     const view = new TreemapView(new Selection());
