@@ -10,6 +10,8 @@ caller (through ``demo_logs/models.py``) before these run.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 CONVBN_BATCH = 4
@@ -206,19 +208,47 @@ def build_multi(batch=MULTI_BATCH, size=MULTI_IN, seed=0):
     return models._finish("multi", graph, loss, train_step, feeds), info
 
 
+@contextlib.contextmanager
+def _embedding_graph(batch: int, size: int, seed: int):
+    """(tf, tf.compat.v1, the graph, ids, targets) of an embedding model being built, seeded."""
+    tf = _tf()
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.set_random_seed(seed)
+        ids = tf.compat.v1.placeholder(tf.int32, (batch, size), name="ids")
+        y = tf.compat.v1.placeholder(tf.float32, (batch, EMB_OUT), name="y")
+        yield tf, tf.compat.v1, graph, ids, y
+
+
+def _id_feeds(ids, y, vocab: int, seed: int):
+    """Feeds of an embedding model: random ids below `vocab`, random targets, new ones each step."""
+    def feeds(step=0):
+        rng = np.random.RandomState(seed * 1000 + step)
+        return {ids: rng.randint(0, vocab, ids.shape.as_list()).astype(np.int32),
+                y: rng.rand(*y.shape.as_list()).astype(np.float32)}
+    return feeds
+
+
+def _trained_info(trainable, slots) -> dict:
+    """What TensorFlow says of a model's trainable variables and their optimizer slots."""
+    slots = [s for s in slots if s is not None]
+    return {
+        "param_count": sum(int(v.shape.num_elements()) for v in trainable),
+        "param_bytes": sum(_nbytes(v) for v in trainable),
+        "variables": sorted(v.op.name for v in trainable),
+        "slot_names": sorted(s.op.name for s in slots),
+        "slot_bytes": sum(_nbytes(s) for s in slots),
+        "per_variable": {v.op.name: (int(v.shape.num_elements()), _nbytes(v)) for v in trainable},
+    }
+
+
 def build_noscope(batch=EMB_BATCH, size=EMB_IDS, seed=0):
     """No name scopes: the variables and the model's ops sit at the graph's root. An embedding
     lookup on a resource variable (ResourceGather, a sparse gradient), a dense layer, and
     `AdagradOptimizer(0.1, name="adagrad")` (lower case, so its slots are `<var>/adagrad`)."""
     import models
 
-    tf = _tf()
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        tf1.set_random_seed(seed)
-        ids = tf1.placeholder(tf.int32, (batch, size), name="ids")
-        y = tf1.placeholder(tf.float32, (batch, EMB_OUT), name="y")
+    with _embedding_graph(batch, size, seed) as (tf, tf1, graph, ids, y):
         embedding = tf1.get_variable("embedding", (EMB_VOCAB, EMB_DIM), use_resource=True)
         w1 = tf1.get_variable("w1", (size * EMB_DIM, EMB_HIDDEN), use_resource=True)
         b1 = tf1.get_variable("b1", (EMB_HIDDEN,), initializer=tf1.zeros_initializer(), use_resource=True)
@@ -233,21 +263,8 @@ def build_noscope(batch=EMB_BATCH, size=EMB_IDS, seed=0):
         trainable = tf1.trainable_variables()
         slots = [optimizer.get_slot(v, name) for v in trainable for name in optimizer.get_slot_names()]
 
-    def feeds(step=0):
-        rng = np.random.RandomState(seed * 1000 + step)
-        return {ids: rng.randint(0, EMB_VOCAB, (batch, size)).astype(np.int32),
-                y: rng.rand(batch, EMB_OUT).astype(np.float32)}
-
-    info = {
-        "param_count": sum(int(v.shape.num_elements()) for v in trainable),
-        "param_bytes": sum(_nbytes(v) for v in trainable),
-        "variables": sorted(v.op.name for v in trainable),
-        "slot_names": sorted(s.op.name for s in slots if s is not None),
-        "slot_bytes": sum(_nbytes(s) for s in slots if s is not None),
-        "per_variable": {v.op.name: (int(v.shape.num_elements()), _nbytes(v)) for v in trainable},
-        "lookup_bytes": _nbytes(rows),
-    }
-    return models._finish("noscope", graph, loss, train_step, feeds), info
+    info = {**_trained_info(trainable, slots), "lookup_bytes": _nbytes(rows)}
+    return models._finish("noscope", graph, loss, train_step, _id_feeds(ids, y, EMB_VOCAB, seed)), info
 
 
 def build_scopedadam(batch=EMB_BATCH, size=EMB_IDS, seed=0):
@@ -257,13 +274,7 @@ def build_scopedadam(batch=EMB_BATCH, size=EMB_IDS, seed=0):
     sparse, so Adam updates it with assigns and a scatter (no apply op names its slots)."""
     import models
 
-    tf = _tf()
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        tf1.set_random_seed(seed)
-        ids = tf1.placeholder(tf.int32, (batch, size), name="ids")
-        y = tf1.placeholder(tf.float32, (batch, EMB_OUT), name="y")
+    with _embedding_graph(batch, size, seed) as (tf, tf1, graph, ids, y):
         with tf1.variable_scope("embedding"):
             table = tf1.get_variable("table", (EMB_VOCAB * 40, EMB_DIM), use_resource=True)
         with tf1.variable_scope("dense"):
@@ -277,22 +288,10 @@ def build_scopedadam(batch=EMB_BATCH, size=EMB_IDS, seed=0):
         slots = [optimizer.get_slot(v, name) for v in trainable for name in optimizer.get_slot_names()]
         own = list(optimizer._get_beta_accumulators())  # beta1_power, beta2_power
 
-    def feeds(step=0):
-        rng = np.random.RandomState(seed * 1000 + step)
-        return {ids: rng.randint(0, EMB_VOCAB * 40, (batch, size)).astype(np.int32),
-                y: rng.rand(batch, EMB_OUT).astype(np.float32)}
-
-    info = {
-        "param_count": sum(int(v.shape.num_elements()) for v in trainable),
-        "param_bytes": sum(_nbytes(v) for v in trainable),
-        "variables": sorted(v.op.name for v in trainable),
-        "slot_names": sorted(s.op.name for s in slots if s is not None),
-        "own_names": sorted(v.op.name for v in own),
-        # Optimizer state: the slots and Adam's own variables.
-        "slot_bytes": sum(_nbytes(s) for s in slots if s is not None) + sum(_nbytes(v) for v in own),
-        "per_variable": {v.op.name: (int(v.shape.num_elements()), _nbytes(v)) for v in trainable},
-    }
-    return models._finish("scopedadam", graph, loss, train_step, feeds), info
+    info = _trained_info(trainable, slots)
+    info["own_names"] = sorted(v.op.name for v in own)
+    info["slot_bytes"] += sum(_nbytes(v) for v in own)  # optimizer state: the slots and Adam's own variables
+    return models._finish("scopedadam", graph, loss, train_step, _id_feeds(ids, y, EMB_VOCAB * 40, seed)), info
 
 
 # name -> (builder, traced steps); every run also gets the run graph (add_graph).
