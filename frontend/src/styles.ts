@@ -146,6 +146,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .graph-area .box rect { stroke: var(--border); stroke-width: 1; }
 .graph-area .box text { fill: var(--fg); font-size: 12px; pointer-events: none; }
 .graph-area .box .sub { fill: var(--muted); font-size: 11px; }
+.whatif-skipped { font-size: 12px; white-space: pre-line; }
 .graph-note { font-size: 12px; color: var(--muted); margin-top: 4px; }
 .graph-area .box { cursor: pointer; }
 .graph-area .box.selected rect { stroke: var(--select); stroke-width: 3; }

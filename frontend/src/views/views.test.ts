@@ -636,6 +636,17 @@ describe('WhatIfView', () => {
     expect(view.request()).toEqual({ batch: expect.any(Number), runs: [], limit: 8 * 2 ** 30, tracedBatch: null });
   });
 
+  it('says in words why a run picked to fit with was left out, names as text', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    view.setData({ ...answer, skipped_runs: [{ run: EVIL, tag: 'step_1', reason: `another model: ${EVIL}` }] });
+    const note = view.element.querySelector('[data-testid=whatif-skipped]')!;
+    expect(note.textContent).toBe(`${EVIL} step_1: another model: ${EVIL}`);
+    expect(document.querySelectorAll('img').length).toBe(0);
+    view.setData(answer);
+    expect(note.textContent).toBe('');
+  });
+
   it('asks with the batch the step ran at where the user gives one, until another step is shown', () => {
     const view = new WhatIfView(() => ['x']);
     document.body.replaceChildren(view.element);

@@ -59,6 +59,8 @@ export class WhatIfView {
   private readonly headline = el('div', { class: 'whatif-headline', 'data-testid': 'whatif-predicted' });
   private readonly method = el('span', { 'data-testid': 'whatif-method' });
   private readonly maxBatch = el('span', { 'data-testid': 'whatif-max-batch' });
+  /** Why each run picked to fit with was left out, in words (a run of another model, say). */
+  private readonly skippedNote = el('div', { class: 'muted whatif-skipped', 'data-testid': 'whatif-skipped' });
   private readonly svgNode: SVGSVGElement;
   private readonly body: HTMLElement;
   private readonly layers: DataTable<WhatIfLayer>;
@@ -83,6 +85,7 @@ export class WhatIfView {
       { class: 'panel-body' },
       this.headline,
       el('div', { class: 'whatif-meta' }, this.method, this.maxBatch),
+      this.skippedNote,
       el('div', { 'data-testid': 'whatif-chart' }, this.svgNode),
       el('div', { class: 'panel-toolbar', style: 'margin-top:4px' }, el('h2', {}, 'Layers at the predicted peak'), el('span', { class: 'spacer' }), this.layers.exports),
       this.layers.element,
@@ -152,6 +155,7 @@ export class WhatIfView {
     clear(this.headline);
     this.method.textContent = '';
     this.maxBatch.textContent = '';
+    this.skippedNote.textContent = '';
     if (!data) {
       this.layers.setRows([]);
       this.draw();
@@ -179,6 +183,7 @@ export class WhatIfView {
     this.method.textContent = skipped.text ? `${methodText(data)} · ${skipped.text}` : methodText(data);
     if (skipped.reasons) this.method.title = skipped.reasons;
     else this.method.removeAttribute('title');
+    this.skippedNote.textContent = skipped.reasons;
     this.maxBatch.textContent =
       data.limit_bytes === null ? maxBatchText(data) : `${maxBatchText(data)} (limit ${formatBytes(data.limit_bytes)}${data.limit_source === 'capacity' ? ', the allocator’s capacity' : ''})`;
     this.maxBatch.setAttribute('data-max-batch', data.max_batch === null ? '' : String(data.max_batch));
