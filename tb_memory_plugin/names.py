@@ -445,7 +445,10 @@ _OPTIMIZER_NAMES = frozenset(
      # Keras 3 scopes an optimizer's update ops under its class name in snake case (`AdamW` ->
      # `adam_w`, `RMSprop` -> `rm_sprop`).
      "adam", "adamw", "adam_w", "sgd", "rmsprop", "rm_sprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl",
-     "lion", "lamb", "adafactor", "muon", "loss_scale_optimizer"}
+     "lion", "lamb", "adafactor", "muon", "loss_scale_optimizer",
+     # tf.compat.v1's ExponentialMovingAverage of the weights: its updates of the shadows it keeps
+     # (counted as slots of the variables, resident.py) after the optimizer's step.
+     "ExponentialMovingAverage"}
 )
 _NUMBERED = re.compile(r"_\d+$")
 
@@ -473,6 +476,9 @@ _LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?|while(?:_\d+)?)$
 _GRADIENT_FIRST = r"(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?"
 _GRADIENT_FIRST_RE = re.compile(rf"^{_GRADIENT_FIRST}$")
 _GRADIENT_RE = re.compile(rf"^{_GRADIENT_FIRST}(?:/|$)|_grad(?:/|$)")  # such a first component, or an op's `_grad`
+# A gradients scope as the second component (`train/gradients/AddN_3`: `minimize` under a scope of the
+# user's): its ops compute gradients, as below a first one, the gradients' sums with no `_grad` included.
+_GRADIENTS_SECOND_RE = re.compile(r"^[^/]+/gradients(?:_\d+)?/")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -501,7 +507,7 @@ def categorise(path: str, op_type: str, kind: str) -> int:
         return OPTIMIZER
     if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
-    if _GRADIENT_RE.search(rest if replica else path):
+    if _GRADIENT_RE.search(rest if replica else path) or _GRADIENTS_SECOND_RE.match(rest if replica else path):
         return GRADIENTS
     if op_type in _VARIABLE_OPS:
         return PARAMETERS
@@ -1475,13 +1481,22 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         optimizer_first[rows] = np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]
         gradient[rows] |= np.fromiter((_GRADIENT_FIRST_RE.match(t) is not None for t in distinct), bool,
                                       len(distinct))[code]
+    # A gradients scope as the second component (`train/gradients/AddN_3`): gradients. Found from
+    # the slashes (lines.gradients_below); the one-name rule decides where the word is numbered
+    # (`gradients_1`) or the first component is looked through (`replica_1/train/gradients/...`).
+    at, line, ends = lines.gradients_below  # from the slashes, as the layer cut reads them too
+    if line.size:
+        second = at == lines.starts[line] + parts.length[line]
+        gradient[line[second & ends]] = True
+        looked = parts.where(_LOOKED_THROUGH_RE.match)
+        unsure = np.unique(line[(second & ~ends) | looked[line]]).tolist()
+        gradient[[i for i in unsure if _GRADIENTS_SECOND_RE.match(_looked_through(paths[i]))]] = True
     # An optimizer's updates under a scope of the user's (`train/Adam/update_<var>/...`), by the
     # one-name rule on the rows with an `update_` component whose first is no optimizer's.
     updated_below = np.zeros(n, dtype=bool)
-    if b"update_" in lines.data:
-        rows = lines.lines_with_component(b"update_")
-        rows = rows[~optimizer_first[rows]].tolist()
-        updated_below[[i for i in rows if _updated_below_scope(_looked_through(paths[i]))]] = True
+    rows = lines.lines_with_component(b"update_")
+    rows = rows[~optimizer_first[rows]].tolist()
+    updated_below[[i for i in rows if _updated_below_scope(_looked_through(paths[i]))]] = True
     # Gradients under the optimizer's scope (`training/Adam/gradients/...`): gradients, by the
     # one-name rule on the rows holding `/gradients`.
     is_gradient_below = np.zeros(n, dtype=bool)

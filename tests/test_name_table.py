@@ -130,6 +130,27 @@ def test_a_graph_node_without_an_op_type_is_looked_up_by_its_label():
     assert names.NameTable.build(raw, {}, {}, names.CodedOpTypes([], [])).op_types == [names.UNKNOWN_OP] * 3
 
 
+def test_a_users_scope_above_the_gradients_and_the_optimizer():
+    """`minimize` under a scope of the user's: the gradients' sums (`train/gradients/AddN_3`, no `_grad`)
+    are gradients and the optimizer's updates (`gen_train/Adam/update_<var>/...`) optimizer, numbered
+    or behind a replica's scope too; a node named `gradients`, or the word deeper, is neither; the
+    weights' moving average's updates are the optimizer's. The table and the one-name rules agree."""
+    raw = ["x/gradients", "x/gradients_2", "train/gradients/AddN_3", "train/gradients_1/AddN", "train/gradientsX/a",
+           "replica_1/train/gradients/AddN", "replica_1/train/gradients_3/AddN", "a/b/gradients/AddN",
+           "gen_train/Adam/update_gen/w/AssignVariableOp", "gen_train/Adam/mul", "model/dense/MatMul",
+           "ExponentialMovingAverage/AssignMovingAvg/sub_1", "ExponentialMovingAverage_1/x"]
+    ops = {name: "AddN" if "AddN" in name else "AssignVariableOp" if "Assign" in name else "Sub" for name in raw}
+    assert_agrees(raw, {}, {}, ops)
+    table = names.NameTable.build(raw, {}, {}, ops)
+    category = dict(zip(raw, (CATEGORIES[c] for c in table.category)))
+    assert [n for n in raw if category[n] == "gradients"] == [
+        "train/gradients/AddN_3", "train/gradients_1/AddN", "replica_1/train/gradients/AddN",
+        "replica_1/train/gradients_3/AddN"]
+    assert [n for n in raw if category[n] == "optimizer"] == [
+        "gen_train/Adam/update_gen/w/AssignVariableOp", "ExponentialMovingAverage/AssignMovingAvg/sub_1",
+        "ExponentialMovingAverage_1/x"]
+
+
 def test_names_with_newlines_take_the_one_name_path():
     raw = ["a/b\nc", "gradients/x/MatMul_grad/MatMul", "_arg_x_0_0"]
     assert_agrees(raw, {}, {}, {"a/b\nc": "MatMul"})
