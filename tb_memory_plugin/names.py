@@ -271,6 +271,13 @@ def _first_component_rules(graph_name: str) -> str | None:
     return None
 
 
+def computes_gradient(graph_name: str) -> bool:
+    """Whether a node's name says it computes a gradient: under a gradients scope (first, or second
+    below a scope of the user's), or in an op's `_grad` scope, as the gradients category reads it."""
+    path = _looked_through(graph_name)
+    return _GRADIENT_RE.search(path) is not None or _GRADIENTS_SECOND_RE.match(path) is not None
+
+
 def _looked_through(path: str) -> str:
     """A path without a first component that is not the user's scope (`replica_1/`, `cond/`)."""
     first, sep, rest = path.partition("/")

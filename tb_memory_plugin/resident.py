@@ -21,7 +21,7 @@ import numpy as np
 from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
 from .graph import graph_blobs
-from .names import _SLOT_RE, is_apply_op, layer_path, optimizer_scope, scope_of
+from .names import _SLOT_RE, computes_gradient, is_apply_op, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
 from .trace import DEVICE_MEMORY, device_task, parse_device, same_device
 
@@ -134,7 +134,8 @@ class Model:
         variables = [node for node in graph_nodes if node.op in _VARIABLE_OPS]
         by_name = {node.name: node for node in variables}
         applied = _applied_slots(graph_nodes, by_name)
-        tensors = [_variable_tensor(node, by_name, applied) for node in variables]
+        accumulators = _gradient_accumulators(graph_nodes, by_name, applied[1])
+        tensors = [_variable_tensor(node, by_name, applied, accumulators) for node in variables]
         # A graph with variables keeps its weights in them: only a frozen one's are Consts.
         weights = [] if variables else _weight_constants(graph_nodes, nodes)
         tensors += [_constant_tensor(nodes[name]) for name in weights]
@@ -159,6 +160,7 @@ class Model:
         present = set(ops)
         wanted = set(_VARIABLE_OPS) | {"Const", "Placeholder", "PlaceholderWithDefault"} | CONV_OPS
         wanted |= {op for op in present if is_apply_op(op)}  # which variables are slots
+        wanted |= _ASSIGN_ADD_OPS & present  # which accumulate gradients
         if not present & set(_VARIABLE_OPS):  # frozen: weights are Consts read by these ops
             wanted |= set(_WEIGHT_INPUTS) | _PASS_THROUGH
         if present & CONV_OPS:  # a conv's filter, and the ops fused after it
@@ -237,6 +239,29 @@ def _applied_slots(graph_nodes, variables: dict) -> tuple[dict[str, str], frozen
     return slots, frozenset(trained)
 
 
+_ASSIGN_ADD_OPS = frozenset({"AssignAdd", "AssignAddVariableOp"})
+
+
+def _gradient_accumulators(graph_nodes, variables: dict, trained: frozenset[str]) -> dict[str, str | None]:
+    """Variables no apply op trains that an AssignAdd adds a gradient into (gradients accumulated
+    over micro-batches, then applied): {accumulator: the trained variable whose gradient it holds,
+    where one alone has its shape and dtype, or the gradient's layer tells which; else None}."""
+    found: dict[str, str | None] = {}
+    for node in graph_nodes:
+        if node.op not in _ASSIGN_ADD_OPS or len(node.input) < 2:
+            continue
+        target = variables.get(node.input[0].lstrip("^").split(":", 1)[0])
+        value = node.input[1].lstrip("^").split(":", 1)[0]
+        if target is None or target.name in trained or not computes_gradient(value):
+            continue
+        alike = [name for name in trained if _same_tensor(variables[name], target)]
+        if len(alike) > 1:  # the one in the layer the gradient was taken in
+            where = layer_path(value)
+            alike = [name for name in alike if where.startswith(scope_of(name) + "/")] or alike
+        found[target.name] = alike[0] if len(alike) == 1 else None
+    return found
+
+
 def _same_tensor(a, b) -> bool:
     return a.attr["dtype"].type % 100 == b.attr["dtype"].type % 100 and \
         _shape(a.attr["shape"].shape) == _shape(b.attr["shape"].shape)
@@ -251,7 +276,8 @@ def _is_optimizer_variable(name: str) -> bool:
 _BETA_POWER_RE = re.compile(r"^beta[12]_power(?:_\d+)?$")  # tf.compat.v1 Adam's own variables
 
 
-def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], frozenset[str]]) -> ModelTensor:
+def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], frozenset[str]],
+                     accumulators: dict[str, str | None] | None = None) -> ModelTensor:
     """A variable, as the apply ops show it (`_applied_slots`), else by its name (`slot_owner`):
     a graph whose apply ops are not in its GraphDef (a function's body) has only names. A
     variable named below another of its known shape and dtype (`<var>/adam_m`, `<var>/adam_v`:
@@ -263,6 +289,8 @@ def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], froze
     slots, trained = applied
     if node.name in trained:
         owner, kind = None, VARIABLE
+    elif accumulators and node.name in accumulators:  # gradients accumulated for the optimizer: its state
+        owner, kind = accumulators[node.name], SLOT
     else:
         head = node.name.rpartition("/")[0]
         # Of a known shape with elements (two of unknown shape, or scalars, tell nothing), and

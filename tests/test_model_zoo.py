@@ -527,6 +527,28 @@ def test_scopedadam_updates_are_the_optimizers(zoo, engine, raw):
     assert int(space.exec_figures[embedding, ALLOCATED].sum()) > 0
 
 
+# -- gradients accumulated in variables of their own ------------------------------------------------------
+
+
+def test_accumulated_gradients_are_optimizer_state_not_parameters(zoo, summary, raw):
+    """Non-trainable variables that `assign_add` adds gradients into (`Variable`, `Variable_1`) are the
+    optimizer's state, each beside the variable whose gradient it holds: the parameters are
+    TensorFlow's trainable variables."""
+    info = zoo.info["accumulate"]
+    key = ("accumulate", "step_1")
+    assert info["accumulators"] == ["Variable", "Variable_1"]
+    for group in GROUPS:
+        resident = _main_device(summary[group][key], raw[key], raw[key].devices[0].device)["resident"]
+        assert resident["param_count"] == info["param_count"], group
+        assert resident["param_bytes"] == info["param_bytes"]
+        assert resident["slot_bytes"] == info["slot_bytes"]
+        by_scope = {row["scope"]: row for row in resident["layers"]}
+        assert not set(info["accumulators"]) & set(by_scope)
+        for variable, (count, nbytes) in info["per_variable"].items():
+            layer = by_scope[variable.rsplit("/", 1)[0]]
+            assert (layer["param_count"], layer["slot_bytes"]) == (count, 3 * nbytes)  # Adam's two, and its sum
+
+
 # -- the conv net: moving averages are parameters, Momentum's slots are slots -------------------------------
 
 

@@ -209,15 +209,22 @@ def build_multi(batch=MULTI_BATCH, size=MULTI_IN, seed=0):
 
 
 @contextlib.contextmanager
-def _embedding_graph(batch: int, size: int, seed: int):
-    """(tf, tf.compat.v1, the graph, ids, targets) of an embedding model being built, seeded."""
+def _seeded_graph(seed: int):
+    """(tf, tf.compat.v1, the graph) of a model being built, seeded."""
     tf = _tf()
     graph = tf.Graph()
     with graph.as_default():
         tf.compat.v1.set_random_seed(seed)
-        ids = tf.compat.v1.placeholder(tf.int32, (batch, size), name="ids")
-        y = tf.compat.v1.placeholder(tf.float32, (batch, EMB_OUT), name="y")
-        yield tf, tf.compat.v1, graph, ids, y
+        yield tf, tf.compat.v1, graph
+
+
+@contextlib.contextmanager
+def _embedding_graph(batch: int, size: int, seed: int):
+    """(tf, tf.compat.v1, the graph, ids, targets) of an embedding model being built, seeded."""
+    with _seeded_graph(seed) as (tf, tf1, graph):
+        ids = tf1.placeholder(tf.int32, (batch, size), name="ids")
+        y = tf1.placeholder(tf.float32, (batch, EMB_OUT), name="y")
+        yield tf, tf1, graph, ids, y
 
 
 def _id_feeds(ids, y, vocab: int, seed: int):
@@ -294,6 +301,40 @@ def build_scopedadam(batch=EMB_BATCH, size=EMB_IDS, seed=0):
     return models._finish("scopedadam", graph, loss, train_step, _id_feeds(ids, y, EMB_VOCAB * 40, seed)), info
 
 
+def build_accumulate(batch=MULTI_BATCH, size=MULTI_IN, seed=0):
+    """Gradients accumulated into non-trainable variables (`tf.Variable(zeros, trainable=False)`,
+    named `Variable`, `Variable_1`, ...) by `assign_add`, then applied by Adam from them: the step
+    runs the accumulation and the update together."""
+    import models
+
+    with _seeded_graph(seed) as (tf, tf1, graph):
+        x = tf1.placeholder(tf.float32, (batch, size), name="x")
+        y = tf1.placeholder(tf.float32, (batch, 10), name="y")
+        with tf1.variable_scope("net"):
+            h = tf.nn.relu(tf.matmul(x, tf1.get_variable("dense1/kernel", (size, 64), use_resource=True)), name="relu")
+            logits = tf.matmul(h, tf1.get_variable("dense2/kernel", (64, 10), use_resource=True), name="logits")
+        loss = tf.reduce_mean(tf.square(logits - y), name="loss")
+        optimizer = tf1.train.AdamOptimizer(0.01)
+        trainable = tf1.trainable_variables()
+        accumulators = [tf.Variable(tf.zeros(v.shape), trainable=False) for v in trainable]
+        pairs = optimizer.compute_gradients(loss, trainable)
+        added = [acc.assign_add(grad) for acc, (grad, _) in zip(accumulators, pairs)]
+        with tf.control_dependencies(added):
+            train_step = optimizer.apply_gradients([(acc / 2.0, v) for acc, (_, v) in zip(accumulators, pairs)])
+        slots = [optimizer.get_slot(v, name) for v in trainable for name in optimizer.get_slot_names()]
+        own = list(optimizer._get_beta_accumulators())
+
+    def feeds(step=0):
+        rng = np.random.RandomState(seed * 1000 + step)
+        return {x: rng.rand(batch, size).astype(np.float32), y: rng.rand(batch, 10).astype(np.float32)}
+
+    info = _trained_info(trainable, slots)
+    info["accumulators"] = sorted(a.op.name for a in accumulators)
+    # Optimizer state: the slots, Adam's own variables and the accumulated gradients.
+    info["slot_bytes"] += sum(_nbytes(v) for v in own) + sum(_nbytes(a) for a in accumulators)
+    return models._finish("accumulate", graph, loss, train_step, feeds), info
+
+
 # name -> (builder, traced steps); every run also gets the run graph (add_graph).
 ZOO = {
     "convbn": (build_convbn, (1,)),
@@ -301,6 +342,7 @@ ZOO = {
     "multi": (build_multi, (1, 2)),
     "noscope": (build_noscope, (1,)),
     "scopedadam": (build_scopedadam, (1,)),
+    "accumulate": (build_accumulate, (1,)),
 }
 
 
