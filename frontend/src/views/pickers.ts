@@ -50,7 +50,7 @@ export class PickersView {
       if (changed.has('run') || changed.has('tag')) this.renderRunsAndSteps(state);
       if (changed.has('device')) this.renderDevices(state);
       if (changed.has('group')) this.groupSelect.value = state.group;
-      if (changed.has('against')) this.renderCompare(state);
+      if (changed.has('against') || changed.has('run') || changed.has('tag')) this.renderCompare(state);
     });
   }
 
@@ -88,7 +88,12 @@ export class PickersView {
     for (const run of this.runs) {
       if (run.steps.length === 0) continue;
       const group = el('optgroup', { label: run.run });
-      for (const step of run.steps) group.append(option(againstValue(run.run, step.tag), `${run.run} · ${step.tag}`, againstValue(run.run, step.tag) === chosen));
+      for (const step of run.steps) {
+        const value = againstValue(run.run, step.tag);
+        // The step shown is no step to compare it with.
+        const shown = run.run === state.run && step.tag === state.tag;
+        group.append(option(value, `${run.run} · ${step.tag}${shown ? ' (this step)' : ''}`, value === chosen, shown));
+      }
       this.compareSelect.append(group);
     }
     this.compareSelect.disabled = this.runs.length === 0;

@@ -9,7 +9,7 @@ import { DetailsView } from './details';
 import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
 import { SummaryView, openingText, opSuffix } from './summary';
-import { deviceLabel, stepLabel } from './pickers';
+import { PickersView, deviceLabel, stepLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
 import { WhatIfView } from './whatif';
@@ -681,6 +681,23 @@ describe('FindingsView', () => {
     expect(items[1]?.querySelector('.finding-suggestion')?.getAttribute('title')).toBe('Fix A.');
     expect(items[0]?.querySelector('.finding-message')?.textContent).toBe(`${EVIL} in a`);
     expect(document.querySelector('img')).toBeNull();
+  });
+});
+
+describe('PickersView compare', () => {
+  it('offers every traced step but the one shown, which it names as this step', () => {
+    const selection = new Selection();
+    const view = new PickersView(selection);
+    mount(view.element);
+    const step = (tag: string) => ({ tag, step: 1, wall_time: 1, devices: [] });
+    view.setRuns([{ run: EVIL, has_graph: false, steps: [step('a'), step('b')] }, { run: 'r2', has_graph: false, steps: [step('a')] }]);
+    selection.set({ run: EVIL, tag: 'a' });
+    const options = () =>
+      [...document.querySelectorAll<HTMLOptionElement>('[data-testid=compare-picker] option')].map((o) => [o.textContent, o.disabled]);
+    expect(options()).toEqual([['—', false], [`${EVIL} · a (this step)`, true], [`${EVIL} · b`, false], ['r2 · a', false]]);
+    selection.set({ tag: 'b' });
+    expect(options()).toEqual([['—', false], [`${EVIL} · a`, false], [`${EVIL} · b (this step)`, true], ['r2 · a', false]]);
+    expect(document.querySelectorAll('img').length).toBe(0);
   });
 });
 
