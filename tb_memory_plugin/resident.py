@@ -195,18 +195,13 @@ def _sized(dtype: int, shape: tuple[int, ...] | None) -> tuple[int | None, int |
 def slot_owner(name: str, variables: set[str] | frozenset[str]) -> str | None:
     """The variable a slot variable belongs to, by the optimizers' naming; None if not a slot.
 
-    `<var>/Adam`, `<var>/Adam_1`, `<var>/Momentum` (tf.compat.v1 optimizers), also under the
-    scope the optimizer was made in (`train/<var>/Adam`: `minimize` inside a variable scope);
+    `<var>/Adam`, `<var>/Adam_1`, `<var>/Momentum` (tf.compat.v1 optimizers);
     `[training/]Adam/<var>/m` (Keras optimizers); `<var>/ExponentialMovingAverage` (a moving
-    average's shadow).
+    average's shadow). Under the scope the optimizer was made in: `_scoped_slot_owner`.
     """
     head, _, leaf = name.rpartition("/")
-    if _SLOT_RE.match(leaf):
-        parts = head.split("/")
-        for k in range(len(parts)):
-            candidate = "/".join(parts[k:])
-            if candidate in variables:
-                return candidate
+    if head in variables and _SLOT_RE.match(leaf):
+        return head
     if leaf in _KERAS_SLOTS or leaf.rstrip("0123456789_") in _KERAS_SLOTS:
         parts = head.split("/")
         while parts and optimizer_scope(parts[0]):
@@ -242,24 +237,52 @@ def _applied_slots(graph_nodes, variables: dict) -> tuple[dict[str, str], frozen
 _ASSIGN_ADD_OPS = frozenset({"AssignAdd", "AssignAddVariableOp"})
 
 
+def _scoped_slot_owner(node, variables: dict) -> str | None:
+    """The variable of a slot named under the scope the optimizer was made in (`train/<var>/Adam`:
+    `minimize` inside `variable_scope("train")`), of that variable's shape and dtype; None if none."""
+    head, _, leaf = node.name.rpartition("/")
+    if not _SLOT_RE.match(leaf):
+        return None
+    parts = head.split("/")
+    for k in range(1, len(parts)):
+        candidate = variables.get("/".join(parts[k:]))
+        if candidate is not None and _same_tensor(candidate, node):
+            return candidate.name
+    return None
+
+
 def _gradient_accumulators(graph_nodes, variables: dict, trained: frozenset[str]) -> dict[str, str | None]:
     """Variables no apply op trains that an AssignAdd adds a gradient into (gradients accumulated
     over micro-batches, then applied): {accumulator: the trained variable whose gradient it holds,
     where one alone has its shape and dtype, or the gradient's layer tells which; else None}."""
     found: dict[str, str | None] = {}
+    by_tensor: dict[tuple, list[str]] = {}  # trained variables by dtype and shape (and scope), made once
     for node in graph_nodes:
         if node.op not in _ASSIGN_ADD_OPS or len(node.input) < 2:
             continue
         target = variables.get(node.input[0].lstrip("^").split(":", 1)[0])
         value = node.input[1].lstrip("^").split(":", 1)[0]
-        if target is None or target.name in trained or not computes_gradient(value):
+        # Of a known shape with elements (a scalar running sum, a step count, is no gradient's).
+        if target is None or target.name in trained or not _tensor_key(target)[1] or not computes_gradient(value):
             continue
-        alike = [name for name in trained if _same_tensor(variables[name], target)]
-        if len(alike) > 1:  # the one in the layer the gradient was taken in
-            where = layer_path(value)
-            alike = [name for name in alike if where.startswith(scope_of(name) + "/")] or alike
+        if not by_tensor:
+            for name in sorted(trained):
+                key = _tensor_key(variables[name])
+                by_tensor.setdefault(key, []).append(name)
+                by_tensor.setdefault((key, scope_of(name)), []).append(name)
+        key = _tensor_key(target)
+        alike = by_tensor.get(key, [])
+        if len(alike) > 1:  # the one in the layer the gradient was taken in (its scope, or one above it)
+            parts = layer_path(value).split("/")
+            scoped = (by_tensor.get((key, "/".join(parts[:k])), []) for k in range(len(parts) - 1, 0, -1))
+            alike = next((names for names in scoped if names), alike)
         found[target.name] = alike[0] if len(alike) == 1 else None
     return found
+
+
+def _tensor_key(node) -> tuple:
+    """(dtype, shape) as `_same_tensor` compares them; the shape None or () where unknown or scalar."""
+    return node.attr["dtype"].type % 100, _shape(node.attr["shape"].shape)
 
 
 def _same_tensor(a, b) -> bool:
@@ -289,16 +312,17 @@ def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], froze
     slots, trained = applied
     if node.name in trained:
         owner, kind = None, VARIABLE
-    elif accumulators and node.name in accumulators:  # gradients accumulated for the optimizer: its state
-        owner, kind = accumulators[node.name], SLOT
     else:
         head = node.name.rpartition("/")[0]
         # Of a known shape with elements (two of unknown shape, or scalars, tell nothing), and
         # below a variable that is no slot by name itself.
         below = (head if shape and head in variables and _same_tensor(node, variables[head])
                  and slot_owner(head, variables) is None else None)
-        owner = slots.get(node.name) or slot_owner(node.name, variables) or below
-        kind = SLOT if owner is not None or _is_optimizer_variable(node.name) else VARIABLE
+        # Gradients accumulated for the optimizer are its state, beside their variable where one tells.
+        accumulated = accumulators is not None and node.name in accumulators
+        owner = ((accumulators or {}).get(node.name) or slots.get(node.name) or slot_owner(node.name, variables)
+                 or _scoped_slot_owner(node, variables) or below)
+        kind = SLOT if owner is not None or accumulated or _is_optimizer_variable(node.name) else VARIABLE
     return ModelTensor(node.name, kind, owner, dtype_name(dtype), shape, count, nbytes, node.device)
 
 

@@ -195,6 +195,31 @@ def test_slot_names_of_tf1_and_keras_optimizers():
     assert scope_sums == [[0, 0, 32 + 8], [40, 160, 128]]  # grouped by scope, slots stay where they are named
 
 
+def test_slots_named_under_a_scope_and_accumulated_gradients_by_their_shapes():
+    """Edge cases real runs rarely make (the zoo's `scopedadam` and `accumulate` are the real ones): a
+    slot named under a scope is its variable's only where its shape is; an accumulator with no apply
+    op keeps the owner its name gives; a scalar running sum of a gradient's norm is no accumulator."""
+    graph_def = graph_pb2.GraphDef()
+    _variable(graph_def, "kernel", [3])
+    _variable(graph_def, "towerA/kernel/Momentum", [7])  # another shape: not kernel's slot
+    _variable(graph_def, "bert/dense/kernel", [4, 8])
+    _variable(graph_def, "bert/dense/kernel/accum", [4, 8])
+    _variable(graph_def, "temperature", [])
+    _variable(graph_def, "stats/grad_norm_sum", [])
+    graph_def.node.add(name="accumulate", op="AssignAddVariableOp",
+                       input=["bert/dense/kernel/accum", "gradients/bert/dense/MatMul_grad/MatMul_1"])
+    graph_def.node.add(name="norm_sum", op="AssignAddVariableOp",
+                       input=["stats/grad_norm_sum", "clip_by_global_norm/global_norm/global_norm"])
+    graph_def.node.add(name="train_temperature", op="ResourceApplyGradientDescent",
+                       input=["temperature", "lr", "gradients/temperature_grad"])
+    model = resident.Model.from_bytes(graph_def.SerializeToString())
+    kinds = {t.name: (t.kind, t.owner) for t in model.tensors}
+    assert kinds["towerA/kernel/Momentum"] == (resident.VARIABLE, None)  # not `kernel`'s: another shape
+    assert kinds["bert/dense/kernel/accum"] == (resident.SLOT, "bert/dense/kernel")
+    assert kinds["stats/grad_norm_sum"] == (resident.VARIABLE, None)
+    assert kinds["temperature"] == (resident.VARIABLE, None)
+
+
 # -- slots by the optimizer's apply ops, whatever its name, on real tf.compat.v1 graphs -----------------
 
 
