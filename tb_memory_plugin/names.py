@@ -1480,23 +1480,28 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     # _GRADIENT_RE: a first component of _GRADIENT_FIRST_RE, or a component ending in `_grad`.
     gradient = parts.where(_GRADIENT_FIRST_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
     rows = np.flatnonzero(parts.where(_LOOKED_THROUGH_RE.match) & parts.has_rest)
+    # Each name's first component as `categorise` reads it: where it ends in its name (its "/", if
+    # any), and how long it is.
+    first_end, first_length = parts.length.copy(), parts.length
     if rows.size:  # the component after `replica_<N>/` is the first, as in `categorise`
         second = parts.length[rows] + 1  # where it starts in its name
         slash = lines.slash_from(parts.length + 1)[rows]
         length = np.where(slash >= 0, slash, lines.lengths[rows]) - second
+        first_end[rows] = np.where(slash >= 0, slash, -1)
+        first_length = first_length.copy()
+        first_length[rows] = length
         distinct, code = lines.code_slices(lines.starts[rows] + second, length)
         optimizer_first[rows] = np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]
         gradient[rows] |= np.fromiter((_GRADIENT_FIRST_RE.match(t) is not None for t in distinct), bool,
                                       len(distinct))[code]
-    # A gradients scope as the second component (`train/gradients/AddN_3`): gradients. Found from
-    # the slashes (lines.gradients_below); the one-name rule decides where the word is numbered
-    # (`gradients_1`) or the first component is looked through (`replica_1/train/gradients/...`).
+    # A gradients scope as the second component (`train/gradients/AddN_3`, `replica_1/train/gradients/...`):
+    # gradients. Found from the slashes (lines.gradients_below); the one-name rule decides where the
+    # word is numbered (`gradients_1`).
     at, line, ends = lines.gradients_below  # from the slashes, as the layer cut reads them too
     if line.size:
-        second = at == lines.starts[line] + parts.length[line]
+        second = (at == lines.starts[line] + first_end[line]) & (first_length[line] > 0)
         gradient[line[second & ends]] = True
-        looked = parts.where(_LOOKED_THROUGH_RE.match)
-        unsure = np.unique(line[(second & ~ends) | looked[line]]).tolist()
+        unsure = np.unique(line[second & ~ends]).tolist()
         gradient[[i for i in unsure if _GRADIENTS_SECOND_RE.match(_looked_through(paths[i]))]] = True
     # An optimizer's updates under a scope of the user's (`train/Adam/update_<var>/...`), by the
     # one-name rule on the rows with an `update_` component whose first is no optimizer's.

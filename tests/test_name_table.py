@@ -135,7 +135,8 @@ def test_a_users_scope_above_the_gradients_and_the_optimizer():
     are gradients and the optimizer's updates (`gen_train/Adam/update_<var>/...`) optimizer, numbered
     or behind a replica's scope too; a node named `gradients`, or the word deeper, is neither; the
     weights' moving average's updates are the optimizer's. The table and the one-name rules agree."""
-    raw = ["x/gradients", "x/gradients_2", "train/gradients/AddN_3", "train/gradients_1/AddN", "train/gradientsX/a",
+    raw = ["x/gradients", "x/gradients_2", "/gradients/AddN", "replica_1//gradients/x", "train/gradients/AddN_3",
+           "train/gradients_1/AddN", "train/gradientsX/a",
            "replica_1/train/gradients/AddN", "replica_1/train/gradients_3/AddN", "a/b/gradients/AddN",
            "gen_train/Adam/update_gen/w/AssignVariableOp", "gen_train/Adam/mul", "model/dense/MatMul",
            "ExponentialMovingAverage/AssignMovingAvg/sub_1", "ExponentialMovingAverage_1/x"]
