@@ -94,9 +94,7 @@ def _scope_rows(space: SpaceAnalysis, group: str, scope: str) -> list[tuple[str,
         children = report.scope_children(space, group, scope)["children"]
     except report.NotFound:
         return None
-    rows = [(child["scope"], child["figures"]) for child in children]
-    rows.sort(key=lambda row: (-row[1]["at_peak_bytes"], -row[1]["allocated_bytes"], row[0]))
-    return rows
+    return [(child["scope"], child["figures"]) for child in children]  # largest at the peak first
 
 
 def _print_no_scope(space: SpaceAnalysis, group: str, scope: str) -> None:
@@ -110,9 +108,10 @@ def _print_dominant_scope(space: SpaceAnalysis, group: str, rows: list[tuple[str
     if not rows or total <= 0:
         return
     path, row = max(rows, key=lambda entry: entry[1][figure])
-    if row[figure] >= DOMINANT_SHARE * total and _scope_rows(space, group, path):
-        label = "the peak rise" if figure == "at_peak_bytes" else "the bytes allocated"
-        print(f"   {path} holds {row[figure] / total:.0%} of {label}: --scope {path} lists what it holds")
+    if row[figure] >= DOMINANT_SHARE * total and space.names.any_leaf_starting_with(group, path + "/"):
+        label = "at the peak" if figure == "at_peak_bytes" else "allocated"
+        print(f"   {path} holds {row[figure] / total:.0%} of what the top level holds {label}: "
+              f"--scope {path} lists what it holds")
 
 
 def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=None, scope: str = "") -> None:
@@ -352,6 +351,10 @@ def _open_store(logdir: str, run: str | None):
 
 
 def summary_command(args: argparse.Namespace) -> int:
+    if args.scope and args.json:
+        print("tb-memory: --scope lists scopes in the text; --json lists every scope already (each entry's parent "
+              "says where it sits)", file=sys.stderr)
+        return 2
     opened = _open_store(args.logdir, args.run)
     if opened is None:
         return 1

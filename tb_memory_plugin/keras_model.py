@@ -167,7 +167,7 @@ _NO_WEIGHTS = frozenset({
     "GlobalAveragePooling2D", "GlobalAveragePooling3D", "UpSampling1D", "UpSampling2D", "UpSampling3D",
     "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D", "Rescaling",
     "Resizing", "CenterCrop", "Identity", "ActivityRegularization", "Masking", "UnitNormalization",
-    # Keras 3's augmentation and preprocessing layers: no weights (their seeds are no variables).
+    # Keras 3's augmentation and preprocessing layers: no weights (a seed generator's state is none of them).
     "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomCrop",
     "RandomBrightness", "RandomHue", "RandomSaturation", "RandomGrayscale", "RandomErasing", "RandomGaussianBlur",
     "RandomSharpness", "RandomShear", "RandomInvert", "RandomPosterization", "RandomPerspective",

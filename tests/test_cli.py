@@ -487,8 +487,8 @@ def test_scope_lists_what_a_scope_holds(capsys):
 
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2")
     assert code == 0, err
-    assert re.search(r"^   small_unet holds \d+% of the peak rise: --scope small_unet lists what it holds$", out,
-                     re.MULTILINE)
+    assert re.search(r"^   small_unet holds \d+% of what the top level holds at the peak: --scope small_unet lists "
+                     r"what it holds$", out, re.MULTILINE)
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2",
                           "--scope", "small_unet", "--top", "1000")
     assert code == 0, err
@@ -506,6 +506,9 @@ def test_scope_lists_what_a_scope_holds(capsys):
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2", "--scope", "nope/")
     assert code == 0, err
     assert "no scope 'nope' in this step (group=layer); its top level: small_unet" in out
+    # The JSON lists every scope already: --scope is the text's, and said so.
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--scope", "small_unet", "--json")
+    assert code == 2 and not out and "--scope lists scopes in the text" in err
 
 
 def test_a_keras_run_whose_profile_is_corrupt_fails(capsys, tmp_path):
