@@ -176,6 +176,17 @@ describe('compare mode in the selection', () => {
     expect(seen).toEqual([['against'], ['against']]);
   });
 
+  it('ends the comparison when the step compared against becomes the step shown', () => {
+    const s = new Selection({ run: 'a', tag: 't', against: { run: 'b', tag: 'u' }, compareFocus: 'm' });
+    const seen: string[][] = [];
+    s.subscribe((_state, changed) => seen.push([...changed].sort()));
+    s.set({ run: 'b', tag: 'u' });
+    expect(s.get()).toMatchObject({ run: 'b', tag: 'u', against: null, compareFocus: '' });
+    expect(seen.at(-1)).toContain('against');
+    s.set({ against: { run: 'b', tag: 'u' } }); // itself: no comparison
+    expect(s.get().against).toBeNull();
+  });
+
   it('resets compare mode scopes when the baseline, the step or the grouping changes', () => {
     const s = new Selection({ run: 'a', tag: 't', against: { run: 'b', tag: 't' }, compareFocus: 'm', compareSelected: 'm/y' });
     s.set({ group: 'scope' });

@@ -111,6 +111,16 @@ export class Selection {
         changed.add(dependent);
       }
     }
+    // B is another step than A: showing the step compared against ends the comparison.
+    if (next.against && next.against.run === next.run && next.against.tag === next.tag) {
+      next.against = null;
+      changed.add('against');
+      for (const dependent of RESETS.against ?? []) {
+        if (sameValue(next[dependent], INITIAL_SELECTION[dependent])) continue;
+        (next as unknown as Record<string, unknown>)[dependent] = INITIAL_SELECTION[dependent];
+        changed.add(dependent);
+      }
+    }
     if (changed.size === 0) return;
     this.state = next;
     for (const key of changed) this.pending.add(key);
