@@ -657,6 +657,14 @@ class Fitted:
         return float(self._coef[1].sum()) <= 0
 
     @property
+    def moves(self) -> bool:
+        """Whether the traced peaks fall in different phases of the step or in different layers: the
+        peak moves as the batch changes, and a line through the traced ones may miss where it goes."""
+        phases = {phase for _, phase in self._phases if phase is not None}
+        layers = {layer for _, layer in self._peak_layers if layer is not None}
+        return len(phases) > 1 or len(layers) > 1
+
+    @property
     def warning(self) -> str | None:
         if self.falls:
             traced = ", ".join(f"{rise:,} B at batch {batch}" for batch, rise in self._traced)
@@ -805,7 +813,7 @@ class WhatIf:
         made = {"one_step": self.one_step} if self.one_step is not None else {}
         if self.fitted is None:
             return made
-        if made and self.fitted.falls and self.one_step.scales.any():
+        if made and (self.fitted.falls or self.fitted.moves) and self.one_step.scales.any():
             return {**made, "fit": self.fitted}
         return {"fit": self.fitted, **made}
 
