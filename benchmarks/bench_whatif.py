@@ -143,8 +143,11 @@ def bench_xplane(size: int, measured_batches: list[int], keep: str | None, error
         f"one step from {PROFILED[0]}": whatif.one_step(steps[PROFILED[0]], spaces[PROFILED[0]]),
         f"one step from {PROFILED[1]}": whatif.one_step(steps[PROFILED[1]], spaces[PROFILED[1]]),
     }
-    predictors[f"fit through {PROFILED[0]}, {PROFILED[1]}"] = whatif.Fitted(
+    fit = predictors[f"fit through {PROFILED[0]}, {PROFILED[1]}"] = whatif.Fitted(
         [(batches[b], spaces[b]) for b in PROFILED], one_step_beside=not xla)
+    if not xla:  # its start as the answer reads it (whatif.WhatIf): from the first step's one-step prediction
+        first = predictors[f"one step from {PROFILED[0]}"]
+        fit.anchor_start(first.resident_batch_bytes / first.batch)
     print(f"== keras_unet{' compiled with XLA' if xla else ''} (XPlane profile) {size}x{size}, "
           f"{spaces[PROFILED[0]].trace.id} (profiled and measured in {time.perf_counter() - started:.0f} s); "
           "absolute peak: measured, then predicted (error)")

@@ -646,6 +646,8 @@ class Fitted:
             # and their mean is the start at any batch.
             self._start = np.array([float(np.mean(starts)), 0.0])
         self.batches = [batch for batch, _ in points]
+        self._starts = None if None in starts else sorted(zip(self.batches, starts))
+        self._start_rate: float | None = None  # see anchor_start
         self._traced = sorted({(batch, space.peak_rise_bytes) for batch, space in points})
         self._phases = sorted(phases, key=lambda p: (p[0], p[1] or ""))
         self._peak_layers = sorted(peak_layers, key=lambda p: (p[0], p[1] or ""))
@@ -692,8 +694,20 @@ class Fitted:
     def peak_rise(self, batch: int) -> int:
         return max(int(self._layer_bytes(batch).sum()), 0)
 
+    def anchor_start(self, rate: float) -> None:
+        """Predict the bytes in use before the step from the traced step nearest the batch asked,
+        plus `rate` bytes per sample (what the one-step prediction finds carrying the batch before
+        the step: its feeds), rather than from a line through the traced starts: two starts a few
+        MB apart by chance (what the allocator held on to) would be extrapolated tenfold."""
+        self._start_rate = rate
+
     def start_bytes(self, batch: int) -> int | None:
-        return None if self._start is None else int(round(self._start[0] + self._start[1] * batch))
+        if self._start is None:
+            return None
+        if self._start_rate is not None:
+            near, start = min(self._starts, key=lambda point: (abs(point[0] - batch), -point[0]))
+            return int(round(start + self._start_rate * (batch - near)))
+        return int(round(self._start[0] + self._start[1] * batch))
 
     def predict(self, batch: int, top: int = TOP_LAYERS) -> Prediction:
         held = self._layer_bytes(batch)
@@ -782,6 +796,8 @@ class WhatIf:
             check_one_model(steps)
         self.fitted = (Fitted([(s.batch, s.space) for s in steps], self.one_step is not None)
                        if len(batches) > 1 else None)
+        if self.fitted is not None and self.one_step is not None:  # the start as the one step reads it
+            self.fitted.anchor_start(self.one_step.resident_batch_bytes / self.one_step.batch)
         if self.fitted is None and self.one_step is None and len(steps) > 1:
             raise WhatIfError(
                 f"every step read holds batch {first.batch}, as read from its XLA program's data: pick runs at "
