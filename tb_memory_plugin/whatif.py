@@ -646,7 +646,11 @@ class Fitted:
             # and their mean is the start at any batch.
             self._start = np.array([float(np.mean(starts)), 0.0])
         self.batches = [batch for batch, _ in points]
-        self._starts = None if None in starts else sorted(zip(self.batches, starts))
+        by_batch: dict[int, list[int]] = {}
+        for batch, start in zip(self.batches, starts):
+            by_batch.setdefault(batch, []).append(start)
+        # Each batch's start (their mean where several steps ran at it), for anchor_start.
+        self._starts = None if None in starts else [(b, float(np.mean(v))) for b, v in sorted(by_batch.items())]
         self._start_rate: float | None = None  # see anchor_start
         self._traced = sorted({(batch, space.peak_rise_bytes) for batch, space in points})
         self._phases = sorted(phases, key=lambda p: (p[0], p[1] or ""))
@@ -825,7 +829,8 @@ class WhatIf:
     @property
     def predictors(self) -> dict:
         """The predictions made, the one the answer leads with first: the fit when there is one,
-        unless its traced peaks do not grow with the batch (its warning) and the one step scales."""
+        unless its traced peaks do not grow with the batch or move between phases or layers (its
+        warnings) and the one step scales."""
         made = {"one_step": self.one_step} if self.one_step is not None else {}
         if self.fitted is None:
             return made
