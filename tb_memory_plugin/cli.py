@@ -91,7 +91,7 @@ def _scope_rows(space: SpaceAnalysis, group: str, scope: str) -> list[tuple[str,
     """(path, figures) of a scope's children, largest at the peak first; None where the step has no
     such scope in the grouping."""
     try:
-        children = report.scope_children(space, group, scope)["children"]
+        children = report.scope_children(space, group, scope, inside=False)["children"]
     except report.NotFound:
         return None
     return [(child["scope"], child["figures"]) for child in children]  # largest at the peak first
@@ -278,7 +278,6 @@ def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_n
     if largest:
         print(f"   largest node: {largest['name']} ({largest['op_type']}), allocated "
               f"{format_bytes(largest['allocated_bytes'])}, output {format_bytes(largest['output_bytes'])}")
-    tree = space.tree(group)
     rows = _scope_rows(space, group, scope)
     if rows is None:
         _print_no_scope(space, group, scope)

@@ -274,7 +274,11 @@ def _first_component_rules(graph_name: str) -> str | None:
 def computes_gradient(graph_name: str) -> bool:
     """Whether a node's name says it computes a gradient: under a gradients scope (first, or second
     below a scope of the user's), or in an op's `_grad` scope, as the gradients category reads it."""
-    path = _looked_through(graph_name)
+    return _gradient_path(_looked_through(graph_name))
+
+
+def _gradient_path(path: str) -> bool:
+    """`computes_gradient` of a path whose first component is the user's (looked through already)."""
     return _GRADIENT_RE.search(path) is not None or _GRADIENTS_SECOND_RE.match(path) is not None
 
 
@@ -502,19 +506,18 @@ def categorise(path: str, op_type: str, kind: str) -> int:
         return OTHER
     if is_apply_op(op_type):
         return OPTIMIZER
-    first, _, rest = path.partition("/")
-    replica = bool(rest) and _LOOKED_THROUGH_RE.match(first) is not None
-    if replica:  # a distribution strategy's other replica: its ops are named as replica 0's, under `replica_<N>/`
-        first = rest.partition("/")[0]
-    if optimizer_scope(first):
+    # A distribution strategy's other replica names its ops as replica 0's, under `replica_<N>/`
+    # (and a control-flow scope comes before the user's): the path from the user's first component.
+    own = _looked_through(path)
+    if optimizer_scope(own.partition("/")[0]):
         # Gradients taken under the optimizer's scope (tf_keras' `training/Adam/gradients/...`,
         # `minimize` under `optimizer/`) are gradients, as their layer path says.
         return GRADIENTS if "/gradients" in path and _below_gradients(path) is not None else OPTIMIZER
-    if _updated_below_scope(rest if replica else path):
+    if _updated_below_scope(own):
         return OPTIMIZER
-    if rest and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
+    if "/" in path and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
-    if _GRADIENT_RE.search(rest if replica else path) or _GRADIENTS_SECOND_RE.match(rest if replica else path):
+    if _gradient_path(own):
         return GRADIENTS
     if op_type in _VARIABLE_OPS:
         return PARAMETERS

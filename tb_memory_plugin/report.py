@@ -230,8 +230,9 @@ def _param_figures(resident: resident_mod.Resident | None, group: str, paths: li
 
 
 def scope_children(space: SpaceAnalysis, group: str, scope: str,
-                   resident: resident_mod.Resident | None = None) -> dict:
-    """One level of the scope tree; with the run's resident tensors, each entry's parameters and slots."""
+                   resident: resident_mod.Resident | None = None, inside: bool = True) -> dict:
+    """One level of the scope tree; with the run's resident tensors, each entry's parameters and slots;
+    `inside`: what the big children hold (the treemap draws it; a text listing has no use for it)."""
     tree, node = _tree_node(space, group, scope)
     path = [{"name": "(all)", "scope": ""}]
     if scope:
@@ -241,7 +242,8 @@ def scope_children(space: SpaceAnalysis, group: str, scope: str,
     own, *params = _param_figures(resident, group, [scope] + [child["scope"] for child in children])
     for child, figures in zip(children, params):
         child.update(figures)
-    _add_inside(space, tree, tree.children[node], children)
+    if inside:
+        _add_inside(space, tree, tree.children[node], children)
     return {
         "scope": scope,
         "name": _leaf_name(scope),

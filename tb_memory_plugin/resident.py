@@ -286,8 +286,7 @@ def _tensor_key(node) -> tuple:
 
 
 def _same_tensor(a, b) -> bool:
-    return a.attr["dtype"].type % 100 == b.attr["dtype"].type % 100 and \
-        _shape(a.attr["shape"].shape) == _shape(b.attr["shape"].shape)
+    return _tensor_key(a) == _tensor_key(b)
 
 
 def _is_optimizer_variable(name: str) -> bool:
@@ -300,7 +299,7 @@ _BETA_POWER_RE = re.compile(r"^beta[12]_power(?:_\d+)?$")  # tf.compat.v1 Adam's
 
 
 def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], frozenset[str]],
-                     accumulators: dict[str, str | None] | None = None) -> ModelTensor:
+                     accumulators: dict[str, str | None]) -> ModelTensor:
     """A variable, as the apply ops show it (`_applied_slots`), else by its name (`slot_owner`):
     a graph whose apply ops are not in its GraphDef (a function's body) has only names. A
     variable named below another of its known shape and dtype (`<var>/adam_m`, `<var>/adam_v`:
@@ -319,10 +318,9 @@ def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], froze
         below = (head if shape and head in variables and _same_tensor(node, variables[head])
                  and slot_owner(head, variables) is None else None)
         # Gradients accumulated for the optimizer are its state, beside their variable where one tells.
-        accumulated = accumulators is not None and node.name in accumulators
-        owner = ((accumulators or {}).get(node.name) or slots.get(node.name) or slot_owner(node.name, variables)
+        owner = (accumulators.get(node.name) or slots.get(node.name) or slot_owner(node.name, variables)
                  or _scoped_slot_owner(node, variables) or below)
-        kind = SLOT if owner is not None or accumulated or _is_optimizer_variable(node.name) else VARIABLE
+        kind = SLOT if owner is not None or node.name in accumulators or _is_optimizer_variable(node.name) else VARIABLE
     return ModelTensor(node.name, kind, owner, dtype_name(dtype), shape, count, nbytes, node.device)
 
 

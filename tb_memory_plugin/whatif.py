@@ -662,13 +662,15 @@ class Fitted:
         beyond them (a peak that moved to another phase of the step, allocator rounding)."""
         return float(self._coef[1].sum()) <= 0
 
+    def _distinct(self, at_peak: list[tuple[int, str | None]]) -> list[str]:
+        """Each phase or layer the traced peaks fall in, once, in batch order."""
+        return list(dict.fromkeys(where for _, where in at_peak if where is not None))
+
     @property
     def moves(self) -> bool:
         """Whether the traced peaks fall in different phases of the step or in different layers: the
         peak moves as the batch changes, and a line through the traced ones may miss where it goes."""
-        phases = {phase for _, phase in self._phases if phase is not None}
-        layers = {layer for _, layer in self._peak_layers if layer is not None}
-        return len(phases) > 1 or len(layers) > 1
+        return len(self._distinct(self._phases)) > 1 or len(self._distinct(self._peak_layers)) > 1
 
     @property
     def warning(self) -> str | None:
@@ -678,13 +680,11 @@ class Fitted:
                     "beyond them; trace more batch sizes, or "
                     + ("read the one-step prediction" if self._one_step_beside
                        else "trace a batch size nearer the one asked"))
-        phases = {phase for _, phase in self._phases if phase is not None}
-        if len(phases) > 1:
+        if len(self._distinct(self._phases)) > 1:
             at = ", ".join(f"{phase} at batch {batch}" for batch, phase in self._phases if phase is not None)
             return (f"the traced peaks fall in different phases of the step ({at}): a line through them may miss "
                     "where the peak falls at another batch; trace a batch size nearer the one asked")
-        layers = dict.fromkeys(layer for _, layer in self._peak_layers if layer is not None)
-        if len(layers) > 1:
+        if len(self._distinct(self._peak_layers)) > 1:
             at = ", ".join(f"{layer} at batch {batch}" for batch, layer in self._peak_layers if layer is not None)
             return (f"the traced peaks fall in different layers ({at}): the peak moves between layers as the batch "
                     "changes, and a line through them may miss it; "
