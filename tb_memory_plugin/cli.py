@@ -142,6 +142,11 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
                   ("kept_bytes", "its own: the allocator's rounding, values of no op")) if program[key]]
         print(f"   XLA program {program['name']}: {format_bytes(held)} at peak"
               + (f" ({', '.join(parts)})" if parts and held else ""))
+    execs, within = _scope_executions(space, group, scope)
+    op_type_rows, category_rows = summary["op_types"], summary["categories"]
+    if execs is not None:  # the scope's own op types and categories, not the step's
+        op_type_rows = report.op_type_rows(space, execs)
+        category_rows = report.category_rows(space, execs)
     if scope:
         scopes = _scope_rows(space, group, scope)
         if scopes is None:
@@ -168,8 +173,8 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         scope_line(path, row)
     if not scope:
         _print_dominant_scope(space, group, shown, "at_peak_bytes")
-    print("   top op types at peak:")
-    op_types = [r for r in summary["op_types"] if any(r["figures"][k] for k in _SHOWN)]
+    print(f"   top op types at peak{within}:")
+    op_types = [r for r in op_type_rows if any(r["figures"][k] for k in _SHOWN)]
     listed, rest, below = _listed(op_types, top, lambda row: row["figures"]["at_peak_bytes"])
 
     def op_type_line(row: dict) -> None:
@@ -181,11 +186,22 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     _print_the_rest([row["figures"] for row in rest], "op types")
     for row in below:
         op_type_line(row)
-    print("   categories at peak (heuristic):")
-    for row in summary["categories"]:
+    print(f"   categories at peak{within} (heuristic):")
+    for row in category_rows:
         held = row.get("resident_bytes")
         print(f"     {format_bytes(row['at_peak_bytes']):>12}  {row['name']}"
               + (f"  (+{format_bytes(held)} resident before the step)" if held else ""))
+
+
+def _scope_executions(space: SpaceAnalysis, group: str, scope: str) -> tuple[np.ndarray | None, str]:
+    """(--scope's executions, " in <scope>" for the listings' headings); (None, "") for the whole
+    step, and where the step has no such scope (the listings are then the step's)."""
+    if not scope:
+        return None, ""
+    try:
+        return report.scope_executions(space, group, scope), f" in {scope}"
+    except report.NotFound:
+        return None, ""
 
 
 def _listed(rows: list, top: int, at_peak: Callable[[object], int]) -> tuple[list, list, list]:
@@ -203,8 +219,9 @@ def _print_the_rest(rows: list[dict], what: str) -> None:
               f"  (allocated {format_bytes(sum(row['allocated_bytes'] for row in rows))})")
 
 
-def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top: int) -> None:
-    """The model's tensors in each space, from the run's GraphDef: parameters and optimizer slots by layer."""
+def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top: int, scope: str = "") -> None:
+    """The model's tensors in each space, from the run's GraphDef: parameters and optimizer slots by
+    layer (with --scope, the layers inside it)."""
     for space in spaces:
         resident = report.space_resident(step, space, run_graph)
         if resident is None or not resident.tensors:
@@ -221,7 +238,11 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
         elif resident.note:  # what the tensors may miss (a Keras config's layer it does not size), as the page says
             print(f"   note: {resident.note}")
         layers = sorted(resident.layers(), key=lambda row: -(row["param_bytes"] + row["slot_bytes"]))
-        print("   layers by parameters (+ optimizer slots):")
+        if scope:
+            layers = [row for row in layers if (row["scope"] + "/").startswith(scope + "/")]
+            if not layers:
+                continue
+        print(f"   layers{' in ' + scope if scope else ''} by parameters (+ optimizer slots):")
         for row in layers[:top]:
             print(f"     {format_bytes(row['param_bytes']):>12}  {row['scope']}  {row['param_count']:,} params"
                   + (f"  (+{format_bytes(row['slot_bytes'])} slots)" if row["slot_bytes"] else ""))
@@ -287,12 +308,13 @@ def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_n
         _print_ranked_by_allocated(rows, top)
         if not scope:
             _print_dominant_scope(space, group, rows, "allocated_bytes")
-    print("   top op types by allocated bytes:")
-    _print_ranked_by_allocated([(f"{row['name']} x{row['count']}", row["figures"]) for row in report.op_type_rows(space)],
-                               top)
-    rows = [row for row in report.category_rows(space) if row["allocated_bytes"]]
+    execs, within = _scope_executions(space, group, scope)
+    print(f"   top op types by allocated bytes{within}:")
+    _print_ranked_by_allocated([(f"{row['name']} x{row['count']}", row["figures"])
+                                for row in report.op_type_rows(space, execs)], top)
+    rows = [row for row in report.category_rows(space, execs) if row["allocated_bytes"]]
     if rows:
-        print("   categories by allocated bytes (heuristic):")
+        print(f"   categories by allocated bytes{within} (heuristic):")
         for row in rows:
             print(f"     {format_bytes(row['allocated_bytes']):>12}  {row['name']}")
 
@@ -413,9 +435,10 @@ def summary_command(args: argparse.Namespace) -> int:
             if step.status != "ok":
                 continue
             _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top, graphs[ref.run], args.scope)
-            _print_resident(step, spaces, graphs[ref.run], args.group, args.top)
+            _print_resident(step, spaces, graphs[ref.run], args.group, args.top, args.scope)
             _print_findings([f for f in found[ref]
-                             if args.device is None or f["device"] in (None, *(s.trace.id for s in spaces))])
+                             if (args.device is None or f["device"] in (None, *(s.trace.id for s in spaces)))
+                             and (not args.scope or f"{f['scope']}/".startswith(args.scope + "/"))])
     for failure in failures:
         print(f"tb-memory: {failure}", file=sys.stderr)
     if not read:  # only the Keras callback's empty records were asked for: say why, and where to look

@@ -183,6 +183,13 @@ def _tree_node(space: SpaceAnalysis, group: str, scope: str):
     return tree, node
 
 
+def scope_executions(space: SpaceAnalysis, group: str, scope: str) -> np.ndarray:
+    """The executions under a scope (raises NotFound where the grouping has no such scope): what
+    its op types and categories are summed over."""
+    tree, node = _tree_node(space, group, scope)
+    return tree.executions(node)
+
+
 def _child_dict(space: SpaceAnalysis, tree, child: int) -> dict:
     return {
         "scope": tree.paths[child],

@@ -502,6 +502,22 @@ def test_scope_lists_what_a_scope_holds(capsys):
     shown = {e["name"] for e in children if e["at_peak_bytes"] or e["allocated_bytes"] or e["output_bytes"]}
     assert {name for _, name in listed} == shown
     assert sum(e["at_peak_bytes"] for e in children) == scopes["small_unet"]["at_peak_bytes"]
+    # Its op types, categories, layers and findings are the scope's, not the step's: the op types'
+    # executions are those of the scope's nodes that hold, allocate or output bytes (each runs once
+    # in this step).
+    layer = "small_unet/dec_1"
+    code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2",
+                          "--scope", layer, "--top", "1000")
+    assert code == 0, err
+    counts = [int(re.search(r" x(\d+)  \(allocated", line).group(1))
+              for line in _section(out, f"   top op types at peak in {layer}:")]
+    nodes = [e for e in scopes.values() if e["kind"] == "node" and e["name"].startswith(layer + "/")
+             and (e["at_peak_bytes"] or e["allocated_bytes"] or e["output_bytes"])]
+    assert sum(counts) == len(nodes) > 0
+    assert len(_section(out, f"   categories at peak in {layer} (heuristic):")) == 7
+    assert [line.split()[2] for line in _section(out, f"   layers in {layer} by parameters (+ optimizer slots):")] == [layer]
+    found = [line for line in out.splitlines() if line.startswith("   * ") and " in " in line]
+    assert found and all(f" in {layer} " in line for line in found if not line.startswith("   * and "))
     # A path the step does not have is said, with the step's top level.
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2", "--scope", "nope/")
     assert code == 0, err
