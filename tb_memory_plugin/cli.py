@@ -381,7 +381,7 @@ def summary_command(args: argparse.Namespace) -> int:
         return 1
     steps_store, ctx, catcher = opened
     runs = steps_store.list_steps(ctx, "")
-    refs = [ref for run_refs in runs.values() for ref in run_refs if args.tag in (None, ref.tag)]
+    refs = [ref for run_refs in runs.values() for ref in _with_tag(run_refs, args.tag)]
     if not refs:
         if runs:  # the runs hold traced steps, none of them this tag
             from .store import tag_order
@@ -505,6 +505,15 @@ def _missing_run(logdir: str, run: str) -> str:
     return f"no run {run!r} in {logdir}" + (f" (runs: {_few(names)})" if names else "")
 
 
+def _with_tag(refs: list, tag: str | None) -> list:
+    """The steps --tag names: all without one; the tag itself; else the tags it ends (after a "/"),
+    so that `step_1` names a profile's `profile/<session>/step_1`, whose session differs per run."""
+    if tag is None:
+        return refs
+    exact = [ref for ref in refs if ref.tag == tag]
+    return exact or [ref for ref in refs if ref.tag.endswith("/" + tag.lstrip("/"))]
+
+
 def _pick_step(steps: _Steps, refs: list, run: str, tag: str | None, preferred_tag: str | None = None):
     """`tag` of the run; without one, `preferred_tag` when the run has it, else its latest step
     that holds step stats (store.latest_step), as the page opens it."""
@@ -517,6 +526,12 @@ def _pick_step(steps: _Steps, refs: list, run: str, tag: str | None, preferred_t
         if ref.tag == wanted:
             return ref
     if tag is not None:
+        ending = _with_tag(refs, tag)
+        if len(ending) == 1:
+            return ending[0]
+        if ending:
+            raise _StepNotFound(f"tag {tag!r} ends several tags of run {run!r} ({_few([r.tag for r in ending], 6)}): "
+                                "give one whole")
         raise _StepNotFound(f"no tag {tag!r} in run {run!r} (it has {_few([r.tag for r in refs], 6)})")
     return store.latest_step(refs, steps.devices)
 
@@ -795,7 +810,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = commands.add_parser("summary", help="peak, top scopes, op types and categories of each traced step")
     summary.add_argument("logdir")
     summary.add_argument("--run", type=_run_name)
-    summary.add_argument("--tag")
+    summary.add_argument("--tag", help="the steps of this tag; or of the tags it ends after a '/' (`step_1` for a "
+                                       "profile's `profile/<session>/step_1`)")
     summary.add_argument("--device", help="memory space id (CPU:0/mklcpu), device name or allocator")
     summary.add_argument("--group", choices=GROUPS, default="layer")
     summary.add_argument("--scope", default="", type=_scope_path, metavar="PATH",

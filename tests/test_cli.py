@@ -864,3 +864,23 @@ def test_a_restarted_run_reads_the_graph_tensorboard_serves(capsys, tmp_path):
     width = {64 * 256 + 256: 256, 64 * 4096 + 4096: 4096}[cli_device["resident"]["param_count"]]
     matmul = next(row for row in cli_device["scopes"] if row["name"] == "mlp/MatMul")
     assert matmul["allocated_bytes"] == 64 * width * 4  # its output, 64 x width float32
+
+
+def test_a_tag_may_be_named_by_its_last_part(capsys):
+    """A profile's tags hold their session (`profile/2026_11_23_15_32_10/step_2`), which differs per
+    run: `--tag step_2` names it, in every command."""
+    code, out, err = _run(capsys, REPO / "demo_logs", "--tag", "step_2")
+    assert code == 0, err
+    headers = [line for line in out.splitlines() if line.startswith("== ")]
+    assert "== keras_unet/train / profile/2026_11_23_15_32_10/step_2 (step 2)" in headers
+    assert "== unet_b2 / step_2 (step 2)" in headers  # a tag that is the whole name is still itself
+    assert not any("step_3" in line for line in headers)
+    code = cli.main(["diff", str(REPO / "demo_logs"), "--run", "keras_unet/train", "--tag", "step_3", "--against", ":step_2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "keras_unet/train / profile/2026_11_23_15_32_10/step_3 (step 3)" in out
+    assert "keras_unet/train / profile/2026_11_23_15_32_10/step_2 (step 2)" in out
+    code = cli.main(["diff", str(REPO / "demo_logs"), "--run", "keras_unet/train", "--tag", "step_9", "--against", ":step_2"])
+    out, err = capsys.readouterr()
+    _one_line_error(code, err)
+    assert "no tag 'step_9' in run 'keras_unet/train'" in err
