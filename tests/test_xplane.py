@@ -391,6 +391,12 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("replica_1/mirrored_cnn_1/conv_1/Conv2D", "replica_1/mirrored_cnn/conv/Conv2D", "mirrored_cnn/conv"),
     ("replica_1/gradient_tape/mirrored_cnn_1/conv_1/Conv2D/Conv2DBackpropInput",
      "replica_1/gradient_tape/mirrored_cnn/conv/Conv2D/Conv2DBackpropInput", "mirrored_cnn/conv"),
+    # A user's loop around the model (micro-batches accumulated in `for i in tf.range(n)`) keeps
+    # its scope; the model's scopes after it lose their numbers, its gradients' too.
+    ("StatefulPartitionedCall/while/accnet_1/conv_a_1/Relu", "while/accnet/conv_a/Relu", "accnet/conv_a"),
+    ("while/accnet_1/conv_a_1/convolution/Conv2DBackpropFilter", "while/accnet/conv_a/convolution/Conv2DBackpropFilter",
+     "accnet/conv_a"),
+    ("while/AssignAddVariableOp_2", "while/AssignAddVariableOp_2", None),
 ])
 def test_clean_keras_names(raw, cleaned, layer):
     assert xnames.clean(raw) == cleaned

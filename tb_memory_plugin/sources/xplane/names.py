@@ -23,6 +23,10 @@ from ...names import REPLICA_RE
 _CALL_RE = re.compile(r"^(?:Stateful)?PartitionedCall(?:_\d+)?$")
 # Scopes a Keras train step opens before the model's own: kept, and skipped over.
 _STEP_SCOPE_RE = re.compile(r"^gradient_tape(?:_\d+)?$")
+# A user's loop around the model in their own train step (`for i in tf.range(n)`: gradient
+# accumulation over micro-batches): its ops are `while/<model>_1/<layer>_1/...`, the model's scopes
+# made unique inside it as outside. Kept, and skipped over as the tape's scope is.
+_LOOP_SCOPE_RE = re.compile(r"^while(?:_\d+)?$")
 # A control-flow function's call: `<If op>/then/_0/`, `<While op>/body/_1/`, its body's ops
 # named again under the op's own scope (`cond/then/_0/cond/adam/Sub_10`).
 _BRANCHES = frozenset({"then", "else", "body", "cond"})
@@ -79,7 +83,7 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
 
 
 class _Chain(NamedTuple):
-    skip: int  # the leading scopes that are no Keras scopes: a `gradient_tape`, another replica's
+    skip: int  # the leading scopes that are no Keras scopes: a `gradient_tape`, a loop, another replica's
     parts: tuple[str, ...]  # the components, call wrappers and control-flow calls dropped
     bases: tuple[str, ...]  # the leading scopes from `skip` on that end in `_<n>`, without it
     prefixes: tuple[str, ...]  # its scopes a chain may stop at, down to the one after `bases`
@@ -121,18 +125,20 @@ def _named(raw: str, kept: int) -> tuple[str, str | None]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
-    """(how many leading scopes are no Keras scopes, a `gradient_tape` and another replica's
-    `replica_<N>`, 0 to 2; the name's components without the call
+    """(how many leading scopes are no Keras scopes, a `gradient_tape`, another replica's
+    `replica_<N>` and a user's loop `while`, 0 to 3; the name's components without the call
     wrappers, control-flow calls, and Keras' steps_per_execution loop and branch). The scopes
     of the step are counted from `skip` on, so a gradient's scopes meet its forward op's."""
     parts = _without_branch_calls(_without_calls(raw.split("/")))
     loop, branch = _KERAS_STEPS_LOOP
     if len(parts) > 3 and loop.match(parts[0]) and branch.match(parts[1]) and _CALL_RE.match(parts[2]):
         parts = _without_branch_calls(_without_calls(parts[2:]))  # the loop's own ops (`while/add`) stay
-    # A distribution strategy's other replica (`replica_1/...`: MirroredStrategy) and the tape's
-    # scope are no Keras scopes: the chain starts after them, and they stay as they are.
+    # A distribution strategy's other replica (`replica_1/...`: MirroredStrategy), the tape's scope
+    # and a user's loop around the model are no Keras scopes: the chain starts after them, and they
+    # stay as they are.
     skip = 0
-    while skip < min(2, len(parts) - 1) and (_STEP_SCOPE_RE.match(parts[skip]) or REPLICA_RE.match(parts[skip])):
+    while skip < min(3, len(parts) - 1) and (_STEP_SCOPE_RE.match(parts[skip]) or REPLICA_RE.match(parts[skip])
+                                             or _LOOP_SCOPE_RE.match(parts[skip])):
         skip += 1
     return skip, tuple(parts)
 
