@@ -57,11 +57,11 @@ INPUT_PIPELINE = "(input pipeline)"  # the same, made on one of tf.data's thread
 _INPUT_THREAD_PREFIX = "tf_data"
 
 NO_MEMORY_HELP = (
-    "This profile holds no memory events. On CPU, TensorFlow records them only with the BFC allocator: "
-    "set TF_CPU_ALLOCATOR_USE_BFC=true (every allocation), or turn oneDNN on with "
-    "TF_ENABLE_ONEDNN_OPTS=1 (allocator mklcpu: only allocations of 256 KiB and more). "
-    "Set it in the environment before TensorFlow starts (before `import tensorflow`): "
-    "setting it later has no effect."
+    "This profile holds no memory events. On CPU, TensorFlow records every allocation only with the BFC "
+    "allocator: set TF_CPU_ALLOCATOR_USE_BFC=true in the environment before TensorFlow starts (before "
+    "`import tensorflow`: setting it later has no effect). oneDNN's allocator (mklcpu, on by default on x86, "
+    "or with TF_ENABLE_ONEDNN_OPTS=1) records only allocations of 256 KiB and more, so a small model's step "
+    "may have none."
 )
 
 JAX_NO_MEMORY_HELP = (
