@@ -222,6 +222,10 @@ def _print_the_rest(rows: list[dict], what: str) -> None:
 def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top: int, scope: str = "") -> None:
     """The model's tensors in each space, from the run's GraphDef: parameters and optimizer slots by
     layer (with --scope, the layers inside it)."""
+    if run_graph is None or run_graph.model is None:
+        if any(space.has_curve for space in spaces):
+            print(f"   note: {report.resident_mod.NO_MODEL_NOTE}")
+        return
     for space in spaces:
         resident = report.space_resident(step, space, run_graph)
         if resident is None or not resident.tensors:

@@ -108,6 +108,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
     """The model's resident tensors beside the at-peak figures: per scope its parameters and optimizer
     slots, per category its bytes in use before the step (null without a run graph)."""
     rows = summary["top_scopes"] + summary.get("scopes", [])
+    summary["resident_note"] = resident_mod.NO_MODEL_NOTE if resident is None else None
     if resident is None:
         summary["resident"] = None
         for row in rows:

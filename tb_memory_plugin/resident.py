@@ -476,6 +476,9 @@ def home_space(tensor: ModelTensor, step) -> str | None:
     return step.default_space_id
 
 
+NO_MODEL_NOTE = ("parameters and optimizer slots are not counted by layer for this run: they are sized from its "
+                 "GraphDef (TF1: FileWriter.add_graph) or from the Keras model config the TensorBoard callback "
+                 "writes, and the run has neither (the callback writes none for a subclassed model)")
 OTHER_BELOW_ZERO_NOTE = ("the graph's tensors exceed the bytes in use before the step: some live elsewhere, "
                          "were not allocated yet, or the start (read from the allocator's readings) reads low")
 

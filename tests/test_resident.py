@@ -97,8 +97,22 @@ def test_categories_show_resident_beside_the_at_peak_identity(unet_step, unet_re
 def test_without_a_graph_the_figures_are_null(unet_step):
     summary = report.device_summary(unet_step.space(None), "layer", all_scopes=True)
     assert summary["resident"] is None
+    assert summary["resident_note"] == resident.NO_MODEL_NOTE  # why, for the page to say
     assert all(row["param_count"] is None for row in summary["scopes"][:20])
     assert all(row["resident_bytes"] is None for row in summary["categories"])
+
+
+def test_the_cli_says_why_a_run_has_no_resident_memory(capsys, logdir):
+    """The same trace without its run graph (written the TF2 way): the text says once per step why
+    parameters are not counted; with the graph it lists them, and the JSON's note is null."""
+    assert cli.main(["summary", str(logdir), "--run", "tf2", "--tag", "traced"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"note: {resident.NO_MODEL_NOTE}") == 1 and "layers by parameters" not in out
+    assert cli.main(["summary", str(logdir), "--run", "unet", "--tag", "step_2"]) == 0
+    out = capsys.readouterr().out
+    assert resident.NO_MODEL_NOTE not in out and "layers by parameters" in out
+    assert cli.main(["summary", str(logdir), "--run", "unet", "--tag", "step_2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"][0]["devices"][0]["resident_note"] is None
 
 
 def test_cli_json_scopes_carry_param_figures(capsys, logdir, unet_trace):

@@ -180,6 +180,8 @@ export interface DeviceSummary {
   top_scopes: TopScope[];
   /** Absent from older servers; null when the run has no graph. */
   resident?: Resident | null;
+  /** Why `resident` is null (no GraphDef, no Keras model config); null when it is not. */
+  resident_note?: string | null;
 }
 /** Where a step comes from: `run_metadata` (step stats) or `xplane` (a step of a profiler XPlane file). */
 export type TraceSource = 'run_metadata' | 'xplane';

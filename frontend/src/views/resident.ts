@@ -56,7 +56,7 @@ export class ResidentView {
     if (!device || device.has_curve === false) return;
     if (!resident) {
       this.body.append(
-        el('div', { class: 'muted', 'data-testid': 'resident-none' }, device.resident === undefined ? 'This server sends no resident memory.' : 'No resident memory for this run: it is counted from the run’s GraphDef and its variables (TF1 add_graph); a Keras model config or a TF2 function graph does not list them, so parameters and optimizer slots cannot be counted by layer.'),
+        el('div', { class: 'muted', 'data-testid': 'resident-none' }, device.resident === undefined ? 'This server sends no resident memory.' : `No resident memory for this run: ${device.resident_note ?? 'the run has no GraphDef or Keras model config to size its parameters from'}.`),
       );
       this.table.setRows([]);
       return;
