@@ -355,8 +355,11 @@ def build(model, batch, size, seed=0):
 
 
 def _session(graph):
-    # Fixed thread counts keep traces comparable run to run on small CI boxes.
-    config = tf1.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2)
+    # Fixed thread counts keep traces comparable run to run on small CI boxes. Per session: the
+    # process-wide pools are fixed by the first session made, which in a test run may be another
+    # (with the machine's core count), so a step's schedule would depend on what ran before it.
+    config = tf1.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2,
+                             use_per_session_threads=True)
     return tf1.Session(graph=graph, config=config)
 
 
