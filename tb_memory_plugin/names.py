@@ -228,9 +228,15 @@ def layer_path(graph_name: str) -> str:
     gradients scope the user named, `my_grads/...`, too, where an op's `_grad` scope follows;
     and one below the first component, `train/gradients/...`, see `_below_gradients`);
     `Adam/update_shared_model/unet_01/kernel/ResourceApplyAdam`
-      -> `shared_model/unet_01/kernel/ResourceApplyAdam`.
+      -> `shared_model/unet_01/kernel/ResourceApplyAdam`;
+    another replica's scope and a branch's are looked through where a scope follows
+    (`replica_1/mlp/fc1/MatMul` -> `mlp/fc1/MatMul`, a LossScaleOptimizer's `cond/adam/Sub_10`
+    -> `adam/Sub_10`).
     Names with nothing after the prefix (`gradients/AddN`) stay where they are.
     """
+    first, sep, rest = graph_name.partition("/")
+    if sep and "/" in rest and _LAYER_LOOKED_THROUGH_RE.match(first):
+        return layer_path(rest)
     folded = _first_component_rules(graph_name)
     if folded is not None:
         return folded
@@ -482,6 +488,9 @@ REPLICA_RE = re.compile(rf"^{_REPLICA}$")
 # replica's, or a control-flow scope (a LossScaleOptimizer applies its update inside a `cond`:
 # `cond/adam/Sub_10`; Keras 2's steps_per_execution loop, `while/RMSprop/mul_8`).
 _LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?|while(?:_\d+)?)$")
+# The same for the layer grouping, where a scope follows, but for a loop's: ops in a loop at the
+# root (`while/add`, a tf.while_loop's body) are grouped under it.
+_LAYER_LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?)$")
 # First components whose ops hold gradients (categories only, not the layer grouping): the
 # gradient scopes, and `tf.clip_by_global_norm`'s, whose outputs are the clipped gradients.
 _GRADIENT_FIRST = r"(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?"
@@ -1272,7 +1281,10 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     named = parts.where(_named_gradients) & parts.has_rest
     if named.any():  # an op's `_grad` scope after the first component (which does not end so)
         gradients_first |= named & (lines.containing(b"_grad/") | lines.ending_with(b"_grad"))
-    if not (gradients_first.any() or b"update_" in lines.data or lines.gradients_below[0].size):
+    # Another replica's scope and a branch's, looked through: by the one-name rule (a few rows, or
+    # a replica's half of a step).
+    looked = parts.where(_LAYER_LOOKED_THROUGH_RE.match) & parts.has_rest
+    if not (gradients_first.any() or b"update_" in lines.data or lines.gradients_below[0].size or looked.any()):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not): the
@@ -1338,6 +1350,11 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     if two_level.any():
         for i in np.flatnonzero(lines.starting_with(b"AddN", two_level, second_end + 1)).tolist():
             others[i] = layer_path(paths[i])
+    if looked.any():
+        rows = np.flatnonzero(looked)
+        cut[rows] = 0
+        for i in rows.tolist():
+            others[i] = layer_path_of(graph_names[i], paths[i])
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     # A loop's or a branch's gradient (control flow v2: `gradients/rnn/while_grad/rnn/while_grad/...`,
     # `gradients/cond_grad/StatelessIf/...`) goes to its op by the one-name rule: the paths that
@@ -1366,6 +1383,9 @@ def layer_path_of(graph_name: str, path: str) -> str:
     Conv2D_grad/...`, where the forward `acc/while/body/_1/cnn/Conv2D` is `acc/while/cnn/
     Conv2D`). Everywhere else, `layer_path` of the path.
     """
+    first, sep, rest = path.partition("/")
+    if sep and "/" in rest and _LAYER_LOOKED_THROUGH_RE.match(first):
+        return layer_path_of(graph_name[len(first) + 1:] if graph_name.startswith(first + "/") else graph_name, rest)
     if ("/gradients" in path and graph_name != path and _first_component_rules(path) is None
             and _below_gradients(path) is not None):
         scope = _GRADIENTS_BELOW_RE.search(graph_name)
