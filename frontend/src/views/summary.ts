@@ -85,7 +85,11 @@ export class SummaryView {
           : 'no allocator baseline: relative to the step’s start'),
       );
     }
-    if (device.capacity_bytes) main.append(capacityItem(device.capacity_bytes, absolute ? device.peak_bytes : null, memoryKind(device) === 'host'));
+    // A device's limit is what the step must fit in: line 1. A host allocator's cap is not the
+    // machine's memory: line 2, so that the op names on line 1 keep their room.
+    const host = memoryKind(device) === 'host';
+    const capacity = device.capacity_bytes ? capacityItem(device.capacity_bytes, absolute ? device.peak_bytes : null, host) : null;
+    if (capacity && !host) main.append(capacity);
     if (device.peak_node) {
       const node = device.peak_node;
       const op = node.op_type ? ` (${node.op_type})` : '';
@@ -106,6 +110,7 @@ export class SummaryView {
       `Bytes held at the peak, split by category and by op type, add up exactly to the peak's rise over the start of the step.\ncategories ${formatExactBytes(id.categoriesBytes)}\nop types ${formatExactBytes(id.opTypesBytes)}\nrise ${formatExactBytes(id.peakRiseBytes)}`,
     );
     secondary.append(identity);
+    if (capacity && host) secondary.append(capacity);
     const notes = [`${formatTime(summary.duration_us)} · ${countOf(device.exec_count, 'execution')} · ${countOf(device.event_count, 'allocation event')}`];
     if (device.snapshots.max_abs_diff_bytes !== null && device.snapshots.count > 0) {
       notes.push(`allocator readings differ from the records by up to ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);

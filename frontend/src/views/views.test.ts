@@ -423,10 +423,14 @@ describe('SummaryView', () => {
     const capacity = document.querySelector<HTMLElement>('[data-testid=summary-capacity]')!;
     expect(capacity.dataset.bytes).toBe(String(16 * 1048576));
     expect(capacity.textContent).toBe('limit 16.0 MiB (peak 25.0%)');
+    expect(capacity.closest('.summary-line')!.classList.contains('secondary')).toBe(false);
     expect(document.querySelector('[data-testid=summary-source]')!.textContent).toBe('profiled step (XPlane)');
     // A CPU allocator's limit is a cap it was given, not the machine's memory.
     view.setData({ ...summary, source: 'xplane' }, { ...device, capacity_bytes: 16 * 1048576, memory_kind: 'host' });
-    expect(document.querySelector('[data-testid=summary-capacity]')!.textContent).toBe('allocator cap 16.0 MiB (peak 25.0%)');
+    const cap = document.querySelector('[data-testid=summary-capacity]')!;
+    expect(cap.textContent).toBe('allocator cap 16.0 MiB (peak 25.0%)');
+    // ... on the second line, which leaves the first to the peak and the names of what holds it.
+    expect(cap.closest('.summary-line')!.classList.contains('secondary')).toBe(true);
     view.setData(summary, device);
     expect(document.querySelector('[data-testid=summary-capacity]')).toBeNull();
     expect(document.querySelector('[data-testid=summary-source]')).toBeNull();
