@@ -297,6 +297,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
                     "--traced-batch ...` once per run")})
                 continue
             try:
+                analysed = self._store.analysis(ctx, experiment, ref)
+                if device and analysed.status == "ok" and all(s.trace.id != device for s in analysed.spaces):
+                    raise report.NotFound(
+                        f"{other} {ref.tag} has no memory space {device} (it has "
+                        f"{', '.join(s.trace.id for s in analysed.spaces) or 'none'}): traced on another device or "
+                        "allocator")
                 space = self._side(ctx, experiment, other, ref.tag, device)[1]
                 step = whatif.Traced(other, ref.tag, ref.step, ref.source, self._store.analysis(ctx, experiment, ref),
                                      space)

@@ -939,6 +939,14 @@ def test_runs_that_cannot_be_fitted_are_left_out_and_said(tb):
     assert set(skipped) == {"corrupt", "gpu", "resnet9_b2"}
     assert "corrupt" in skipped["corrupt"] and "feed" in skipped["gpu"]
     assert "share" in skipped["resnet9_b2"] and "layers" in skipped["resnet9_b2"]
+    # The page names the memory space shown: a run without one like it says so, in words.
+    device = body["runs"][0]["device"]
+    response = tb.get(PREFIX + "whatif", query_string=[("run", "unet_b2"), ("tag", "step_3"), ("batch", "8"),
+                                                       ("device", device), ("runs", "gpu"), ("runs", "unet_b4")])
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    (skipped,) = json.loads(response.get_data(as_text=True))["skipped_runs"]
+    assert skipped["run"] == "gpu" and skipped["reason"].startswith(f"gpu step_1 has no memory space {device} (it has ")
+    assert "unknown device" not in skipped["reason"]
 
 
 @pytest.mark.parametrize("params, code, words", [
