@@ -36,7 +36,10 @@ export interface StepInfo {
   tag: string;
   step: number | null;
   wall_time: number | null;
+  /** The devices its trace names: none for a record without step stats (the Keras callback's `batch_N`). */
   devices: string[];
+  /** Absent from older servers. */
+  source?: TraceSource;
 }
 export interface RunInfo {
   run: string;

@@ -22,6 +22,7 @@ import { LoadCounter, type Readiness, afterReady, allIdle } from './readiness';
 import { type Selection, type SelectionKey, type SelectionState, stepParams } from './selection';
 import type { PageView } from './views/page';
 import type { EmptyStateOptions } from './views/summary';
+import { stepLabel } from './views/pickers';
 
 const TOP_NODES = 50;
 /** Details of this many of a level's largest tiles are fetched ahead, when idle, so clicks on them answer at once. */
@@ -244,9 +245,13 @@ export class App {
       case 'no_memory':
         this.showEmpty('This step was traced, but no node carries memory', text, `Step “${tag}”: traced without memory`, { howTo: true });
         return;
-      case 'empty':
-        this.showEmpty('This step has no step stats', text, `Step “${tag}”: no step stats`, { howTo: true });
+      case 'empty': {
+        // A Keras run's `batch_N` record beside its profiled steps: open those, no TF1 how-to.
+        const profiled = (this.state.runs.find((r) => r.run === summary.run)?.steps ?? []).filter((s) => s.source === 'xplane');
+        const open = profiled.slice(0, 8).map((s) => ({ label: `Open ${stepLabel(s.tag, s.step)}`, onOpen: () => this.selection.set({ tag: s.tag }) }));
+        this.showEmpty('This step has no step stats', text, `Step “${tag}”: no step stats`, open.length ? { open } : { howTo: true });
         return;
+      }
       case 'corrupt': {
         const profile = summary.source === 'xplane';
         this.showEmpty(profile ? 'This step’s profile cannot be read' : 'This step’s run metadata cannot be read', text, `Step “${tag}”: unreadable`, {

@@ -180,6 +180,7 @@ table.data.compact td.raw { min-width: 150px; }
 .empty-state { padding: 16px 20px; border: 1px dashed var(--border); border-radius: 6px; background: var(--panel); max-width: 900px; }
 .empty-state h2 { margin-top: 0; font-size: 15px; }
 .empty-state .message { white-space: pre-wrap; overflow-wrap: anywhere; }
+.empty-state .empty-state-open { display: flex; flex-wrap: wrap; gap: 8px; }
 .empty-state .error-text { background: var(--error-bg); color: var(--error-fg); }
 .exports { display: flex; gap: 6px; }
 

@@ -283,6 +283,8 @@ export interface EmptyStateOptions {
   error?: boolean;
   /** A line under the message saying what the user can do. */
   hint?: string;
+  /** Steps to open instead (a Keras run's profiled steps, beside its empty `batch_N` record): one button each. */
+  open?: { label: string; onOpen: () => void }[];
 }
 
 export class EmptyStateView {
@@ -302,6 +304,14 @@ export class EmptyStateView {
       );
     }
     if (options.hint) this.element.append(el('p', {}, options.hint));
+    if (options.open?.length) {
+      const buttons = options.open.map(({ label, onOpen }) => {
+        const button = el('button', { type: 'button', 'data-testid': 'empty-state-open' }, label);
+        button.addEventListener('click', onOpen);
+        return button;
+      });
+      this.element.append(el('p', { class: 'empty-state-open' }, ...buttons));
+    }
     if (!options.howTo) return;
     this.element.append(
       el('p', {}, 'Trace one training step with memory (TF 1.x sessions, or tf.compat.v1 in TF 2.x) and write its run metadata:'),

@@ -8,7 +8,7 @@ import { DataTable } from './data-table';
 import { DetailsView } from './details';
 import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
-import { SummaryView, openingText, opSuffix } from './summary';
+import { EmptyStateView, SummaryView, openingText, opSuffix } from './summary';
 import { PickersView, deviceLabel, stepLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
@@ -693,14 +693,15 @@ describe('PickersView compare', () => {
     const selection = new Selection();
     const view = new PickersView(selection);
     mount(view.element);
-    const step = (tag: string) => ({ tag, step: 1, wall_time: 1, devices: [] });
-    view.setRuns([{ run: EVIL, has_graph: false, steps: [step('a'), step('b')] }, { run: 'r2', has_graph: false, steps: [step('a')] }]);
+    const step = (tag: string, devices = ['/device:CPU:0']) => ({ tag, step: 1, wall_time: 1, devices });
+    view.setRuns([{ run: EVIL, has_graph: false, steps: [step('a'), step('b')] }, { run: 'r2', has_graph: false, steps: [step('a'), step('batch_3', [])] }]);
     selection.set({ run: EVIL, tag: 'a' });
     const options = () =>
       [...document.querySelectorAll<HTMLOptionElement>('[data-testid=compare-picker] option')].map((o) => [o.textContent, o.disabled]);
-    expect(options()).toEqual([['—', false], [`${EVIL} · a (this step)`, true], [`${EVIL} · b`, false], ['r2 · a', false]]);
+    // A record without step stats (the Keras callback's `batch_N`: no device) has nothing to compare.
+    expect(options()).toEqual([['—', false], [`${EVIL} · a (this step)`, true], [`${EVIL} · b`, false], ['r2 · a', false], ['r2 · batch_3 (no step stats)', true]]);
     selection.set({ tag: 'b' });
-    expect(options()).toEqual([['—', false], [`${EVIL} · a`, false], [`${EVIL} · b (this step)`, true], ['r2 · a', false]]);
+    expect(options()).toEqual([['—', false], [`${EVIL} · a`, false], [`${EVIL} · b (this step)`, true], ['r2 · a', false], ['r2 · batch_3 (no step stats)', true]]);
     expect(document.querySelectorAll('img').length).toBe(0);
   });
 });
@@ -721,5 +722,25 @@ describe('opSuffix', () => {
     expect(opSuffix('a/MatMul', 'MatMul')).toBe('');
     expect(opSuffix('AddV2', '(unknown)')).toBe(' (unknown)');
     expect(opSuffix('x', null)).toBe('');
+  });
+});
+
+describe('EmptyStateView', () => {
+  it('offers the steps to open instead, as buttons, and no how-to beside them', () => {
+    const view = new EmptyStateView();
+    mount(view.element);
+    const opened: string[] = [];
+    view.show('This step has no step stats', 'This record holds no step stats.', {
+      open: [{ label: `Open ${EVIL}`, onOpen: () => opened.push('a') }, { label: 'Open step_2', onOpen: () => opened.push('b') }],
+    });
+    const buttons = [...document.querySelectorAll<HTMLButtonElement>('[data-testid=empty-state-open]')];
+    expect(buttons.map((b) => b.textContent)).toEqual([`Open ${EVIL}`, 'Open step_2']);
+    expect(document.querySelectorAll('img').length).toBe(0); // a name is text, never markup
+    buttons[1]!.click();
+    expect(opened).toEqual(['b']);
+    expect(document.querySelector('[data-testid=trace-howto]')).toBeNull();
+    view.show('No traced steps yet', null, { howTo: true });
+    expect(document.querySelector('[data-testid=empty-state-open]')).toBeNull();
+    expect(document.querySelector('[data-testid=trace-howto]')).not.toBeNull();
   });
 });
