@@ -3,6 +3,7 @@
 // selected scope's own bytes in each step; hover reads both at that point.
 
 import { scaleLinear } from 'd3-scale';
+import { byteAxis } from '../lib/byte-ticks';
 import { select, type Selection as D3Selection } from 'd3-selection';
 import { area, curveStepAfter, line } from 'd3-shape';
 import type { CompareSide, CurveResponse } from '../api';
@@ -111,7 +112,8 @@ export class CompareCurveView {
     let yMax = 1;
     for (const o of [a, b]) for (const v of o?.y ?? []) (yMin = Math.min(yMin, v)), (yMax = Math.max(yMax, v));
     this.x = scaleLinear().domain([0, 1]).range([MARGIN.left, width - MARGIN.right]);
-    this.y = scaleLinear().domain([yMin, yMax * 1.1]).nice(5).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
+    const bytes = byteAxis(yMin, yMax * 1.1, 5);
+    this.y = scaleLinear().domain(bytes.domain).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
     const { x, y } = this;
     const captionText = [
       'x: each step’s time as a share of its own length',
@@ -122,7 +124,7 @@ export class CompareCurveView {
 
     const grid = svg.append('g').attr('class', 'grid');
     const axis = svg.append('g').attr('class', 'axis');
-    for (const t of y.ticks(5)) {
+    for (const t of bytes.ticks) {
       grid.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', y(t)).attr('y2', y(t));
       axis.append('text').attr('x', MARGIN.left - 6).attr('y', y(t) + 3).attr('text-anchor', 'end').text(this.relative ? formatBytesDelta(t) : formatBytes(t));
     }

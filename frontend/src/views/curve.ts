@@ -5,6 +5,7 @@
 // (lib/curve-window decides which data to draw), the whole step's meanwhile.
 
 import { scaleLinear } from 'd3-scale';
+import { byteAxis } from '../lib/byte-ticks';
 import { select, type Selection as D3Selection } from 'd3-selection';
 import { area, curveStepAfter, line } from 'd3-shape';
 import type { CurveResponse, TimeSpan } from '../api';
@@ -193,7 +194,8 @@ export class CurveView {
     const placement = capacityPlacement(capacity, yMax, step.absolute);
     if (placement === 'line') yMax = Math.max(yMax, capacity!);
     this.x = scaleLinear().domain(domain).range([MARGIN.left, width - MARGIN.right]);
-    this.y = scaleLinear().domain([yMin, yMax * 1.1]).nice(5).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
+    const bytes = byteAxis(yMin, yMax * 1.1, 5);
+    this.y = scaleLinear().domain(bytes.domain).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
     const x = this.x;
     const y = this.y;
 
@@ -211,7 +213,7 @@ export class CurveView {
     // Axes and grid, drawn by hand (no d3-axis): a few ticks, bytes on the left, time below.
     const grid = svg.append('g').attr('class', 'grid');
     const yAxis = svg.append('g').attr('class', 'axis');
-    for (const t of y.ticks(5)) {
+    for (const t of bytes.ticks) {
       grid.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', y(t)).attr('y2', y(t));
       yAxis
         .append('text')

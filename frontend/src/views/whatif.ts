@@ -4,6 +4,7 @@
 // Draws what it is handed; the controller (whatif-loads.ts) fetches.
 
 import { scaleLinear } from 'd3-scale';
+import { byteAxis } from '../lib/byte-ticks';
 import { select } from 'd3-selection';
 import { line } from 'd3-shape';
 import type { WhatIfLayer, WhatIfResponse } from '../api';
@@ -223,12 +224,13 @@ export class WhatIfView {
     const width = Math.max(240, this.svgNode.clientWidth || 480);
     svg.attr('viewBox', `0 0 ${width} ${HEIGHT}`);
     const x = scaleLinear().domain(chart.xDomain).range([MARGIN.left, width - MARGIN.right]);
-    const y = scaleLinear().domain(chart.yDomain).nice(4).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
+    const bytes = byteAxis(chart.yDomain[0], chart.yDomain[1], 4);
+    const y = scaleLinear().domain(bytes.domain).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
     const label = (b: number) => (chart.absolute ? formatBytes(b) : formatBytesDelta(b));
 
     const grid = svg.append('g').attr('class', 'grid');
     const axis = svg.append('g').attr('class', 'axis');
-    for (const t of y.ticks(4)) {
+    for (const t of bytes.ticks) {
       grid.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', y(t)).attr('y2', y(t));
       axis.append('text').attr('x', MARGIN.left - 6).attr('y', y(t) + 3).attr('text-anchor', 'end').text(label(t));
     }
