@@ -54,6 +54,8 @@ export class TreemapView {
   private tileByScope = new Map<string, HTMLElement>();
   /** Scopes of the tiles big enough to carry their name, largest first: the ones worth prefetching. */
   private labelled: string[] = [];
+  /** A keyboard drill in: the next level drawn takes the focus (its first tile). */
+  private focusOnData = false;
   /** The size was switched to allocated bytes for a step without a curve (not by the user). */
   private autoSized = false;
 
@@ -125,6 +127,10 @@ export class TreemapView {
   setData(data: ScopesResponse | null): void {
     this.data = data;
     this.render();
+    if (data && this.focusOnData) {
+      this.focusOnData = false;
+      this.area.querySelector<HTMLElement>('[tabindex="0"]')?.focus();
+    }
   }
 
   /** Scopes of the tiles drawn with a label, largest first. */
@@ -273,8 +279,10 @@ export class TreemapView {
     node.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter' || ev.key === ' ') {
         ev.preventDefault();
-        if (ev.shiftKey && child.has_children) this.selection.drill(child.scope);
-        else this.selection.select(child.scope);
+        if (ev.shiftKey && child.has_children) {
+          this.focusOnData = true; // the level drawn next takes the focus, not the page's body
+          this.selection.drill(child.scope);
+        } else this.selection.select(child.scope);
       }
     });
     this.tileByScope.set(child.scope, node);

@@ -91,6 +91,25 @@ describe('TreemapView', () => {
     tile.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
     expect(selection.get().selected).toBe(tile.dataset.scope);
   });
+
+  it('drills in with Shift+Enter and gives the level drawn next the focus', () => {
+    const selection = new Selection();
+    const view = new TreemapView(selection);
+    mount(view.element);
+    view.setData(level);
+    const a = tileFor(`${EVIL}/a`)!;
+    a.focus();
+    a.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', shiftKey: true, bubbles: true }));
+    expect(selection.get().focus).toBe(`${EVIL}/a`);
+    view.setData(level); // the level the drill asked for, drawn anew: its old tiles are gone
+    expect(document.activeElement?.getAttribute('data-testid')).toBe('treemap-tile');
+    // A level drawn for another reason leaves the focus where it is.
+    const outside = el('button', {}, 'x');
+    mount(outside);
+    outside.focus();
+    view.setData(level);
+    expect(document.activeElement).toBe(outside);
+  });
 });
 
 describe('TreemapView inside a big tile', () => {
