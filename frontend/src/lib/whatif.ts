@@ -103,7 +103,7 @@ export function whatIfChart(w: WhatIfResponse): WhatIfChart {
 
 /** The largest batch that fits, in words: "largest batch that fits: 12", or why there is none. */
 export function maxBatchText(w: WhatIfResponse): string {
-  if (w.limit_bytes === null) return 'no limit known: pass one to find the largest batch that fits';
+  if (w.limit_bytes === null) return 'no limit known (a CPU allocator’s cap is none): type one under “limit” to find the largest batch that fits';
   if (w.max_batch === null) return 'nothing grows with the batch: every batch fits';
   if (w.max_batch === 0) return 'not even batch 1 fits';
   return `largest batch that fits: ${formatCount(w.max_batch)}`;
