@@ -446,6 +446,9 @@ _INPUT_OPS = frozenset(
 )
 BEFORE_STEP_OP_TYPE = "(allocated earlier)"  # a profile's frees of bytes from before the step (sources/xplane)
 # `VarIsInitializedOp` answers a new bool about a variable, as `Shape` does about a tensor.
+# A check of the gradients, whose bool masks are shaped like them (a LossScaleOptimizer's
+# `tf.math.is_finite` of every gradient, at the root: `IsFinite_4`): the gradients' own work.
+_GRADIENT_CHECK_OPS = frozenset({"IsFinite"})
 _OTHER_OPS = frozenset(
     {"Const", "HostConst", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Retval",
      "BroadcastGradientArgs", "VarIsInitializedOp", "_SOURCE", "_SINK", BEFORE_STEP_OP_TYPE}
@@ -535,7 +538,7 @@ def categorise(path: str, op_type: str, kind: str) -> int:
         return OPTIMIZER
     if "/" in path and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
-    if _gradient_path(own):
+    if _gradient_path(own) or op_type in _GRADIENT_CHECK_OPS:
         return GRADIENTS
     if op_type in _VARIABLE_OPS:
         return PARAMETERS
@@ -1511,6 +1514,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     is_apply = op_flag(is_apply_op)
     is_variable = op_flag(_VARIABLE_OPS.__contains__)
     is_other = op_flag(_OTHER_OPS.__contains__)
+    is_check = op_flag(_GRADIENT_CHECK_OPS.__contains__)
     optimizer_first = parts.where(optimizer_scope)
     slot = np.zeros(n, dtype=bool)
     rows = np.flatnonzero(is_variable & parts.has_rest)
@@ -1556,7 +1560,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         rows = np.unique(scope_lines[optimizer_first[scope_lines]]).tolist()
         is_gradient_below[[i for i in rows if _below_gradients(paths[i]) is not None]] = True
     return np.select(
-        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first | updated_below, slot, gradient,
+        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first | updated_below, slot, gradient | is_check,
          is_variable, is_other],
         [INPUTS, OTHER, OPTIMIZER, GRADIENTS, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
         default=ACTIVATIONS,

@@ -20,7 +20,7 @@ COMPONENTS = [
     "_arg_frames_0_0", "_retval_loss_0_0", "_SOURCE", "_Recv_x", "(self)", "a.b", "ünï", "",
 ]
 OP_TYPES = ["MatMul", "Relu", "VariableV2", "ReadVariableOp", "Const", "Placeholder", "ApplyAdam",
-            "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", "_MklMatMul", "_MklNativeFusedMatMul", None]
+            "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", "IsFinite", "_MklMatMul", "_MklNativeFusedMatMul", None]
 
 name_strategy = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=6).map("/".join)
 

@@ -313,6 +313,10 @@ CATEGORY_CASES = [
     ("embedding/table/Adam", "VarHandleOp", names.OP, OPTIMIZER),  # a slot
     # A new bool about the variable, as Shape is about a tensor.
     ("embedding/table/IsInitialized/VarIsInitializedOp", "VarIsInitializedOp", names.OP, OTHER),
+    # A LossScaleOptimizer checks every gradient (bool masks shaped like them), at the root.
+    ("IsFinite_4", "IsFinite", names.OP, GRADIENTS),
+    ("cond/IsFinite", "IsFinite", names.OP, GRADIENTS),
+    ("All_4", "All", names.OP, ACTIVATIONS),
 ]
 
 
