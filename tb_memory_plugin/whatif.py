@@ -36,6 +36,9 @@ from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 _VARIABLE_READS = frozenset({"ReadVariableOp", "_ReadVariablesOp", "VariableV2", "Variable"})
 # A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
 # outputs): `[steps, ...]`, each step a tensor the loop's body made.
+# Casts: mixed precision casts each weight to float16 in the forward pass (`fc/Cast/Cast`), a
+# tensor shaped like the parameter because it is one, not a batch that matches a layer's width.
+_CAST_OPS = frozenset({"Cast"})
 _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGatherV2", "TensorArrayPack"})
 # GPU allocators round a request up (BFC: to 256 bytes): a record this much above an
 # output's requested bytes is still that output.
@@ -301,13 +304,17 @@ class _Outputs:
                 reads |= names.category == OPTIMIZER
             stacks = np.fromiter((op in _STACK_OPS for op in names.op_type_names), dtype=bool,
                                  count=len(names.op_type_names))[names.op_code]
+            casts = np.fromiter((op in _CAST_OPS for op in names.op_type_names), dtype=bool,
+                                count=len(names.op_type_names))[names.op_code]
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
-                              list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts)))
+                              list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts),
+                              np.repeat(casts[fresh], counts)))
         self.count = len(self.names)
         out_row = np.concatenate([p[0] for p in per_space]) if per_space else np.zeros(0, np.int64)
         from_reads = np.concatenate([p[1] for p in per_space]) if per_space else np.zeros(0, bool)
         from_stacks = np.concatenate([p[3] for p in per_space]) if per_space else np.zeros(0, bool)
-        flat = [output for _, _, outputs, _ in per_space for output in outputs]
+        from_casts = np.concatenate([p[4] for p in per_space]) if per_space else np.zeros(0, bool)
+        flat = [output for _, _, outputs, _, _ in per_space for output in outputs]
         shapes = [shape for shape, _ in flat]
         sizes = np.fromiter((size for _, size in flat), dtype=np.int64, count=len(flat))
         parameter_shapes = {shape for shape in itertools.compress(shapes, from_reads.tolist()) if shape}
@@ -338,9 +345,9 @@ class _Outputs:
                                            dtype=bool, count=maybe.size)
         batched = (rank > 0) & leads & ~parameter
         # Outputs that would carry the batch but for their parameter's shape (reads of parameters
-        # aside), as (row, requested bytes): where they are forward-pass tensors, the batch is also
-        # a layer's width.
-        look_alike = (rank > 0) & leads & parameter & ~from_reads
+        # and their casts aside), as (row, requested bytes): where they are forward-pass tensors,
+        # the batch is also a layer's width.
+        look_alike = (rank > 0) & leads & parameter & ~from_reads & ~from_casts
         self.parameter_shaped = (out_row[look_alike], sizes[look_alike])
         # At batch 1 a first dimension that is a feed's sequence (`[seq, d]`) may be the batch
         # flattened with it, or the sequence's own (positions, masks): not scaled, and weighed.

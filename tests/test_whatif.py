@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_whatif  # noqa: E402  (the Keras profiling script the accuracy benchmark runs too)
 from tb_memory_plugin import analysis, cli, findings, graph, store, whatif, whatif_report
 from tb_memory_plugin import names as names_mod, trace as trace_mod
-from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER
+from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER, OUTPUT
 from tb_memory_plugin.sources import xplane
 
 DEMO = REPO / "demo_logs"
@@ -254,6 +254,27 @@ def test_forward_tensors_shaped_like_parameters_are_warned_of():
     clean = whatif.WhatIf([_mlp(40, 48, inputs=64)], 80)
     assert clean.one_step.batch == 40 and clean.one_step.warning is None
     assert whatif_report.whatif_dict(clean)["predictions"]["one_step"]["warning"] is None
+
+
+def test_weights_cast_to_float16_are_no_batch_shaped_like_a_parameter():
+    """Mixed precision casts each weight to float16 in the forward pass: a tensor shaped like the
+    parameter because it is one. Where its first dimension is the batch, that is no sign of a
+    batch-shaped activation left unscaled: no warning (the weights' casts are not scaled either)."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float16, (None, 40), name="x")
+        w0 = tf.compat.v1.get_variable("w0", (64, 40))  # its first dimension is the batch
+        w1 = tf.compat.v1.get_variable("w1", (16, 64))
+        h = tf.nn.relu(tf.matmul(x, tf.cast(w0, tf.float16), transpose_b=True))  # [64, 64]
+        h = tf.matmul(h, tf.cast(w1, tf.float16), transpose_b=True)  # [64, 16]
+        loss = tf.reduce_mean(tf.square(tf.cast(h, tf.float32)))
+        return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+    traced = _traced_real("cast_b64", build, [np.ones((64, 40), np.float16)])
+    space = traced.space
+    casts = [i for i, op in enumerate(space.names.op_types) if op == "Cast"]
+    assert any(space.name_column(OUTPUT)[i] == 64 * 40 * 2 for i in casts)  # w0's cast is in the step
+    answer = whatif.WhatIf([traced], 128)
+    assert answer.one_step.batch == 64 and answer.one_step.scales.any()
+    assert answer.one_step.warning is None
 
 
 def test_a_step_where_nothing_carries_the_batch_is_refused():
