@@ -238,19 +238,10 @@ def layer_path(graph_name: str) -> str:
     if sep and "/" in rest and _LAYER_LOOKED_THROUGH_RE.match(first):
         return layer_path(rest)
     folded = _first_component_rules(graph_name)
-    if folded is None:
-        below = _below_gradients(graph_name)
-        folded = graph_name if below is None else _below_folded(below, graph_name)
-    # What a prefix folded away may leave another replica's scope first (the tape's gradients of
-    # replica 1: `gradient_tape/replica_1/mlp/...`).
-    return folded if folded == graph_name else _looked_through_for_layers(folded)
-
-
-def _looked_through_for_layers(path: str) -> str:
-    """`path` without a first component the grouping by layer looks through, where a scope
-    follows (`layer_path` of the rest)."""
-    first, sep, rest = path.partition("/")
-    return layer_path(rest) if sep and "/" in rest and _LAYER_LOOKED_THROUGH_RE.match(first) else path
+    if folded is not None:
+        return folded
+    below = _below_gradients(graph_name)
+    return graph_name if below is None else _below_folded(below, graph_name)
 
 
 def _first_component_rules(graph_name: str) -> str | None:
@@ -1358,13 +1349,6 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     cut[below] = below_cut
     for i in below_others.tolist():
         others[i] = layer_path_of(graph_names[i], paths[i])
-    # A cut that leaves another replica's scope or a branch's first (`gradient_tape/replica_1/...`):
-    # by the one-name rule, which looks through it.
-    cut_rows = cut > 0
-    if cut_rows.any():
-        for prefix in (b"replica_", b"cond"):
-            for i in np.flatnonzero(lines.starting_with(prefix, cut_rows, cut)).tolist():
-                others[i] = layer_path_of(graph_names[i], paths[i])
     # Two gradients scopes with the gradients' sums below them: the one-name rule keeps them.
     if two_level.any():
         for i in np.flatnonzero(lines.starting_with(b"AddN", two_level, second_end + 1)).tolist():
