@@ -228,14 +228,13 @@ def layer_path(graph_name: str) -> str:
     gradients scope the user named, `my_grads/...`, too, where an op's `_grad` scope follows;
     and one below the first component, `train/gradients/...`, see `_below_gradients`);
     `Adam/update_shared_model/unet_01/kernel/ResourceApplyAdam`
-      -> `shared_model/unet_01/kernel/ResourceApplyAdam`;
-    another replica's scope and a branch's are looked through where a scope follows
-    (`replica_1/mlp/fc1/MatMul` -> `mlp/fc1/MatMul`, a LossScaleOptimizer's `cond/adam/Sub_10`
-    -> `adam/Sub_10`).
+      -> `shared_model/unet_01/kernel/ResourceApplyAdam`; a LossScaleOptimizer's update,
+    applied inside a `cond` (`cond/adam/Sub_10`), is the optimizer's (`adam/Sub_10`).
     Names with nothing after the prefix (`gradients/AddN`) stay where they are.
     """
     first, sep, rest = graph_name.partition("/")
-    if sep and "/" in rest and _LAYER_LOOKED_THROUGH_RE.match(first):
+    if sep and first.startswith("cond") and _COND_RE.match(first) and "/" in rest \
+            and optimizer_scope(rest.partition("/")[0]):
         return layer_path(rest)
     folded = _first_component_rules(graph_name)
     if folded is not None:
@@ -490,10 +489,9 @@ REPLICA_RE = re.compile(rf"^{_REPLICA}$")
 # A first component that is not the user's scope, whose next one is read as the first: another
 # replica's, or a control-flow scope (a LossScaleOptimizer applies its update inside a `cond`:
 # `cond/adam/Sub_10`; Keras 2's steps_per_execution loop, `while/RMSprop/mul_8`).
+# A control-flow branch's scope at the root (a LossScaleOptimizer applies its update in one).
+_COND_RE = re.compile(r"^cond(?:_\d+)?$")
 _LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?|while(?:_\d+)?)$")
-# The same for the layer grouping, where a scope follows, but for a loop's: ops in a loop at the
-# root (`while/add`, a tf.while_loop's body) are grouped under it.
-_LAYER_LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?)$")
 # First components whose ops hold gradients (categories only, not the layer grouping): the
 # gradient scopes, and `tf.clip_by_global_norm`'s, whose outputs are the clipped gradients.
 _GRADIENT_FIRST = r"(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?"
@@ -1284,10 +1282,10 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     named = parts.where(_named_gradients) & parts.has_rest
     if named.any():  # an op's `_grad` scope after the first component (which does not end so)
         gradients_first |= named & (lines.containing(b"_grad/") | lines.ending_with(b"_grad"))
-    # Another replica's scope and a branch's, looked through: by the one-name rule (a few rows, or
-    # a replica's half of a step).
-    looked = parts.where(_LAYER_LOOKED_THROUGH_RE.match) & parts.has_rest
-    if not (gradients_first.any() or b"update_" in lines.data or lines.gradients_below[0].size or looked.any()):
+    # A LossScaleOptimizer's update in a branch (`cond/adam/...`): the branch's scope cut off
+    # where the optimizer's follows it (asked of the few distinct second components).
+    branch = parts.where(_COND_RE.match) & parts.has_rest
+    if not (gradients_first.any() or b"update_" in lines.data or lines.gradients_below[0].size or branch.any()):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not): the
@@ -1319,8 +1317,14 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
         candidates[rows[third_end[rows] >= 0]] = True
         two_level = candidates & ~lines.starting_with(b"gradient", candidates, second_end + 1)
         nested &= ~two_level
+    if branch.any():
+        rows = np.flatnonzero(branch & deeper)
+        distinct, code = lines.code_slices(lines.starts[rows] + second[rows], second_end[rows] - second[rows])
+        branch[:] = False
+        branch[rows[np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]]] = True
     cut = np.zeros(n, dtype=np.int64)
     cut[plain] = second[plain]
+    cut[branch] = second[branch]
     cut[update] = second[update] + len("update_")
     cut[two_level] = second_end[two_level] + 1
     # The one-name rule's other form (`training/Adam/update_<scope>/...`): a third component
@@ -1342,6 +1346,9 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
         offset[rows] = third_slash + 1 - lines.starts[rows]
         third_update |= lines.starting_with(b"update_", fourth, offset)
     others = {i: layer_path_of(graph_names[i], paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
+    if branch.any():  # the optimizer's own forms below the branch (its updates, its gradients): the one-name rule
+        for i in np.flatnonzero(branch & (lines.containing(b"update_") | lines.containing(b"gradients"))).tolist():
+            others[i] = layer_path_of(graph_names[i], paths[i])
     # A gradients scope below the first component (`train/gradients/<scope>/...`): cut where
     # it ends, or by the one-name rule (`_below_gradients_cut`).
     below, below_cut, below_slash, below_others = _below_gradients_cut(
@@ -1353,11 +1360,6 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     if two_level.any():
         for i in np.flatnonzero(lines.starting_with(b"AddN", two_level, second_end + 1)).tolist():
             others[i] = layer_path(paths[i])
-    if looked.any():
-        rows = np.flatnonzero(looked)
-        cut[rows] = 0
-        for i in rows.tolist():
-            others[i] = layer_path_of(graph_names[i], paths[i])
     others = {i: layer for i, layer in others.items() if layer != paths[i]}
     # A loop's or a branch's gradient (control flow v2: `gradients/rnn/while_grad/rnn/while_grad/...`,
     # `gradients/cond_grad/StatelessIf/...`) goes to its op by the one-name rule: the paths that
@@ -1386,9 +1388,6 @@ def layer_path_of(graph_name: str, path: str) -> str:
     Conv2D_grad/...`, where the forward `acc/while/body/_1/cnn/Conv2D` is `acc/while/cnn/
     Conv2D`). Everywhere else, `layer_path` of the path.
     """
-    first, sep, rest = path.partition("/")
-    if sep and "/" in rest and _LAYER_LOOKED_THROUGH_RE.match(first):
-        return layer_path_of(graph_name[len(first) + 1:] if graph_name.startswith(first + "/") else graph_name, rest)
     if ("/gradients" in path and graph_name != path and _first_component_rules(path) is None
             and _below_gradients(path) is not None):
         scope = _GRADIENTS_BELOW_RE.search(graph_name)

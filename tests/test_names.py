@@ -138,14 +138,14 @@ def test_plain_names_are_kept():
     ("Mean_grad/Tile/x", "Mean_grad/Tile/x"),  # a root op's own gradient scope
     ("Adam/learning_rate", "Adam/learning_rate"),
     ("shared_model/unet_01/BiasAdd", "shared_model/unet_01/BiasAdd"),
-    # Another replica's scope (MirroredStrategy) and a branch's (a LossScaleOptimizer applies its
-    # update in a `cond`) are looked through where a scope follows; a loop's at the root is not.
-    ("replica_1/mlp/fc1/MatMul", "mlp/fc1/MatMul"),
-    ("replica_1/gradient_tape/mlp/fc1/MatMul", "mlp/fc1/MatMul"),
+    # A LossScaleOptimizer applies its update inside a `cond`: the optimizer's, as without one; a
+    # branch of the user's, or an op at the branch's root, stays in it.
     ("cond/adam/Sub_10", "adam/Sub_10"),
     ("cond_1/adam/update_mlp/fc1/kernel/x", "mlp/fc1/kernel/x"),
-    ("cond/Identity", "cond/Identity"),
-    ("while/RMSprop/mul_8", "while/RMSprop/mul_8"),
+    ("cond/dense/MatMul", "cond/dense/MatMul"),
+    ("cond/adam", "cond/adam"),
+    ("gradients/cond/mul_grad/Mul", "cond/mul_grad/Mul"),
+    ("conditioner/adam/x", "conditioner/adam/x"),
 ])
 def test_layer_path_folds_gradients_and_updates(graph_name, layer):
     assert names.layer_path(graph_name) == layer
