@@ -120,7 +120,9 @@ def _named(raw: str, kept: int) -> tuple[str, str | None]:
     skip, parts, bases, _, _ = _chain(raw)
     if kept < 2:  # one numbered scope is a user's own (`block_2`), not a model and a layer
         return "/".join(parts), None
-    return "/".join((*parts[:skip], *bases[:kept], *parts[skip + kept:])), "/".join(bases[:kept])
+    # The layer as the grouping by layer has it: a loop's scope stays in front (the tape's goes).
+    loops = tuple(part for part in parts[:skip] if _LOOP_SCOPE_RE.match(part))
+    return "/".join((*parts[:skip], *bases[:kept], *parts[skip + kept:])), "/".join((*loops, *bases[:kept]))
 
 
 @functools.lru_cache(maxsize=1 << 16)
