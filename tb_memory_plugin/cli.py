@@ -195,13 +195,13 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
 
 def _scope_executions(space: SpaceAnalysis, group: str, scope: str) -> tuple[np.ndarray | None, str]:
     """(--scope's executions, " in <scope>" for the listings' headings); (None, "") for the whole
-    step, and where the step has no such scope (the listings are then the step's)."""
+    step; where the step has no such scope, the step's listings, said to be the whole step's."""
     if not scope:
         return None, ""
     try:
         return report.scope_executions(space, group, scope), f" in {scope}"
     except report.NotFound:
-        return None, ""
+        return None, " (the whole step)"
 
 
 def _listed(rows: list, top: int, at_peak: Callable[[object], int]) -> tuple[list, list, list]:
@@ -231,7 +231,8 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
         if resident is None or not resident.tensors:
             continue
         other = resident.other_bytes
-        print(f"   resident before the step ({space.trace.id}): {resident.param_count:,} parameters "
+        print(f"   resident before the step{', the whole model' if scope else ''} ({space.trace.id}): "
+              f"{resident.param_count:,} parameters "
               f"{format_bytes(resident.param_bytes)}, optimizer slots {format_bytes(resident.slot_bytes)}"
               + (f", other {format_bytes(other)} of start {format_bytes(resident.start_bytes)}" if other is not None
                  else ""))
@@ -442,7 +443,9 @@ def summary_command(args: argparse.Namespace) -> int:
             _print_resident(step, spaces, graphs[ref.run], args.group, args.top, args.scope)
             _print_findings([f for f in found[ref]
                              if (args.device is None or f["device"] in (None, *(s.trace.id for s in spaces)))
-                             and (not args.scope or f"{f['scope']}/".startswith(args.scope + "/"))])
+                             # A finding's scope is a layer's: --scope filters by it in that grouping.
+                             and (not args.scope or args.group != "layer"
+                                  or f"{f['scope']}/".startswith(args.scope + "/"))])
     for failure in failures:
         print(f"tb-memory: {failure}", file=sys.stderr)
     if not read:  # only the Keras callback's empty records were asked for: say why, and where to look

@@ -522,6 +522,7 @@ def test_scope_lists_what_a_scope_holds(capsys):
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2", "--scope", "nope/")
     assert code == 0, err
     assert "no scope 'nope' in this step (group=layer); its top level: small_unet" in out
+    assert "   top op types at peak (the whole step):" in out  # not the scope's: said so
     # The JSON lists every scope already: --scope is the text's, and said so.
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--scope", "small_unet", "--json")
     assert code == 2 and not out and "--scope lists scopes in the text" in err
