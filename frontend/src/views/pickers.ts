@@ -90,10 +90,11 @@ export class PickersView {
       const group = el('optgroup', { label: run.run });
       for (const step of run.steps) {
         const value = againstValue(run.run, step.tag);
-        // The step shown is no step to compare it with, nor is a record without step stats (no device).
+        // The step shown is no step to compare it with, nor is one that names no device (a record
+        // without step stats, a profile without memory events).
         const shown = run.run === state.run && step.tag === state.tag;
         const empty = step.devices.length === 0;
-        const note = shown ? ' (this step)' : empty ? ' (no step stats)' : '';
+        const note = shown ? ' (this step)' : empty ? ' (no memory to compare)' : '';
         group.append(option(value, `${run.run} · ${step.tag}${note}`, value === chosen, shown || empty));
       }
       this.compareSelect.append(group);

@@ -121,15 +121,16 @@ export class TreemapView {
   }
 
   setError(message: string | null): void {
+    if (message) this.focusOnData = false;
     showPanelError(this.element, message);
   }
 
   setData(data: ScopesResponse | null): void {
     this.data = data;
     this.render();
-    if (data && this.focusOnData) {
-      this.focusOnData = false;
-      this.area.querySelector<HTMLElement>('[tabindex="0"]')?.focus();
+    if (this.focusOnData) {
+      this.focusOnData = false; // asked once: a level that never came (null, an error) takes nothing later
+      if (data) this.area.querySelector<HTMLElement>('[tabindex="0"]')?.focus();
     }
   }
 

@@ -718,9 +718,9 @@ describe('PickersView compare', () => {
     const options = () =>
       [...document.querySelectorAll<HTMLOptionElement>('[data-testid=compare-picker] option')].map((o) => [o.textContent, o.disabled]);
     // A record without step stats (the Keras callback's `batch_N`: no device) has nothing to compare.
-    expect(options()).toEqual([['—', false], [`${EVIL} · a (this step)`, true], [`${EVIL} · b`, false], ['r2 · a', false], ['r2 · batch_3 (no step stats)', true]]);
+    expect(options()).toEqual([['—', false], [`${EVIL} · a (this step)`, true], [`${EVIL} · b`, false], ['r2 · a', false], ['r2 · batch_3 (no memory to compare)', true]]);
     selection.set({ tag: 'b' });
-    expect(options()).toEqual([['—', false], [`${EVIL} · a`, false], [`${EVIL} · b (this step)`, true], ['r2 · a', false], ['r2 · batch_3 (no step stats)', true]]);
+    expect(options()).toEqual([['—', false], [`${EVIL} · a`, false], [`${EVIL} · b (this step)`, true], ['r2 · a', false], ['r2 · batch_3 (no memory to compare)', true]]);
     expect(document.querySelectorAll('img').length).toBe(0);
   });
 });
