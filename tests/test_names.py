@@ -361,6 +361,7 @@ def _build_embedding(batch, size, seed=0, vocab=5000, dim=64):
 
 def test_embedding_lookup_output_is_not_parameters_on_a_real_step(tf_models):
     from tensorboard.compat.proto import config_pb2
+    from tracedata import records_peak
 
     from tb_memory_plugin import graph, store
 
@@ -382,6 +383,15 @@ def test_embedding_lookup_output_is_not_parameters_on_a_real_step(tf_models):
     assert space.exec_columns[figures.OUTPUT][lookup] == rows
     assert figures.CATEGORIES[int(space.category[lookup])] == "activations"
     held = int(space.exec_columns[figures.AT_PEAK][lookup])
+    # The records' own word (read from the protos, apart from the engine): the lookup's net up to
+    # the peak of its allocator's records.
+    records = [(r.alloc_micros, r.alloc_bytes, n.node_name)
+               for d in config_pb2.RunMetadata.FromString(rm_bytes).step_stats.dev_stats
+               if d.device == space.trace.device for n in d.node_stats for m in n.memory
+               if m.allocator_name == space.trace.allocator for r in m.allocation_records]
+    assert any(name == "embedding/embedding_lookup" for _, _, name in records)
+    peak_time = records_peak(records)[1]
+    assert held == sum(size for t, size, name in records if name == "embedding/embedding_lookup" and t <= peak_time)
     assert held in (0, rows)
     split = space.category_split([lookup])
     assert split[figures.ACTIVATIONS] == held and split[figures.PARAMETERS] == 0
