@@ -82,8 +82,12 @@ def _space(data: bytes):
 
 @pytest.fixture(scope="session")
 def reference(profile_path) -> dict:
+    return _read_reference(profile_path.read_bytes())
+
+
+def _read_reference(data: bytes) -> dict:
     """Memory events (sorted by time), op events and executor runs, read one by one."""
-    space = _space(profile_path.read_bytes())
+    space = _space(data)
     memory, ops, runs, markers = [], [], collections.defaultdict(list), collections.defaultdict(list)
     for plane in space.planes:
         for line in plane.lines:
@@ -147,6 +151,31 @@ def test_profiled_batches_are_the_steps(profile, reference):
         assert ids.most_common(1)[0][0] == step.step_id  # the step's own allocations dominate its window
         assert (step.start_ps, step.end_ps) == _window(reference, step)
         assert step.devices == ["/device:CPU:0"]
+
+
+def test_an_executor_run_past_its_batch_is_cut_at_the_batch():
+    """A profile made on a loaded machine (tests/data/cpu_loaded): batch 3's executor step allocated
+    only within its marker, but one of its runs ended after batch 4's marker began. It is still
+    batch 3's step, cut at its marker: each step is its executor's, over its own marker, and holds
+    exactly the events there (it had been dropped, and batch 3 read as a marker without an executor
+    step: the same events, but no step id)."""
+    data = (REPO / "tests" / "data" / "cpu_loaded" / "keras_unet_straggler.xplane.pb").read_bytes()
+    reference = _read_reference(data)
+    profile = xplane.decode(data)
+    assert [s.number for s in profile.steps] == [b - 1 for b in PROFILE_BATCHES]
+    for index, step in enumerate(profile.steps):
+        start, end = reference["markers"][step.number]
+        assert (step.start_ps, step.end_ps) == (start, end)
+        events = [e for e in reference["memory"] if start <= e["time_ps"] <= end]
+        ids = collections.Counter(e["id"] for e in events if e["allocation"])
+        assert ids.most_common(1)[0][0] == step.step_id != 0
+        (space,) = analysis.analyse(profile.trace(index)).spaces
+        assert int(space.trace.allocated.sum()) == sum(e["allocation_bytes"] for e in events if e["allocation"])
+        temp = [e for e in events if e["allocation"] and e.get("region_type") == "temp"]
+        assert int(space.trace.temp.sum()) == sum(e["allocation_bytes"] for e in temp) > 0
+    # The straggler: batch 3's executor ran on into batch 4's marker.
+    first = profile.steps[0]
+    assert max(reference["runs"][first.step_id]) > reference["markers"][profile.steps[1].number][0]
 
 
 # A custom loop whose marked steps run eager work around a tf.function (a 1 MiB matmul made

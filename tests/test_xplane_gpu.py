@@ -633,6 +633,23 @@ def test_markers_nested_in_an_outer_marker_are_the_steps():
         [("dense/MatMul", 100), ("eager/Add", 7000)], [("dense/MatMul", 200), ("eager/Add", 9000)]]
 
 
+def test_an_executor_run_past_its_batch_leaves_it_that_batchs_step():
+    """On a loaded machine one of a batch's executor runs may end after the next batch began
+    (tests/data/cpu_loaded): its allocations are all in its own batch, so it is that batch's
+    step (its executor's, not a marker's without one), cut at its marker; the next batch's events
+    stay the next batch's."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    _marked_batches(space, (1, 2))
+    space.event(3, "ExecutorState::Process", 1200, 1100, id=1)  # batch 1's, running on to 2300
+    profile = xplane.decode(space.serialized())
+    assert [(s.step_id, s.start_ps // 10**6, s.end_ps // 10**6) for s in profile.steps] == [(1, 1000, 1300), (2, 2000, 2300)]
+    steps = _steps(space)
+    assert [(n, start) for n, start, _ in steps] == [(1, 1000), (2, 2000)]
+    assert [spaces["GPU:0/GPU_0_bfc"] for _, _, spaces in steps] == [[("dense/MatMul", 100)], [("dense/MatMul", 200)]]
+
+
 def test_an_executor_step_across_epochs_does_not_swallow_the_marked_steps():
     """tf.data runs its functions under one executor step id across epochs: a step outside any
     marker that spans marked steps is none of them, and a batch number that comes again in the

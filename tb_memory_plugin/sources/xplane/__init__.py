@@ -653,7 +653,14 @@ class _PlaneSteps:
                     end = max(end, int(processes["end_ps"][runs].max()))
             crossed = (marker_start < end) & (marker_end > start) & ~((marker_start <= start) & (end <= marker_end))
             if np.count_nonzero(crossed) > 1:
-                continue  # across marked steps (eager ops' executor, run by several): none of them, even in an outer one
+                # Its allocations all in one of the marked steps it runs across, a run of it past
+                # that step's end (one of its processes still running on a loaded machine when the
+                # next batch began) is cut at that step's bounds: the step is that one's.
+                holding = np.flatnonzero(crossed & (marker_start <= times.min()) & (times.max() <= marker_end))
+                if holding.size == 0:
+                    continue  # across marked steps (eager ops' executor, run by several): none of them, even in an outer one
+                inner = holding[np.argmin(marker_end[holding] - marker_start[holding])]
+                start, end = max(start, int(marker_start[inner])), min(end, int(marker_end[inner]))
             group = marked.around(start)
             if group is not None:  # the marked step is all of its marker: eager work around a function too
                 start, end = min(start, int(marker_start[group])), max(end, int(marker_end[group]))
