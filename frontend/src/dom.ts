@@ -53,3 +53,17 @@ export function downloadText(text: string, fileName: string, mime: string): void
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+/**
+ * A name as text that may wrap after its `/` and `_` (a `<wbr>` there, which copying leaves out),
+ * rather than anywhere inside a word (`lstm_c` / `ell_1`).
+ */
+export function breakableText(text: string): (string | HTMLElement)[] {
+  const parts = text.split(/(?<=[/_])/);
+  const out: (string | HTMLElement)[] = [];
+  parts.forEach((part, i) => {
+    if (i > 0) out.push(document.createElement('wbr'));
+    out.push(part);
+  });
+  return out;
+}

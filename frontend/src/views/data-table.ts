@@ -1,6 +1,6 @@
 // A sortable table with CSV and JSON export; rows are rendered as text only.
 
-import { el, clear, downloadText } from '../dom';
+import { breakableText, el, clear, downloadText } from '../dom';
 import { type Column, type SortState, exportFileName, nextSort, sortRows, toCsv, toJson } from '../lib/table';
 
 export interface DataTableOptions<T> {
@@ -149,7 +149,8 @@ export class DataTable<T> {
       for (const column of columns) {
         const raw = column.value(row);
         const text = column.text ? column.text(row) : raw === null ? '—' : String(raw);
-        tr.append(el('td', { class: column.numeric ? 'num' : column.key === 'raw_name' ? 'raw' : null }, text));
+        tr.append(el('td', { class: column.numeric ? 'num' : column.key === 'raw_name' ? 'raw' : null },
+          ...(column.numeric ? [text] : breakableText(text))));
       }
       if (this.options.rowKey) {
         const key = this.options.rowKey(row);

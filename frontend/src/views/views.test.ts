@@ -592,6 +592,23 @@ describe('DataTable', () => {
     expect(document.querySelectorAll('img').length).toBe(0);
     expect(document.querySelector('[data-testid=t] tbody')!.textContent).toContain(EVIL);
   });
+
+  it('lets a name wrap after its slashes and underscores, not inside a word, and copy whole', () => {
+    const table = new DataTable<Row>({
+      columns: [{ key: 'name', label: 'name', value: (r) => r.name }, { key: 'a', label: 'a', value: (r) => r.a, numeric: true }],
+      testId: 'w',
+      initialSort: { key: 'a', direction: 'desc' },
+      fileName: () => ['w'],
+    });
+    mount(table.element);
+    const name = `textclf/gru/while/gru_cell_1/${EVIL}`;
+    table.setRows([{ name, a: 1234567, b: 0 }]);
+    const [cell, number] = [...document.querySelectorAll<HTMLElement>('[data-testid=w] tbody td')];
+    expect(cell!.textContent).toBe(name); // the text is the name, whole
+    expect(cell!.querySelectorAll('wbr').length).toBe(6); // after each of its 4 slashes and 2 underscores
+    expect(document.querySelectorAll('img').length).toBe(0);
+    expect(number!.querySelectorAll('wbr').length).toBe(0);
+  });
 });
 
 describe('GraphView fit', () => {
