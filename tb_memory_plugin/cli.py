@@ -204,6 +204,11 @@ def _scope_executions(space: SpaceAnalysis, group: str, scope: str) -> tuple[np.
         return None, " (the whole step)"
 
 
+def _inside(path: str | None, scope: str) -> bool:
+    """Whether `path` is `scope` or lies below it."""
+    return f"{path}/".startswith(scope + "/")
+
+
 def _listed(rows: list, top: int, at_peak: Callable[[object], int]) -> tuple[list, list, list]:
     """(the rows a listing shows first, the rest, then the rows past `top` that hold less than
     nothing at the peak): those (`(before this step)`: frees of bytes from before the step) are
@@ -222,12 +227,12 @@ def _print_the_rest(rows: list[dict], what: str) -> None:
 def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top: int, scope: str = "") -> None:
     """The model's tensors in each space, from the run's GraphDef: parameters and optimizer slots by
     layer (with --scope, the layers inside it)."""
-    if run_graph is None or run_graph.model is None:
+    residents = [report.space_resident(step, space, run_graph) for space in spaces]
+    if all(resident is None for resident in residents):  # as the summary's resident_note says
         if any(space.has_curve for space in spaces):
             print(f"   note: {report.resident_mod.NO_MODEL_NOTE}")
         return
-    for space in spaces:
-        resident = report.space_resident(step, space, run_graph)
+    for space, resident in zip(spaces, residents):
         if resident is None or not resident.tensors:
             continue
         other = resident.other_bytes
@@ -244,7 +249,7 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
             print(f"   note: {resident.note}")
         layers = sorted(resident.layers(), key=lambda row: -(row["param_bytes"] + row["slot_bytes"]))
         if scope:
-            layers = [row for row in layers if (row["scope"] + "/").startswith(scope + "/")]
+            layers = [row for row in layers if _inside(row["scope"], scope)]
             if not layers:
                 continue
         print(f"   layers{' in ' + scope if scope else ''} by parameters (+ optimizer slots):")
@@ -445,7 +450,7 @@ def summary_command(args: argparse.Namespace) -> int:
                              if (args.device is None or f["device"] in (None, *(s.trace.id for s in spaces)))
                              # A finding's scope is a layer's: --scope filters by it in that grouping.
                              and (not args.scope or args.group != "layer"
-                                  or f"{f['scope']}/".startswith(args.scope + "/"))])
+                                  or _inside(f["scope"], args.scope))])
     for failure in failures:
         print(f"tb-memory: {failure}", file=sys.stderr)
     if not read:  # only the Keras callback's empty records were asked for: say why, and where to look

@@ -240,8 +240,7 @@ def cpu_working_set_scratch(space) -> np.ndarray:
     out = np.zeros(len(names.raw), dtype=bool)
     if space.trace.device_type != "CPU":
         return out
-    convolutions = np.array([is_convolution(op) for op in names.op_type_names], dtype=bool)
-    rows = np.flatnonzero(convolutions[names.op_code]).tolist() if convolutions.any() else []
+    rows = np.flatnonzero(names.of_op_type(is_convolution)).tolist()
     out[[i for i, kernel in zip(rows, kernels(space, rows)) if kernel in CPU_SHARDED_CONV_GRADS]] = True
     return out
 

@@ -19,7 +19,7 @@ import operator
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Mapping, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -486,12 +486,13 @@ _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
 # A distribution strategy's other replica's scope (MirroredStrategy: `replica_1/...`).
 _REPLICA = r"replica_\d+"
 REPLICA_RE = re.compile(rf"^{_REPLICA}$")
+# A control-flow branch's scope at the root (a LossScaleOptimizer applies its update in one).
+_COND = r"cond(?:_\d+)?"
+_COND_RE = re.compile(rf"^{_COND}$")
 # A first component that is not the user's scope, whose next one is read as the first: another
 # replica's, or a control-flow scope (a LossScaleOptimizer applies its update inside a `cond`:
 # `cond/adam/Sub_10`; Keras 2's steps_per_execution loop, `while/RMSprop/mul_8`).
-# A control-flow branch's scope at the root (a LossScaleOptimizer applies its update in one).
-_COND_RE = re.compile(r"^cond(?:_\d+)?$")
-_LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|cond(?:_\d+)?|while(?:_\d+)?)$")
+_LOOKED_THROUGH_RE = re.compile(rf"^(?:{_REPLICA}|{_COND}|while(?:_\d+)?)$")
 # First components whose ops hold gradients (categories only, not the layer grouping): the
 # gradient scopes, and `tf.clip_by_global_norm`'s, whose outputs are the clipped gradients.
 _GRADIENT_FIRST = r"(?:gradients|gradient_tape|clip_by_global_norm)(?:_\d+)?"
@@ -920,6 +921,10 @@ class NameTable:
     def op_type(self, index: int) -> str:
         """One name's op type (without building the per-name list)."""
         return self.op_type_names[int(self.op_code[index])]
+
+    def of_op_type(self, test: Callable[[str], bool]) -> np.ndarray:
+        """Per name, whether its op type passes `test` (asked once per distinct op type)."""
+        return np.fromiter(map(test, self.op_type_names), dtype=bool, count=len(self.op_type_names))[self.op_code]
 
     @cached_property
     def _layer_cut(self) -> "LayerCut":

@@ -304,8 +304,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
                         f"{', '.join(s.trace.id for s in analysed.spaces) or 'none'}): traced on another device or "
                         "allocator")
                 space = self._side(ctx, experiment, other, ref.tag, device)[1]
-                step = whatif.Traced(other, ref.tag, ref.step, ref.source, self._store.analysis(ctx, experiment, ref),
-                                     space)
+                step = whatif.Traced(other, ref.tag, ref.step, ref.source, analysed, space)
                 step.batch  # noqa: B018 - read now: a step whose batch cannot be read is left out
                 whatif.check_one_model([traced[0], step])
             except (StepNotAnalysable, report.NotFound, whatif.WhatIfError) as exc:

@@ -34,11 +34,11 @@ from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
 # (or its gradient, or a slot), even when its first dimension equals the batch.
 _VARIABLE_READS = frozenset({"ReadVariableOp", "_ReadVariablesOp", "VariableV2", "Variable"})
-# A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
-# outputs): `[steps, ...]`, each step a tensor the loop's body made.
 # Casts: mixed precision casts each weight to float16 in the forward pass (`fc/Cast/Cast`), a
 # tensor shaped like the parameter because it is one, not a batch that matches a layer's width.
 _CAST_OPS = frozenset({"Cast"})
+# A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
+# outputs): `[steps, ...]`, each step a tensor the loop's body made.
 _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGatherV2", "TensorArrayPack"})
 # GPU allocators round a request up (BFC: to 256 bytes): a record this much above an
 # output's requested bytes is still that output.
@@ -298,14 +298,11 @@ class _Outputs:
             # nothing) have parameters' shapes. (A graph's sparse updates do not: an embedding's
             # gradient rows are [batch x seq, d].)
             names = space.names
-            reads = np.fromiter((op in _VARIABLE_READS for op in names.op_type_names), dtype=bool,
-                                count=len(names.op_type_names))[names.op_code]
+            reads = names.of_op_type(_VARIABLE_READS.__contains__)
             if step.trace.source in _CHUNK_SOURCES:
                 reads |= names.category == OPTIMIZER
-            stacks = np.fromiter((op in _STACK_OPS for op in names.op_type_names), dtype=bool,
-                                 count=len(names.op_type_names))[names.op_code]
-            casts = np.fromiter((op in _CAST_OPS for op in names.op_type_names), dtype=bool,
-                                count=len(names.op_type_names))[names.op_code]
+            stacks = names.of_op_type(_STACK_OPS.__contains__)
+            casts = names.of_op_type(_CAST_OPS.__contains__)
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
                               list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts),
                               np.repeat(casts[fresh], counts)))
