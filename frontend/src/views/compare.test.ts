@@ -74,6 +74,23 @@ describe('CompareView', () => {
   });
 });
 
+describe('CompareView columns', () => {
+  it('shows the allocated difference beside the at-peak figures, so a row empty at both peaks says what changed', () => {
+    const view = new CompareView(new Selection());
+    mount(view);
+    const grad = { ...row('grad', 0, 0), a_allocated_bytes: 3072, b_allocated_bytes: 1024, delta_allocated_bytes: 2048 };
+    view.setData({ ...body, scopes: [...body.scopes, grad] });
+    const heads = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-table] thead button')].map((b) => b.dataset.sortKey);
+    expect(heads).toEqual(['name', 'status', 'delta_bytes', 'a_bytes', 'b_bytes', 'delta_allocated_bytes']);
+    const cells = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-table] tbody tr[data-key="grad"] td')].map((td) => td.textContent);
+    expect(cells.slice(2)).toEqual(['0 B', '0 B', '0 B', '+2.00 KiB']);
+    // Without a curve on a side, allocated is the compared figure and is not shown twice.
+    view.setData({ ...body, a: { ...body.a, has_curve: false }, scopes: [grad] });
+    const without = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-table] thead button')].map((b) => b.dataset.sortKey);
+    expect(without).toEqual(['name', 'status', 'delta_allocated_bytes', 'a_allocated_bytes', 'b_allocated_bytes']);
+  });
+});
+
 describe('CompareView with B numbered apart', () => {
   it('says which of B names were matched to A names, as text, and gives a row B own name', () => {
     const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });

@@ -168,7 +168,9 @@ export class CompareView {
         return [s.run ?? '', s.tag ?? '', 'vs', s.against?.run ?? '', s.against?.tag ?? '', 'scopes'];
       },
       maxRows: 60,
-      shownColumns: ['name', 'status', `delta_${figure}`, `a_${figure}`, `b_${figure}`],
+      // At peak, most rows below the top few hold nothing then in either step and changed only in what
+      // they allocated: the allocated difference is shown beside, so such a row does not read 0 / 0 / 0.
+      shownColumns: ['name', 'status', `delta_${figure}`, `a_${figure}`, `b_${figure}`, ...(figure === 'bytes' ? ['delta_allocated_bytes'] : [])],
       compact: true,
       rowKey: (r) => r.name,
       onRowClick: (r) => this.selection.set({ compareSelected: r.name }),
