@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WhatIfResponse } from '../api';
-import { maxBatchText, methodText, otherRuns, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, otherRuns, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
 
 function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
   return {
@@ -139,5 +139,24 @@ describe('runs left out', () => {
     expect(skippedText(answer())).toEqual({ text: '', reasons: '' });
     const w = answer({ skipped_runs: [{ run: 'gan', tag: 'step_1', reason: 'share 8% of their layers' }, { run: 'bad', tag: 'profile/s', reason: 'not a valid XSpace' }] });
     expect(skippedText(w)).toEqual({ text: 'left out: gan, bad', reasons: 'gan step_1: share 8% of their layers\nbad profile/s: not a valid XSpace' });
+  });
+});
+
+describe('axis labels at the chart edges', () => {
+  it('centres a tick label where it fits, else sets it flush with the edge it would cross', () => {
+    expect(edgeAnchor(200, '64', 0, 480)).toBe('middle');
+    expect(edgeAnchor(464, '16,777,216', 0, 480)).toBe('end');
+    expect(edgeAnchor(10, '16,777,216', 0, 480)).toBe('start');
+  });
+
+  it('sets a mark label after the mark unless it would run past the right edge', () => {
+    expect(besideAnchor(100, 'max 1,024', 480)).toBe('start');
+    expect(besideAnchor(440, 'max 1,024', 480)).toBe('end');
+  });
+
+  it('asks for fewer ticks when the batches are long numbers', () => {
+    expect(batchTickCount(400, 64)).toBeGreaterThan(batchTickCount(400, 16_777_216));
+    expect(batchTickCount(400, 16_777_216) * (10 * 6)).toBeLessThanOrEqual(400);
+    expect(batchTickCount(10, 1)).toBe(2);
   });
 });

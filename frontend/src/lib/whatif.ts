@@ -25,6 +25,30 @@ export interface WhatIfChart {
   yDomain: [number, number];
 }
 
+/** About how wide a character of the charts' 10 px axis text is. */
+const AXIS_CHAR_PX = 6;
+
+/**
+ * How to anchor a label of `text` at x so that it stays within [lo, hi]: centred where it fits,
+ * else flush with the edge it would cross (a batch of 16,777,216 at the right end of the axis).
+ */
+export function edgeAnchor(x: number, text: string, lo: number, hi: number): 'start' | 'middle' | 'end' {
+  const half = (text.length * AXIS_CHAR_PX) / 2;
+  if (x + half > hi) return 'end';
+  if (x - half < lo) return 'start';
+  return 'middle';
+}
+
+/** A label set beside a mark at x: after it ('start') where it fits before `hi`, else before it ('end'). */
+export function besideAnchor(x: number, text: string, hi: number): 'start' | 'end' {
+  return x + 6 + text.length * AXIS_CHAR_PX > hi ? 'end' : 'start';
+}
+
+/** How many batch ticks fit along `px` without their labels touching, the largest batch's label the widest. */
+export function batchTickCount(px: number, largest: number): number {
+  return Math.max(2, Math.floor(px / (formatCount(largest).length * AXIS_CHAR_PX + 24)));
+}
+
 /** A batch size typed by the user: a whole number in 1..MAX_BATCH, else null. */
 export function parseBatch(text: string): number | null {
   const trimmed = text.trim();

@@ -11,7 +11,7 @@ import type { WhatIfLayer, WhatIfResponse } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
 import type { Column } from '../lib/table';
-import { maxBatchText, methodText, parseBatch, parseLimit, skippedText, whatIfChart } from '../lib/whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, parseBatch, parseLimit, skippedText, whatIfChart } from '../lib/whatif';
 import { DataTable } from './data-table';
 import { onResize } from './resize';
 
@@ -235,8 +235,9 @@ export class WhatIfView {
       axis.append('text').attr('x', MARGIN.left - 6).attr('y', y(t) + 3).attr('text-anchor', 'end').text(label(t));
     }
     axis.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', HEIGHT - MARGIN.bottom).attr('y2', HEIGHT - MARGIN.bottom);
-    for (const t of x.ticks(Math.max(2, Math.floor(width / 70))).filter(Number.isInteger)) {
-      axis.append('text').attr('x', x(t)).attr('y', HEIGHT - 8).attr('text-anchor', 'middle').text(formatCount(t));
+    for (const t of x.ticks(batchTickCount(width - MARGIN.left - MARGIN.right, chart.xDomain[1])).filter(Number.isInteger)) {
+      const text = formatCount(t);
+      axis.append('text').attr('x', x(t)).attr('y', HEIGHT - 8).attr('text-anchor', edgeAnchor(x(t), text, 0, width)).text(text);
     }
     axis.append('text').attr('x', width - MARGIN.right).attr('y', HEIGHT - 8 - 10).attr('text-anchor', 'end').text('batch size');
 
@@ -248,7 +249,13 @@ export class WhatIfView {
     if (chart.maxBatch !== null && chart.maxBatch > 0) {
       const g = svg.append('g').attr('class', 'whatif-max').attr('data-testid', 'whatif-max-marker');
       g.append('line').attr('x1', x(chart.maxBatch)).attr('x2', x(chart.maxBatch)).attr('y1', MARGIN.top).attr('y2', HEIGHT - MARGIN.bottom);
-      g.append('text').attr('x', x(chart.maxBatch) + 3).attr('y', MARGIN.top + 8).text(`max ${formatCount(chart.maxBatch)}`);
+      const text = `max ${formatCount(chart.maxBatch)}`;
+      const anchor = besideAnchor(x(chart.maxBatch), text, width);
+      g.append('text')
+        .attr('x', x(chart.maxBatch) + (anchor === 'end' ? -3 : 3))
+        .attr('y', MARGIN.top + 8)
+        .attr('text-anchor', anchor)
+        .text(text);
     }
     const path = line<{ batch: number; bytes: number }>()
       .x((p) => x(p.batch))
@@ -268,11 +275,13 @@ export class WhatIfView {
     if (chart.asked) {
       const g = svg.append('g').attr('class', 'peak').attr('data-testid', 'whatif-asked');
       g.append('circle').attr('cx', x(chart.asked.batch)).attr('cy', y(chart.asked.bytes)).attr('r', 4);
+      const text = `batch ${formatCount(chart.asked.batch)}: ${label(chart.asked.bytes)}`;
+      const anchor = besideAnchor(x(chart.asked.batch), text, width);
       g.append('text')
-        .attr('x', x(chart.asked.batch) + (x(chart.asked.batch) > width - 140 ? -6 : 6))
+        .attr('x', x(chart.asked.batch) + (anchor === 'end' ? -6 : 6))
         .attr('y', y(chart.asked.bytes) - 6)
-        .attr('text-anchor', x(chart.asked.batch) > width - 140 ? 'end' : 'start')
-        .text(`batch ${formatCount(chart.asked.batch)}: ${label(chart.asked.bytes)}`);
+        .attr('text-anchor', anchor)
+        .text(text);
     }
   }
 }
