@@ -28,11 +28,16 @@ from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT
 
 
 class _Warnings(logging.Handler):
-    """Collects TensorBoard's warnings about unreadable event files."""
+    """Collects TensorBoard's warnings about unreadable event files, and the damaged records read past."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
+        self.damage: list[str] = []  # records the reading skipped, or stopped at (logdir.take_damage)
+
+    def print_damage(self) -> None:
+        for note in self.damage:
+            print(f"tb-memory: warning: {note}", file=sys.stderr)
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage().splitlines()[0])
@@ -377,6 +382,7 @@ def _open_store(logdir: str, run: str | None):
 
     from . import store
 
+    catcher.damage = logdir_mod.take_damage()
     return (store.StepStore(provider, only_run=run, own_run_name=logdir_mod.own_name_of(logdir)),
             tb_context.RequestContext(), catcher)
 
@@ -398,14 +404,18 @@ def summary_command(args: argparse.Namespace) -> int:
 
             tags = sorted({ref.tag for run_refs in runs.values() for ref in run_refs}, key=tag_order)
             what = f"no tag {args.tag!r} in {args.run or args.logdir} (tags: {_few(tags)})"
+        elif catcher.damage:  # said below (only the run asked for is read)
+            what = f"no traced steps could be read in {args.run or args.logdir}"
         elif args.run is not None:
             what = _missing_run(args.logdir, args.run)
         else:
             hint = "; ".join(catcher.messages[:3])
             what = (f"no traced steps in {args.logdir} (write them with FileWriter.add_run_metadata)"
                     + (f"; TensorBoard said: {hint}" if hint else ""))
-        print(f"tb-memory: {what}", file=sys.stderr)
+        # One line: where a damaged record hid the step asked for, it says so.
+        print(f"tb-memory: {'; '.join([what, *catcher.damage])}", file=sys.stderr)
         return 1
+    catcher.print_damage()
     results = []
     failures = []
     read = 0  # steps that could be read, or failed to: not the Keras callback's empty `batch_N` records
@@ -480,6 +490,7 @@ class _Steps:
             opened = _open_store(self.logdir, run)
             if opened is None:
                 return None
+            opened[2].print_damage()
             self._stores[run] = opened
         steps_store, ctx, _ = self._stores[run]
         return steps_store.list_steps(ctx, "").get(run, [])

@@ -57,7 +57,78 @@ def use_tensorflow_stub() -> bool:
 
         # The stub's record reader checks every record with a per-byte Python CRC (~4 MB/s).
         pywrap_tensorflow.masked_crc32c = masked_crc32c
+        if not getattr(pywrap_tensorflow.PyRecordReader_New, "skips_damaged_records", False):
+            pywrap_tensorflow.PyRecordReader_New = _skipping_reader(pywrap_tensorflow.PyRecordReader_New)
     return stub
+
+
+# -- damaged records ---------------------------------------------------------------------------
+
+_DAMAGE: dict[str, str] = {}  # event file -> what was wrong with it, until taken
+
+
+def take_damage() -> list[str]:
+    """What the reading found wrong in event files since the last call: records skipped, or where
+    a file's reading stopped. Empty where TensorFlow's reader did the reading (it says nothing)."""
+    notes = list(_DAMAGE.values())
+    _DAMAGE.clear()
+    return notes
+
+
+def _skipping_reader(reader_class):
+    """TensorBoard's stub record reader, reading on past a record whose frame is whole but whose
+    data fails its checksum, as TensorBoard's data server does (the stub stops the file there, so
+    one flipped bit in one traced step hid every step written after it); what it skips, and where
+    a file's reading stops, is noted for `take_damage`."""
+    import struct
+
+    from tensorboard.compat.tensorflow_stub import errors
+
+    class SkippingRecordReader(reader_class):
+        skips_damaged_records = True
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self._offset = 0  # of the record being read
+
+        def GetNext(self) -> None:  # noqa: N802 - TensorBoard's name
+            while True:
+                try:
+                    super().GetNext()
+                except errors.DataLossError:
+                    frame = bytes(self._buffer)  # the record's bytes read so far (the stub keeps them for a retry)
+                    if len(frame) < 12:
+                        self._note(f"its last record, at byte {self._offset:,}, is cut short in its header: "
+                                   "the writer stopped while writing it, or is still writing")
+                        raise
+                    (length,) = struct.unpack("<Q", frame[:8])
+                    if masked_crc32c(frame[:8]) != struct.unpack("<I", frame[8:12])[0]:
+                        self._note(f"the record at byte {self._offset:,} is damaged in its length, so nothing "
+                                   f"after it can be read{self._rest()}")
+                        raise
+                    if len(frame) < length + 16:
+                        self._note(f"its last record, at byte {self._offset:,}, is cut short ({len(frame):,} of "
+                                   f"{length + 16:,} B): the writer stopped while writing it, or is still writing")
+                        raise
+                    self._note(f"the record at byte {self._offset:,} ({len(frame):,} B) fails its checksum and was "
+                               "skipped, as TensorBoard's data server skips it: a step written there is lost")
+                    self._offset += len(frame)
+                    self._buffer = b""
+                    continue
+                self._offset += len(self.curr_event) + 16
+                return
+
+        def _note(self, what: str) -> None:
+            name = os.fsdecode(self.filename)
+            _DAMAGE.setdefault(f"{name}@{self._offset}", f"{name}: {what}")
+
+        def _rest(self) -> str:
+            try:
+                return f" ({os.path.getsize(self.filename) - self._offset:,} B)"
+            except OSError:
+                return ""
+
+    return SkippingRecordReader
 
 
 def data_provider(logdir: str, run: str | None = None):

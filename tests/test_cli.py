@@ -327,6 +327,76 @@ def test_a_corrupt_record_is_refused_by_both_readers(capsys, tmp_path):
     done = _module(tmp_path)
     _one_line_error(done.returncode, done.stderr)
     assert "no traced steps" in err and "no traced steps" in done.stderr
+    # The command's own reader (no TensorFlow) says which record it could not read.
+    (offset, size), = [(at, len(frame)) for at, frame in _records(event_file) if b"step_1" in frame]
+    assert f"{event_file}: the record at byte {offset:,} ({size:,} B) fails its checksum" in done.stderr
+
+
+def _records(path):
+    """(offset, whole frame) of each TFRecord in an event file, read by its lengths alone."""
+    import struct
+
+    data, at, out = path.read_bytes(), 0, []
+    while at + 12 <= len(data):
+        (length,) = struct.unpack("<Q", data[at:at + 8])
+        out.append((at, data[at:at + length + 16]))
+        at += length + 16
+    return out
+
+
+@pytest.fixture
+def unet_copy(logdir, tmp_path):
+    """The real U-Net run's event file (3 traced steps, then whatever follows), copied to damage."""
+    import shutil
+
+    shutil.copytree(logdir / "unet", tmp_path / "unet")
+    (event_file,) = (tmp_path / "unet").glob("events.out.tfevents.*")
+    return event_file
+
+
+def _damage(event_file, tag: bytes, where: str) -> int:
+    """Flip a byte of the record holding `tag`'s step: in its data, or in its length; its offset."""
+    (offset, frame), = [(at, frame) for at, frame in _records(event_file) if tag in frame]
+    data = bytearray(event_file.read_bytes())
+    data[offset + (len(frame) // 2 if where == "data" else 2)] ^= 0x10
+    event_file.write_bytes(bytes(data))
+    return offset
+
+
+def test_a_record_failing_its_checksum_hides_only_its_own_step(unet_copy):
+    """One flipped bit in step_2's record: the command reads on past it, as TensorBoard's data server
+    does (its stub reader stopped there, hiding step_3 too), and says which record it skipped."""
+    offset = _damage(unet_copy, b"step_2", "data")
+    done = _module(unet_copy.parent.parent, "--run", "unet")
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stdout.splitlines() if line.startswith("== unet /")]
+    assert shown == ["== unet / step_1 (step 1)", "== unet / step_3 (step 3)"]
+    assert done.stderr.count("tb-memory: warning:") == 1
+    assert f"the record at byte {offset:,}" in done.stderr and "fails its checksum and was skipped" in done.stderr
+
+
+def test_a_record_damaged_in_its_length_ends_the_file_and_says_so(unet_copy):
+    """A damaged length loses the records' framing: the steps before it are shown, and the warning
+    says that nothing after that byte could be read."""
+    offset = _damage(unet_copy, b"step_2", "length")
+    done = _module(unet_copy.parent.parent, "--run", "unet")
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stdout.splitlines() if line.startswith("== unet /")]
+    assert shown == ["== unet / step_1 (step 1)"]
+    rest = unet_copy.stat().st_size - offset
+    assert f"the record at byte {offset:,} is damaged in its length, so nothing after it can be read ({rest:,} B)" \
+        in done.stderr
+
+
+def test_a_last_record_cut_short_is_named_where_it_hid_the_step(unet_copy):
+    """The file cut inside step_3's record (a writer killed while writing): step_3 is asked for and is
+    not there; the one-line error says the last record is cut short, not that none was written."""
+    (offset, frame), = [(at, frame) for at, frame in _records(unet_copy) if b"step_3" in frame]
+    unet_copy.write_bytes(unet_copy.read_bytes()[:offset + len(frame) - 100])
+    done = _module(unet_copy.parent.parent, "--run", "unet", "--tag", "step_3")
+    _one_line_error(done.returncode, done.stderr)
+    assert "no tag 'step_3'" in done.stderr
+    assert f"its last record, at byte {offset:,}, is cut short ({len(frame) - 100:,} of {len(frame):,} B)" in done.stderr
 
 
 @pytest.mark.parametrize("size", [0, 1, 4, 9, 2047, 2048, 2049, 4099, 65536, 100_003, 600_001])
