@@ -77,9 +77,10 @@ def take_damage() -> list[str]:
 
 def _skipping_reader(reader_class):
     """TensorBoard's stub record reader, reading on past a record whose frame is whole but whose
-    data fails its checksum, as TensorBoard's data server does (the stub stops the file there, so
-    one flipped bit in one traced step hid every step written after it); what it skips, and where
-    a file's reading stops, is noted for `take_damage`."""
+    data fails its checksum. TensorBoard's readers (the stub, and its data server) stop the file
+    there, so one flipped bit in one traced step hid every step written after it, without a word;
+    the command shows them, and says what it skipped and where a file's reading stopped
+    (`take_damage`)."""
     import struct
 
     from tensorboard.compat.tensorflow_stub import errors
@@ -111,7 +112,8 @@ def _skipping_reader(reader_class):
                                    f"{length + 16:,} B): the writer stopped while writing it, or is still writing")
                         raise
                     self._note(f"the record at byte {self._offset:,} ({len(frame):,} B) fails its checksum and was "
-                               "skipped, as TensorBoard's data server skips it: a step written there is lost")
+                               "skipped (a step written there is lost); TensorBoard stops reading the file there, so "
+                               "its Memory tab shows nothing written after it")
                     self._offset += len(frame)
                     self._buffer = b""
                     continue
