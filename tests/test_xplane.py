@@ -9,6 +9,7 @@ TensorFlow starts). Expectations are recomputed from TensorFlow's own
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import re
 import shutil
@@ -263,6 +264,58 @@ def test_a_marked_step_is_all_of_its_marker(eager_profile):
         assert space.peak_bytes == max(b for t, b in readings if start <= t <= end)
         if step.number < 2:
             assert space.peak_bytes >= 512 * 512 * 4  # the eager matmul's output
+
+
+_UNMARKED_SCRIPT = """
+import sys
+import numpy as np
+import keras
+
+logdir = sys.argv[1]
+import tensorflow as tf
+inputs = keras.Input((16, 16, 3))
+hidden = keras.layers.Conv2D(8, 3, activation="relu", name="conv")(inputs)
+outputs = keras.layers.Dense(2, name="head")(keras.layers.GlobalAveragePooling2D(name="gap")(hidden))
+model = keras.Model(inputs, outputs)
+model.compile("adam", "mse")
+x, y = np.ones((12, 16, 16, 3), np.float32), np.ones((12, 2), np.float32)
+model.predict(x, batch_size=4, verbose=0)
+model.evaluate(x, y, batch_size=4, verbose=0)
+tf.profiler.experimental.start(logdir)
+model.predict(x, batch_size=4, verbose=0)
+model.evaluate(x, y, batch_size=4, verbose=0)
+tf.profiler.experimental.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def unmarked_profile(tmp_path_factory) -> Path:
+    (path,) = _profiled_by(_UNMARKED_SCRIPT, tmp_path_factory.mktemp("unmarked_logs")).glob(
+        "plugins/profile/*/*.xplane.pb")
+    return path
+
+
+def test_unmarked_predict_and_evaluate_are_their_batches_not_one_step(unmarked_profile):
+    """`predict` then `evaluate` profiled with no step markers: eager ops' executor runs between
+    their functions from the profile's start to its end. It had been read as one step holding
+    them all (the whole profile as `run_1`); its runs overlap none of theirs, so it is none of the
+    steps, and each function's executor step is its own, with the window its runs and allocations
+    span in TensorFlow's protos."""
+    reference = _read_reference(unmarked_profile.read_bytes())
+    spans = {step_id: (min(times), max(times)) for step_id, times in reference["runs"].items()}
+    # The executor around them all, in the protos: its span holds every other one's.
+    (background,) = [i for i, (lo, hi) in spans.items()
+                     if all(lo <= other_lo and other_hi <= hi for other_lo, other_hi in spans.values())]
+    profile = xplane.decode(unmarked_profile.read_bytes())
+    assert len(profile.steps) >= 2 and not reference["markers"]
+    for step in profile.steps:
+        assert background not in step.step_ids
+        assert (step.start_ps, step.end_ps) == _window(reference, step)
+    for a, b in itertools.combinations(profile.steps, 2):
+        assert a.end_ps < b.start_ps or b.end_ps < a.start_ps  # none inside another
+    for index in range(len(profile.steps)):
+        (space,) = analysis.analyse(profile.trace(index)).spaces
+        assert space.trace.exec_count > 0 and space.peak_rise_bytes > 0
 
 
 def test_at_peak_adds_up_exactly(steps):

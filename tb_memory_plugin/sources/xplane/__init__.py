@@ -672,6 +672,8 @@ class _PlaneSteps:
             steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), []))
         steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
         steps = _merge_numbered(steps)
+        if processes:
+            steps = _without_background(steps, processes, [self._input_only(s) for s in steps])
         # An executor step outside any marked step that spans marked ones (tf.data's, run
         # across epochs) is none of them: the marked steps stand.
         marked_spans = [(s.start_ps, s.end_ps) for s in steps if s.marked is not None]
@@ -1009,6 +1011,32 @@ def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> n
     within = running - np.repeat(before, np.diff(np.r_[starts, grouped.size]))
     peaks[grouped[starts]] = np.maximum(np.maximum.reduceat(within, starts), 0)
     return peaks
+
+
+def _without_background(steps: list[ProfileStep], processes: dict, input_only: list[bool]) -> list[ProfileStep]:
+    """The steps less the executor that ran around them without them (eager ops', step id -1 in a
+    profiled `predict` then `evaluate`: its runs spread over the whole profile, its window holding
+    every function's step), where other steps are left. A step whose window holds another step's
+    while none of its own runs is running is that background: a step that calls another one (Keras
+    slicing a batch in a function of its own) runs while the one it calls does, and keeps it.
+    tf.data's steps (`input_only`), which run beside a training step, tell nothing. Marked steps are
+    left as they are (markers place each executor step already)."""
+    unmarked = [s for s in steps if s.marked is None]
+    if len(unmarked) < 2:
+        return steps
+    inner_steps = [s for s, only in zip(steps, input_only) if s.marked is None and not only]
+    background = set()
+    for outer in unmarked:
+        runs = processes["step_id"] == outer.step_id
+        run_start, run_end = processes["start_ps"][runs], processes["end_ps"][runs]
+        for inner in inner_steps:
+            if inner is outer or not (outer.start_ps <= inner.start_ps and inner.end_ps <= outer.end_ps):
+                continue
+            if not ((run_start <= inner.end_ps) & (run_end >= inner.start_ps)).any():
+                background.add(id(outer))
+                break
+    kept = [s for s in steps if id(s) not in background]
+    return kept if kept else steps
 
 
 def _merge_numbered(steps: list[ProfileStep]) -> list[ProfileStep]:
