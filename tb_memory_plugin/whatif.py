@@ -484,9 +484,10 @@ class OneStep:
             said.append("traced at batch 1, tensors whose first dimension is a feed's sequence ([seq, d]) may be the "
                         "batch flattened with it or the sequence's own (positions, masks), and are not scaled, so "
                         "this may predict too little; trace at batch 2 or more, or fit over two batch sizes")
-        elif self.scaled_share < _FEW_SCALED:
+        elif self._most_scaled_share < _FEW_SCALED:
             said.append(f"under {_FEW_SCALED:.0%} of the traced peak rise was found to carry the batch "
-                        f"({self.batch}): this one-step prediction stays near the traced peak at any batch; "
+                        f"({self.batch}) at any moment of the step: this one-step prediction stays near the "
+                        "traced peak at any batch; "
                         f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
                         "over steps at two batch sizes")
         elif self.batch_in_parameter_shape:
@@ -507,6 +508,18 @@ class OneStep:
         if rise <= 0:
             return 0.0
         return float(self.space.trace.event_bytes[peak][self.scales[peak]].sum()) / rise
+
+    @cached_property
+    def _most_scaled_share(self) -> float:
+        """The batch-carrying bytes live at their own most, at any moment of the step, over the traced
+        peak rise: what decides whether the prediction can move. A step whose traced peak holds
+        nothing of the batch (an optimizer's update of a large embedding) may still have its peak
+        moved by the batch elsewhere, and the replay finds it."""
+        curve, rise = self.space.curve, self.space.peak_rise_bytes
+        if rise <= 0 or curve.group_end.size == 0:
+            return 0.0
+        scaled = np.where(self.scales, self.space.trace.event_bytes, 0)
+        return max(float(np.cumsum(scaled[curve.event_order])[curve.group_end].max()), 0.0) / rise
 
     def _events_at(self, batch: int) -> np.ndarray:
         factor = batch / self.batch
