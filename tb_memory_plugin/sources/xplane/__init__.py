@@ -1013,29 +1013,24 @@ def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> n
     return peaks
 
 
+# The executor step id TensorFlow gives work run outside any function's step: eager ops' executors on
+# the calling thread (line 0 in every profile seen with it: Keras 3's `predict` and `evaluate`).
+_NO_STEP_ID = -1
+
+
 def _without_background(steps: list[ProfileStep], processes: dict, input_only: list[bool]) -> list[ProfileStep]:
-    """The steps less the executor that ran around them without them (eager ops', step id -1 in a
-    profiled `predict` then `evaluate`: its runs spread over the whole profile, its window holding
-    every function's step), where other steps are left. A step whose window holds another step's
-    while none of its own runs is running is that background: a step that calls another one (Keras
-    slicing a batch in a function of its own) runs while the one it calls does, and keeps it.
-    tf.data's steps (`input_only`), which run beside a training step, tell nothing. Marked steps are
-    left as they are (markers place each executor step already)."""
-    unmarked = [s for s in steps if s.marked is None]
-    if len(unmarked) < 2:
+    """The steps less the eager work around them (`_NO_STEP_ID`), where its window holds another
+    step that is not tf.data's alone (`input_only`): its runs spread from the profile's start to its
+    end between the functions' (a profiled `predict` then `evaluate`), so its window held every
+    function's step, and each was read as part of it. Marked steps are left as they are (markers
+    place each executor step already). A function's own step that holds another (Keras 2 calling
+    a function of its own) has an id of its own, and keeps what it holds.
+    """
+    if not any(s.step_id == _NO_STEP_ID and s.marked is None for s in steps):
         return steps
-    inner_steps = [s for s, only in zip(steps, input_only) if s.marked is None and not only]
-    background = set()
-    for outer in unmarked:
-        runs = processes["step_id"] == outer.step_id
-        run_start, run_end = processes["start_ps"][runs], processes["end_ps"][runs]
-        for inner in inner_steps:
-            if inner is outer or not (outer.start_ps <= inner.start_ps and inner.end_ps <= outer.end_ps):
-                continue
-            if not ((run_start <= inner.end_ps) & (run_end >= inner.start_ps)).any():
-                background.add(id(outer))
-                break
-    kept = [s for s in steps if id(s) not in background]
+    held = [s for s, only in zip(steps, input_only) if s.step_id != _NO_STEP_ID and not only]
+    kept = [s for s in steps if not (s.step_id == _NO_STEP_ID and s.marked is None and any(
+        s.start_ps <= other.start_ps and other.end_ps <= s.end_ps for other in held))]
     return kept if kept else steps
 
 
