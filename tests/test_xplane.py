@@ -296,16 +296,17 @@ def unmarked_profile(tmp_path_factory) -> Path:
 
 
 def test_unmarked_predict_and_evaluate_are_their_batches_not_one_step(unmarked_profile):
-    """`predict` then `evaluate` profiled with no step markers: eager ops' executor runs between
-    their functions from the profile's start to its end. It had been read as one step holding
-    them all (the whole profile as `run_1`); its runs overlap none of theirs, so it is none of the
-    steps, and each function's executor step is its own, with the window its runs and allocations
-    span in TensorFlow's protos."""
+    """`predict` then `evaluate` profiled with no step markers: eager work's executor (TensorFlow's
+    step id -1) runs between their functions from the profile's start to its end. It had been read
+    as one step holding them all (the whole profile as `run_1`); it is none of the steps, and each
+    function's executor step is its own, with the window its runs and allocations span in
+    TensorFlow's protos."""
     reference = _read_reference(unmarked_profile.read_bytes())
     spans = {step_id: (min(times), max(times)) for step_id, times in reference["runs"].items()}
     # The executor around them all, in the protos: its span holds every other one's.
     (background,) = [i for i, (lo, hi) in spans.items()
                      if all(lo <= other_lo and other_hi <= hi for other_lo, other_hi in spans.values())]
+    assert background == -1
     profile = xplane.decode(unmarked_profile.read_bytes())
     assert len(profile.steps) >= 2 and not reference["markers"]
     for step in profile.steps:
