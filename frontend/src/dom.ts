@@ -54,12 +54,18 @@ export function downloadText(text: string, fileName: string, mime: string): void
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
+/** A path component this long may also wrap after its `_` (`embedding_lookup_grad`); a shorter one stays whole (`unet_08`). */
+const LONG_COMPONENT = 12;
+
 /**
- * A name as text that may wrap after its `/` and `_` (a `<wbr>` there, which copying leaves out),
- * rather than anywhere inside a word (`lstm_c` / `ell_1`).
+ * A name as text that may wrap after its `/`, and inside a long component after its `_` (a `<wbr>`
+ * there, which copying leaves out), rather than anywhere inside a word (`lstm_c` / `ell_1`) or
+ * after a short component's `_` (`shared_model/unet_` / `08`).
  */
 export function breakableText(text: string): (string | HTMLElement)[] {
-  const parts = text.split(/(?<=[/_])/);
+  const parts = text
+    .split(/(?<=\/)/)
+    .flatMap((component) => (component.length > LONG_COMPONENT ? component.split(/(?<=_)/) : [component]));
   const out: (string | HTMLElement)[] = [];
   parts.forEach((part, i) => {
     if (i > 0) out.push(document.createElement('wbr'));

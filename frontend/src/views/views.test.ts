@@ -593,7 +593,7 @@ describe('DataTable', () => {
     expect(document.querySelector('[data-testid=t] tbody')!.textContent).toContain(EVIL);
   });
 
-  it('lets a name wrap after its slashes and underscores, not inside a word, and copy whole', () => {
+  it('lets a name wrap after its slashes, and a long component after its underscores, not inside a word, and copy whole', () => {
     const table = new DataTable<Row>({
       columns: [{ key: 'name', label: 'name', value: (r) => r.name }, { key: 'a', label: 'a', value: (r) => r.a, numeric: true }],
       testId: 'w',
@@ -601,11 +601,12 @@ describe('DataTable', () => {
       fileName: () => ['w'],
     });
     mount(table.element);
-    const name = `textclf/gru/while/gru_cell_1/${EVIL}`;
+    const name = `textclf/gru/while/gru_cell_1/embedding_lookup_grad/${EVIL}`;
     table.setRows([{ name, a: 1234567, b: 0 }]);
     const [cell, number] = [...document.querySelectorAll<HTMLElement>('[data-testid=w] tbody td')];
     expect(cell!.textContent).toBe(name); // the text is the name, whole
-    expect(cell!.querySelectorAll('wbr').length).toBe(6); // after each of its 4 slashes and 2 underscores
+    // After each of its 5 slashes, and the 2 underscores of its long component (`gru_cell_1/` stays whole).
+    expect(cell!.querySelectorAll('wbr').length).toBe(7);
     expect(document.querySelectorAll('img').length).toBe(0);
     expect(number!.querySelectorAll('wbr').length).toBe(0);
   });
