@@ -542,6 +542,22 @@ class OneStep:
     def peak_rise(self, batch: int) -> int:
         return self._replay(batch)[2]
 
+    def moved_peak(self, batch: int) -> str | None:
+        """Where the replay at `batch` finds the peak, when that is another moment of the step than
+        the traced peak and higher there by 5% or more (a larger batch moving the peak from a
+        backward pass to a forward one): the op that ends it; else None. A fit through the traced
+        peaks follows their moment and cannot see it."""
+        traced_last = self._replay(self.batch)[1]
+        events, last, rise = self._replay(batch)
+        if last < 0 or traced_last < 0 or last == traced_last:
+            return None
+        curve = self.space.curve
+        at_traced_moment = int(np.cumsum(events[curve.event_order])[traced_last])
+        if rise < 1.05 * at_traced_moment:
+            return None
+        trace = self.space.trace
+        return trace.distinct_names[int(trace.name_code[trace.event_exec[curve.event_order[last]]])]
+
     def start_bytes(self, batch: int) -> int | None:
         start = self.space.start_bytes
         if start is None:
@@ -798,9 +814,10 @@ class Traced:
 
 
 class WhatIf:
-    """The predictions for one batch size: one step from the first traced step, a fit when the
-    steps hold two batch sizes or more; the largest batch under a limit (a device allocator's
-    capacity where the trace has one and no limit is given; a host allocator's is a cap, no limit)."""
+    """The predictions for one batch size: one step from the traced step whose batch is nearest the
+    one asked, a fit when the steps hold two batch sizes or more; the largest batch under a limit (a
+    device allocator's capacity where the trace has one and no limit is given; a host allocator's is
+    a cap, no limit)."""
 
     def __init__(self, steps: list[Traced], batch: int, limit: int | None = None) -> None:
         if not steps:
@@ -809,9 +826,13 @@ class WhatIf:
         first = steps[0]
         if not first.space.has_curve:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")
+        # Scaled from the nearest batch (the larger where two are as near; the first given among
+        # equals): from batch 8 and 16 to 32, batch 8's step had predicted a CNN's peak 16% low.
+        with_curve = [s for s in steps if s.space.has_curve]
+        self.base = base = min(with_curve, key=lambda s: (abs(s.batch - batch), -s.batch))
         # XLA lays a program's values out again for each batch size: there is nothing to scale in one
         # step, only steps at several batch sizes to fit.
-        self.one_step = None if ran_xla(first.step) else one_step(first.step, first.space, first.given_batch)
+        self.one_step = None if ran_xla(base.step) else one_step(base.step, base.space, base.given_batch)
         batches = {s.batch for s in steps}
         if len(batches) > 1:
             check_one_model(steps)
@@ -834,8 +855,8 @@ class WhatIf:
             why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "
                    "never scaled" if self.one_step.batch_in_parameter_shape else "")
             raise WhatIfError(
-                f"nothing in {first.run} {first.tag} was found to carry its batch ({self.one_step.batch}, "
-                + ("as given: is that the batch it ran at?" if first.given_batch else "as read from its shapes")
+                f"nothing in {base.run} {base.tag} was found to carry its batch ({self.one_step.batch}, "
+                + ("as given: is that the batch it ran at?" if base.given_batch else "as read from its shapes")
                 + f"){why}: one step cannot be scaled. Trace the model at two batch sizes and fit over both (runs).")
         # A device's capacity is what its steps must fit in; a host allocator's is a cap it was
         # given (the CPU BFC allocator's 64 GiB, whatever the machine holds): no limit by itself.
@@ -847,13 +868,28 @@ class WhatIf:
     def predictors(self) -> dict:
         """The predictions made, the one the answer leads with first: the fit when there is one,
         unless its traced peaks do not grow with the batch or move between phases or layers (its
-        warnings) and the one step scales."""
+        warnings), or the one step finds the peak moved at the batch asked (`fit_warning`), and the
+        one step scales."""
         made = {"one_step": self.one_step} if self.one_step is not None else {}
         if self.fitted is None:
             return made
-        if made and (self.fitted.falls or self.fitted.moves) and self.one_step.scales.any():
+        if made and (self.fitted.falls or self.fitted.moves or self._moved_peak) and self.one_step.scales.any():
             return {**made, "fit": self.fitted}
         return {"fit": self.fitted, **made}
+
+    @cached_property
+    def _moved_peak(self) -> str | None:
+        return self.one_step.moved_peak(self.batch) if self.one_step is not None and self.fitted is not None else None
+
+    @property
+    def fit_warning(self) -> str | None:
+        """The fit's own warning, and where the one step finds the peak moved at the batch asked."""
+        said = [self.fitted.warning] if self.fitted is not None and self.fitted.warning else []
+        if self._moved_peak:
+            said.append(f"at batch {self.batch} the one-step replay finds the peak at another moment of the step "
+                        f"(ending at {self._moved_peak}) than the traced peaks the fit goes through, so the fit "
+                        "cannot see it: read the one-step prediction")
+        return "; ".join(said) or None
 
     @property
     def lead(self):

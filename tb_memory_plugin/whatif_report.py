@@ -25,10 +25,10 @@ def _prediction_dict(question: WhatIf, predictor) -> dict:
             "max_batch": question.max_batch(predictor),
             "layers": prediction.layers}
     if predictor is question.one_step:
-        body.update(from_run=question.steps[0].run, from_tag=question.steps[0].tag, traced_batch=predictor.batch,
+        body.update(from_run=question.base.run, from_tag=question.base.tag, traced_batch=predictor.batch,
                     scaled_share=round(predictor.scaled_share, 4), warning=predictor.warning)
     else:
-        body.update(batches=predictor.batches, warning=predictor.warning)
+        body.update(batches=predictor.batches, warning=question.fit_warning)
     return body
 
 
