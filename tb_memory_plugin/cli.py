@@ -485,7 +485,10 @@ class _Steps:
         self._stores: dict[str, tuple] = {}
 
     def refs(self, run: str) -> list | None:
-        """The run's traced steps (None when the logdir cannot be read: already said)."""
+        """The run's traced steps (None when the logdir cannot be read: already said). `.` is the
+        logdir itself, named as summary names it (by its directory)."""
+        if run == ".":
+            run = logdir_mod.own_name_of(self.logdir)
         if run not in self._stores:
             opened = _open_store(self.logdir, run)
             if opened is None:

@@ -1483,6 +1483,28 @@ def _whatif_in(logdir, *argv):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.parametrize("command", ["whatif", "diff"])
+def test_a_run_given_as_the_logdir_is_dot_for_whatif_and_diff_too(command):
+    """`--run .` names the logdir itself where it is a run, for whatif and diff as for summary (the
+    README says so); they had answered "no run '.'"."""
+    argv = ["--batch", "8"] if command == "whatif" else ["--against", ":step_1"]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([command, str(DEMO / "unet_b2"), "--run", ".", "--tag", "step_3", *argv, "--json"])
+    assert code == 0, err.getvalue()
+    by_dot = json.loads(out.getvalue())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main([command, str(DEMO), "--run", "unet_b2", "--tag", "step_3", *argv, "--json"]) == 0
+    by_name = json.loads(out.getvalue())
+    if command == "whatif":
+        assert by_dot["runs"][0]["run"] == "unet_b2"
+        assert by_dot["predicted_peak_rise_bytes"] == by_name["predicted_peak_rise_bytes"]
+    else:
+        assert by_dot["a"]["run"] == by_dot["b"]["run"] == "unet_b2"
+        assert by_dot["peak_rise_delta_bytes"] == by_name["peak_rise_delta_bytes"]
+
+
 def test_the_other_runs_step_matches_the_first_runs():
     """A fit reads each other run's step matching the first run's: the same tag; else, for runs the
     Keras callback wrote (each profile named after its own session, beside an empty `batch_N`
