@@ -439,6 +439,14 @@ def summary_command(args: argparse.Namespace) -> int:
         print(f"tb-memory: no device matches --device {args.device!r}"
               + (f" (memory spaces: {_few(there)})" if there else ""), file=sys.stderr)
         return 1
+    if args.scope and not any(_scope_rows(space, args.group, args.scope) is not None
+                              for _, step, spaces in results if step.status == "ok" for space in spaces):
+        # A scope in none of the steps read (a typo): said in one line, as an unknown --device is.
+        shown = next(((ref, space) for ref, step, spaces in results if step.status == "ok" for space in spaces), None)
+        tops = (f"; the top level of {shown[0].run}/{shown[0].tag} (group={args.group}): "
+                f"{_few([path for path, _ in shown[1].top_level(args.group)])}" if shown else "")
+        print(f"tb-memory: no scope {args.scope!r} in any step read{tops}", file=sys.stderr)
+        return 1
     if args.json:
         body = {"steps": [{
             "run": ref.run, "tag": ref.tag, "step": ref.step, "source": ref.source,

@@ -588,11 +588,12 @@ def test_scope_lists_what_a_scope_holds(capsys):
     assert [line.split()[2] for line in _section(out, f"   layers in {layer} by parameters (+ optimizer slots):")] == [layer]
     found = [line for line in out.splitlines() if line.startswith("   * ") and " in " in line]
     assert found and all(f" in {layer} " in line for line in found if not line.startswith("   * and "))
-    # A path the step does not have is said, with the step's top level.
+    # A path no step read has (a typo) is an error in one line, with the step's top level, as an
+    # unknown --device is; it had printed the whole step and exited 0.
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--tag", "profile/2026_11_23_15_32_10/step_2", "--scope", "nope/")
-    assert code == 0, err
-    assert "no scope 'nope' in this step (group=layer); its top level: small_unet" in out
-    assert "   top op types at peak (the whole step):" in out  # not the scope's: said so
+    _one_line_error(code, err)
+    assert not out and "no scope 'nope' in any step read; the top level of keras_unet/train/" in err
+    assert "(group=layer): small_unet" in err
     # The JSON lists every scope already: --scope is the text's, and said so.
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--scope", "small_unet", "--json")
     assert code == 2 and not out and "--scope lists scopes in the text" in err
