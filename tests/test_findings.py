@@ -129,15 +129,17 @@ def test_a_convolution_fused_into_its_bias_is_checked_by_the_kernel_that_ran():
     assert found.details["cpu_working_set"] is False and "FFT" in found.suggestion
 
 
-def _new_buffer_step(late_reading: int = 0):
+def _new_buffer_step(late_reading: int = 0, dip: int = 0):
     """A step whose resource variable write takes a new 4 MiB buffer and drops its old one in no
-    record, the allocator's readings flat at 10 MiB (and `late_reading` bytes more at the end)."""
+    record, the allocator's readings flat at 10 MiB (and `late_reading` bytes more at the end; `dip`
+    bytes less after y/op_0)."""
     base, small, table = 10 << 20, 64 << 10, 4 << 20
     nodes = [Node(f"x/op_{i}", 2 * i, 2 * i + 1, op="Mul", outputs=[("cpu", small)],
                   memory=[Mem("cpu", [(2 * i, small), (2 * i + 1, -small)], bytes_in_use=base)]) for i in range(6)]
     nodes.append(Node("Adam/update_table/AssignVariableOp", 20, 22, op="AssignVariableOp",
                       memory=[Mem("cpu", [(21, table)], bytes_in_use=base)]))  # the old buffer went back
-    nodes += [Node(f"y/op_{i}", 30 + i, 31 + i, op="Mul", memory=[Mem("cpu", [], bytes_in_use=base)]) for i in range(2)]
+    nodes += [Node(f"y/op_{i}", 30 + i, 31 + i, op="Mul", memory=[Mem("cpu", [], bytes_in_use=base - (dip if i == 0 else 0))])
+              for i in range(2)]
     if late_reading:
         nodes.append(Node("y/late", 40, 41, op="Mul", memory=[Mem("cpu", [], bytes_in_use=base + late_reading)]))
     return store.analyse_bytes(protos.serialized({MKL_CPU0: nodes}), None), table
@@ -154,6 +156,17 @@ def test_a_resource_variables_new_buffer_is_named_where_the_records_outgrow_the_
     assert "1 resource variable write keeps a new buffer" in gap.message and "4.0 MiB too high" in gap.suggestion
     # What the step left behind is the variable's new buffer: turnover, not growth.
     assert step.spaces[0].curve.end_rise_bytes == table and findings.STEP_GROWTH not in found
+
+
+def test_a_gap_the_variable_writes_explain_is_headed_by_their_layer():
+    """The readings' widest gap falls after an unrelated op (y/op_0, 64 KiB lower still): the finding
+    is headed by the writes' layer and what they explain, not by that op (a stranger's partitioned
+    embedding's 1.5 MiB update had read "499.5 KiB in MatMul_grad")."""
+    step, table = _new_buffer_step(dip=64 << 10)
+    (gap,) = [f for f in findings.step_findings(step, None) if f.kind == findings.ALLOCATOR_GAP]
+    assert gap.details["gap_bytes"] == -(table + (64 << 10)) and gap.details["time_us"] == 31  # after y/op_0
+    assert gap.scope == "table" and gap.bytes == table + (64 << 10)
+    assert "Adam/update_table/AssignVariableOp" in gap.nodes
 
 
 def _traced_steps(build, count: int = 3) -> list:
