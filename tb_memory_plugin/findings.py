@@ -441,14 +441,20 @@ def _finished_by(space, when: int) -> tuple[str | None, str]:
     return space.names.graph_names[code], space.names.layer(code)
 
 
+# Readings a step needs before their common power of two is read as the allocator's unit: three
+# readings that happen to fall on 4 MiB boundaries (12, 16, 8 MiB) show nothing of the allocator.
+UNIT_MIN_READINGS = 8
+
+
 def reading_unit(readings: np.ndarray) -> int:
     """The step an allocator's readings move by, where they show one: the largest power of two that
-    divides them all, among two values or more (0 where they never move). An allocator that reports
-    its bytes in coarse units (oneDNN's mklcpu on a small step read 1.5 or 2 MiB after every op while
-    the records moved by 229 KiB) cannot show a gap finer than that; a BFC allocator's readings move
-    by 256 bytes."""
+    divides them all, among two values or more over `UNIT_MIN_READINGS` readings at least (0 where
+    they never move, or are too few to tell). An allocator that reports its bytes in coarse units
+    (oneDNN's mklcpu on a small step read 1.5 or 2 MiB after each of its 11 ops while the records
+    moved by 229 KiB) cannot show a gap finer than that; a BFC allocator's readings, one per op,
+    come to a few hundred bytes at most."""
     readings = np.asarray(readings, dtype=np.int64)
-    if readings.size < 2 or readings.min() == readings.max():
+    if readings.size < UNIT_MIN_READINGS or readings.min() == readings.max():
         return 0
     bits = int(np.bitwise_or.reduce(readings))
     return bits & -bits
@@ -469,8 +475,10 @@ def allocator_gap(space) -> list[Finding]:
     peak_bytes = space.peak_bytes
     above_peak = max(int(trace.snapshot_bytes[top]) - peak_bytes, 0) if peak_bytes is not None else 0
     unit = reading_unit(trace.snapshot_bytes)
-    peak_short = above_peak >= max(GAP_MIN_BYTES, PEAK_SHORT_MIN_SHARE * rise, unit)
-    if abs(gap) < max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise, unit) and not peak_short:
+    # Rounded readings, and the baseline read from them, are each off by up to half a unit: a gap of
+    # one unit or less is their rounding.
+    peak_short = above_peak >= max(GAP_MIN_BYTES, PEAK_SHORT_MIN_SHARE * rise) and above_peak > unit
+    if not (abs(gap) >= max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise) and abs(gap) > unit) and not peak_short:
         return []
     when = int(trace.snapshot_time_us[worst])
     node_name, scope = _finished_by(space, when)
