@@ -33,11 +33,20 @@ class _Warnings(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
-        self.damage: list[str] = []  # records the reading skipped, or stopped at (logdir.take_damage)
+        self.damage: list = []  # logdir.Damage: records the reading skipped, or stopped at
 
     def print_damage(self) -> None:
         for note in self.damage:
-            print(f"tb-memory: warning: {note}", file=sys.stderr)
+            print(f"tb-memory: warning: {note.text}", file=sys.stderr)
+
+    def with_damage(self, what: str) -> str:
+        """A one-line error with the damage that may explain it after it."""
+        return "; ".join([what, *(note.text for note in self.damage)])
+
+    @property
+    def lost(self) -> bool:
+        """Whether a record written whole could not be read (not one still being written)."""
+        return any(note.lost for note in self.damage)
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage().splitlines()[0])
@@ -404,7 +413,7 @@ def summary_command(args: argparse.Namespace) -> int:
 
             tags = sorted({ref.tag for run_refs in runs.values() for ref in run_refs}, key=tag_order)
             what = f"no tag {args.tag!r} in {args.run or args.logdir} (tags: {_few(tags)})"
-        elif catcher.damage:  # said below (only the run asked for is read)
+        elif catcher.lost:  # said below (only the run asked for is read)
             what = f"no traced steps could be read in {args.run or args.logdir}"
         elif args.run is not None:
             what = _missing_run(args.logdir, args.run)
@@ -413,7 +422,7 @@ def summary_command(args: argparse.Namespace) -> int:
             what = (f"no traced steps in {args.logdir} (write them with FileWriter.add_run_metadata)"
                     + (f"; TensorBoard said: {hint}" if hint else ""))
         # One line: where a damaged record hid the step asked for, it says so.
-        print(f"tb-memory: {'; '.join([what, *catcher.damage])}", file=sys.stderr)
+        print(f"tb-memory: {catcher.with_damage(what)}", file=sys.stderr)
         return 1
     catcher.print_damage()
     results = []
@@ -439,13 +448,13 @@ def summary_command(args: argparse.Namespace) -> int:
         print(f"tb-memory: no device matches --device {args.device!r}"
               + (f" (memory spaces: {_few(there)})" if there else ""), file=sys.stderr)
         return 1
-    if args.scope and not any(_scope_rows(space, args.group, args.scope) is not None
-                              for _, step, spaces in results if step.status == "ok" for space in spaces):
-        # A scope in none of the steps read (a typo): said in one line, as an unknown --device is.
-        shown = next(((ref, space) for ref, step, spaces in results if step.status == "ok" for space in spaces), None)
-        tops = (f"; the top level of {shown[0].run}/{shown[0].tag} (group={args.group}): "
-                f"{_few([path for path, _ in shown[1].top_level(args.group)])}" if shown else "")
-        print(f"tb-memory: no scope {args.scope!r} in any step read{tops}", file=sys.stderr)
+    shown = [(ref, space) for ref, step, spaces in results if step.status == "ok" for space in spaces]
+    if args.scope and shown and not any(_scope_rows(space, args.group, args.scope) is not None for _, space in shown):
+        # A scope in none of the steps read (a typo): said in one line, as an unknown --device is. (With
+        # no step read, the steps' own failures say why, below.)
+        ref, space = shown[0]
+        print(f"tb-memory: no scope {args.scope!r} in any step read; the top level of {ref.run}/{ref.tag} "
+              f"(group={args.group}): {_few([path for path, _ in space.top_level(args.group)])}", file=sys.stderr)
         return 1
     if args.json:
         body = {"steps": [{
@@ -501,7 +510,12 @@ class _Steps:
             opened = _open_store(self.logdir, run)
             if opened is None:
                 return None
-            opened[2].print_damage()
+            steps_store, ctx, catcher = opened
+            if catcher.damage and not steps_store.list_steps(ctx, "").get(run):
+                # One line, as summary says it: the damage is why the run shows no step.
+                raise _StepNotFound(catcher.with_damage(
+                    f"no traced steps could be read in run {run!r}" if catcher.lost else _missing_run(self.logdir, run)))
+            catcher.print_damage()
             self._stores[run] = opened
         steps_store, ctx, _ = self._stores[run]
         return steps_store.list_steps(ctx, "").get(run, [])

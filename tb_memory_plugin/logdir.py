@@ -9,6 +9,7 @@ gfile and record reader) reads the same event files. Remote logdirs
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -64,12 +65,21 @@ def use_tensorflow_stub() -> bool:
 
 # -- damaged records ---------------------------------------------------------------------------
 
-_DAMAGE: dict[str, str] = {}  # event file -> what was wrong with it, until taken
+@dataclasses.dataclass(frozen=True)
+class Damage:
+    """What was wrong with an event file's record, said once."""
+
+    text: str  # "<file>: the record at byte N ..."
+    lost: bool  # a record that was written whole and cannot be read (not one still being written)
 
 
-def take_damage() -> list[str]:
+_DAMAGE: dict[str, Damage] = {}  # "<event file>@<offset of the record>" -> its damage, until taken
+
+
+def take_damage() -> list[Damage]:
     """What the reading found wrong in event files since the last call: records skipped, or where
-    a file's reading stopped. Empty where TensorFlow's reader did the reading (it says nothing)."""
+    a file's reading stopped. Empty where TensorFlow's reader did the reading (it says nothing:
+    a remote logdir, or TensorFlow imported before the command read the files)."""
     notes = list(_DAMAGE.values())
     _DAMAGE.clear()
     return notes
@@ -91,6 +101,7 @@ def _skipping_reader(reader_class):
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
             self._offset = 0  # of the record being read
+            self._stopped_said = False  # that TensorBoard stops the file at its first damaged record
 
         def GetNext(self) -> None:  # noqa: N802 - TensorBoard's name
             while True:
@@ -100,29 +111,32 @@ def _skipping_reader(reader_class):
                     frame = bytes(self._buffer)  # the record's bytes read so far (the stub keeps them for a retry)
                     if len(frame) < 12:
                         self._note(f"its last record, at byte {self._offset:,}, is cut short in its header: "
-                                   "the writer stopped while writing it, or is still writing")
+                                   "the writer stopped while writing it, or is still writing", lost=False)
                         raise
                     (length,) = struct.unpack("<Q", frame[:8])
                     if masked_crc32c(frame[:8]) != struct.unpack("<I", frame[8:12])[0]:
                         self._note(f"the record at byte {self._offset:,} is damaged in its length, so nothing "
-                                   f"after it can be read{self._rest()}")
+                                   f"after it can be read{self._rest()}", lost=True)
                         raise
                     if len(frame) < length + 16:
                         self._note(f"its last record, at byte {self._offset:,}, is cut short ({len(frame):,} of "
-                                   f"{length + 16:,} B): the writer stopped while writing it, or is still writing")
+                                   f"{length + 16:,} B): the writer stopped while writing it, or is still writing",
+                                   lost=False)
                         raise
+                    stops = ("" if self._stopped_said else "; TensorBoard stops reading the file there, so its "
+                             "Memory tab shows nothing written after it")
+                    self._stopped_said = True
                     self._note(f"the record at byte {self._offset:,} ({len(frame):,} B) fails its checksum and was "
-                               "skipped (a step written there is lost); TensorBoard stops reading the file there, so "
-                               "its Memory tab shows nothing written after it")
+                               f"skipped (whatever it held, a traced step or another event, is lost){stops}", lost=True)
                     self._offset += len(frame)
                     self._buffer = b""
                     continue
                 self._offset += len(self.curr_event) + 16
                 return
 
-        def _note(self, what: str) -> None:
+        def _note(self, what: str, lost: bool) -> None:
             name = os.fsdecode(self.filename)
-            _DAMAGE.setdefault(f"{name}@{self._offset}", f"{name}: {what}")
+            _DAMAGE.setdefault(f"{name}@{self._offset}", Damage(f"{name}: {what}", lost))
 
         def _rest(self) -> str:
             try:

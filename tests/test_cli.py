@@ -364,8 +364,8 @@ def _damage(event_file, tag: bytes, where: str) -> int:
 
 
 def test_a_record_failing_its_checksum_hides_only_its_own_step(unet_copy):
-    """One flipped bit in step_2's record: the command reads on past it, as TensorBoard's data server
-    does (its stub reader stopped there, hiding step_3 too), and says which record it skipped."""
+    """One flipped bit in step_2's record: the command reads on past it (TensorBoard's readers stop
+    the file there, which hid step_3 too), and says which record it skipped."""
     offset = _damage(unet_copy, b"step_2", "data")
     done = _module(unet_copy.parent.parent, "--run", "unet")
     assert done.returncode == 0, done.stderr
@@ -397,6 +397,28 @@ def test_a_last_record_cut_short_is_named_where_it_hid_the_step(unet_copy):
     _one_line_error(done.returncode, done.stderr)
     assert "no tag 'step_3'" in done.stderr
     assert f"its last record, at byte {offset:,}, is cut short ({len(frame) - 100:,} of {len(frame):,} B)" in done.stderr
+
+
+def test_a_damaged_first_step_is_said_in_one_line_by_diff_and_whatif_too(unet_copy):
+    """A damaged length in the run's first traced record hides all three steps: diff and whatif say
+    so in one line, as summary does, not that no step was ever written."""
+    offset = _damage(unet_copy, b"step_1", "length")
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for argv in (["diff", str(unet_copy.parent.parent), "--run", "unet", "--against", ":step_1"],
+                 ["whatif", str(unet_copy.parent.parent), "--run", "unet", "--batch", "4"]):
+        done = subprocess.run([sys.executable, "-m", "tb_memory_plugin.cli", *argv], capture_output=True, text=True,
+                              env=env, timeout=300, cwd=str(REPO))
+        _one_line_error(done.returncode, done.stderr)
+        assert "no traced steps could be read in run 'unet'" in done.stderr
+        assert f"the record at byte {offset:,} is damaged in its length" in done.stderr
+        assert "add_run_metadata" not in done.stderr
+
+
+def test_scope_with_no_step_read_says_why_the_steps_failed(capsys, logdir):
+    """--scope over a run whose only step is corrupt: the step's failure is the answer, not that the
+    scope is in no step."""
+    code, out, err = _run(capsys, logdir, "--run", "corrupt", "--scope", "small_unet")
+    assert code == 1 and "corrupt" in err and "no scope" not in err
 
 
 @pytest.mark.parametrize("size", [0, 1, 4, 9, 2047, 2048, 2049, 4099, 65536, 100_003, 600_001])
