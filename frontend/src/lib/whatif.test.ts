@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WhatIfResponse } from '../api';
-import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, otherRuns, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, otherRuns, quotedRun, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
 
 function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
   return {
@@ -158,5 +158,16 @@ describe('axis labels at the chart edges', () => {
     expect(batchTickCount(400, 64)).toBeGreaterThan(batchTickCount(400, 16_777_216));
     expect(batchTickCount(400, 16_777_216) * (10 * 6)).toBeLessThanOrEqual(400);
     expect(batchTickCount(10, 1)).toBe(2);
+  });
+});
+
+describe('the traced run quoted', () => {
+  it('is the one the one step comes from where it leads, else the first', () => {
+    const w = answer();
+    const b4 = { ...w.runs[0]!, run: 'b4', batch: 4 };
+    const runs = [w.runs[0]!, b4];
+    const fromB4 = { ...w.predictions.one_step!, from_run: 'b4', from_tag: b4.tag, traced_batch: 4 };
+    expect(quotedRun({ ...w, runs, method: 'one_step', predictions: { ...w.predictions, one_step: fromB4 } })?.run).toBe('b4');
+    expect(quotedRun({ ...w, runs, method: 'fit', predictions: { ...w.predictions, one_step: fromB4 } })?.run).toBe(w.runs[0]!.run);
   });
 });

@@ -57,6 +57,16 @@ export function parseBatch(text: string): number | null {
   return batch >= 1 && batch <= MAX_BATCH ? batch : null;
 }
 
+/**
+ * The traced run the answer is quoted against: the one the one step is scaled from where it leads
+ * (the run whose batch is nearest the one asked), else the first (the page's own run).
+ */
+export function quotedRun(w: WhatIfResponse): WhatIfResponse['runs'][number] | undefined {
+  const one = w.predictions.one_step;
+  if (w.method === 'one_step' && one) return w.runs.find((r) => r.run === one.from_run && r.tag === one.from_tag) ?? w.runs[0];
+  return w.runs[0];
+}
+
 /** "from one step (batch 2)" or "fitted over 2 runs (batches 2, 4)". */
 export function methodText(w: WhatIfResponse): string {
   if (w.method === 'fit') {

@@ -11,7 +11,7 @@ import type { WhatIfLayer, WhatIfResponse } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
 import type { Column } from '../lib/table';
-import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, parseBatch, parseLimit, skippedText, whatIfChart } from '../lib/whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, parseBatch, parseLimit, quotedRun, skippedText, whatIfChart } from '../lib/whatif';
 import { DataTable } from './data-table';
 import { onResize } from './resize';
 
@@ -173,7 +173,7 @@ export class WhatIfView {
     if (absolute) {
       this.headline.append(el('span', { class: 'muted' }, ` (start ${formatBytes(data.predicted_start_bytes)} + rise ${formatBytes(data.predicted_peak_rise_bytes)})`));
     }
-    const first = data.runs[0];
+    const first = quotedRun(data);
     if (first) {
       // As the prediction is put: absolute where a baseline is known, else a rise.
       const traced = absolute && first.peak_bytes !== null ? formatBytes(first.peak_bytes) : formatBytesDelta(first.peak_rise_bytes);
