@@ -505,7 +505,8 @@ def allocator_gap(space) -> list[Finding]:
                       "which the allocator's readings count and the records do not (the step's note says which): "
                       f"{XLA_OFF_ADVICE}. " + suggestion)
     headline = abs(gap)
-    replaced = _kept_variable_buffers(space) if gap < 0 else []
+    replaced_rows = _kept_variable_rows(space) if gap < 0 else []
+    replaced = [(space.names.graph_names[code], kept) for code, kept in replaced_rows]
     if replaced:
         kept = sum(b for _, b in replaced)
         message += (f" {len(replaced)} resource variable write{'s keep' if len(replaced) > 1 else ' keeps'} a new buffer "
@@ -523,7 +524,7 @@ def allocator_gap(space) -> list[Finding]:
         # Headed by what the writes explain, where they are: not the op that had just finished when the
         # gap against the readings' median was widest (a 1.5 MiB embedding update read "499.5 KiB in
         # MatMul_grad").
-        layers = [space.names.layer(space.names.graph_names.index(name)).split("/") for name, _ in replaced]
+        layers = [space.names.layer(code).split("/") for code, _ in replaced_rows]
         shared = []
         for parts in zip(*layers):  # the writes' common layer (a partitioned variable's)
             if len(set(parts)) > 1:
@@ -600,6 +601,12 @@ def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES, values:
     KiB, and more each), largest first: new buffers whose old ones were freed in no record. A value an
     assign gives a variable (from its label's inputs) counts as the write's: its buffer is the
     variable's now."""
+    names = space.names.graph_names
+    return [(names[code], kept) for code, kept in _kept_variable_rows(space, smallest, values)]
+
+
+def _kept_variable_rows(space, smallest: int = STEP_GROWTH_MIN_BYTES, values: bool = True) -> list[tuple[int, int]]:
+    """`_kept_variable_buffers` by name code."""
     trace, names = space.trace, space.names
     op_types = names.op_type_names
     writer = np.fromiter((op.startswith(_VARIABLE_WRITERS) for op in op_types), dtype=bool,
@@ -613,7 +620,7 @@ def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES, values:
         writer |= _assigned_values(space, [names.raw[i] for i in assigns])
     rows = np.flatnonzero(writer[trace.name_code] & (kept >= smallest))
     rows = rows[np.argsort(-kept[rows], kind="stable")]
-    return [(names.graph_names[trace.name_code[i]], int(kept[i])) for i in rows.tolist()]
+    return [(int(trace.name_code[i]), int(kept[i])) for i in rows.tolist()]
 
 
 _FORWARDS = 8  # ops a value may pass through in place (`0.9 * m` forwarded by `+ 0.1 * g`) before an assign
