@@ -308,7 +308,7 @@ def test_unmarked_predict_and_evaluate_are_their_batches_not_one_step(unmarked_p
                      if all(lo <= other_lo and other_hi <= hi for other_lo, other_hi in spans.values())]
     assert background == -1
     profile = xplane.decode(unmarked_profile.read_bytes())
-    assert len(profile.steps) >= 2 and not reference["markers"]
+    assert len(profile.steps) == 6 and not reference["markers"]  # 12 examples in batches of 4, twice
     for step in profile.steps:
         assert background not in step.step_ids
         assert (step.start_ps, step.end_ps) == _window(reference, step)
@@ -317,6 +317,54 @@ def test_unmarked_predict_and_evaluate_are_their_batches_not_one_step(unmarked_p
     for index in range(len(profile.steps)):
         (space,) = analysis.analyse(profile.trace(index)).spaces
         assert space.trace.exec_count > 0 and space.peak_rise_bytes > 0
+
+
+_EAGER_LOOP_SCRIPT = """
+import sys
+import numpy as np
+import keras
+import tensorflow as tf
+
+logdir = sys.argv[1]
+model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)])
+optimizer = keras.optimizers.SGD(0.01)
+total = tf.Variable(0.0)
+
+@tf.function
+def track(loss):
+    total.assign_add(loss)
+
+x, y = np.ones((64, 256), np.float32), np.ones((64, 10), np.float32)
+
+def step():
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    track(loss)
+
+step()
+tf.profiler.experimental.start(logdir)
+for _ in range(2):
+    step()
+tf.profiler.experimental.stop()
+"""
+
+
+def test_an_unmarked_eager_loop_is_the_whole_profile_and_says_how_to_mark_it(tmp_path):
+    """An eager training loop (a small `tf.function` beside it) profiled with no marker: each eager op
+    allocates under a step id of its own that no executor runs, and each had been a step of one op
+    (run_1 .. run_55). The whole profile is the step, and its note says how to mark the steps."""
+    (path,) = _profiled_by(_EAGER_LOOP_SCRIPT, tmp_path).glob("plugins/profile/*/*.xplane.pb")
+    reference = _read_reference(path.read_bytes())
+    allocations = [e for e in reference["memory"] if e["allocation"]]
+    assert not reference["markers"] and not {e["id"] for e in allocations} & set(reference["runs"])
+    profile = xplane.decode(path.read_bytes())
+    (step,) = profile.steps
+    assert (step.start_ps, step.end_ps) == (reference["memory"][0]["time_ps"], reference["memory"][-1]["time_ps"])
+    trace = profile.trace(0)
+    assert "the step shown is the whole profile" in trace.note and "Trace(" in trace.note
+    (space,) = analysis.analyse(trace).spaces
+    assert space.peak_bytes == max(e["bytes_allocated"] for e in reference["memory"])
 
 
 def test_at_peak_adds_up_exactly(steps):

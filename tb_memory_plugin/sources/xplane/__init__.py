@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
+from typing import Callable
 
 import numpy as np
 
@@ -72,6 +73,11 @@ UNRECORDED_DEVICE_HELP = (
     "{devices} ran work in this profile, but no GPU allocation is in it: only the "
     "BFC allocator records them (the default; not with XLA_PYTHON_CLIENT_ALLOCATOR=platform in JAX, "
     "nor TF_GPU_ALLOCATOR=cuda_malloc_async in TensorFlow)."
+)
+WHOLE_PROFILE_NOTE = (
+    "This profile marks no step, and no function's executor step holds its allocations (eager ops each "
+    "run on their own): the step shown is the whole profile. Mark each training step with "
+    "`with tf.profiler.experimental.Trace(\"train\", step_num=n):` to see them apart."
 )
 # oneDNN's CPU allocator (TensorFlow's default on x86 CPUs) records only its large allocations in a
 # profile: what it shows is a part of the step.
@@ -408,6 +414,7 @@ class ProfileStep:
     devices: list[str]
     step_ids: list[int] = field(default_factory=list)  # every executor step merged into it (step_id first)
     marked: int | None = None  # the marked step it ran in (_MarkedSteps), if any
+    whole: bool = False  # the whole profile: it marks no step and runs no function's
 
     def __post_init__(self) -> None:
         self.step_ids = self.step_ids or [self.step_id]
@@ -639,7 +646,7 @@ class _PlaneSteps:
         allocation_step = np.where(memory["is_allocation"], memory["id"], 0)
         ids = np.unique(allocation_step[allocation_step != 0])
         if processes:
-            ids = ids[np.isin(ids, processes["step_id"])] if np.isin(ids, processes["step_id"]).any() else ids
+            ids = ids[np.isin(ids, processes["step_id"])]
         marked = _MarkedSteps(markers)
         marker_start, marker_end = np.array(marked.start_ps, np.int64), np.array(marked.end_ps, np.int64)
         steps = []
@@ -669,11 +676,11 @@ class _PlaneSteps:
         # Marked steps no executor step ran in (JAX, Keras 3 on JAX; or beside TensorFlow's).
         steps += self._marked_steps(marked, steps)
         if not steps and memory["time_ps"].size:  # no step ids, no marked step: the whole profile is one step
-            steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), []))
+            steps.append(ProfileStep(0, None, int(memory["time_ps"][0]), int(memory["time_ps"][-1]), [], whole=True))
         steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
         steps = _merge_numbered(steps)
         if processes:
-            steps = _without_background(steps, processes, [self._input_only(s) for s in steps])
+            steps = _without_background(steps, [self._input_only(s) for s in steps], self._allocated_by)
         # An executor step outside any marked step that spans marked ones (tf.data's, run
         # across epochs) is none of them: the marked steps stand.
         marked_spans = [(s.start_ps, s.end_ps) for s in steps if s.marked is not None]
@@ -709,6 +716,12 @@ class _PlaneSteps:
                 continue  # an executor step ran in it: that step is it
             steps.append(ProfileStep(0, number, start, end, [], marked=group))
         return steps
+
+    def _allocated_by(self, step_ids: list[int]) -> int:
+        """Bytes the executor steps `step_ids` allocated (their own allocation events)."""
+        memory = self.memory
+        mine = memory["is_allocation"] & np.isin(memory["id"], step_ids)
+        return int(memory["allocation_bytes"][mine].sum())
 
     def _input_only(self, step: ProfileStep) -> bool:
         """Whether every allocation in the step's window was made on one of tf.data's threads."""
@@ -1018,19 +1031,27 @@ def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> n
 _NO_STEP_ID = -1
 
 
-def _without_background(steps: list[ProfileStep], processes: dict, input_only: list[bool]) -> list[ProfileStep]:
-    """The steps less the eager work around them (`_NO_STEP_ID`), where its window holds another
-    step that is not tf.data's alone (`input_only`): its runs spread from the profile's start to its
-    end between the functions' (a profiled `predict` then `evaluate`), so its window held every
-    function's step, and each was read as part of it. Marked steps are left as they are (markers
-    place each executor step already). A function's own step that holds another (Keras 2 calling
-    a function of its own) has an id of its own, and keeps what it holds.
+def _without_background(steps: list[ProfileStep], input_only: list[bool],
+                        allocated_by: Callable[[list[int]], int]) -> list[ProfileStep]:
+    """The steps less the eager work around them (`_NO_STEP_ID`), where its window holds other
+    steps that are not tf.data's alone (`input_only`) and they allocate more than it does
+    (`allocated_by`): its runs spread from the profile's start to its end between the functions'
+    (a profiled `predict` then `evaluate`), so its window held every function's step, and each was
+    read as part of it. Eager work that allocates more than the functions it holds (an eager
+    training loop calling a small `tf.function`) stays the step it was. Marked steps are left as
+    they are (markers place each executor step already). A function's own step that holds another
+    (Keras 2 calling a function of its own) has an id of its own, and keeps what it holds.
     """
-    if not any(s.step_id == _NO_STEP_ID and s.marked is None for s in steps):
+    background = [s for s in steps if s.step_id == _NO_STEP_ID and s.marked is None]
+    if not background:
         return steps
-    held = [s for s, only in zip(steps, input_only) if s.step_id != _NO_STEP_ID and not only]
-    kept = [s for s in steps if not (s.step_id == _NO_STEP_ID and s.marked is None and any(
-        s.start_ps <= other.start_ps and other.end_ps <= s.end_ps for other in held))]
+    held_steps = [s for s, only in zip(steps, input_only) if s.step_id != _NO_STEP_ID and not only]
+    dropped = set()
+    for eager in background:
+        held = [s for s in held_steps if eager.start_ps <= s.start_ps and s.end_ps <= eager.end_ps]
+        if held and allocated_by([i for s in held for i in s.step_ids]) >= allocated_by([_NO_STEP_ID]):
+            dropped.add(id(eager))
+    kept = [s for s in steps if id(s) not in dropped]
     return kept if kept else steps
 
 
@@ -1204,7 +1225,8 @@ class Profile:
         for plane, steps in self._planes:
             if any(s is step for s in steps):
                 trace = plane.trace(step)
-                notes = [note for note in (trace.note, self._unrecorded_note) if note]
+                notes = [note for note in (trace.note, self._unrecorded_note,
+                                           WHOLE_PROFILE_NOTE if step.whole and not self.made_by_jax else None) if note]
                 trace.note = " ".join(notes) if notes else None
                 return trace
         raise IndexError(index)
