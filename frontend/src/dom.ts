@@ -65,7 +65,7 @@ const LONG_COMPONENT = 12;
 export function breakableText(text: string): (string | HTMLElement)[] {
   const parts = text
     .split(/(?<=\/)/)
-    .flatMap((component) => (component.length > LONG_COMPONENT ? component.split(/(?<=_)/) : [component]));
+    .flatMap((component) => (component.replace(/\/$/, '').length > LONG_COMPONENT ? component.split(/(?<=_)/) : [component]));
   const out: (string | HTMLElement)[] = [];
   parts.forEach((part, i) => {
     if (i > 0) out.push(document.createElement('wbr'));
