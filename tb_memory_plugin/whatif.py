@@ -838,7 +838,10 @@ class WhatIf:
             check_one_model(steps)
         self.fitted = (Fitted([(s.batch, s.space) for s in steps], self.one_step is not None)
                        if len(batches) > 1 else None)
-        if self.fitted is not None and self.one_step is not None:  # the start as the one step reads it
+        if self.fitted is not None and self.one_step is not None:
+            # The start as the one step reads it: the nearest traced step's, so the fit's start may
+            # differ by what two steps read of their feeds (500 B on the demo U-Net) as the batch
+            # asked crosses the middle between two traced batches.
             self.fitted.anchor_start(self.one_step.resident_batch_bytes / self.one_step.batch)
         if self.fitted is None and self.one_step is None and len(steps) > 1:
             raise WhatIfError(
