@@ -547,17 +547,23 @@ def test_a_step_whose_peak_holds_little_of_the_batch_says_so():
     assert clean.scaled_share > 0.2 and clean.warning is None
 
 
+def _wide_relus(tf, width: int):
+    """(feed, train op): the feed [batch, width] scaled and relu'd three times, and gradient descent
+    on their squares: [batch, width] activations in the forward and backward passes."""
+    x = tf.compat.v1.placeholder(tf.float32, (None, width), name="x")
+    h = x
+    for k in range(3):
+        h = tf.nn.relu(h * tf.compat.v1.get_variable(f"s{k}", (width,)))
+    return x, tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+
+
 def test_a_peak_of_no_batch_whose_batch_grows_elsewhere_gives_no_such_warning():
     """The traced peak is a big tensor of no batch, after the update (an optimizer's step over a large
     embedding); the forward pass held [batch, 4096] activations earlier, a tenth of that rise. At a
     larger batch they make the peak, which the replay finds: the one step does not say that its
     prediction stays near the traced peak at any batch, because it does not."""
     def build(tf):
-        x = tf.compat.v1.placeholder(tf.float32, (None, 4096), name="x")
-        h = x
-        for k in range(3):
-            h = tf.nn.relu(h * tf.compat.v1.get_variable(f"s{k}", (4096,)))
-        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        x, train = _wide_relus(tf, 4096)
         with tf.control_dependencies([train]):  # after the update: 2 MiB, no batch
             big = tf.reduce_sum(tf.square(tf.compat.v1.get_variable("table", (1024, 512))))
         return [x], big
@@ -945,11 +951,7 @@ def _two_phases(batch: int) -> whatif.Traced:
     batch joined with a [batch, 256] tensor (the concat holds both, and its output). At batch 4 and
     8 the peak is the concat's, growing a little with the batch; at 64 the activations make it."""
     def build(tf):
-        x = tf.compat.v1.placeholder(tf.float32, (None, 8192), name="x")
-        h = x
-        for k in range(3):
-            h = tf.nn.relu(h * tf.compat.v1.get_variable(f"s{k}", (8192,)))
-        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        x, train = _wide_relus(tf, 8192)
         with tf.control_dependencies([train]):
             z = tf.square(tf.matmul(x, tf.compat.v1.get_variable("w", (8192, 256))))
             big = tf.square(tf.compat.v1.get_variable("table", (1024, 512)))
