@@ -163,6 +163,11 @@ class SpaceAnalysis:
         """Each allocator snapshot minus the curve's rise when it was read: the bytes in use
         before the step, as that reading tells them (their median is the baseline)."""
         space, curve = self.trace, self.curve
+        if space.snapshot_event is not None:  # a reading after each event: the records' total after it
+            place = np.empty(curve.event_order.size, dtype=np.int64)
+            place[curve.event_order] = np.arange(curve.event_order.size)
+            running = np.cumsum(space.event_bytes[curve.event_order])
+            return space.snapshot_bytes - running[place[space.snapshot_event]]
         at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
         return space.snapshot_bytes - np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
 

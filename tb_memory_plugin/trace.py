@@ -112,6 +112,10 @@ class SpaceTrace:
     # + reserved): what a step must fit in. RunMetadata has neither.
     snapshot_series: Mapping[str, np.ndarray] = field(default_factory=dict)
     capacity_bytes: int | None = None
+    # The event each reading was taken after, where the source reads the allocator at each event
+    # (XPlane), rather than when an op finished (RunMetadata: None): two events in one microsecond
+    # then each have their own reading.
+    snapshot_event: np.ndarray | None = None
     # Runtime names -> for each, (shape, requested bytes) of every output of its first
     # execution (XPlane: of every shaped allocation, scratch included), read in one go on
     # demand where the source keeps them (the batch-size what-if asks for every name of a

@@ -922,6 +922,7 @@ class _PlaneSteps:
             event_exec=event_exec.astype(np.int64),
             snapshot_time_us=time_us[rows.reading],
             snapshot_bytes=memory["bytes_allocated"][read],
+            snapshot_event=np.flatnonzero(rows.reading),
             snapshot_series=series,
             capacity_bytes=int(capacity.max()) if capacity.size and int(capacity.max()) > 0 else None,
             outputs_of=_Outputs(strings.values, distinct_names, name_code.reshape(-1), start, event_exec,
