@@ -101,7 +101,11 @@ def from_keras_config(data: bytes) -> FunctionGraph | None:
     """One node per layer of a Keras model's JSON config (the callback's `keras` tag); None when it has none."""
     from tensorboard.plugins.graph import keras_util
 
-    graph = keras_util.keras_model_to_graph_def(json.loads(data))
+    config = json.loads(data)
+    try:
+        graph = keras_util.keras_model_to_graph_def(config)
+    except Exception:  # noqa: BLE001 - TensorBoard's reader fails on some configs: the layers, without edges
+        graph = _layers_without_edges(config)
     for node in graph.node:
         if not node.op:
             node.op = node.attr["keras_class"].s.decode() if "keras_class" in node.attr else "Layer"
@@ -111,7 +115,26 @@ def from_keras_config(data: bytes) -> FunctionGraph | None:
     result.layers_only, result.origin = True, "keras_model"
     result.op_types = {}  # type: ignore[assignment]  # layer classes are no op types: the trace's own stand
     try:  # its layers' weights and the optimizer's slots, sized from the config
-        result.model = model_from_config(json.loads(data))
+        result.model = model_from_config(config)
     except (KeyError, TypeError, ValueError):  # a config this reader does not know: no resident figures
         result.model = None
     return result
+
+
+def _layers_without_edges(config: dict):
+    """A GraphDef of the model's own layers (`<model>/<layer>`, op: the layer's class), where
+    TensorBoard's `keras_util` cannot read the config (Keras 3's MultiHeadAttention, whose inbound
+    nodes it reads as dicts; a model with dict outputs): the graph view then shows the layers
+    without their edges, and the model is still sized from the config."""
+    from tensorboard.compat.proto import graph_pb2
+
+    graph = graph_pb2.GraphDef()
+    model = config.get("config") if isinstance(config.get("config"), dict) else {}
+    name = model.get("name") or config.get("name") or "model"
+    for layer in model.get("layers") or []:
+        if not isinstance(layer, dict):
+            continue
+        layer_name = layer.get("name") or (layer.get("config") or {}).get("name")
+        if layer_name:
+            graph.node.add(name=f"{name}/{layer_name}", op=str(layer.get("class_name") or "Layer"))
+    return graph

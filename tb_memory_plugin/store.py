@@ -440,8 +440,10 @@ class StepStore:
         return graph.op_types if graph is not None else None
 
     def function_graph_of(self, ctx, experiment_id: str, run: str) -> function_graph.FunctionGraph | None:
-        """A TF2 / Keras run's graph (function_graph.py): the function graphs of its latest RunMetadata
-        record that holds any (`trace_export`), else the Keras callback's model config; None without."""
+        """A TF2 / Keras run's graph (function_graph.py): the Keras callback's model config, else the
+        function graphs of its latest RunMetadata record that holds any (`trace_export`); None
+        without. The callback's own `batch_N` records hold whatever functions were traced while it
+        profiled (a new epoch's, a validation's, a last small batch's), not the model."""
         candidates = []
         for rank, plugin in enumerate((RUN_METADATA_GRAPH, RUN_METADATA, KERAS_MODEL)):
             mapping = self._provider.list_blob_sequences(
@@ -449,7 +451,7 @@ class StepStore:
                 run_tag_filter=provider_mod.RunTagFilter(runs=[run]))
             for tag, series in mapping.get(run, {}).items():
                 if series.plugin_content == b"1":
-                    candidates.append((plugin == KERAS_MODEL, -float(series.max_wall_time), rank, tag, plugin))
+                    candidates.append((plugin != KERAS_MODEL, -float(series.max_wall_time), rank, tag, plugin))
         for *_, tag, plugin in sorted(candidates):
             key = _latest_blob_key(self._provider, ctx, experiment_id, plugin, run, tag)
             if key is None:

@@ -301,6 +301,64 @@ def test_a_keras_fits_parameters_and_slots_come_from_its_model_config(tb):
     assert layers[f"{MODEL}/enc_0"] == 3 * 3 * 3 * 8 + 8  # a 3x3 conv from 3 to 8 channels, with its bias
 
 
+_CALLBACK_TRACED = r'''
+import sys
+import tensorflow as tf
+
+writer = tf.summary.create_file_writer(sys.argv[1])
+
+@tf.function
+def summarise(total, count):  # what a callback's profile window traces at an epoch's end
+    return tf.math.divide_no_nan(total, count)
+
+tf.summary.trace_on(graph=True, profiler=False)
+summarise(tf.constant(3.0), tf.constant(2.0))
+with writer.as_default():
+    tf.summary.trace_export("batch_9", step=9)
+writer.flush()
+'''
+
+
+def test_a_keras_fit_whose_profile_traced_other_functions_is_sized_from_its_model_config(tmp_path):
+    """A profile window that crosses an epoch's end (a last small batch, a validation) has the
+    callback's `batch_N` record hold the functions traced then: the model is still its config's
+    (the record had been read instead, and the summary had no parameters at all)."""
+    sys.path.insert(0, str(REPO / "demo_logs"))
+    import keras_unet
+
+    run = tmp_path / "keras" / "train"
+    shutil.copytree(KERAS_RUN, run)
+    script = tmp_path / "callback_traced.py"
+    script.write_text(_CALLBACK_TRACED)
+    subprocess.run([sys.executable, str(script), str(run)], check=True, timeout=600)
+    assert ("graph_run_metadata_graph", "batch_9") in _summaries(run)  # the record is there, with a graph
+    client = memory_app_client(tmp_path)
+    tag = _profiled(client, "keras/train")[0]
+    (device,) = _get(client, "summary", run="keras/train", tag=tag)["devices"]
+    assert device["resident"]["param_count"] == keras_unet.build(32, 0, 2, 8).count_params()
+
+
+def test_a_keras_config_tensorboard_cannot_read_still_sizes_the_model():
+    """TensorBoard's `keras_util` fails on some Keras 3 configs (attention fed a mask, dict outputs):
+    the model is still sized from its config, and its layers are the graph's nodes, without edges."""
+    import keras
+
+    from tensorboard.plugins.graph import keras_util
+
+    inp = keras.Input((64,), name="feat")
+    hidden = keras.layers.Dense(256, activation="relu", name="trunk")(inp)
+    outputs = {"cls_out": keras.layers.Dense(10, name="cls_out")(hidden),
+               "reg_out": keras.layers.Dense(1, name="reg_out")(hidden)}
+    model = keras.Model(inp, outputs, name="multi")
+    model.compile("adam", loss={"cls_out": "mse", "reg_out": "mse"})
+    config = json.loads(model.to_json())
+    with pytest.raises(Exception):  # noqa: B017 - whatever it raises (a KeyError in TensorBoard 2.21)
+        keras_util.keras_model_to_graph_def(config)
+    graph = function_graph.from_keras_config(model.to_json().encode())
+    assert graph is not None and {"multi/trunk", "multi/cls_out", "multi/reg_out"} <= set(graph.names)
+    assert sum(t.count for t in graph.model.tensors if t.kind == "variable") == model.count_params()
+
+
 def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     import keras
 
