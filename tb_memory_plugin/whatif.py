@@ -723,7 +723,27 @@ class Fitted:
                     "changes, and a line through them may miss it; "
                     + ("compare with the one-step prediction, or " if self._one_step_beside else "")
                     + "trace a batch size nearer the one asked")
+        bent = self._bent_layers()
+        if bent:
+            return (f"some layers' bytes at the traced peaks do not grow in proportion to the batch ({bent}): what "
+                    "changed between the traced batches may be the allocator's chunks or the schedule, not the "
+                    "batch, and a line through them may be off beyond them; "
+                    + ("compare with the one-step prediction, or " if self._one_step_beside else "")
+                    + "trace a batch size nearer the one asked")
         return None
+
+    def _bent_layers(self, most: int = 3) -> str:
+        """The layers whose line goes below zero at batch 0 (they grew faster than the batch between
+        the traced ones) or falls as the batch grows, where their fixed part's, or their fall over the
+        traced batches', bytes come to a tenth of the largest traced peak rise; "" where they do not."""
+        fixed, per_sample = self._coef
+        off = np.where(fixed < 0, -fixed, 0.0) + np.where(per_sample < 0, -per_sample * max(self.batches), 0.0)
+        bent = np.flatnonzero(off > 0)
+        if off[bent].sum() < 0.1 * max(rise for _, rise in self._traced):
+            return ""
+        shown = bent[np.argsort(-off[bent], kind="stable")][:most]
+        return ", ".join(f"{self.layer_names[i] or '(top level)'}: {int(round(fixed[i])):,} B fixed + "
+                         f"{int(round(per_sample[i])):,} B per sample" for i in shown.tolist())
 
     def _layer_bytes(self, batch: int) -> np.ndarray:
         return np.rint(self._coef[0] + self._coef[1] * batch).astype(np.int64)

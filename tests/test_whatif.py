@@ -979,6 +979,32 @@ def test_a_peak_that_moves_beyond_the_traced_batches_leads_with_the_one_step():
     assert whatif_report.whatif_dict(whatif.WhatIf([small, large], 12))["method"] == "fit"
 
 
+def _similarity(batch: int) -> whatif.Traced:
+    """A contrastive loss's [batch, batch] similarity matrix (and its gradient): bytes that grow with
+    the square of the batch."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, 8), name="x")
+        with tf.name_scope("sim"):
+            h = tf.matmul(x, tf.compat.v1.get_variable("w", (8, 8)))
+            gram = tf.matmul(h, h, transpose_b=True)
+        return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.square(gram)))
+
+    return _traced_real(f"similarity_b{batch}", build, [np.ones((batch, 8), np.float32)], one_thread=True)
+
+
+def test_a_fit_through_bytes_that_grow_faster_than_the_batch_says_so():
+    """A [batch, batch] similarity matrix traced at 512 and 1024: its layer's line through them has a
+    negative fixed part (it grew 4x for 2x the batch), and at 2048 the fit is far below a real run.
+    The fit says which layers do not grow in proportion to the batch; a fit through layers that do
+    (the demo U-Net's) says nothing."""
+    question = whatif.WhatIf([_similarity(512), _similarity(1024)], 2048)
+    warning = question.fitted.warning
+    assert warning and "do not grow in proportion to the batch (sim: -" in warning
+    real = _similarity(2048).space.peak_rise_bytes
+    assert question.fitted.peak_rise(2048) < 0.8 * real  # what the warning is for
+    assert whatif.Fitted([(2, traced("unet_b2").space), (4, traced("unet_b4").space)]).warning is None
+
+
 def test_one_run_without_a_baseline_predicts_the_rise_only():
     body = _expected(["resnet9_b2"], 16, limit=100 << 20)
     assert body["method"] == "one_step" and body["predictions"]["fit"] is None
