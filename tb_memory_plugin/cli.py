@@ -88,7 +88,7 @@ def _without_at_peak(row: dict) -> dict:
 
 def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces: list, group: str,
                 top: int, run_graph=None, scope: str = "") -> None:
-    print(f"== {run} / {tag} (step {step_number})")
+    print(f"== {run} / {tag} ({_step_label(tag, step_number)})")
     if step.message:
         print(f"   note: {step.message}")
     curve_elsewhere = any(s.has_curve for s in step.spaces)  # else the note above already says "no curve"
@@ -99,6 +99,14 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
             _print_space_at_peak(space, group, top, report.space_resident(step, space, run_graph), scope)
         else:
             _print_space_without_curve(space, group, top, say_no_curve=curve_elsewhere, scope=scope)
+
+
+def _step_label(tag: str, number: int) -> str:
+    """What a step's number is, for its heading: a profile's `run_<n>` is the n-th run of a function in
+    a profile that marks no step there (not the step `step_<n>` beside it may be)."""
+    if tag.startswith("profile/") and tag.rsplit("/", 1)[-1] == f"run_{number}":
+        return f"function run {number}, no step marker"
+    return f"step {number}"
 
 
 def _scope_rows(space: SpaceAnalysis, group: str, scope: str) -> list[tuple[str, dict]] | None:
@@ -710,8 +718,8 @@ def diff_command(args: argparse.Namespace) -> int:
         json.dump(body, sys.stdout, indent=1)
         print()
     else:
-        _print_diff(comparison, f"{a_ref.run} / {a_ref.tag} (step {a_ref.step})",
-                    f"{b_ref.run} / {b_ref.tag} (step {b_ref.step})", args.top)
+        _print_diff(comparison, f"{a_ref.run} / {a_ref.tag} ({_step_label(a_ref.tag, a_ref.step)})",
+                    f"{b_ref.run} / {b_ref.tag} ({_step_label(b_ref.tag, b_ref.step)})", args.top)
     return 0
 
 

@@ -9,6 +9,8 @@ TensorFlow starts). Expectations are recomputed from TensorFlow's own
 from __future__ import annotations
 
 import collections
+import contextlib
+import io
 import itertools
 import json
 import re
@@ -317,6 +319,14 @@ def test_unmarked_predict_and_evaluate_are_their_batches_not_one_step(unmarked_p
     for index in range(len(profile.steps)):
         (space,) = analysis.analyse(profile.trace(index)).spaces
         assert space.trace.exec_count > 0 and space.peak_rise_bytes > 0
+    # The CLI heads them as function runs, not as steps numbered like a marked step_<n>.
+    from tb_memory_plugin import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["summary", str(unmarked_profile.parents[3])]) == 0
+    headers = [line for line in out.getvalue().splitlines() if line.startswith("== ")]
+    assert len(headers) == 6 and all(re.search(r"/run_(\d+) \(function run \1, no step marker\)$", h) for h in headers)
 
 
 _EAGER_LOOP_SCRIPT = """
