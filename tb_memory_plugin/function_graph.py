@@ -123,9 +123,9 @@ def from_keras_config(data: bytes) -> FunctionGraph | None:
 
 def _layers_without_edges(config: dict):
     """A GraphDef of the model's own layers (`<model>/<layer>`, op: the layer's class), where
-    TensorBoard's `keras_util` cannot read the config (Keras 3's MultiHeadAttention, whose inbound
-    nodes it reads as dicts; a model with dict outputs): the graph view then shows the layers
-    without their edges, and the model is still sized from the config."""
+    TensorBoard's `keras_util` cannot read the config (TensorBoard 2.21 raises on a Keras 3 model with
+    dict outputs, and on one whose MultiHeadAttention is fed a mask): the graph view then shows the
+    layers without their edges, and the model is still sized from the config."""
     from tensorboard.compat.proto import graph_pb2
 
     graph = graph_pb2.GraphDef()
