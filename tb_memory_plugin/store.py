@@ -95,13 +95,19 @@ class LRUCache:
         return len(self._items)
 
 
+_FUNCTION_RUN_RE = re.compile(r"^profile/.*/run_\d+$")  # a profile's unmarked function run (xplane.py)
+
+
 def latest_step(refs: list[StepRef], devices_of: Callable[[StepRef], list[str]] | None = None) -> StepRef:
-    """A run's latest step as the page picks it: highest step, then latest wall time, then last tag;
-    with `devices_of` (the `runs` route's devices of a step), first among the steps that hold
-    any. A record without step stats is no step to open: the Keras callback's `batch_N` graph
-    record (TensorFlow strips the step stats from it) is written after the profiled steps."""
-    newest_first = [ref for _, ref in sorted(enumerate(refs), key=lambda p: (p[1].step, p[1].wall_time, p[0]),
-                                             reverse=True)]
+    """A run's latest step as the page picks it: a marked step before a profile's unmarked function
+    run (a fit's epoch-end iterator set-up, `run_3`, had been opened before its batches' `step_3`),
+    then highest step, then latest wall time, then last tag; with `devices_of` (the `runs` route's
+    devices of a step), first among the steps that hold any. A record without step stats is no
+    step to open: the Keras callback's `batch_N` graph record (TensorFlow strips the step stats
+    from it) is written after the profiled steps."""
+    newest_first = [ref for _, ref in sorted(
+        enumerate(refs), key=lambda p: (not _FUNCTION_RUN_RE.match(p[1].tag), p[1].step, p[1].wall_time, p[0]),
+        reverse=True)]
     if devices_of is not None:  # asked newest first, so a run's steps are scanned only as far as needed
         return next((ref for ref in newest_first if devices_of(ref)), newest_first[0])
     return newest_first[0]

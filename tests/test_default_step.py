@@ -124,3 +124,19 @@ def test_no_traced_steps_answers_nulls(tmp_path):
 def test_only_get(app):
     client, _ = app
     assert client.post(PREFIX + "default_step").status_code == 405
+
+
+def test_a_runs_latest_step_is_a_marked_step_before_a_function_run():
+    """The step a run opens on, for the CLI as for the page: a profile's marked `step_3` before its
+    unmarked `run_3` (a fit's epoch-end iterator set-up, later in time and numbered alike, had been
+    opened: a 3 KiB step whose what-if fails); a profile of function runs alone opens its last."""
+    from tb_memory_plugin import store
+
+    def ref(tag, step, wall):
+        return store.StepRef("r", tag, store.PROFILE, step, wall)
+
+    profiled = [ref("profile/s/run_3", 3, 30.0), ref("profile/s/step_2", 2, 10.0), ref("profile/s/step_3", 3, 20.0)]
+    assert store.latest_step(profiled).tag == "profile/s/step_3"
+    assert store.latest_step([ref("profile/s/run_1", 1, 1.0), ref("profile/s/run_2", 2, 2.0)]).tag == "profile/s/run_2"
+    tf1 = [store.StepRef("r", "run_3", store.TAGGED_RUN_METADATA, 3, 30.0), store.StepRef("r", "step_2", store.TAGGED_RUN_METADATA, 2, 10.0)]
+    assert store.latest_step(tf1).tag == "run_3"  # a TF1 tag is the user's own

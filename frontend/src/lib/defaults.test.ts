@@ -43,6 +43,13 @@ describe('latestStep', () => {
     expect(latestStep([step('batch_4', 4, 12), ...profiled])!.tag).toBe('profile/s/step_3');
     expect(latestStep([step('batch_4', 4, 12)])!.tag).toBe('batch_4'); // nothing else: still shown, with why
   });
+  it("opens a profile's marked step before its unmarked function run (an epoch-end iterator set-up)", () => {
+    const cpu = ['/device:CPU:0'];
+    const steps = [step('profile/s/run_3', 3, 30, cpu), step('profile/s/step_2', 2, 10, cpu), step('profile/s/step_3', 3, 20, cpu)];
+    expect(latestStep(steps)!.tag).toBe('profile/s/step_3');
+    expect(latestStep([step('profile/s/run_1', 1, 1, cpu), step('profile/s/run_2', 2, 2, cpu)])!.tag).toBe('profile/s/run_2');
+    expect(latestStep([step('run_3', 3, 30, cpu), step('step_2', 2, 10, cpu)])!.tag).toBe('run_3'); // a TF1 tag is a tag
+  });
   it('chooseStep keeps a preferred tag that exists', () => {
     const r = run('r', [step('step_1', 1), step('step_2', 2)]);
     expect(chooseStep(r, 'step_1')!.tag).toBe('step_1');

@@ -9,10 +9,15 @@ export function chooseRun(runs: readonly RunInfo[], preferred: string | null): R
   return traced.find((r) => r.run === preferred) ?? traced[0] ?? null;
 }
 
+/** A profile's unmarked function run (`profile/<session>/run_3`): a marked step of it comes first. */
+const FUNCTION_RUN = /^profile\/.*\/run_\d+$/;
+
 /**
- * The latest step: first among the steps that hold step stats (any device), then highest step
- * number, then latest wall time, then last in tag order. The Keras callback's `batch_N` graph
- * record holds none (TensorFlow strips them) and comes after the profiled steps.
+ * The latest step: first among the steps that hold step stats (any device), then a marked step
+ * before a profile's unmarked function run (a fit's epoch-end iterator set-up, `run_3`, beside its
+ * batches' `step_3`), then highest step number, then latest wall time, then last in tag order. The
+ * Keras callback's `batch_N` graph record holds none (TensorFlow strips them) and comes after the
+ * profiled steps.
  */
 export function latestStep(steps: readonly StepInfo[]): StepInfo | null {
   let best: StepInfo | null = null;
@@ -29,6 +34,8 @@ export function latestStep(steps: readonly StepInfo[]): StepInfo | null {
 function compareSteps(a: StepInfo, ai: number, b: StepInfo, bi: number): number {
   const held = Number(a.devices.length > 0) - Number(b.devices.length > 0);
   if (held !== 0) return held;
+  const marked = Number(!FUNCTION_RUN.test(a.tag)) - Number(!FUNCTION_RUN.test(b.tag));
+  if (marked !== 0) return marked;
   const as = a.step ?? Number.NEGATIVE_INFINITY;
   const bs = b.step ?? Number.NEGATIVE_INFINITY;
   if (as !== bs) return as - bs;
