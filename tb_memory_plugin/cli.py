@@ -104,9 +104,9 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
 def _step_label(tag: str, number: int) -> str:
     """What a step's number is, for its heading: a profile's `run_<n>` is the n-th run of a function in
     a profile that marks no step there (not the step `step_<n>` beside it may be)."""
-    if tag.startswith("profile/") and tag.rsplit("/", 1)[-1] == f"run_{number}":
-        return f"function run {number}, no step marker"
-    return f"step {number}"
+    from .store import is_function_run
+
+    return f"function run {number}, no step marker" if is_function_run(tag) else f"step {number}"
 
 
 def _scope_rows(space: SpaceAnalysis, group: str, scope: str) -> list[tuple[str, dict]] | None:

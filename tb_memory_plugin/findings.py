@@ -8,6 +8,7 @@ step with other traced steps of its run. Thresholds are constants below, each wi
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -525,12 +526,8 @@ def allocator_gap(space) -> list[Finding]:
         # gap against the readings' median was widest (a 1.5 MiB embedding update read "499.5 KiB in
         # MatMul_grad").
         layers = [space.names.layer(code).split("/") for code, _ in replaced_rows]
-        shared = []
-        for parts in zip(*layers):  # the writes' common layer (a partitioned variable's)
-            if len(set(parts)) > 1:
-                break
-            shared.append(parts[0])
-        scope = "/".join(shared) or "/".join(layers[0])
+        # The writes' common layer (a partitioned variable's), else the largest one's.
+        scope = "/".join(os.path.commonprefix(layers)) or "/".join(layers[0])
         headline = max(abs(gap), too_high)
     if peak_short:
         top_when, top_bytes = int(trace.snapshot_time_us[top]), int(trace.snapshot_bytes[top])
@@ -609,8 +606,7 @@ def _kept_variable_rows(space, smallest: int = STEP_GROWTH_MIN_BYTES, values: bo
     """`_kept_variable_buffers` by name code."""
     trace, names = space.trace, space.names
     op_types = names.op_type_names
-    writer = np.fromiter((op.startswith(_VARIABLE_WRITERS) for op in op_types), dtype=bool,
-                         count=len(op_types))[names.op_code]  # the value assigns among them
+    writer = names.of_op_type(lambda op: op.startswith(_VARIABLE_WRITERS))  # the value assigns among them
     if not writer.any():
         return []
     kept = _left_by_exec(space)

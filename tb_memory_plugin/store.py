@@ -95,7 +95,13 @@ class LRUCache:
         return len(self._items)
 
 
-_FUNCTION_RUN_RE = re.compile(r"^profile/.*/run_\d+$")  # a profile's unmarked function run (xplane.py)
+_FUNCTION_RUN_RE = re.compile(r"^profile/.+/run_\d+(?:_\d+)?$")  # `_step_tags`' unmarked function runs
+
+
+def is_function_run(tag: str) -> bool:
+    """Whether a tag is a profile's unmarked function run (`profile/<session>/run_3`, `_step_tags`),
+    not a step the profiler was told of (`step_3`) nor a TF1 tag of the user's own."""
+    return bool(_FUNCTION_RUN_RE.match(tag))
 
 
 def latest_step(refs: list[StepRef], devices_of: Callable[[StepRef], list[str]] | None = None) -> StepRef:
@@ -106,7 +112,7 @@ def latest_step(refs: list[StepRef], devices_of: Callable[[StepRef], list[str]] 
     step to open: the Keras callback's `batch_N` graph record (TensorFlow strips the step stats
     from it) is written after the profiled steps."""
     newest_first = [ref for _, ref in sorted(
-        enumerate(refs), key=lambda p: (not _FUNCTION_RUN_RE.match(p[1].tag), p[1].step, p[1].wall_time, p[0]),
+        enumerate(refs), key=lambda p: (not is_function_run(p[1].tag), p[1].step, p[1].wall_time, p[0]),
         reverse=True)]
     if devices_of is not None:  # asked newest first, so a run's steps are scanned only as far as needed
         return next((ref for ref in newest_first if devices_of(ref)), newest_first[0])

@@ -10,7 +10,7 @@ export function chooseRun(runs: readonly RunInfo[], preferred: string | null): R
 }
 
 /** A profile's unmarked function run (`profile/<session>/run_3`): a marked step of it comes first. */
-const FUNCTION_RUN = /^profile\/.*\/run_\d+$/;
+const FUNCTION_RUN = /^profile\/.+\/run_\d+(?:_\d+)?$/; // as store.is_function_run reads the tags it names
 
 /**
  * The latest step: first among the steps that hold step stats (any device), then a marked step

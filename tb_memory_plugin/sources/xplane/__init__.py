@@ -680,7 +680,7 @@ class _PlaneSteps:
         steps.sort(key=lambda s: (s.start_ps, -s.end_ps, s.step_id))
         steps = _merge_numbered(steps)
         if processes:
-            steps = _without_background(steps, [self._input_only(s) for s in steps], self._allocated_by)
+            steps = _without_background(steps, self._input_only, self._allocated_by)
         # An executor step outside any marked step that spans marked ones (tf.data's, run
         # across epochs) is none of them: the marked steps stand.
         marked_spans = [(s.start_ps, s.end_ps) for s in steps if s.marked is not None]
@@ -1032,7 +1032,7 @@ def _own_peaks(event_exec: np.ndarray, event_bytes: np.ndarray, count: int) -> n
 _NO_STEP_ID = -1
 
 
-def _without_background(steps: list[ProfileStep], input_only: list[bool],
+def _without_background(steps: list[ProfileStep], input_only: Callable[[ProfileStep], bool],
                         allocated_by: Callable[[list[int]], int]) -> list[ProfileStep]:
     """The steps less the eager work around them (`_NO_STEP_ID`), where its window holds other
     steps that are not tf.data's alone (`input_only`) and they allocate more than it does
@@ -1046,7 +1046,7 @@ def _without_background(steps: list[ProfileStep], input_only: list[bool],
     background = [s for s in steps if s.step_id == _NO_STEP_ID and s.marked is None]
     if not background:
         return steps
-    held_steps = [s for s, only in zip(steps, input_only) if s.step_id != _NO_STEP_ID and not only]
+    held_steps = [s for s in steps if s.step_id != _NO_STEP_ID and not input_only(s)]  # asked only here
     dropped = set()
     for eager in background:
         held = [s for s in held_steps if eager.start_ps <= s.start_ps and s.end_ps <= eager.end_ps]
