@@ -148,6 +148,15 @@ def tag_order(tag: str) -> tuple:
     return tuple(key), tag
 
 
+def step_order(ref: StepRef) -> tuple:
+    """A step's place among its run's: tags by `tag_order`, but a profile's steps as they ran
+    (a fit profiled across an epoch's end: `step_2`, its validation's `run_4`, then the next
+    epoch's `step_0_2`), not by number."""
+    if ref.plugin == PROFILE and ref.index >= 0:
+        return tag_order(ref.tag.rpartition("/")[0]), ref.index, tag_order(ref.tag)
+    return tag_order(ref.tag), -1, tag_order(ref.tag)
+
+
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
     """Runs -> traced steps (tags) in event files, sorted by run then tag (`tag_order`)."""
     runs: dict[str, dict[str, StepRef]] = {}
@@ -299,7 +308,7 @@ class StepStore:
         runs = list_steps(self._provider, ctx, experiment_id)
         profiled = self._profile_steps(set(runs))
         for run, refs in profiled.items():
-            runs[run] = sorted(runs.get(run, []) + refs, key=lambda ref: tag_order(ref.tag))
+            runs[run] = sorted(runs.get(run, []) + refs, key=step_order)
         return dict(sorted(runs.items()))
 
     def has_profiles(self) -> bool:

@@ -140,3 +140,26 @@ def test_a_runs_latest_step_is_a_marked_step_before_a_function_run():
     assert store.latest_step([ref("profile/s/run_1", 1, 1.0), ref("profile/s/run_2", 2, 2.0)]).tag == "profile/s/run_2"
     tf1 = [store.StepRef("r", "run_3", store.TAGGED_RUN_METADATA, 3, 30.0), store.StepRef("r", "step_2", store.TAGGED_RUN_METADATA, 2, 10.0)]
     assert store.latest_step(tf1).tag == "run_3"  # a TF1 tag is the user's own
+
+
+def test_a_profiles_steps_are_listed_as_they_ran():
+    """A fit profiled across an epoch's end numbers its batches within each epoch: its steps are
+    listed in the order they ran (`step_1`, `step_2`, the epoch-end `run_3`, then `step_0_2`), not by
+    number, which had put the next epoch's `step_0_2` before this one's `step_1` and the function
+    run first. Profiles stay apart by name, and a TF1 run's own tags by `tag_order`."""
+    from tb_memory_plugin import store
+
+    def profiled(session, tag, index):
+        return store.StepRef("r", f"profile/{session}/{tag}", store.PROFILE, 0, 0.0, "p", index)
+
+    def tagged(tag):
+        return store.StepRef("r", tag, store.TAGGED_RUN_METADATA, 0, 0.0)
+
+    refs = [profiled("s2", "step_1", 0), tagged("step_10"), profiled("s1", "step_0_2", 3),
+            profiled("s1", "run_3", 2), tagged("step_9"), profiled("s1", "step_2", 1), profiled("s1", "step_1", 0)]
+    assert [ref.tag for ref in sorted(refs, key=store.step_order)] == [
+        "profile/s1/step_1", "profile/s1/step_2", "profile/s1/run_3", "profile/s1/step_0_2",
+        "profile/s2/step_1", "step_9", "step_10"]
+    # A profile that failed to read is one entry (index -1), placed by its name.
+    failed = store.StepRef("r", "profile/s0", store.PROFILE, 0, 0.0, "p", -1)
+    assert sorted(refs + [failed], key=store.step_order)[0] is failed
