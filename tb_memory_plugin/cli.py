@@ -2,9 +2,9 @@
 
     tb-memory summary LOGDIR [--run R] [--tag T] [--device D]
                              [--group layer|scope] [--scope PATH] [--top N] [--json]
-    tb-memory diff LOGDIR --run A [--tag T] --against RUN[:TAG] [--device D]
+    tb-memory diff LOGDIR [--run A] [--tag T] --against RUN[:TAG] [--device D]
                           [--against-device D] [--group layer|scope] [--top N] [--json]
-    tb-memory whatif LOGDIR --run R [--run R2 ...] [--tag T] --batch N [--limit BYTES]
+    tb-memory whatif LOGDIR [--run R [--run R2 ...]] [--tag T] --batch N [--limit BYTES]
                             [--device D] [--json]
 """
 
@@ -528,6 +528,22 @@ class _Steps:
         steps_store, ctx, _ = self._stores[run]
         return steps_store.list_steps(ctx, "").get(run, [])
 
+    def default_run(self) -> str | None:
+        """The run `--run` left out names: the logdir's one run with traced steps (a logdir that is
+        itself a run, as summary names it); None when the logdir cannot be read (already said)."""
+        opened = _open_store(self.logdir, None)
+        if opened is None:
+            return None
+        steps_store, ctx, catcher = opened
+        runs = [run for run, refs in steps_store.list_steps(ctx, "").items() if refs]
+        if len(runs) == 1:  # this store serves that run: the logdir is read once
+            catcher.print_damage()
+            self._stores[runs[0]] = opened
+            return runs[0]
+        if not runs:
+            raise _StepNotFound(catcher.with_damage(f"no traced steps could be read in {self.logdir}"))
+        raise _StepNotFound(f"give --run: {self.logdir} holds {len(runs)} runs with traced steps ({_few(runs)})")
+
     def analysis(self, ref) -> StepAnalysis:
         steps_store, ctx, _ = self._stores[ref.run]
         return steps_store.analysis(ctx, "", ref)
@@ -693,6 +709,10 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
 def diff_command(args: argparse.Namespace) -> int:
     steps = _Steps(args.logdir)
     try:
+        if args.run is None:
+            args.run = steps.default_run()
+            if args.run is None:
+                return 1
         refs = steps.refs(args.run)
         if refs is None:
             return 1
@@ -749,7 +769,12 @@ def _whatif_steps(args: argparse.Namespace) -> list | None:
     steps = _Steps(args.logdir)
     picked = []
     first = None
-    runs = list(dict.fromkeys(args.run))
+    runs = list(dict.fromkeys(args.run or []))
+    if not runs:
+        run = steps.default_run()
+        if run is None:
+            return None
+        runs = [run]
     given = args.traced_batch or []
     if given and len(given) != len(runs):
         raise _StepNotFound(f"--traced-batch given {len(given)} times for {len(runs)} runs: give it once per --run, "
@@ -877,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     diff = commands.add_parser("diff", help="what grew: one traced step against a baseline step, scope by scope")
     diff.add_argument("logdir")
-    diff.add_argument("--run", required=True, type=_run_name, help="the run of step A")
+    diff.add_argument("--run", type=_run_name, help="the run of step A (default: the logdir's one run)")
     diff.add_argument("--tag", help="step A's tag (default: the run's latest step)")
     diff.add_argument("--against", required=True, metavar="RUN[:TAG]",
                       help="the baseline step B (RUN empty: A's run; TAG left out: A's tag, else the latest step)")
@@ -889,8 +914,9 @@ def main(argv: list[str] | None = None) -> int:
     what = commands.add_parser("whatif", help="the peak at another batch size, the layers holding it, the "
                                               "largest batch that fits")
     what.add_argument("logdir")
-    what.add_argument("--run", required=True, action="append", type=_run_name,
-                      help="a run to predict from; several runs of the same graph at other batch sizes are fitted")
+    what.add_argument("--run", action="append", type=_run_name,
+                      help="a run to predict from; several runs of the same graph at other batch sizes are fitted "
+                           "(default: the logdir's one run)")
     what.add_argument("--tag", help="the step of each run (default: the run's latest step)")
     what.add_argument("--batch", required=True, type=_batch, help="the batch size to predict")
     what.add_argument("--traced-batch", type=_batch, action="append",

@@ -1683,3 +1683,25 @@ def test_an_xla_step_without_its_programs_hlo_says_how_to_give_its_batch(jit_pro
         whatif.WhatIf(steps[:1], 512)
     with pytest.raises(whatif.WhatIfError, match="every step read holds batch 64"):
         whatif.WhatIf([steps[0], dataclasses.replace(steps[1], given_batch=64)], 512)
+
+
+@pytest.mark.parametrize("command", ["whatif", "diff"])
+def test_whatif_and_diff_read_a_logdirs_one_run_without_run(command):
+    """Without --run, whatif and diff read the logdir's one run (as summary does; they had asked for
+    --run where the logdir is itself a run), and a logdir of several runs is a one-line error that
+    names them."""
+    argv = ["--batch", "8"] if command == "whatif" else ["--against", ":step_1"]
+    outputs = []
+    for run_flag in ((), ("--run", ".")):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main([command, str(DEMO / "unet_b2"), *run_flag, "--tag", "step_3", *argv, "--json"])
+        assert code == 0, err.getvalue()
+        outputs.append(json.loads(out.getvalue()))
+    assert outputs[0] == outputs[1]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([command, str(DEMO), "--tag", "step_3", *argv])
+    assert code == 1 and out.getvalue() == ""
+    assert err.getvalue().count("\n") == 1 and "give --run" in err.getvalue(), err.getvalue()
+    assert "unet_b2" in err.getvalue() and "resnet9_b4" in err.getvalue()
