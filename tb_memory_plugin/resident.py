@@ -477,8 +477,9 @@ def home_space(tensor: ModelTensor, step) -> str | None:
 
 
 NO_MODEL_NOTE = ("parameters and optimizer slots are not counted by layer for this run: they are sized from its "
-                 "GraphDef (TF1: FileWriter.add_graph) or from the Keras model config the TensorBoard callback "
-                 "writes, and the run has neither (the callback writes none for a subclassed model)")
+                 "GraphDef (TF1: FileWriter.add_graph) or from the Keras model config that keras.callbacks.TensorBoard "
+                 "writes (write_graph=True, for a functional or Sequential model, not a subclassed one), and the run "
+                 "has neither")
 OTHER_BELOW_ZERO_NOTE = ("the graph's tensors exceed the bytes in use before the step: some live elsewhere, "
                          "were not allocated yet, or the start (read from the allocator's readings) reads low")
 
