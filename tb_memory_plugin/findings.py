@@ -371,8 +371,16 @@ def left_behind(space) -> np.ndarray:
     return scatter_sum(space.name_code, _left_by_exec(space), len(space.names.raw))
 
 
-def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Finding]:
+def _grown(space) -> int:
+    """What a step left behind when it ended, but for the tensors it returns (`_fetched`)."""
     left = space.curve.end_rise_bytes
+    if left < STEP_GROWTH_MIN_BYTES:
+        return left
+    return left - int(left_behind(space)[_fetched(space)].clip(min=0).sum())
+
+
+def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Finding]:
+    left = _grown(space)
     if left < STEP_GROWTH_MIN_BYTES:
         return []
     history = []  # (step, bytes left behind, bytes in use before it) of the same space
@@ -380,7 +388,7 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         other_space = other.space(space.trace.id) if other is not step else space
         if other_space is None or not other_space.has_curve:
             continue
-        history.append((number, other_space.curve.end_rise_bytes, other_space.start_bytes))
+        history.append((number, _grown(other_space), other_space.start_bytes))
     if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
         return []  # some traced step of the run ended where it started: no steady growth
     if sum(b for _, b in _kept_variable_buffers(space, smallest=1, values=False)) * 10 >= left * 9:
@@ -395,7 +403,9 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         # optimizer), and every traced step leaves as much behind: a variable grown by assigning
         # it a bigger value (`tf.concat`) leaves more each step.
         return []
+    returned = space.curve.end_rise_bytes - left
     held = left_behind(space)
+    held[_fetched(space)] = 0  # what it returns is no growth (`_grown`)
     order = np.argsort(-held, kind="stable")
     names = space.names
     keepers = [i for i in order[:TOP_NODES].tolist() if held[i] >= max(1, left // 100)]  # not the 4 B scalars
@@ -418,7 +428,9 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         across = " Only this step of the run is traced: trace a few more to see it grow."
     return [Finding(
         STEP_GROWTH, left, scope, nodes,
-        f"This step ended {format_bytes(left)} above where it started, held by {holders}.{across}",
+        f"This step ended {format_bytes(left)} above where it started"
+        + (f" (besides {format_bytes(returned)} of tensors it returns)" if returned > 0 else "")
+        + f", held by {holders}.{across}",
         "Memory that grows every step runs out in the end: look at what these nodes feed (a queue enqueued more "
         "than dequeued, a variable or list that accumulates with tf.concat, a cache never cleared) and keep it "
         "bounded, or release it each step.",
@@ -624,13 +636,31 @@ _FORWARDS = 8  # ops a value may pass through in place (`0.9 * m` forwarded by `
 
 def _assigned_values(space, assigns: list[str]) -> np.ndarray:
     """Per distinct name: whether it made a value an assign gave a variable (the assign's second
-    input, from its label), or a buffer such a value took over in place: an input of a value
-    that allocated nothing itself (it wrote into an input's buffer), up to `_FORWARDS` ops back."""
+    input, from its label), or a buffer such a value took over in place (`_made_from`)."""
+    asked = [inputs[1] for inputs in map(label_inputs, labels_of(space.trace.label_of, assigns)) if len(inputs) > 1]
+    return _made_from(space, asked)
+
+
+def _fetched(space) -> np.ndarray:
+    """Per distinct name: whether it made a tensor the step returns (TF1: `_retval_<node>_<port>_<n>`
+    reads it; `_made_from`). The session holds such a tensor after the step's last record, until
+    Python takes it: it is left behind, not grown."""
+    raw = space.names.raw
+    retvals = [name for name in raw if name.startswith("_retval_")] if raw else []
+    if not retvals:
+        return np.zeros(len(raw), dtype=bool)
+    return _made_from(space, [name for inputs in map(label_inputs, labels_of(space.trace.label_of, retvals))
+                              for name in inputs])
+
+
+def _made_from(space, asked: list[str]) -> np.ndarray:
+    """Per distinct name: whether it is one of the names `asked`, or an input of one that allocated
+    nothing itself (it forwarded or wrote into an input's buffer: an Identity), up to `_FORWARDS`
+    ops back."""
     names = space.names
     allocated = scatter_sum(space.name_code, space.trace.allocated, len(names.raw))
     row_of = {name: i for i, name in enumerate(names.raw)}
     found = np.zeros(len(names.raw), dtype=bool)
-    asked = [inputs[1] for inputs in map(label_inputs, labels_of(space.trace.label_of, assigns)) if len(inputs) > 1]
     for _ in range(_FORWARDS):
         rows = [row_of[name] for name in dict.fromkeys(asked) if name in row_of and not found[row_of[name]]]
         if not rows:

@@ -225,6 +225,31 @@ def test_values_assigned_to_variables_are_turnover_not_growth():
         assert findings.STEP_GROWTH not in {f.kind for f in findings.step_findings(step, None, steps)}
 
 
+def test_a_fetched_tensor_is_returned_not_grown():
+    """A step that fetches a big tensor (`sess.run([train, big])`) ends with it held: the session hands
+    it to Python after the step's last record, and the next step starts where this one did. That is
+    no step_growth (a stranger fetching 31 MiB each step had been told it grew every step); the
+    tensor is found from `_retval_<name>` through the Identity that forwards it."""
+    def build(tf):
+        w = tf.compat.v1.get_variable("proj/w", (256, 256), use_resource=True)
+        x = tf.random.stateless_uniform((64, 256), seed=(1, 2))
+        h = tf.matmul(x, w)
+        big = tf.identity(tf.tile(h, [16, 1], name="proj/Tile"), name="proj/big")  # 1 MiB
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        return [train, big]
+
+    steps = _traced_steps(build)
+    big = 16 * 64 * 256 * 4
+    for _, step in steps:
+        space = step.space(None)
+        assert space.curve.end_rise_bytes >= big  # held at the step's end
+        fetched = [space.names.raw[i] for i in np.flatnonzero(findings._fetched(space))]
+        assert "proj/Tile" in fetched and "proj/big" in fetched, fetched
+        assert findings._grown(space) == space.curve.end_rise_bytes - int(findings.left_behind(space)[
+            space.names.raw.index("proj/Tile")]) < findings.STEP_GROWTH_MIN_BYTES
+        assert findings.STEP_GROWTH not in {f.kind for f in findings.step_findings(step, None, steps)}
+
+
 def test_a_variable_grown_by_assigning_it_a_bigger_value_is_growth():
     """`cache.assign(tf.concat([cache, x], 0))` gives the variable a new, bigger buffer each step: a
     variable write, but one that leaves more behind every step. That is growth, and said so."""
@@ -322,10 +347,11 @@ def test_step_growth_names_the_node_that_keeps_the_bytes(capsys, run_logdir):
         records = _records(read_blob_bytes(run_logdir, "growth", step["tag"]), "CPU:0", "mklcpu")
         left = sum(b for _, _, b in records)  # the step's end over its start, from the records
         held = sum(b for name, _, b in records if name == "mlp/hidden/Relu")
+        returned = sum(b for name, _, b in records if name == "loss/l2")  # the fetched loss: no growth
         growth = [f for f in step["findings"] if f["kind"] == "step_growth"]
         assert len(growth) == 1, step["findings"]
         finding = growth[0]
-        assert finding["bytes"] == left and held == 32 * 1024 * 4  # batch x hidden x float32
+        assert finding["bytes"] == left - returned and held == 32 * 1024 * 4 and returned == 4  # batch x hidden x float32
         assert finding["nodes"][0] == "mlp/hidden/Relu" and finding["scope"] == "mlp/hidden"
         assert finding["details"]["holders"][0] == {"name": "mlp/hidden/Relu", "bytes": held}
         assert [s["step"] for s in finding["details"]["steps"]] == [1, 2, 3]
