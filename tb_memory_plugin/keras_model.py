@@ -57,6 +57,8 @@ def _walk(layer: dict, scope: str, weights: list, unsized: list) -> None:
         for child in children or []:
             _walk(child, path, weights, unsized)
         return
+    if str(layer.get("module") or "").startswith(_OPS_MODULE):
+        return  # an op called on a model's tensors (`keras.ops.not_equal` for a mask): no weights
     sized = _weights(layer.get("class_name", ""), config, layer.get("build_config") or {})
     if sized is None:
         unsized.append(path)
@@ -79,6 +81,24 @@ def _variable_dtype(config: dict) -> str:
     return policy
 
 
+def _bidirectional_weights(config: dict, build: dict) -> list[tuple[str, list[int], bool]] | None:
+    """A Bidirectional layer's weights, each way's below its own name: Keras names the copies
+    `forward_<rnn>` and `backward_<rnn>` (Keras 3 writes both configs so named; tf_keras writes the
+    wrapped layer's, and its backward one where it was given)."""
+    inner = config["layer"]
+    given = config.get("backward_layer")
+    sized = []
+    for prefix, layer in (("forward_", inner), ("backward_", given if isinstance(given, dict) else inner)):
+        layer_config = layer.get("config") or {}
+        one = _weights(layer.get("class_name", ""), layer_config, build)
+        if one is None:
+            return None
+        name = str(layer_config.get("name") or "")
+        way = name if name.startswith(prefix) else prefix + name
+        sized += [(f"{way}/{weight}", shape, trainable) for weight, shape, trainable in one]
+    return sized
+
+
 def _weights(kind: str, config: dict, build: dict) -> list[tuple[str, list[int], bool]] | None:
     """(weight, shape, trainable) of a layer of a common class, from its settings and the shapes
     it was built for (`build`: its build_config); [] for one without weights; None when it cannot
@@ -88,10 +108,7 @@ def _weights(kind: str, config: dict, build: dict) -> list[tuple[str, list[int],
     if kind == "MultiHeadAttention":
         return _attention_weights(config, build.get("shapes_dict") or {})
     if kind == "Bidirectional" and isinstance(config.get("layer"), dict):  # the wrapped RNN, each way
-        inner = config["layer"]
-        one = _weights(inner.get("class_name", ""), inner.get("config") or {}, build)
-        return None if one is None else [(f"{way}/{name}", shape, trainable) for way in ("forward", "backward")
-                                         for name, shape, trainable in one]
+        return _bidirectional_weights(config, build)
     input_shape = build.get("input_shape")
     channels = _last_dim(input_shape)
     bias = bool(config.get("use_bias", True))
@@ -158,6 +175,7 @@ def _attention_weights(config: dict, shapes: dict) -> list[tuple[str, list[int],
 
 
 # Layers that hold no weights of their own.
+_OPS_MODULE = "keras.src.ops"  # Keras 3's ops, as a functional model's config records them: layers without weights
 _NO_WEIGHTS = frozenset({
     "InputLayer", "Activation", "ReLU", "LeakyReLU", "Softmax", "ELU", "Dropout", "SpatialDropout1D",
     "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise", "GaussianDropout", "AlphaDropout", "Flatten", "Reshape",

@@ -400,6 +400,15 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     bidirectional = keras.Model(seq, keras.layers.Bidirectional(keras.layers.LSTM(3), name="bi")(seq), name="birnn")
     sized = keras_model.model_from_config(json.loads(bidirectional.to_json()))
     assert sum(t.count for t in sized.tensors if t.kind == "variable") == bidirectional.count_params() == 2 * 4 * (5 + 3 + 1) * 3
+    # ... below the names Keras gives each way's copy, as its variables (and the step's ops) are named.
+    ways = {t.name.split("/")[2] for t in sized.tensors if t.kind == "variable"}
+    assert ways == {w.path.split("/")[1] for w in bidirectional.weights} == {"forward_lstm", "backward_lstm"}
+    # An op called on the model's tensors (a mask's `not_equal`) is a layer of the config without weights.
+    tokens = keras.Input((12,), dtype="int32")
+    masked = keras.Model(tokens, keras.layers.Dense(2, name="d")(
+        keras.ops.cast(keras.ops.not_equal(tokens, 0), "float32")), name="masked")
+    sized = keras_model.model_from_config(json.loads(masked.to_json()))
+    assert "does not size" not in sized.note and sum(t.count for t in sized.tensors if t.kind == "variable") == 12 * 2 + 2
     # A layer of a class not sized here is named, and counted as nothing.
     prelu = keras.Model(inp, keras.layers.PReLU(name="p")(inp), name="pr")
     sized = keras_model.model_from_config(json.loads(prelu.to_json()))
