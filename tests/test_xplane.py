@@ -584,6 +584,19 @@ def test_op_scopes_tensorflow_numbered_stay_apart():
                                        ("sequential_1/dense_2/MatMul", "sequential_1/dense_2")]
 
 
+def test_a_models_own_op_joins_its_model():
+    """An op of the model outside its layers (mixed precision's input `Cast`: `mpnet_1/Cast`) has a
+    chain of one scope, which alone is a user's own: where the step's other names show `mpnet_1` is
+    a model, it is the model's (a stranger's fit had a second top-level `mpnet_1` beside `mpnet`).
+    A user's own numbered scope stays."""
+    raws = ["StatefulPartitionedCall/mpnet_1/Cast", "StatefulPartitionedCall/mpnet_1/conv_1/Conv2D",
+            "StatefulPartitionedCall/gradient_tape/mpnet_1/conv_1/Conv2D/Conv2DBackpropFilter", "block_2/Mul"]
+    assert xnames.clean_all(raws) == [
+        ("mpnet/Cast", "mpnet"), ("mpnet/conv/Conv2D", "mpnet/conv"),
+        ("gradient_tape/mpnet/conv/Conv2D/Conv2DBackpropFilter", "mpnet/conv"), ("block_2/Mul", None)]
+    assert xnames.clean(raws[0]) == "mpnet_1/Cast"  # alone, nothing tells
+
+
 def test_keras_layers_are_the_layers_of_findings_and_the_whatif(steps):
     """Every op of the model is in one of its Keras layers, its gradients too (whose tape scope
     names the forward op: `gradient_tape/small_unet/dec_1/convolution/...`)."""

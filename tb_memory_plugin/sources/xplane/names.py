@@ -48,7 +48,9 @@ def clean(raw: str) -> str:
     (`Mul_23`), which TensorFlow numbered, not Keras. A chain of one scope is
     left alone: Keras always opens two (model, layer), and a user's own
     `tf.name_scope("block_2")` is not Keras'. One name alone: `clean_all` also
-    keeps apart the op scopes TensorFlow numbered (`Repeat`, `Repeat_1`).
+    keeps apart the op scopes TensorFlow numbered (`Repeat`, `Repeat_1`), and
+    takes a chain of one scope for the model's where the step's other names
+    show it is a model (its own op outside its layers: `mpnet_1/Cast`).
     """
     return clean_all([raw])[0][0]
 
@@ -69,8 +71,8 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
     scopes: set[str] = set()  # where chains may stop, counted from the model's scope
     for chain in read:
         scopes.update(chain.prefixes)
-    out = []
-    for raw, chain in zip(raws, read):
+    kept_of = []
+    for chain in read:
         kept = 0
         for sibling, base in zip(chain.siblings, chain.bases):
             # Keras numbers its own names too (a second `dense` is `dense_1`, traced as `dense_1_1`
@@ -78,8 +80,12 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
             if sibling in scopes and not _NUMBER_RE.search(base):
                 break
             kept += 1
-        out.append(_named(raw, kept))
-    return out
+        kept_of.append(kept)
+    # A chain of one scope is the model's where other names show it is a model (its layers' chains):
+    # an op of the model's own, outside its layers (mixed precision's input `Cast`).
+    models = {chain.bases[0] for chain, kept in zip(read, kept_of) if kept >= 2}
+    return [_named(raw, kept, kept == 1 and chain.bases[0] in models)
+            for raw, chain, kept in zip(raws, read, kept_of)]
 
 
 class _Chain(NamedTuple):
@@ -115,10 +121,11 @@ def _chain(raw: str) -> _Chain:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _named(raw: str, kept: int) -> tuple[str, str | None]:
-    """(cleaned name, Keras layer) of a raw name whose first `kept` numbered scopes are Keras'."""
+def _named(raw: str, kept: int, in_model: bool = False) -> tuple[str, str | None]:
+    """(cleaned name, Keras layer) of a raw name whose first `kept` numbered scopes are Keras' (one,
+    `in_model`: the model's, whose own op it is)."""
     skip, parts, bases, _, _ = _chain(raw)
-    if kept < 2:  # one numbered scope is a user's own (`block_2`), not a model and a layer
+    if kept < 2 and not in_model:  # one numbered scope is a user's own (`block_2`), not a model and a layer
         return "/".join(parts), None
     # The layer as the grouping by layer has it: a loop's scope stays in front (the tape's goes).
     loops = tuple(part for part in parts[:skip] if _LOOP_SCOPE_RE.match(part))
