@@ -528,6 +528,10 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("StatefulPartitionedCall/outer_1/inner_1/conv2d_3_1/Relu", "outer/inner/conv2d_3/Relu", "outer/inner/conv2d_3"),
     ("block_2/conv/Relu", "block_2/conv/Relu", None),  # a user's own scope: one suffixed scope is not Keras'
     ("Mul_1", "Mul_1", None),
+    # The input pipeline's ops: read as their own, that scope kept in front.
+    ("(input pipeline)/random_flip_left_right/then/_0/random_flip_left_right/ReverseV2",
+     "(input pipeline)/random_flip_left_right/ReverseV2", None),
+    ("(input pipeline)/GatherV2_1", "(input pipeline)/GatherV2_1", None),
     # A control-flow function's call (a LossScaleOptimizer's `cond`, a while loop's body): its ops
     # repeat the op's scope after it.
     ("cond/then/_0/cond/adam/Sub_10", "cond/adam/Sub_10", None),
@@ -595,6 +599,10 @@ def test_a_models_own_op_joins_its_model():
         ("mpnet/Cast", "mpnet"), ("mpnet/conv/Conv2D", "mpnet/conv"),
         ("gradient_tape/mpnet/conv/Conv2D/Conv2DBackpropFilter", "mpnet/conv"), ("block_2/Mul", None)]
     assert xnames.clean(raws[0]) == "mpnet_1/Cast"  # alone, nothing tells
+    # An op's scope TensorFlow numbered (`Cast_11`) under a second optimizer (`adam_1`, a model built
+    # again in one process) shows no model: `adam_1/Add` stays as it is.
+    optimizer = ["StatefulPartitionedCall/adam_1/Cast_11/ReadVariableOp", "StatefulPartitionedCall/adam_1/Add"]
+    assert [name for name, _ in xnames.clean_all(optimizer)][1] == "adam_1/Add"
 
 
 def test_keras_layers_are_the_layers_of_findings_and_the_whatif(steps):
@@ -644,10 +652,10 @@ def _tf_data_ops(data: bytes) -> set[str]:
 @pytest.mark.parametrize("which", ["demo", "fixture"])
 def test_what_tf_data_threads_allocate_is_input(which, profile_path):
     """Keras slices each batch out of the dataset (`GatherV2`) on tf.data's threads (the demo's
-    fit at batch 4 shows it): those ops are the step's input, whatever their op type, and
-    nothing else is (the model's ops allocate on the executor's threads)."""
+    fit at batch 4 shows it): those ops are the step's input, whatever their op type, named below
+    `(input pipeline)`, and nothing else is (the model's ops allocate on the executor's threads)."""
     data = (DEMO_PROFILE if which == "demo" else profile_path).read_bytes()
-    data_ops = _tf_data_ops(data)
+    data_ops = {f"{xplane.INPUT_PIPELINE}/{op}" for op in _tf_data_ops(data)}
     profile = xplane.decode(data)
     seen = set()
     for index in range(len(profile.steps)):
@@ -655,12 +663,58 @@ def test_what_tf_data_threads_allocate_is_input(which, profile_path):
             names = space.names
             inputs = {names.raw[i] for i in np.flatnonzero(names.category == CATEGORIES.index("inputs")).tolist()}
             assert inputs - {xplane.INPUT_PIPELINE} <= data_ops
+            assert not [raw for raw in names.raw if raw in {op.partition("/")[2] for op in data_ops}]  # not twice
             seen |= inputs & data_ops
             rows = [i for i, raw in enumerate(names.raw) if raw in data_ops]
             allocated = int(space.name_column(figures.ALLOCATED)[rows].sum() - space.name_column(figures.TEMP)[rows].sum())
             assert dict((name, allocated) for name, _, allocated in space.by_category())["inputs"] >= allocated
     if which == "demo":
-        assert {"GatherV2", "GatherV2_1"} <= seen  # the batch's images and targets
+        assert {"(input pipeline)/GatherV2", "(input pipeline)/GatherV2_1"} <= seen  # the batch's images and targets
+
+
+_MAP_SCRIPT = """
+import os, sys
+import numpy as np, tensorflow as tf, keras
+
+def heavy(x, y):
+    x = tf.image.resize(tf.reshape(x, (16, 16, 3)), (48, 48))
+    x = tf.image.random_flip_left_right(x)  # a branch: `random_flip_left_right/then/_0/...`
+    return tf.transpose(x, (1, 0, 2)), y
+
+ds = tf.data.Dataset.from_tensor_slices((np.random.rand(256, 768).astype(np.float32), np.random.randint(0, 5, 256)))
+ds = ds.map(heavy, num_parallel_calls=tf.data.AUTOTUNE).batch(16).prefetch(2)
+model = keras.Sequential([keras.Input((48, 48, 3)), keras.layers.Conv2D(8, 3, activation="relu", name="c1"),
+                          keras.layers.Flatten(name="flat"), keras.layers.Dense(5, name="cls")], name="mapnet")
+model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(ds, epochs=1, callbacks=[keras.callbacks.TensorBoard(sys.argv[1], profile_batch=(3, 4))], verbose=0)
+"""
+
+
+def test_a_map_functions_ops_are_the_input_pipelines(tmp_path):
+    """The ops of a dataset's `map` function run on tf.data's threads: each is the input pipeline's,
+    below `(input pipeline)` (its branch's call dropped, as for the model's ops), counted as input;
+    none is a top-level scope beside the model (a stranger's resize, transpose and strided_slice had
+    been, in two categories, and the op at the peak one of them)."""
+    (path,) = _profiled_by(_MAP_SCRIPT, tmp_path).glob("train/plugins/profile/*/*.xplane.pb")
+    data = path.read_bytes()
+    on_data_threads = _tf_data_ops(data)
+    assert {"resize/ResizeBilinear", "transpose"} <= on_data_threads, on_data_threads
+    profile = xplane.decode(data)
+    for index in range(len(profile.steps)):
+        step = analysis.analyse(profile.trace(index))
+        space = step.space(None)
+        names = space.names
+        tops = {path for path, _ in space.top_level("layer")}
+        assert not tops & {op.partition("/")[0] for op in on_data_threads}, tops
+        pipeline = [i for i, raw in enumerate(names.raw)
+                    if raw == xplane.INPUT_PIPELINE or raw.startswith(xplane.INPUT_PIPELINE + "/")]
+        assert {names.raw[i] for i in pipeline} >= {"(input pipeline)/resize/ResizeBilinear",
+                                                   "(input pipeline)/random_flip_left_right/ReverseV2"}
+        inputs = CATEGORIES.index("inputs")
+        temporaries = CATEGORIES.index("temporaries")
+        assert all(names.category[i] in (inputs, temporaries) for i in pipeline)
+        rows = dict(space.top_level("layer"))
+        assert rows[xplane.INPUT_PIPELINE][figures.ALLOCATED] == int(space.name_column(figures.ALLOCATED)[pipeline].sum())
 
 
 def test_temp_regions_feed_temporaries(steps, reference):

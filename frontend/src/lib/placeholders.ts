@@ -3,7 +3,7 @@
 const PLACEHOLDERS: Record<string, string> = {
   '(no op)': 'allocations made with no op running on their thread',
   '(before this step)': 'frees of bytes allocated before the step (an earlier step, or before the profile): negative',
-  '(input pipeline)': 'allocations made with no op on tf.data’s threads: the step’s input',
+  '(input pipeline)': 'what tf.data’s threads allocate (a map function’s ops, slicing each batch): the step’s input',
   '(feeds)': 'tensors fed to the step (feed_dict, function arguments)',
   '(plumbing)': 'the executor’s own nodes: sources, sinks, return values, sends and receives',
   '(copies to device)': 'arguments copied to the device before an XLA program runs',

@@ -51,10 +51,11 @@ from . import wire
 BEFORE_STEP = "(before this step)"  # owns frees of bytes allocated before the step's window
 _NO_TF_OP = ("(null)", "")  # TensorFlow up to 2.17 writes an allocation with no op as tf_op "(null)"
 _CALL_OP_TYPES = ("StatefulPartitionedCall", "PartitionedCall")  # a function's call, whose ops allocate
-INPUT_PIPELINE = "(input pipeline)"  # the same, made on one of tf.data's threads
+INPUT_PIPELINE = names_mod.INPUT_PIPELINE  # what tf.data's threads allocate; their ops' names below it
 # tf.data runs its pipeline on threads of its own (`tf_data_private_threadpool`,
 # `tf_data_iterator_resource`): what an op allocates there (Keras slicing a batch out of
-# the dataset, `GatherV2`) is the step's input, whatever its op type.
+# the dataset, `(input pipeline)/GatherV2`; a `map` function's ops) is the step's input,
+# whatever its op type.
 _INPUT_THREAD_PREFIX = "tf_data"
 
 NO_MEMORY_HELP = (
@@ -466,6 +467,7 @@ class _PlaneSteps:
         self.ops = events.ops
         self._pair_frees()
         self._fill_step_ids(events.processes, events.input_lines)
+        self._name_input_pipeline(events.input_lines)
         self._attribute_unnamed()
         # Functions TensorFlow up to 2.17 ran as XLA programs, in events of their own op type.
         self.function_programs: frozenset[int] = frozenset()
@@ -491,6 +493,25 @@ class _PlaneSteps:
         paired = np.where(~is_allocation & (previous >= 0), previous, -1)
         paired[paired >= 0] = np.where(is_allocation[paired[paired >= 0]], paired[paired >= 0], -1)
         self.paired = paired
+
+    def _name_input_pipeline(self, input_lines: np.ndarray) -> None:
+        """Ops run on tf.data's threads (a `map` function's, Keras slicing each batch out of the
+        dataset) are the input pipeline's, named below `(input pipeline)`: one scope, the step's
+        input, apart from the model's ops of the same name (`transpose` in both)."""
+        memory, ops, strings = self.memory, self.ops, self.strings
+        named = self.on_input_thread & (memory["tf_op"] >= 0)
+        op_rows = input_lines[ops["line"]] if ops and input_lines.size else np.zeros(0, dtype=bool)
+        op_codes = ops["node"][op_rows] if op_rows.size else np.zeros(0, dtype=np.int64)
+        codes = np.unique(np.concatenate([memory["tf_op"][named], op_codes]))
+        codes = codes[codes >= 0]
+        if not codes.size:
+            return
+        renamed = np.arange(int(codes.max()) + 1, dtype=np.int64)
+        renamed[codes] = [strings.code(f"{INPUT_PIPELINE}/{strings.values[code]}") for code in codes.tolist()]
+        memory["tf_op"][named] = renamed[memory["tf_op"][named]]
+        if op_codes.size:
+            valid = op_rows & (ops["node"] >= 0)
+            ops["node"][valid] = renamed[ops["node"][valid]]
 
     def _attribute_unnamed(self) -> None:
         """Allocations without a tf_op: the innermost op running on their thread then (a

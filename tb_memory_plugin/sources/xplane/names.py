@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 from ...names import REPLICA_RE
 
+INPUT_PIPELINE = "(input pipeline)"  # what tf.data's threads allocate; their ops' names below it
+
 # Function-call wrappers the runtime puts in front of a function body's op names.
 _CALL_RE = re.compile(r"^(?:Stateful)?PartitionedCall(?:_\d+)?$")
 # Scopes a Keras train step opens before the model's own: kept, and skipped over.
@@ -81,9 +83,10 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
                 break
             kept += 1
         kept_of.append(kept)
-    # A chain of one scope is the model's where other names show it is a model (its layers' chains):
-    # an op of the model's own, outside its layers (mixed precision's input `Cast`).
-    models = {chain.bases[0] for chain, kept in zip(read, kept_of) if kept >= 2}
+    # A chain of one scope is the model's where other names show it is a model (its layers' chains:
+    # a layer's name is Keras' snake case, where an op's scope is TensorFlow's `Cast_11`): an op of
+    # the model's own, outside its layers (mixed precision's input `Cast`).
+    models = {chain.bases[0] for chain, kept in zip(read, kept_of) if kept >= 2 and chain.bases[1][:1].islower()}
     return [_named(raw, kept, kept == 1 and chain.bases[0] in models)
             for raw, chain, kept in zip(raws, read, kept_of)]
 
@@ -137,7 +140,11 @@ def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
     """(how many leading scopes are no Keras scopes, a `gradient_tape`, another replica's
     `replica_<N>` and a user's loop `while`, 0 to 3; the name's components without the call
     wrappers, control-flow calls, and Keras' steps_per_execution loop and branch). The scopes
-    of the step are counted from `skip` on, so a gradient's scopes meet its forward op's."""
+    of the step are counted from `skip` on, so a gradient's scopes meet its forward op's. An op of
+    the input pipeline's (`(input pipeline)/<op>`) is read as its op, that scope kept in front."""
+    if raw.startswith(INPUT_PIPELINE + "/"):
+        skip, parts = _stripped(raw[len(INPUT_PIPELINE) + 1:])
+        return skip + 1, (INPUT_PIPELINE, *parts)
     parts = _without_branch_calls(_without_calls(raw.split("/")))
     loop, branch = _KERAS_STEPS_LOOP
     if len(parts) > 3 and loop.match(parts[0]) and branch.match(parts[1]) and _CALL_RE.match(parts[2]):
