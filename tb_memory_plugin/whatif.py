@@ -19,6 +19,7 @@ import itertools
 import operator
 import re
 from dataclasses import dataclass
+from typing import Callable
 from functools import cached_property
 
 import numpy as np
@@ -63,24 +64,31 @@ class WhatIfError(ValueError):
 # -- which bytes carry the batch ----------------------------------------------------------
 
 
-def _shapes_of(step: StepAnalysis, category: int):
-    """The shapes of the outputs of the names of one category, over all memory spaces."""
+def _shapes_of(step: StepAnalysis, category: int, skip: Callable[[str], bool] | None = None):
+    """The shapes of the outputs of the names of one category (but those `skip` says), over all
+    memory spaces."""
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
         names = [space.names.raw[i] for i in np.flatnonzero(space.names.category == category).tolist()]
-        for outputs in outputs_of(names):
+        for outputs in outputs_of([name for name in names if not (skip and skip(name))]):
             yield from (shape for shape, _ in outputs)
 
 
-def _leading_dims(step: StepAnalysis, category: int, min_rank: int, weight) -> collections.Counter:
+def _leading_dims(step: StepAnalysis, category: int, min_rank: int, weight,
+                  skip: Callable[[str], bool] | None = None) -> collections.Counter:
     """First dimensions of the outputs of the names of one category, over all memory spaces."""
     leading: collections.Counter = collections.Counter()
-    for shape in _shapes_of(step, category):
+    for shape in _shapes_of(step, category, skip):
         if len(shape) >= min_rank and shape[0] > 0:
             leading[shape[0]] += weight(shape)
     return leading
+
+
+# A fed SparseTensor's parts (`tf.compat.v1.sparse_placeholder`): its indices and values are as long as
+# it has entries, not as the batch (its dense shape holds the batch, as a value no trace keeps).
+_SPARSE_FEED_RE = re.compile(r"^_arg_.+/(?:indices|values|shape|dense_shape)_\d+_\d+$")
 
 
 def traced_batch(step: StepAnalysis) -> int:
@@ -123,7 +131,8 @@ def traced_batch(step: StepAnalysis) -> int:
             return batch
         leading = forward or _leading_dims(step, INPUTS, 1, lambda shape: 1)
     else:
-        leading = _leading_dims(step, INPUTS, 1, lambda shape: 1)
+        leading = (_leading_dims(step, INPUTS, 1, lambda shape: 1, _SPARSE_FEED_RE.match)
+                   or _leading_dims(step, INPUTS, 1, lambda shape: 1))
     if not leading:
         if not any(space.trace.outputs_of for space in step.spaces):
             raise WhatIfError(f"a {step.trace.source} trace keeps no output shapes here: "

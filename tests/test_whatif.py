@@ -298,6 +298,34 @@ def test_a_step_where_nothing_carries_the_batch_is_refused():
     assert "this one-step prediction is the traced peak" in whatif.one_step(step.step, step.space).warning
 
 
+def test_a_fed_sparse_tensors_entries_are_no_batch():
+    """A fed SparseTensor (`sparse_placeholder`) is fed as its indices and values, as long as it has
+    entries (here 3 a row: 192), beside two dense feeds at the batch (64): the entries had outvoted
+    the batch, as the larger of a tie, and the what-if had scaled from batch 192."""
+    rng = np.random.default_rng(0)
+    batch = 64
+    rows = np.repeat(np.arange(batch), 3)
+    indices = np.stack([rows, np.tile(np.arange(3), batch)], 1).astype(np.int64)
+
+    def build(tf):
+        ids = tf.compat.v1.sparse_placeholder(tf.int64, name="sp_ids")
+        x = tf.compat.v1.placeholder(tf.float32, (None, 5), name="x")
+        y = tf.compat.v1.placeholder(tf.float32, (None, 1), name="y")
+        table = tf.compat.v1.get_variable("table", (1000, 16))
+        h = tf.concat([tf.nn.embedding_lookup_sparse(table, ids, None, combiner="mean"), x], 1)
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, tf.compat.v1.get_variable("out/kernel", (21, 1))) - y))
+        return [ids, x, y], tf.compat.v1.train.AdamOptimizer().minimize(loss)
+
+    import tensorflow as tf
+
+    feed = [tf.compat.v1.SparseTensorValue(indices, rng.integers(0, 1000, len(indices)), (batch, 3)),
+            rng.random((batch, 5), np.float32), rng.random((batch, 1), np.float32)]
+    traced = _traced_real("sparse_feed", build, feed)
+    names = traced.space.names.raw
+    assert any(name.startswith("_arg_sp_ids/indices") for name in names), names
+    assert whatif.traced_batch(traced.step) == batch
+
+
 def _language_model(batch: int, seq: int = 32, vocab: int = 4000) -> whatif.Traced:
     """A real step of a small language model: token ids `[batch, seq]` embedded, flattened to
     `[batch x seq, 64]` for its dense layer and its logits `[batch x seq, vocab]`."""
