@@ -79,6 +79,9 @@ class Table:
         return np.lexsort(keys) if rows.size else rows
 
 
+_EXPLAINED = 100  # a child whose change is its parent's within 1/_EXPLAINED explains it
+
+
 @dataclass
 class ScopeTable(Table):
     """The union of both scope trees: every entry of A's tree or B's, by path."""
@@ -90,13 +93,16 @@ class ScopeTable(Table):
     b_own: dict[int, str] = field(default_factory=dict)  # row -> B's own path, where B numbers it otherwise
 
     def most_specific(self, rows: np.ndarray, figure: int) -> np.ndarray:
-        """`rows` less those that only repeat a change: a scope whose child changed by exactly as much
-        (the child's path says where), and a `(self)` that changed as much as its scope."""
+        """`rows` less those that only repeat a change: a scope whose child changed by as much (the
+        child's path says where; within 1%: a batch norm's `batchnorm/mul_1` and its scope, a few
+        hundred bytes apart in 2.4 MiB), and a `(self)` that changed as much as its scope."""
         column = self.column(figure)
         delta = self.delta[:, column]
         child = np.arange(1, len(self.names))
         parent = self.parent[child]
-        repeats = child[(delta[child] == delta[parent]) & (delta[child] != 0)]
+        same_sign = np.sign(delta[child]) == np.sign(delta[parent])
+        close = np.abs(delta[parent] - delta[child]) * _EXPLAINED <= np.abs(delta[parent])
+        repeats = child[same_sign & close & (delta[child] != 0)]
         is_self = self.kinds[repeats] == SELF_KIND
         hidden = np.zeros(len(self.names), dtype=bool)
         hidden[repeats[is_self]] = True
