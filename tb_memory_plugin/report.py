@@ -121,7 +121,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         row.update(param_count=count, param_bytes=param_bytes, slot_bytes=slot_bytes)
     other = resident.other_bytes
     by_category = {"parameters": resident.param_bytes, "optimizer": resident.slot_bytes,
-                   "other": max(other, 0) if other is not None else 0}
+                   "inputs": resident.fed_bytes, "other": max(other, 0) if other is not None else 0}
     for row in summary["categories"]:
         row["resident_bytes"] = by_category.get(row["name"], 0)
     summary["resident"] = {
@@ -130,6 +130,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         "param_count": resident.param_count,
         "param_bytes": resident.param_bytes,
         "slot_bytes": resident.slot_bytes,
+        "fed_bytes": resident.fed_bytes,
         "other_bytes": other,
         "other_note": resident_mod.OTHER_BELOW_ZERO_NOTE if other is not None and other < 0 else None,
         "weight_constants": resident.weight_constants_used,

@@ -20,6 +20,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
+from .figures import ALLOCATED, INPUTS, OUTPUT
 from .graph import graph_blobs
 from .names import _SLOT_RE, computes_gradient, is_apply_op, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
@@ -493,6 +494,7 @@ class Resident:
     weight_constants_used: bool
     _indexes: dict = field(default_factory=dict, repr=False)
     note: str | None = None  # what the tensors may miss (Model.note)
+    fed: int = 0  # the step's feeds, made before it (fed_before_step)
 
     @property
     def param_count(self) -> int:
@@ -507,10 +509,20 @@ class Resident:
         return sum(t.bytes or 0 for t in self.tensors if t.kind == SLOT)
 
     @property
+    def fed_bytes(self) -> int:
+        """The step's feeds in use before it, at most what the model's tensors leave of the start
+        where they leave any (the allocator's reading may round a few bytes off it)."""
+        left = None if self.start_bytes is None else self.start_bytes - self.param_bytes - self.slot_bytes
+        return self.fed if left is None or left < 0 else min(self.fed, left)
+
+    @property
     def other_bytes(self) -> int | None:
-        """Bytes in use before the step that the model's tensors do not explain (negative when the
-        GraphDef's tensors exceed them: some live elsewhere, or were not yet allocated)."""
-        return None if self.start_bytes is None else self.start_bytes - self.param_bytes - self.slot_bytes
+        """Bytes in use before the step that the model's tensors and the step's feeds do not explain
+        (negative when the GraphDef's tensors exceed them: some live elsewhere, or were not yet
+        allocated)."""
+        if self.start_bytes is None:
+            return None
+        return self.start_bytes - self.param_bytes - self.slot_bytes - self.fed_bytes
 
     def index(self, group: str) -> ResidentIndex:
         if group not in self._indexes:
@@ -544,7 +556,20 @@ def resident_of_space(model: Model, step, space) -> Resident:
             home[key] = home_space(tensor, step)
         if home[key] == space.trace.id:
             tensors.append(tensor)
-    return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note)
+    return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note,
+                    fed=fed_before_step(space))
+
+
+def fed_before_step(space) -> int:
+    """Bytes of the step's feeds made before it (TF1's `_arg_<feed>`: the session copies a fed array
+    into a tensor before the step starts, so its output holds bytes the step allocated none of): in
+    use before the step, as the step's input, not the model's."""
+    names = space.names
+    inputs = np.flatnonzero(names.category == INPUTS)
+    if not inputs.size:
+        return 0
+    made_before = space.name_column(OUTPUT)[inputs] - space.name_column(ALLOCATED)[inputs]
+    return int(made_before.clip(min=0).sum())
 
 
 WEIGHT_CONSTANTS_NOTE = ("parameters include Const nodes read as weights (float, rank >= 1, feeding a conv, "

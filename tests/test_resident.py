@@ -85,7 +85,12 @@ def test_categories_show_resident_beside_the_at_peak_identity(unet_step, unet_re
     assert sum(row["at_peak_bytes"] for row in summary["categories"]) == summary["peak_rise_bytes"]
     assert space.exec_columns[AT_PEAK].sum() == summary["peak_rise_bytes"]
     start = summary["start_bytes"]
-    assert start is not None and summary["resident"]["other_bytes"] == start - found.param_bytes - found.slot_bytes
+    # The step's feeds were made before it: in use then, as its input (the fed batch, from its shapes).
+    fed = summary["resident"]["fed_bytes"]
+    assert categories["inputs"]["resident_bytes"] == fed == found.fed_bytes > 0
+    feeds = [name for name in space.names.raw if name.startswith("_arg_")]
+    assert fed == sum(size for outputs in space.trace.outputs_of(feeds) for _, size in outputs)
+    assert start is not None and summary["resident"]["other_bytes"] == start - found.param_bytes - found.slot_bytes - fed
     assert (summary["resident"]["other_note"] is None) == (summary["resident"]["other_bytes"] >= 0)
     if summary["resident"]["other_bytes"] >= 0:
         assert sum(row["resident_bytes"] for row in summary["categories"]) == start

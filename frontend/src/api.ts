@@ -111,7 +111,9 @@ export interface Resident {
   param_count: number;
   param_bytes: Bytes;
   slot_bytes: Bytes;
-  /** start_bytes minus both: null without a baseline, negative when the GraphDef's tensors exceed it. */
+  /** The step's feeds, made before it (TF1's fed arrays): in use before the step as its input. */
+  fed_bytes?: Bytes;
+  /** start_bytes minus those: null without a baseline, negative when the GraphDef's tensors exceed it. */
   other_bytes: Bytes | null;
   /** Why other_bytes is negative, when it is (else null). */
   other_note: string | null;

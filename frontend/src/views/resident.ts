@@ -66,7 +66,8 @@ export class ResidentView {
       ` (${formatBytes(resident.param_bytes)}) · optimizer slots ${formatBytes(resident.slot_bytes)}`,
     ];
     if (resident.start_bytes !== null) {
-      parts.push(` · other ${formatBytes(resident.other_bytes)} · in use before the step ${formatBytes(resident.start_bytes)}`);
+      const fed = resident.fed_bytes ? ` · fed inputs ${formatBytes(resident.fed_bytes)}` : '';
+      parts.push(`${fed} · other ${formatBytes(resident.other_bytes)} · in use before the step ${formatBytes(resident.start_bytes)}`);
     }
     this.body.append(el('div', { class: 'resident-line' }, ...parts));
     if (resident.note) this.body.append(el('div', { class: 'table-note', 'data-testid': 'resident-note' }, `Note: ${resident.note}.`));
