@@ -23,6 +23,7 @@ INPUT_PIPELINE = "(input pipeline)"  # what tf.data's threads allocate; their op
 
 # Function-call wrappers the runtime puts in front of a function body's op names.
 _CALL_RE = re.compile(r"^(?:Stateful)?PartitionedCall(?:_\d+)?$")
+_CALL_GRAD_RE = re.compile(r"^(?:Stateful)?PartitionedCall(?:_\d+)?_grad$")  # a call's gradient function's call
 # Scopes a Keras train step opens before the model's own: kept, and skipped over.
 _STEP_SCOPE_RE = re.compile(r"^gradient_tape(?:_\d+)?$")
 # A user's loop around the model in their own train step (`for i in tf.range(n)`: gradient
@@ -149,6 +150,7 @@ def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
     loop, branch = _KERAS_STEPS_LOOP
     if len(parts) > 3 and loop.match(parts[0]) and branch.match(parts[1]) and _CALL_RE.match(parts[2]):
         parts = _without_branch_calls(_without_calls(parts[2:]))  # the loop's own ops (`while/add`) stay
+    parts = _without_inner_calls(parts)
     # A distribution strategy's other replica (`replica_1/...`: MirroredStrategy), the tape's scope
     # and a user's loop around the model are no Keras scopes: the chain starts after them, and they
     # stay as they are.
@@ -157,6 +159,29 @@ def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
                                              or _LOOP_SCOPE_RE.match(parts[skip])):
         skip += 1
     return skip, tuple(parts)
+
+
+def _without_inner_calls(parts: list[str]) -> list[str]:
+    """`middle/StatefulPartitionedCall/inner/MatMul` -> `middle/inner/MatMul`: a nested function's
+    call (its body's ops are named below the call op) dropped, as the leading ones are; and a call's
+    gradient function (`middle/StatefulPartitionedCall_grad/PartitionedCall/gradients/inner/...`,
+    whose ops are named from its own `gradients` scope) -> `middle/inner/...`. The op's own name
+    stays (a call op holding bytes)."""
+    if len(parts) < 3 or not any("PartitionedCall" in part for part in parts[:-1]):
+        return parts
+    out: list[str] = []
+    i, last = 0, len(parts) - 1
+    while i < last:
+        part = parts[i]
+        if (_CALL_GRAD_RE.match(part) and i + 3 <= last and _CALL_RE.match(parts[i + 1])
+                and parts[i + 2] == "gradients"):
+            i += 3
+        elif _CALL_RE.match(part):
+            i += 1
+        else:
+            out.append(part)
+            i += 1
+    return [*out, parts[last]]
 
 
 def _without_calls(parts: list[str]) -> list[str]:
