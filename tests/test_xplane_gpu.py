@@ -677,3 +677,20 @@ def test_enclosing_is_the_nearest_earlier_event_ending_no_sooner(ends, rounds):
     finally:
         xplane._JUMP_ROUNDS = original
     assert got == [max((j for j in range(i) if ends[j] >= ends[i]), default=-1) for i in range(len(ends))]
+
+
+def test_an_eager_op_is_of_the_op_type_it_is_named_by():
+    """An op run eagerly in a marked step (`tf.random.normal`: `RandomStandardNormal`, `Mul`, `AddV2`)
+    allocates under its op type's name, with no kernel event to give its type: its type is its
+    name, not `(unknown)`; a name of no such form, and no event, stays unknown."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 500, step_num=1)
+    space.free(1, 400, space.allocate(1, 10, 4096, allocator="cpu_bfc", tf_op="AddV2"))
+    space.free(1, 400, space.allocate(1, 20, 512, allocator="cpu_bfc", tf_op="scope/thing"))
+    profile = xplane.decode(space.serialized())
+    (analysed,) = [analysis.analyse(profile.trace(i)) for i in range(len(profile.steps))]
+    names = analysed.space(None).names
+    types = {names.raw[i]: names.op_type(i) for i in range(len(names.raw))}
+    assert types["AddV2"] == "AddV2" and types["scope/thing"] == "(unknown)"

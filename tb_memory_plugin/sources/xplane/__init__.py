@@ -57,6 +57,9 @@ INPUT_PIPELINE = names_mod.INPUT_PIPELINE  # what tf.data's threads allocate; th
 # the dataset, `(input pipeline)/GatherV2`; a `map` function's ops) is the step's input,
 # whatever its op type.
 _INPUT_THREAD_PREFIX = "tf_data"
+# An op run eagerly (`tf.random.normal` in a step: `RandomStandardNormal`, `Mul`, `AddV2`) allocates
+# under its op type's name, at the root, where no kernel event gives its type.
+_EAGER_OP_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
 NO_MEMORY_HELP = (
     "This profile holds no memory events. On CPU, TensorFlow records every allocation only with the BFC "
@@ -977,6 +980,8 @@ class _PlaneSteps:
             op_type = type_of.get(code)
             if op_type is not None:
                 op_types.setdefault(name, self.strings.values[op_type])
+            elif _EAGER_OP_RE.match(name):  # an eager op, which TensorFlow names by its op type
+                op_types.setdefault(name, name)
         return op_types
 
 
