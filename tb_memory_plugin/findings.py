@@ -643,20 +643,26 @@ def _assigned_values(space, assigns: list[str]) -> np.ndarray:
 
 def _fetched(space) -> np.ndarray:
     """Per distinct name: whether it made a tensor the step returns (TF1: `_retval_<node>_<port>_<n>`
-    reads it; `_made_from`). The session holds such a tensor after the step's last record, until
-    Python takes it: it is left behind, not grown."""
+    reads it, through ops that hand their input on, an Identity's: `_made_from`). The session holds
+    such a tensor after the step's last record, until Python takes it: it is left behind, not grown.
+    An assign's result is the variable's, which keeps its buffer: its value is no fetch's."""
     raw = space.names.raw
     retvals = [name for name in raw if name.startswith("_retval_")] if raw else []
     if not retvals:
         return np.zeros(len(raw), dtype=bool)
     return _made_from(space, [name for inputs in map(label_inputs, labels_of(space.trace.label_of, retvals))
-                              for name in inputs])
+                              for name in inputs], through=_FORWARDING_OPS)
 
 
-def _made_from(space, asked: list[str]) -> np.ndarray:
+# Ops that hand their input's buffer on as their output (a fetch's `tf.identity`).
+_FORWARDING_OPS = frozenset({"Identity", "IdentityN", "Snapshot", "StopGradient", "PreventGradient", "EnsureShape",
+                             "CheckNumerics"})
+
+
+def _made_from(space, asked: list[str], through: frozenset[str] | None = None) -> np.ndarray:
     """Per distinct name: whether it is one of the names `asked`, or an input of one that allocated
-    nothing itself (it forwarded or wrote into an input's buffer: an Identity), up to `_FORWARDS`
-    ops back."""
+    nothing itself (it forwarded or wrote into an input's buffer: an Identity; with `through`, only
+    ops of those types), up to `_FORWARDS` ops back."""
     names = space.names
     allocated = scatter_sum(space.name_code, space.trace.allocated, len(names.raw))
     row_of = {name: i for i, name in enumerate(names.raw)}
@@ -666,7 +672,8 @@ def _made_from(space, asked: list[str]) -> np.ndarray:
         if not rows:
             break
         found[rows] = True
-        in_place = [names.raw[i] for i in rows if allocated[i] == 0]
+        in_place = [names.raw[i] for i in rows
+                    if allocated[i] == 0 and (through is None or names.op_type(i) in through)]
         asked = [name for inputs in map(label_inputs, labels_of(space.trace.label_of, in_place)) for name in inputs]
     return found
 

@@ -250,6 +250,25 @@ def test_a_fetched_tensor_is_returned_not_grown():
         assert findings.STEP_GROWTH not in {f.kind for f in findings.step_findings(step, None, steps)}
 
 
+def test_a_fetched_assign_is_no_fetch_of_the_value_the_variable_keeps():
+    """`sess.run(tf1.assign(v, tf.concat([v, x], 0), validate_shape=False))` fetches the assign's
+    result, the ref variable: its new buffer (the concat's) is the variable's, kept and growing every
+    step. The walk from `_retval_` goes through ops that hand their input on (an Identity's), not
+    through an assign, which allocates nothing too: still growth (a review caught it reading none)."""
+    def build(tf):
+        tf1 = tf.compat.v1
+        v = tf1.Variable(tf.zeros((0, 256)), use_resource=False, validate_shape=False, name="cache")
+        return tf1.assign(v, tf.concat([v, tf.ones((64, 256)) * 2.0], 0), validate_shape=False)
+
+    steps = _traced_steps(build)
+    for _, step in steps:
+        space = step.space(None)
+        fetched = {space.names.raw[i] for i in np.flatnonzero(findings._fetched(space))}
+        assert "Assign" in fetched and "concat" not in fetched, fetched
+        assert findings._grown(space) == space.curve.end_rise_bytes
+        assert findings.STEP_GROWTH in {f.kind for f in findings.step_findings(step, None, steps)}
+
+
 def test_a_variable_grown_by_assigning_it_a_bigger_value_is_growth():
     """`cache.assign(tf.concat([cache, x], 0))` gives the variable a new, bigger buffer each step: a
     variable write, but one that leaves more behind every step. That is growth, and said so."""
