@@ -87,7 +87,8 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
     # A chain of one scope is the model's where other names show it is a model (its layers' chains:
     # a layer's name is Keras' snake case, where an op's scope is TensorFlow's `Cast_11`): an op of
     # the model's own, outside its layers (mixed precision's input `Cast`).
-    models = {chain.bases[0] for chain, kept in zip(read, kept_of) if kept >= 2 and chain.bases[1][:1].islower()}
+    models = {chain.bases[0] for chain, kept in zip(read, kept_of)
+              if kept >= 2 and chain.bases[1][:1].islower() and chain.parts[0] != INPUT_PIPELINE}
     return [_named(raw, kept, kept == 1 and chain.bases[0] in models)
             for raw, chain, kept in zip(raws, read, kept_of)]
 
@@ -131,6 +132,8 @@ def _named(raw: str, kept: int, in_model: bool = False) -> tuple[str, str | None
     skip, parts, bases, _, _ = _chain(raw)
     if kept < 2 and not in_model:  # one numbered scope is a user's own (`block_2`), not a model and a layer
         return "/".join(parts), None
+    if parts[0] == INPUT_PIPELINE:  # a Keras model run in a dataset's `map` is the input's, no layer of the step's
+        return "/".join((*parts[:skip], *bases[:kept], *parts[skip + kept:])), None
     # The layer as the grouping by layer has it: a loop's scope stays in front (the tape's goes).
     loops = tuple(part for part in parts[:skip] if _LOOP_SCOPE_RE.match(part))
     return "/".join((*parts[:skip], *bases[:kept], *parts[skip + kept:])), "/".join((*loops, *bases[:kept]))
