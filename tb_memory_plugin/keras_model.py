@@ -82,11 +82,13 @@ def _variable_dtype(config: dict) -> str:
 
 
 def _bidirectional_weights(config: dict, build: dict) -> list[tuple[str, list[int], bool]] | None:
-    """A Bidirectional layer's weights, each way's below its own name: Keras names the copies
-    `forward_<rnn>` and `backward_<rnn>` (Keras 3 writes both configs so named; tf_keras writes the
-    wrapped layer's, and its backward one where it was given)."""
+    """A Bidirectional layer's weights, each way's below its own name. Keras 3 writes both ways'
+    configs as named (`forward_<rnn>`, and `backward_<rnn>` or the backward layer given, whose name
+    it keeps); tf_keras writes the wrapped layer's (and the backward one where given) and names each
+    copy with `forward_` or `backward_` in front."""
     inner = config["layer"]
     given = config.get("backward_layer")
+    named = str((inner.get("config") or {}).get("name") or "").startswith("forward_")  # Keras 3's
     sized = []
     for prefix, layer in (("forward_", inner), ("backward_", given if isinstance(given, dict) else inner)):
         layer_config = layer.get("config") or {}
@@ -94,7 +96,7 @@ def _bidirectional_weights(config: dict, build: dict) -> list[tuple[str, list[in
         if one is None:
             return None
         name = str(layer_config.get("name") or "")
-        way = name if name.startswith(prefix) else prefix + name
+        way = name if (named and layer is not inner) or name.startswith(prefix) else prefix + name
         sized += [(f"{way}/{weight}", shape, trainable) for weight, shape, trainable in one]
     return sized
 

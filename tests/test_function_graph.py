@@ -403,6 +403,12 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     # ... below the names Keras gives each way's copy, as its variables (and the step's ops) are named.
     ways = {t.name.split("/")[2] for t in sized.tensors if t.kind == "variable"}
     assert ways == {w.path.split("/")[1] for w in bidirectional.weights} == {"forward_lstm", "backward_lstm"}
+    # A backward layer given keeps its own name.
+    given = keras.Model(seq, keras.layers.Bidirectional(keras.layers.LSTM(3, name="rnn"), backward_layer=keras.layers.LSTM(
+        3, go_backwards=True, name="back"), name="bi")(seq), name="birnn2")
+    sized = keras_model.model_from_config(json.loads(given.to_json()))
+    assert {t.name.split("/")[2] for t in sized.tensors if t.kind == "variable"} == {
+        w.path.split("/")[1] for w in given.weights} == {"forward_rnn", "back"}
     # An op called on the model's tensors (a mask's `not_equal`) is a layer of the config without weights.
     tokens = keras.Input((12,), dtype="int32")
     masked = keras.Model(tokens, keras.layers.Dense(2, name="d")(
