@@ -219,6 +219,14 @@ def test_a_change_one_child_nearly_all_explains_is_listed_once():
     listed = [scopes.names[i] for i in scopes.most_specific(ranked, AT_PEAK)]
     assert "bn/batchnorm/mul_1" in listed and "bn" not in listed and "bn/batchnorm" not in listed
     assert {"half", "half/p", "half/q"} <= set(listed)
+    # Down a chain the 1% is the chain's top's: +1000, +991, +982 lists +991 for the top, and +982.
+    a = _Space(["g/p/c", "g/p/s", "g/x"], [1082, 9, 59])
+    b = _Space(["g/p/c", "g/p/s", "g/x"], [100, 0, 50])
+    comparison = compare.Comparison(a, b)
+    scopes = comparison.scopes
+    ranked = scopes.ranked_by_change(comparison.subtree(0))
+    assert [int(scopes.delta[i, 0]) for i in ranked[:3]] == [1000, 991, 982]
+    assert [scopes.names[i] for i in scopes.most_specific(ranked, AT_PEAK)] == ["g/p", "g/p/c", "g/p/s", "g/x"]
 
 
 def test_steps_that_cannot_be_compared():
