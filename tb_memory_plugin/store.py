@@ -107,13 +107,19 @@ def is_function_run(tag: str) -> bool:
 def latest_step(refs: list[StepRef], devices_of: Callable[[StepRef], list[str]] | None = None) -> StepRef:
     """A run's latest step as the page picks it: a marked step before a profile's unmarked function
     run (a fit's epoch-end iterator set-up, `run_3`, had been opened before its batches' `step_3`),
-    then highest step, then latest wall time, then last tag; with `devices_of` (the `runs` route's
-    devices of a step), first among the steps that hold any. A record without step stats is no
-    step to open: the Keras callback's `batch_N` graph record (TensorFlow strips the step stats
+    then a profile's step before a record of the run's own; of profile steps the last to run (a fit
+    numbers its batches within each epoch: the next epoch's `step_1` ran after `step_4`), of the
+    others the highest step; then latest wall time, then last tag. With `devices_of` (the `runs`
+    route's devices of a step), first among the steps that hold any. A record without step stats is
+    no step to open: the Keras callback's `batch_N` graph record (TensorFlow strips the step stats
     from it) is written after the profiled steps."""
-    newest_first = [ref for _, ref in sorted(
-        enumerate(refs), key=lambda p: (not is_function_run(p[1].tag), p[1].step, p[1].wall_time, p[0]),
-        reverse=True)]
+    def newest(pair):
+        position, ref = pair
+        profiled = ref.plugin == PROFILE
+        first, second = (ref.wall_time, ref.step) if profiled else (ref.step, ref.wall_time)
+        return not is_function_run(ref.tag), profiled, first, second, position
+
+    newest_first = [ref for _, ref in sorted(enumerate(refs), key=newest, reverse=True)]
     if devices_of is not None:  # asked newest first, so a run's steps are scanned only as far as needed
         return next((ref for ref in newest_first if devices_of(ref)), newest_first[0])
     return newest_first[0]

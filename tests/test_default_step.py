@@ -140,6 +140,14 @@ def test_a_runs_latest_step_is_a_marked_step_before_a_function_run():
     assert store.latest_step([ref("profile/s/run_1", 1, 1.0), ref("profile/s/run_2", 2, 2.0)]).tag == "profile/s/run_2"
     tf1 = [store.StepRef("r", "run_3", store.TAGGED_RUN_METADATA, 3, 30.0), store.StepRef("r", "step_2", store.TAGGED_RUN_METADATA, 2, 10.0)]
     assert store.latest_step(tf1).tag == "run_3"  # a TF1 tag is the user's own
+    # A fit profiled across an epoch's end: the next epoch's `step_1` ran last, though `step_4` is
+    # numbered higher; a TF1 run's steps by number whatever their wall times.
+    across = [ref("profile/s/step_3", 3, 10.0), ref("profile/s/step_4", 4, 20.0), ref("profile/s/run_5", 5, 30.0),
+              ref("profile/s/step_1", 1, 40.0)]
+    assert store.latest_step(across).tag == "profile/s/step_1"
+    rewritten = [store.StepRef("r", "step_9", store.TAGGED_RUN_METADATA, 9, 10.0),
+                 store.StepRef("r", "step_2", store.TAGGED_RUN_METADATA, 2, 50.0)]
+    assert store.latest_step(rewritten).tag == "step_9"
 
 
 def test_a_profiles_steps_are_listed_as_they_ran():

@@ -50,6 +50,14 @@ describe('latestStep', () => {
     expect(latestStep([step('profile/s/run_1', 1, 1, cpu), step('profile/s/run_2', 2, 2, cpu)])!.tag).toBe('profile/s/run_2');
     expect(latestStep([step('run_3', 3, 30, cpu), step('step_2', 2, 10, cpu)])!.tag).toBe('run_3'); // a TF1 tag is a tag
   });
+  it("opens a profile's last step to run, not its highest number (a fit across an epoch's end)", () => {
+    const cpu = ['/device:CPU:0'];
+    const profiled = (tag: string, n: number, wall: number): StepInfo => ({ ...step(tag, n, wall, cpu), source: 'xplane' });
+    const across = [profiled('profile/s/step_3', 3, 10), profiled('profile/s/step_4', 4, 20), profiled('profile/s/step_1', 1, 40)];
+    expect(latestStep(across)!.tag).toBe('profile/s/step_1');
+    // A run's own records (TF1) by number, whatever their wall times.
+    expect(latestStep([step('step_9', 9, 10, cpu), step('step_2', 2, 50, cpu)])!.tag).toBe('step_9');
+  });
   it('chooseStep keeps a preferred tag that exists', () => {
     const r = run('r', [step('step_1', 1), step('step_2', 2)]);
     expect(chooseStep(r, 'step_1')!.tag).toBe('step_1');
