@@ -694,3 +694,23 @@ def test_an_eager_op_is_of_the_op_type_it_is_named_by():
     names = analysed.space(None).names
     types = {names.raw[i]: names.op_type(i) for i in range(len(names.raw))}
     assert types["AddV2"] == "AddV2" and types["scope/thing"] == "(unknown)"
+
+
+def test_tf_data_at_work_on_its_callers_thread_is_the_input_pipeline():
+    """A `map` without num_parallel_calls runs inline, on the thread that asks for the element (the
+    iterator being made, `MakeIterator::MapAndBatchDataset`, or `Iterator::...` in a GetNext): what it
+    allocates there is the input pipeline's, as on tf.data's own threads; the same op name outside
+    such work stays the model's."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(1, "train", 0, 500, step_num=1)
+    space.event(1, "MakeIterator::MapAndBatchDataset", 10, 100)
+    space.event(1, "resize/ResizeBilinear:ResizeBilinear", 20, 30)
+    space.free(1, 400, space.allocate(1, 25, 4096, allocator="cpu_bfc", tf_op="resize/ResizeBilinear"))
+    space.free(1, 400, space.allocate(1, 60, 256, allocator="cpu_bfc"))  # no op, inside the iterator's work
+    space.event(1, "resize/ResizeBilinear:ResizeBilinear", 200, 30)
+    space.free(1, 400, space.allocate(1, 210, 1024, allocator="cpu_bfc", tf_op="resize/ResizeBilinear"))
+    ((number, _, spaces),) = _steps(space)
+    assert spaces["CPU:0/cpu_bfc"] == [(xplane.INPUT_PIPELINE, 256), ("(input pipeline)/resize/ResizeBilinear", 4096),
+                                       ("resize/ResizeBilinear", 1024)]

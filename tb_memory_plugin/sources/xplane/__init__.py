@@ -95,7 +95,11 @@ _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its ke
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
 
-_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER, _FUNCTION_RUN = range(8)
+_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER, _FUNCTION_RUN, _ITERATOR = range(9)
+# tf.data at work on a thread of its own or its caller's (`MakeIterator::MapAndBatchDataset` filling a
+# buffer as an iterator is made; `Iterator::...` producing an element): what is allocated inside is
+# the input pipeline's, whatever thread runs it (a `map` without num_parallel_calls runs inline).
+_ITERATOR_EVENT = ("MakeIterator::", "Iterator::")
 # Keras 3 on JAX marks a profiled batch by name alone (`keras.callbacks.TensorBoard`); on
 # TensorFlow it is `Profiled batch` with a step_num stat, as `tf.profiler...Trace` writes.
 _BATCH_MARKER_RE = re.compile(r"^Profiled batch (?P<number>\d{1,18})$")
@@ -251,6 +255,7 @@ class _PlaneEvents:
     processes: dict  # start_ps, end_ps, step_id
     markers: dict  # start_ps, end_ps, step_num
     function_runs: dict  # start_ps, end_ps, line: functions run by the function runtime (not XLA's)
+    iterators: dict  # start_ps, end_ps, line: tf.data at work (_ITERATOR_EVENT), on any thread
     strings: _Strings
     input_lines: np.ndarray  # per line of the plane: whether it is one of tf.data's threads
 
@@ -272,6 +277,8 @@ def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
             kinds[i] = _PROCESS
         elif name == "KernelAndDeviceFunc::Run":  # a function run by TensorFlow's function runtime
             kinds[i] = _FUNCTION_RUN
+        elif name.startswith(_ITERATOR_EVENT):
+            kinds[i] = _ITERATOR
         elif name.startswith(_NOT_OPS):
             kinds[i] = _SKIPPED
         elif match := _OP_EVENT_RE.match(name):
@@ -302,7 +309,8 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
     for metadata_id, name in plane.stat_names.items():
         stat_ids.setdefault(_STAT_ALIASES.get(name, name), []).append(metadata_id)
     meta_ids, meta_kinds, meta_node, meta_op_type = _event_kinds(plane.event_names, strings)
-    parts: dict[str, list] = {"memory": [], "ops": [], "processes": [], "markers": [], "function_runs": []}
+    parts: dict[str, list] = {"memory": [], "ops": [], "processes": [], "markers": [], "function_runs": [],
+                              "iterators": []}
     for line_index, line in enumerate(plane.lines):
         base_ps = line.timestamp_ns * 1000
         for first in range(0, line.body_start.size, _EVENTS_PER_CHUNK):
@@ -333,11 +341,15 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
             run = kind == _FUNCTION_RUN
             if run.any():
                 parts["function_runs"].append({"start_ps": start_ps[run], "end_ps": end_ps[run], "line": line_column[run]})
+            iterating = kind == _ITERATOR
+            if iterating.any():
+                parts["iterators"].append({"start_ps": start_ps[iterating], "end_ps": end_ps[iterating],
+                                           "line": line_column[iterating]})
             named = kind == _MARKER
             if named.any():
                 parts["markers"].append({"start_ps": start_ps[named], "end_ps": end_ps[named],
                                          "step_num": meta_node[at[named]]})
-            with_stats = np.flatnonzero(~is_op & ~named & ~run)
+            with_stats = np.flatnonzero(~is_op & ~named & ~run & ~iterating)
             if with_stats.size == 0:
                 continue
             stat_owner, stat_start, stat_end = fields.of(4, wire.LEN)
@@ -470,7 +482,7 @@ class _PlaneSteps:
         self.ops = events.ops
         self._pair_frees()
         self._fill_step_ids(events.processes, events.input_lines)
-        self._name_input_pipeline(events.input_lines)
+        self._name_input_pipeline(events.input_lines, events.iterators)
         self._attribute_unnamed()
         # Functions TensorFlow up to 2.17 ran as XLA programs, in events of their own op type.
         self.function_programs: frozenset[int] = frozenset()
@@ -497,13 +509,21 @@ class _PlaneSteps:
         paired[paired >= 0] = np.where(is_allocation[paired[paired >= 0]], paired[paired >= 0], -1)
         self.paired = paired
 
-    def _name_input_pipeline(self, input_lines: np.ndarray) -> None:
-        """Ops run on tf.data's threads (a `map` function's, Keras slicing each batch out of the
-        dataset) are the input pipeline's, named below `(input pipeline)`: one scope, the step's
-        input, apart from the model's ops of the same name (`transpose` in both)."""
+    def _name_input_pipeline(self, input_lines: np.ndarray, iterators: dict) -> None:
+        """Ops run by tf.data (a `map` function's, Keras slicing each batch out of the dataset) are the
+        input pipeline's, named below `(input pipeline)`: one scope, the step's input, apart from the
+        model's ops of the same name (`transpose` in both). They run on tf.data's threads, or inline
+        in an iterator's work on its caller's thread (a `map` without num_parallel_calls: the events
+        `_ITERATOR_EVENT` names), and what is allocated there without an op is `(input pipeline)`."""
         memory, ops, strings = self.memory, self.ops, self.strings
-        named = self.on_input_thread & (memory["tf_op"] >= 0)
+        on_input = self.on_input_thread.copy()
+        if iterators and memory["time_ps"].size:
+            on_input |= _innermost_on_lines(iterators, memory["time_ps"], memory["line"]) >= 0
+        self.in_input_pipeline = on_input
+        named = on_input & (memory["tf_op"] >= 0)
         op_rows = input_lines[ops["line"]] if ops and input_lines.size else np.zeros(0, dtype=bool)
+        if iterators and ops and ops["start_ps"].size:
+            op_rows = op_rows | (_innermost_on_lines(iterators, ops["start_ps"], ops["line"]) >= 0)
         op_codes = ops["node"][op_rows] if op_rows.size else np.zeros(0, dtype=np.int64)
         codes = np.unique(np.concatenate([memory["tf_op"][named], op_codes]))
         codes = codes[codes >= 0]
@@ -532,7 +552,7 @@ class _PlaneSteps:
                 inside_call = memory["null_op"][unnamed[found]] & np.isin(ops["op_type"][at[found]], calls)
                 at[found[inside_call]] = -1
             node[unnamed[at >= 0]] = ops["node"][at[at >= 0]]
-        node[memory["is_allocation"] & (node < 0) & self.on_input_thread] = self.strings.code(INPUT_PIPELINE)
+        node[memory["is_allocation"] & (node < 0) & self.in_input_pipeline] = self.strings.code(INPUT_PIPELINE)
         self.node = node
 
     def _fill_step_ids(self, processes: dict, input_lines: np.ndarray) -> None:
@@ -920,7 +940,7 @@ class _PlaneSteps:
         exec_program = np.where(program_codes[exec_program.reshape(-1)] >= 0, exec_program.reshape(-1), -1)
         # The names whose every allocation was made on tf.data's threads: the step's input.
         allocating = name_code.reshape(-1)[event_exec[allocations]]
-        on_input = self.on_input_thread[events[allocations]]
+        on_input = self.in_input_pipeline[events[allocations]]
         made = np.bincount(allocating, minlength=len(distinct_names))
         made_on_input = np.bincount(allocating[on_input], minlength=len(distinct_names))
         input_names = [distinct_names[i] for i in np.flatnonzero((made_on_input > 0) & (made_on_input == made)).tolist()]
