@@ -643,26 +643,38 @@ def _assigned_values(space, assigns: list[str]) -> np.ndarray:
 
 def _fetched(space) -> np.ndarray:
     """Per distinct name: whether it made a tensor the step returns (TF1: `_retval_<node>_<port>_<n>`
-    reads it, through ops that hand their input on, an Identity's: `_made_from`). The session holds
-    such a tensor after the step's last record, until Python takes it: it is left behind, not grown.
-    An assign's result is the variable's, which keeps its buffer: its value is no fetch's."""
+    reads it, through ops that wrote it in their input's buffer, an Identity's or an in-place Relu's:
+    `_made_from`). The session holds such a tensor after the step's last record, until Python takes
+    it: it is left behind, not grown. An assign's result is the variable's, which keeps its buffer,
+    and a tensor also put in a queue stays there: neither is the fetch's alone."""
     raw = space.names.raw
     retvals = [name for name in raw if name.startswith("_retval_")] if raw else []
     if not retvals:
         return np.zeros(len(raw), dtype=bool)
-    return _made_from(space, [name for inputs in map(label_inputs, labels_of(space.trace.label_of, retvals))
-                              for name in inputs], through=_FORWARDING_OPS)
+    fetched = _made_from(space, [name for inputs in map(label_inputs, labels_of(space.trace.label_of, retvals))
+                                 for name in inputs], stop=_WRITES_A_VARIABLE)
+    # A tensor fetched and also put in a queue or stack is kept there past the fetch: not returned alone.
+    keepers = np.flatnonzero(space.names.of_op_type(lambda op: op.startswith(_KEEPING_OPS)) & ~fetched).tolist()
+    if keepers and fetched.any():
+        kept = [name for inputs in map(label_inputs, labels_of(space.trace.label_of, [raw[i] for i in keepers]))
+                for name in inputs]
+        fetched &= ~_made_from(space, kept)
+    return fetched
 
 
-# Ops that hand their input's buffer on as their output (a fetch's `tf.identity`).
-_FORWARDING_OPS = frozenset({"Identity", "IdentityN", "Snapshot", "StopGradient", "PreventGradient", "EnsureShape",
-                             "CheckNumerics"})
+# Ops that keep what they are given past the step (a queue's enqueue, a stack's push).
+_KEEPING_OPS = ("QueueEnqueue", "StackPush", "TensorArrayWrite", "TensorArrayScatter", "TensorListPushBack")
 
 
-def _made_from(space, asked: list[str], through: frozenset[str] | None = None) -> np.ndarray:
+# Ops whose output is a variable (a ref variable's assign, an optimizer's apply): what they write stays.
+_WRITES_A_VARIABLE = ("Assign", "Apply", "ResourceApply", "SparseApply", "ResourceSparseApply", "Scatter",
+                      "ResourceScatter")
+
+
+def _made_from(space, asked: list[str], stop: tuple[str, ...] = ()) -> np.ndarray:
     """Per distinct name: whether it is one of the names `asked`, or an input of one that allocated
-    nothing itself (it forwarded or wrote into an input's buffer: an Identity; with `through`, only
-    ops of those types), up to `_FORWARDS` ops back."""
+    nothing itself (it forwarded or wrote into an input's buffer: an Identity, an in-place Relu; not
+    through op types starting with one of `stop`), up to `_FORWARDS` ops back."""
     names = space.names
     allocated = scatter_sum(space.name_code, space.trace.allocated, len(names.raw))
     row_of = {name: i for i, name in enumerate(names.raw)}
@@ -672,8 +684,7 @@ def _made_from(space, asked: list[str], through: frozenset[str] | None = None) -
         if not rows:
             break
         found[rows] = True
-        in_place = [names.raw[i] for i in rows
-                    if allocated[i] == 0 and (through is None or names.op_type(i) in through)]
+        in_place = [names.raw[i] for i in rows if allocated[i] == 0 and not names.op_type(i).startswith(stop)]
         asked = [name for inputs in map(label_inputs, labels_of(space.trace.label_of, in_place)) for name in inputs]
     return found
 

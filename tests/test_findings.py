@@ -250,6 +250,33 @@ def test_a_fetched_tensor_is_returned_not_grown():
         assert findings.STEP_GROWTH not in {f.kind for f in findings.step_findings(step, None, steps)}
 
 
+@pytest.mark.parametrize("queued", [False, True])
+def test_a_fetched_in_place_result_is_returned_unless_a_queue_keeps_it(queued):
+    """`h = relu(x @ w)` fetched: the Relu wrote into the MatMul's buffer (it allocated nothing), so
+    the fetch returns the MatMul's bytes: no growth. Also enqueued into a queue nothing dequeues,
+    the same bytes stay in the queue: growth every step (a stranger's leak, fetched too, had been
+    read as returned)."""
+    def build(tf):
+        w = tf.compat.v1.get_variable("net/w", (256, 256), use_resource=True)
+        x = tf.random.stateless_uniform((1024, 256), seed=(1, 2))
+        h = tf.nn.relu(tf.matmul(x, w, name="net/MatMul"), name="net/h")  # 1 MiB
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        if not queued:
+            return [train, h]
+        queue = tf.queue.FIFOQueue(100, [tf.float32], shapes=[(1024, 256)], name="leakq")
+        return [train, h, queue.enqueue([h], name="enq")]
+
+    steps = _traced_steps(build)
+    for _, step in steps:
+        space = step.space(None)
+        held = findings.left_behind(space)[space.names.raw.index("net/MatMul")]
+        assert held >= 1024 * 256 * 4
+        fetched = {space.names.raw[i] for i in np.flatnonzero(findings._fetched(space))}
+        assert ("net/MatMul" in fetched) == (not queued), fetched
+        growth = findings.STEP_GROWTH in {f.kind for f in findings.step_findings(step, None, steps)}
+        assert growth == queued
+
+
 def test_a_fetched_assign_is_no_fetch_of_the_value_the_variable_keeps():
     """`sess.run(tf1.assign(v, tf.concat([v, x], 0), validate_shape=False))` fetches the assign's
     result, the ref variable: its new buffer (the concat's) is the variable's, kept and growing every
