@@ -171,6 +171,34 @@ class SpaceAnalysis:
         at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
         return space.snapshot_bytes - np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
 
+    def reading_excess(self, start: int, smallest: float) -> np.ndarray:
+        """Each allocator reading over `start` plus the records' total when it was read
+        (`snapshot_offsets` less `start`). Where the source does not say when in its op a reading
+        was taken (RunMetadata keeps it at the op's end), the least such excess over any moment of
+        the op, the total just before it started included: a reading taken before the op freed a
+        temporary reads that temporary's bytes above the total at its end (a batch norm's
+        `moments/variance`, 1-2 MiB on a CPU step). Only the readings off by `smallest` or more are
+        looked at again (a few: the rest need no second look)."""
+        space, curve = self.trace, self.curve
+        excess = self.snapshot_offsets - start
+        starts = space.snapshot_start_us
+        off = np.flatnonzero(np.abs(excess) >= smallest)
+        if starts is None or not off.size:
+            return excess
+        excess = excess.copy()
+        low = np.searchsorted(curve.time_us, starts[off], side="left")  # the total just before the op started on
+        high = np.searchsorted(curve.time_us, space.snapshot_time_us[off], side="right")
+        for row, first, last in zip(off.tolist(), low.tolist(), high.tolist()):
+            totals = curve.rise_bytes[max(first - 1, 0):last]
+            if first == 0:
+                totals = np.append(totals, 0)
+            if not totals.size:
+                continue
+            reading = int(excess[row]) + (int(curve.rise_bytes[last - 1]) if last > 0 else 0)  # over `start`
+            candidates = reading - totals
+            excess[row] = candidates[np.argmin(np.abs(candidates))]
+        return excess
+
     @property
     def no_curve(self) -> str | None:
         """Why the space has no curve (None: it has one): `no_records`, allocations without their

@@ -480,14 +480,14 @@ def allocator_gap(space) -> list[Finding]:
     rise = space.peak_rise_bytes
     offsets = space.snapshot_offsets
     start = space.start_bytes if space.start_bytes is not None else int(np.median(offsets))
-    excess = offsets - start
+    unit = reading_unit(trace.snapshot_bytes)
+    excess = space.reading_excess(start, max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise, unit))
     worst = int(np.argmax(np.abs(excess)))
     gap = int(excess[worst])
     # The largest reading against the absolute peak, where the baseline makes the peak absolute.
     top = int(np.argmax(trace.snapshot_bytes))
     peak_bytes = space.peak_bytes
     above_peak = max(int(trace.snapshot_bytes[top]) - peak_bytes, 0) if peak_bytes is not None else 0
-    unit = reading_unit(trace.snapshot_bytes)
     # Rounded readings, and the baseline read from them, are each off by up to half a unit: a gap of
     # one unit or less is their rounding.
     peak_short = above_peak >= max(GAP_MIN_BYTES, PEAK_SHORT_MIN_SHARE * rise) and above_peak > unit

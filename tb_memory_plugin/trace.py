@@ -116,6 +116,10 @@ class SpaceTrace:
     # (XPlane), rather than when an op finished (RunMetadata: None): two events in one microsecond
     # then each have their own reading.
     snapshot_event: np.ndarray | None = None
+    # Where each reading's op started, where the source reads the allocator once per op at a moment
+    # it does not record (RunMetadata: the reading is kept at the op's end, but may have been taken
+    # before a temporary the op freed); None where each reading has its own event.
+    snapshot_start_us: np.ndarray | None = None
     # Runtime names -> for each, (shape, requested bytes) of every output of its first
     # execution (XPlane: of every shaped allocation, scratch included), read in one go on
     # demand where the source keeps them (the batch-size what-if asks for every name of a

@@ -194,8 +194,10 @@ def _spaces_of_device(
                 event_time_us=rec[:, 2] - step_start,
                 event_bytes=rec[:, 3],
                 event_exec=ev_exec,
-                # The allocator is read when the op finishes.
+                # The allocator is read when the op finishes (kept there; it may have been read earlier
+                # in the op, before a temporary's free).
                 snapshot_time_us=cols["end_us"][snapshot_exec],
+                snapshot_start_us=cols["start_us"][snapshot_exec],
                 snapshot_bytes=snapshot_bytes,
                 **cols,
             )
