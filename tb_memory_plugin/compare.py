@@ -115,17 +115,25 @@ class ScopeTable(Table):
         """Of the rows that explain their parent's change, those within 1% of the top of their
         chain too (a chain of scopes each explained by its child lists its last one for them all:
         +1000, +991, +982 would drift 1.8% from the first)."""
-        explains = np.zeros(len(self.names), dtype=bool)
-        explains[repeats] = True
+        parent = self.parent
         is_self = self.kinds == SELF_KIND
-        kept = []
-        for row in repeats.tolist():
-            top = int(self.parent[row])
-            while not is_self[row] and explains[top] and not is_self[top] and self.parent[top] >= 0:
-                top = int(self.parent[top])  # hidden too: the chain goes on up
+
+        def depth(row: int) -> int:
+            count = 0
+            while parent[row] >= 0:
+                row, count = int(parent[row]), count + 1
+            return count
+
+        # Parents first: a row's chain goes up through the rows kept as explaining theirs (hidden in
+        # turn), and starts again below one that is listed.
+        explains = np.zeros(len(self.names), dtype=bool)
+        for row in sorted(repeats.tolist(), key=depth):
+            top = int(parent[row])
+            while not is_self[row] and explains[top] and not is_self[top] and parent[top] >= 0:
+                top = int(parent[top])
             if abs(int(delta[top]) - int(delta[row])) * _EXPLAINED <= abs(int(delta[top])):
-                kept.append(row)
-        return np.array(kept, dtype=np.int64)
+                explains[row] = True
+        return np.flatnonzero(explains)
 
 
 class Comparison:

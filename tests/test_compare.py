@@ -227,6 +227,15 @@ def test_a_change_one_child_nearly_all_explains_is_listed_once():
     ranked = scopes.ranked_by_change(comparison.subtree(0))
     assert [int(scopes.delta[i, 0]) for i in ranked[:3]] == [1000, 991, 982]
     assert [scopes.names[i] for i in scopes.most_specific(ranked, AT_PEAK)] == ["g/p", "g/p/c", "g/p/s", "g/x"]
+    # One more below: +973 is within 1% of +982, listed, so it stands for that one (two rows, not three).
+    a = _Space(["g/p/c/d", "g/p/c/e", "g/p/s", "g/x"], [1073, 9, 9, 59])
+    b = _Space(["g/p/c/d", "g/p/c/e", "g/p/s", "g/x"], [100, 0, 0, 50])
+    comparison = compare.Comparison(a, b)
+    scopes = comparison.scopes
+    ranked = scopes.ranked_by_change(comparison.subtree(0))
+    assert [int(scopes.delta[i, 0]) for i in ranked[:4]] == [1000, 991, 982, 973]
+    listed = [scopes.names[i] for i in scopes.most_specific(ranked, AT_PEAK)]
+    assert listed[:2] == ["g/p", "g/p/c/d"] and "g/p/c" not in listed and "g" not in listed
 
 
 def test_steps_that_cannot_be_compared():
