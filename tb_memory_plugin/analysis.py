@@ -177,8 +177,12 @@ class SpaceAnalysis:
         was taken (RunMetadata keeps it at the op's end), the least such excess over any moment of
         the op, the total just before it started included: a reading taken before the op freed a
         temporary reads that temporary's bytes above the total at its end (a batch norm's
-        `moments/variance`, 1-2 MiB on a CPU step). Only the readings off by `smallest` or more are
-        looked at again (a few: the rest need no second look)."""
+        `moments/variance`, 1-2 MiB on a CPU step), and one taken before its input's free, recorded
+        by the input's op inside its window, that input's (a gradient's `Sum`). The total at a moment
+        counts every op's records, concurrent ones too: a gap is flagged where no moment of its op
+        explains the reading, which may let one through where the total passes its value by chance.
+        Only the readings off by `smallest` or more are looked at again (a few: the rest need no
+        second look)."""
         space, curve = self.trace, self.curve
         excess = self.snapshot_offsets - start
         starts = space.snapshot_start_us

@@ -122,7 +122,7 @@ def _shared_allocators(spaces: list[SpaceTrace]) -> tuple[list[SpaceTrace], str 
         ids = [spaces[i].id for i in rows]
         for i in rows:
             spaces[i] = dataclasses.replace(spaces[i], snapshot_time_us=np.zeros(0, np.int64),
-                                            snapshot_bytes=np.zeros(0, np.int64),
+                                            snapshot_bytes=np.zeros(0, np.int64), snapshot_start_us=np.zeros(0, np.int64),
                                             shared_with=tuple(other for other in ids if other != spaces[i].id))
         said.append(f"{spaces[rows[0]].allocator} is shared by {', '.join(ids)}")
     return spaces, ("; ".join(said) + ": each shows its own ops' allocations, relative to the step's start "
