@@ -768,7 +768,9 @@ class _PlaneSteps:
         return int(memory["allocation_bytes"][mine].sum())
 
     def _input_only(self, step: ProfileStep) -> bool:
-        """Whether every allocation in the step's window was made on one of tf.data's threads."""
+        """Whether every allocation in the step's window was made on one of tf.data's threads. (By
+        thread, not by tf.data's work on other threads, `in_input_pipeline`: an epoch's iterator
+        set-up on the caller's thread stays a function run of its own, listed, as before.)"""
         low, high = self._window(step)
         allocating = self.memory["is_allocation"][low:high]
         return bool(allocating.any() and self.on_input_thread[low:high][allocating].all())
