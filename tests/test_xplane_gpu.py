@@ -714,3 +714,23 @@ def test_tf_data_at_work_on_its_callers_thread_is_the_input_pipeline():
     ((number, _, spaces),) = _steps(space)
     assert spaces["CPU:0/cpu_bfc"] == [(xplane.INPUT_PIPELINE, 256), ("(input pipeline)/resize/ResizeBilinear", 4096),
                                        ("resize/ResizeBilinear", 1024)]
+
+
+def test_tf_datas_executor_overlapping_a_training_steps_end_is_no_step():
+    """tf.data slicing the next batch in an executor step of its own that began inside a training
+    step's window and ended a little after it (a loaded machine's timing): still no step of its own,
+    judged by its own allocations, not by the training step's that share its window (an unmarked
+    evaluate had read as 7 steps for 6 batches, now and then)."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    space.event(2, "ExecutorState::Process", 0, 100, id=7)
+    space.event(2, "dense/MatMul:MatMul", 10, 80)
+    space.free(2, 95, space.allocate(2, 85, 4096, allocator="cpu_bfc", tf_op="dense/MatMul", id=7))
+    space.event(3, "ExecutorState::Process", 80, 40, id=9)  # from 80 to 120: past the training step's end
+    space._lines[3].name = "tf_data_private_threadpool/1"
+    space.event(3, "GatherV2:GatherV2", 82, 10)
+    space.free(3, 115, space.allocate(3, 84, 512, allocator="cpu_bfc", tf_op="GatherV2", id=9))
+    steps = _steps(space)
+    assert len(steps) == 1
+    assert steps[0][2]["CPU:0/cpu_bfc"] == [("(input pipeline)/GatherV2", 512), ("dense/MatMul", 4096)]

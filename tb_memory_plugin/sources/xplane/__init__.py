@@ -768,11 +768,17 @@ class _PlaneSteps:
         return int(memory["allocation_bytes"][mine].sum())
 
     def _input_only(self, step: ProfileStep) -> bool:
-        """Whether every allocation in the step's window was made on one of tf.data's threads. (By
-        thread, not by tf.data's work on other threads, `in_input_pipeline`: an epoch's iterator
-        set-up on the caller's thread stays a function run of its own, listed, as before.)"""
+        """Whether every allocation of the step's own executor steps (else, of its window) was made
+        on one of tf.data's threads: tf.data slicing the next batch whose run overlaps a training
+        step's window, ending a little after it, is no step of its own (where it ran inside the
+        window it was already part of that step). (By thread, not by tf.data's work on other
+        threads, `in_input_pipeline`: an epoch's iterator set-up on the caller's thread stays a
+        function run of its own, listed, as before.)"""
         low, high = self._window(step)
         allocating = self.memory["is_allocation"][low:high]
+        own = allocating & np.isin(self.memory["id"][low:high], [i for i in step.step_ids if i != 0])
+        if own.any():
+            allocating = own
         return bool(allocating.any() and self.on_input_thread[low:high][allocating].all())
 
     def _window(self, step: ProfileStep) -> tuple[int, int]:
