@@ -562,6 +562,15 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("gradients/middle/StatefulPartitionedCall_grad/PartitionedCall/gradients/inner/MatMul_grad/MatMul_1",
      "gradients/middle/inner/MatMul_grad/MatMul_1", None),
     ("middle/StatefulPartitionedCall", "middle/StatefulPartitionedCall", None),  # the call op itself
+    # A Keras RNN's backward loop: the tape's gradients in the loop's body name the body's ops again
+    # after the tape's scope, and again after a `gradients` scope inside it: one tape, in front (it
+    # had been a second top-level `textnet_1` beside `textnet`).
+    ("StatefulPartitionedCall/textnet_1/gru_1/while/body/_39/textnet_1/gru_1/while/gradient_tape/textnet_1/gru_1/"
+     "while/TensorArrayV2Read/TensorListGetItem_grad/TensorListLength",
+     "gradient_tape/textnet/gru/while/TensorArrayV2Read/TensorListGetItem_grad/TensorListLength", "textnet/gru"),
+    ("StatefulPartitionedCall/textnet_1/gru_1/while/body/_186/textnet_1/gru_1/while/gradient_tape/textnet_1/gru_1/"
+     "while/gradients/textnet_1/gru_1/while/TensorArrayV2Read/TensorListGetItem_grad/TensorListElementShape",
+     "gradient_tape/textnet/gru/while/TensorArrayV2Read/TensorListGetItem_grad/TensorListElementShape", "textnet/gru"),
     # A distribution strategy's other replica keeps its number; the model's scopes after it lose theirs.
     ("replica_1/mirrored_cnn_1/conv_1/Conv2D", "replica_1/mirrored_cnn/conv/Conv2D", "mirrored_cnn/conv"),
     ("replica_1/gradient_tape/mirrored_cnn_1/conv_1/Conv2D/Conv2DBackpropInput",

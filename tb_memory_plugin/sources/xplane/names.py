@@ -153,7 +153,7 @@ def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
     loop, branch = _KERAS_STEPS_LOOP
     if len(parts) > 3 and loop.match(parts[0]) and branch.match(parts[1]) and _CALL_RE.match(parts[2]):
         parts = _without_branch_calls(_without_calls(parts[2:]))  # the loop's own ops (`while/add`) stay
-    parts = _without_inner_calls(parts)
+    parts = _tape_in_front(_without_inner_calls(parts))
     # A distribution strategy's other replica (`replica_1/...`: MirroredStrategy), the tape's scope
     # and a user's loop around the model are no Keras scopes: the chain starts after them, and they
     # stay as they are.
@@ -162,6 +162,28 @@ def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
                                              or _LOOP_SCOPE_RE.match(parts[skip])):
         skip += 1
     return skip, tuple(parts)
+
+
+def _tape_in_front(parts: list[str]) -> list[str]:
+    """`P/gradient_tape/P/rest` -> `gradient_tape/P/rest`: a tape's gradients taken inside a loop's
+    body (a Keras RNN's backward loop, `textnet_1/gru_1/while/gradient_tape/textnet_1/gru_1/while/...`
+    once its body's call is dropped) name the body's ops again after the tape's scope, as the
+    step's own gradients name the forward ops after theirs; and again after a `gradients` scope
+    inside that (`.../while/gradients/textnet_1/gru_1/while/...`): one tape, in front."""
+    head: list[str] = []
+    if parts and _STEP_SCOPE_RE.match(parts[0]):
+        head, parts = parts[:1], parts[1:]
+    found = True
+    while found:
+        found = False
+        for g in range(1, len(parts) // 2):
+            if parts[g] == "gradients" or _STEP_SCOPE_RE.match(parts[g]):
+                if parts[g + 1:2 * g + 1] == parts[:g] and len(parts) > 2 * g + 1:
+                    head = head or [parts[g]]
+                    parts = parts[g + 1:]
+                    found = True
+                break
+    return [*head, *parts]
 
 
 def _without_inner_calls(parts: list[str]) -> list[str]:
