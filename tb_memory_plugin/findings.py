@@ -371,24 +371,34 @@ def left_behind(space) -> np.ndarray:
     return scatter_sum(space.name_code, _left_by_exec(space), len(space.names.raw))
 
 
+def _held_and_returned(space) -> tuple[np.ndarray | None, int]:
+    """(per distinct name, what it still held when the step ended but for the tensors the step
+    returns, `_fetched`; those tensors' bytes); (None, 0) where the step ended under
+    `STEP_GROWTH_MIN_BYTES` above its start (nothing to look at)."""
+    if space.curve.end_rise_bytes < STEP_GROWTH_MIN_BYTES:
+        return None, 0
+    held, fetched = left_behind(space), _fetched(space)
+    returned = int(held[fetched].clip(min=0).sum())
+    held[fetched] = 0
+    return held, returned
+
+
 def _grown(space) -> int:
-    """What a step left behind when it ended, but for the tensors it returns (`_fetched`)."""
-    left = space.curve.end_rise_bytes
-    if left < STEP_GROWTH_MIN_BYTES:
-        return left
-    return left - int(left_behind(space)[_fetched(space)].clip(min=0).sum())
+    """What a step left behind when it ended, but for the tensors it returns."""
+    return space.curve.end_rise_bytes - _held_and_returned(space)[1]
 
 
 def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Finding]:
-    left = _grown(space)
-    if left < STEP_GROWTH_MIN_BYTES:
+    held, returned = _held_and_returned(space)
+    left = space.curve.end_rise_bytes - returned
+    if held is None or left < STEP_GROWTH_MIN_BYTES:
         return []
     history = []  # (step, bytes left behind, bytes in use before it) of the same space
     for number, other in run_steps:
         other_space = other.space(space.trace.id) if other is not step else space
         if other_space is None or not other_space.has_curve:
             continue
-        history.append((number, _grown(other_space), other_space.start_bytes))
+        history.append((number, left if other_space is space else _grown(other_space), other_space.start_bytes))
     if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
         return []  # some traced step of the run ended where it started: no steady growth
     if sum(b for _, b in _kept_variable_buffers(space, smallest=1, values=False)) * 10 >= left * 9:
@@ -403,9 +413,6 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         # optimizer), and every traced step leaves as much behind: a variable grown by assigning
         # it a bigger value (`tf.concat`) leaves more each step.
         return []
-    returned = space.curve.end_rise_bytes - left
-    held = left_behind(space)
-    held[_fetched(space)] = 0  # what it returns is no growth (`_grown`)
     order = np.argsort(-held, kind="stable")
     names = space.names
     keepers = [i for i in order[:TOP_NODES].tolist() if held[i] >= max(1, left // 100)]  # not the 4 B scalars

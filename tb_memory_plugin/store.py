@@ -158,9 +158,9 @@ def step_order(ref: StepRef) -> tuple:
     """A step's place among its run's: tags by `tag_order`, but a profile's steps as they ran
     (a fit profiled across an epoch's end: `step_2`, its validation's `run_4`, then the next
     epoch's `step_0_2`), not by number."""
-    if ref.plugin == PROFILE and ref.index >= 0:
-        return tag_order(ref.tag.rpartition("/")[0]), ref.index, tag_order(ref.tag)
-    return tag_order(ref.tag), -1, tag_order(ref.tag)
+    if ref.plugin == PROFILE and ref.index >= 0:  # a profile's steps: one profile's name, then its order
+        return tag_order(ref.tag.rpartition("/")[0]), ref.index
+    return tag_order(ref.tag), -1
 
 
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:

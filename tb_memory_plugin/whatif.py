@@ -556,11 +556,12 @@ class OneStep:
         the traced peak and higher there by 5% or more (a larger batch moving the peak from a
         backward pass to a forward one): the op that ends it; else None. A fit through the traced
         peaks follows their moment and cannot see it."""
-        traced_last = self._replay(self.batch)[1]
+        curve = self.space.curve
+        # The traced batch's own replay is the curve itself: its peak.
+        traced_last = int(curve.group_end[curve.peak_index]) if curve.peak_index >= 0 else -1
         events, last, rise = self._replay(batch)
         if last < 0 or traced_last < 0 or last == traced_last:
             return None
-        curve = self.space.curve
         at_traced_moment = int(np.cumsum(events[curve.event_order])[traced_last])
         if rise < 1.05 * at_traced_moment:
             return None
