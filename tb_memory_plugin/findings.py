@@ -436,7 +436,8 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
     return [Finding(
         STEP_GROWTH, left, scope, nodes,
         f"This step ended {format_bytes(left)} above where it started"
-        + (f" (besides {format_bytes(returned)} of tensors it returns)" if returned > 0 else "")
+        # The tensors it returns, where they are worth a word (not a 4 B loss).
+        + (f" (besides {format_bytes(returned)} of tensors it returns)" if returned >= STEP_GROWTH_MIN_BYTES else "")
         + f", held by {holders}.{across}",
         "Memory that grows every step runs out in the end: look at what these nodes feed (a queue enqueued more "
         "than dequeued, a variable or list that accumulates with tf.concat, a cache never cleared) and keep it "

@@ -399,6 +399,7 @@ def test_step_growth_names_the_node_that_keeps_the_bytes(capsys, run_logdir):
         finding = growth[0]
         assert finding["bytes"] == left - returned and held == 32 * 1024 * 4 and returned == 4  # batch x hidden x float32
         assert finding["nodes"][0] == "mlp/hidden/Relu" and finding["scope"] == "mlp/hidden"
+        assert "besides" not in finding["message"], finding["message"]  # the 4 B loss it returns is no news
         assert finding["details"]["holders"][0] == {"name": "mlp/hidden/Relu", "bytes": held}
         assert [s["step"] for s in finding["details"]["steps"]] == [1, 2, 3]
         assert "queue" in finding["suggestion"]
