@@ -150,9 +150,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
         with_graph = self._store.runs_with_graph(ctx, experiment)
         runs = []
         for run, refs in self._store.list_steps(ctx, experiment).items():
+            devices = {ref: self._store.step_devices(ctx, experiment, ref) for ref in refs}
             steps = [{"tag": ref.tag, "step": ref.step, "wall_time": ref.wall_time, "source": ref.source,
-                      "devices": self._store.step_devices(ctx, experiment, ref)} for ref in refs]
-            runs.append({"run": run, "has_graph": run in with_graph, "steps": steps})
+                      "devices": devices[ref]} for ref in refs]
+            # The step the page opens the run on, by the rule the CLI and default_step use (one home).
+            latest = store.latest_step(refs, devices.__getitem__).tag if refs else None
+            runs.append({"run": run, "has_graph": run in with_graph, "latest_tag": latest, "steps": steps})
         return {"runs": runs}
 
     def _devices_of(self, ctx, experiment):

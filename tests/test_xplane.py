@@ -879,6 +879,8 @@ def test_runs_list_profiled_steps(tb):
     assert all(s["devices"] == ["/device:CPU:0"] and s["wall_time"] > 1.5e9 for s in profiled)
     (record,) = [s for s in keras if s["source"] == "run_metadata"]
     assert re.fullmatch(r"batch_\d+", record["tag"])  # what the Keras callback writes, with no step stats
+    # The run opens on its last profiled step, not on the later record without step stats.
+    assert runs["keras/train"]["latest_tag"] == profiled[-1]["tag"] == runs["profile_only"]["latest_tag"]
     assert [s["tag"] for s in runs["profile_only"]["steps"]] == [s["tag"] for s in profiled]
     assert [s["tag"] for s in runs["corrupt"]["steps"]] == [f"profile/{session}"]
 

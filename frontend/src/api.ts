@@ -44,6 +44,8 @@ export interface StepInfo {
 export interface RunInfo {
   run: string;
   has_graph: boolean;
+  /** The step a run opens on (null without steps): chosen by the server, as the CLI chooses it. */
+  latest_tag: string | null;
   steps: StepInfo[];
 }
 export interface RunsResponse {

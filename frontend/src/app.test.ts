@@ -66,7 +66,7 @@ const graph: GraphResponse = {
 };
 
 const ANSWERS: Record<string, unknown> = {
-  runs: { runs: [{ run: 'r', has_graph: true, steps: [{ tag: 't', step: 1, wall_time: 1, devices: ['/device:CPU:0'] }] }] },
+  runs: { runs: [{ run: 'r', has_graph: true, latest_tag: 't', steps: [{ tag: 't', step: 1, wall_time: 1, devices: ['/device:CPU:0'] }] }] },
   default_step: { run: 'r', tag: 't', device: DEVICE, reason: 'largest_peak', peak_bytes: 100, absolute: false, compared_steps: 1, run_count: 1 },
   summary,
   scopes: level,

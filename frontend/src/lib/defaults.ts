@@ -9,58 +9,18 @@ export function chooseRun(runs: readonly RunInfo[], preferred: string | null): R
   return traced.find((r) => r.run === preferred) ?? traced[0] ?? null;
 }
 
-/** A profile's unmarked function run (`profile/<session>/run_3`): a marked step of it comes first. */
-const FUNCTION_RUN = /^profile\/.+\/run_\d+(?:_\d+)?$/; // as store.is_function_run reads the tags it names
-
 /**
- * The latest step: first among the steps that hold step stats (any device), then a marked step
- * before a profile's unmarked function run (a fit's epoch-end iterator set-up, `run_3`, beside its
- * batches' `step_3`), then a profile's step before a record of the run's own; of profile steps the
- * last to run (a fit numbers batches within each epoch), of the others the highest step number;
- * then latest wall time, then last in list order. The Keras callback's `batch_N` graph record holds
- * none (TensorFlow strips them) and comes after the profiled steps. As store.latest_step.
+ * The preferred step if the run has it, else the run's latest: the `runs` route names it
+ * (`latest_tag`, by store.latest_step, the rule the CLI and `default_step` use too).
  */
-export function latestStep(steps: readonly StepInfo[]): StepInfo | null {
-  let best: StepInfo | null = null;
-  let bestIndex = -1;
-  steps.forEach((s, index) => {
-    if (best === null || compareSteps(s, index, best, bestIndex) > 0) {
-      best = s;
-      bestIndex = index;
-    }
-  });
-  return best;
-}
-
-function compareSteps(a: StepInfo, ai: number, b: StepInfo, bi: number): number {
-  const held = Number(a.devices.length > 0) - Number(b.devices.length > 0);
-  if (held !== 0) return held;
-  const marked = Number(!FUNCTION_RUN.test(a.tag)) - Number(!FUNCTION_RUN.test(b.tag));
-  if (marked !== 0) return marked;
-  const profiled = Number(isProfiled(a)) - Number(isProfiled(b));
-  if (profiled !== 0) return profiled;
-  const as = a.step ?? Number.NEGATIVE_INFINITY;
-  const bs = b.step ?? Number.NEGATIVE_INFINITY;
-  const aw = a.wall_time ?? Number.NEGATIVE_INFINITY;
-  const bw = b.wall_time ?? Number.NEGATIVE_INFINITY;
-  const [first, second] = isProfiled(a) ? [order(aw, bw), order(as, bs)] : [order(as, bs), order(aw, bw)];
-  if (first !== 0) return first;
-  if (second !== 0) return second;
-  return ai - bi;
-}
-
-/** -1, 0 or 1 as a is below, at or above b (-Infinity for a missing value equals another). */
-function order(a: number, b: number): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** A step read from a profile (`.xplane.pb`), not a run's own record. */
-function isProfiled(s: StepInfo): boolean {
-  return s.source === 'xplane';
-}
-
 export function chooseStep(run: RunInfo, preferredTag: string | null): StepInfo | null {
-  return run.steps.find((s) => s.tag === preferredTag) ?? latestStep(run.steps);
+  const steps = run.steps;
+  return (
+    steps.find((s) => s.tag === preferredTag) ??
+    steps.find((s) => s.tag === run.latest_tag) ??
+    steps[steps.length - 1] ??
+    null
+  );
 }
 
 /** An accelerator's own memory (pinned host memory on a GPU device is not). */

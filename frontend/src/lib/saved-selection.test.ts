@@ -25,16 +25,17 @@ class MemoryStorage {
 }
 
 const runs: RunInfo[] = [
-  { run: 'bigconv', has_graph: true, steps: [{ tag: 'step_3', step: 3, wall_time: 1, devices: [] }] },
+  { run: 'bigconv', has_graph: true, latest_tag: 'step_3', steps: [{ tag: 'step_3', step: 3, wall_time: 1, devices: [] }] },
   {
     run: 'unet_b2',
     has_graph: true,
+    latest_tag: 'step_3',
     steps: [
       { tag: 'step_2', step: 2, wall_time: 1, devices: [] },
       { tag: 'step_3', step: 3, wall_time: 2, devices: [] },
     ],
   },
-  { run: 'empty', has_graph: false, steps: [] },
+  { run: 'empty', has_graph: false, latest_tag: null, steps: [] },
 ];
 
 const full = state({

@@ -731,7 +731,10 @@ describe('PickersView compare', () => {
     const view = new PickersView(selection);
     mount(view.element);
     const step = (tag: string, devices = ['/device:CPU:0']) => ({ tag, step: 1, wall_time: 1, devices });
-    view.setRuns([{ run: EVIL, has_graph: false, steps: [step('a'), step('b')] }, { run: 'r2', has_graph: false, steps: [step('a'), step('batch_3', [])] }]);
+    view.setRuns([
+      { run: EVIL, has_graph: false, latest_tag: 'b', steps: [step('a'), step('b')] },
+      { run: 'r2', has_graph: false, latest_tag: 'a', steps: [step('a'), step('batch_3', [])] },
+    ]);
     selection.set({ run: EVIL, tag: 'a' });
     const options = () =>
       [...document.querySelectorAll<HTMLOptionElement>('[data-testid=compare-picker] option')].map((o) => [o.textContent, o.disabled]);
