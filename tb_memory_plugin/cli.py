@@ -731,7 +731,7 @@ def diff_command(args: argparse.Namespace) -> int:
         print(f"tb-memory: {exc}", file=sys.stderr)
         return 1
     (a_ref, a_space), (b_ref, b_space) = sides
-    comparison = compare.Comparison(a_space, b_space, args.group)
+    comparison = compare.Comparison(a_space, b_space, args.group, renumber=a_ref.run != b_ref.run)
     if args.json:
         body = compare_report.comparison_dict(
             comparison, compare_report.side_dict(a_space, a_ref.run, a_ref.tag, a_ref.step, a_ref.source),

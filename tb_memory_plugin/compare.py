@@ -139,10 +139,12 @@ class ScopeTable(Table):
 class Comparison:
     """Step A's memory space against baseline step B's, in one grouping."""
 
-    def __init__(self, a: SpaceAnalysis, b: SpaceAnalysis, group: str = "layer") -> None:
+    def __init__(self, a: SpaceAnalysis, b: SpaceAnalysis, group: str = "layer", renumber: bool = True) -> None:
+        """renumber: match B's names numbered anew to A's (`numbered_as_a`); False for two steps of
+        one run, whose names are one graph's: two names there are two ops (a GAN's two train ops)."""
         if group not in GROUPS:
             raise ValueError(f"unknown group {group!r}")
-        self.a, self.b, self.group = a, b, group
+        self.a, self.b, self.group, self.renumber = a, b, group, renumber
         self.has_at_peak = a.has_curve and b.has_curve  # without a curve there is no peak to compare
 
     @property
@@ -151,6 +153,8 @@ class Comparison:
 
     @cached_property
     def _b_paths(self) -> tuple[list[str], list[tuple[str, str]]]:
+        if not self.renumber:
+            return self.b.tree(self.group).paths, []
         return numbered_as_a(self.a.tree(self.group), self.b.tree(self.group))
 
     @property
@@ -211,8 +215,9 @@ class Comparison:
 
 
 def compare_steps(a: StepAnalysis, b: StepAnalysis, group: str = "layer", a_space: str | None = None,
-                  b_space: str | None = None) -> Comparison:
-    """Step A against baseline step B: each step's default memory space, or the one named per side."""
+                  b_space: str | None = None, renumber: bool = True) -> Comparison:
+    """Step A against baseline step B: each step's default memory space, or the one named per side
+    (`renumber`: as Comparison's, False for two steps of one run)."""
     spaces = []
     for side, step, space_id in (("A", a, a_space), ("B", b, b_space)):
         if step.status != "ok":
@@ -221,7 +226,7 @@ def compare_steps(a: StepAnalysis, b: StepAnalysis, group: str = "layer", a_spac
         if space is None:
             raise NotComparable(f"step {side} has no memory space {space_id!r}")
         spaces.append(space)
-    return Comparison(spaces[0], spaces[1], group)
+    return Comparison(spaces[0], spaces[1], group, renumber)
 
 
 # -- one model numbered two ways -------------------------------------------------------------
@@ -231,7 +236,7 @@ def numbered_as_a(tree_a: ScopeTree, tree_b: ScopeTree) -> tuple[list[str], list
     """(B's tree paths as A numbers them, (B's path, A's) of each entry whose own name that
     changes, outermost and then largest first): `names.renumbering`, for a model built again
     in one process or graph."""
-    renamed = renumbering(tree_a.paths, tree_b.paths)
+    renamed = renumbering(tree_a.paths, tree_b.paths, leaves_are_ops=True)
     if not renamed:
         return tree_b.paths, []
     paths = [renamed.get(path, path) for path in tree_b.paths]

@@ -1596,11 +1596,13 @@ def sibling_renumbering(a_names: list[str], b_names: list[str]) -> dict[str, str
     return renames
 
 
-def renumbering(a_paths, b_paths) -> dict[str, str]:
+def renumbering(a_paths, b_paths, leaves_are_ops: bool = False) -> dict[str, str]:
     """B's paths (scope paths or layers) that A numbers otherwise -> A's (see `sibling_renumbering`).
 
     Scope by scope from the root: below a scope both have (B's once renamed), B's children
-    are matched against A's; a path's parents need not be listed. Paths are split at every
+    are matched against A's (with `leaves_are_ops`, a scope tree's paths, only its scopes below
+    a scope: ops there are named by the graph); a path's parents need not be listed. Paths are
+    split at every
     "/" (an empty component included: `/x_1` is `x_1` under an unnamed scope). Empty where
     every path of B is one of A's.
     """
@@ -1625,7 +1627,16 @@ def renumbering(a_paths, b_paths) -> dict[str, str]:
     for parent in sorted(kids_b, key=len):  # parents first
         names = sorted(kids_b[parent])
         new_parent = new[parent]
-        renames = sibling_renumbering(sorted(kids_a.get(new_parent, ())), names)
+        a_names, b_names = sorted(kids_a.get(new_parent, ())), names
+        if leaves_are_ops and parent and parent[-1] and not parent[-1].startswith("("):
+            # TensorFlow numbers ops within their scope, alike in a model built again: inside a
+            # scope an op's name is the graph's own (a GAN's two train ops' `MatMul` and `MatMul_1`
+            # are two ops). Only scopes may be numbered anew there (Keras numbers layers across a
+            # process). The root's ops may be too (a loss built again), and so may those of an
+            # unnamed scope or of one the tree groups root names in (`(feeds)/x_1`).
+            b_names = [name for name in names if parent + (name,) in kids_b]
+            a_names = [name for name in a_names if new_parent + (name,) in kids_a]
+        renames = sibling_renumbering(a_names, b_names)
         for name in names:
             new[parent + (name,)] = new_parent + (renames.get(name, name),)
     renamed = {path: "/".join(new[tuple(path.split("/"))]) for path in b_paths}

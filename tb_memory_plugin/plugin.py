@@ -262,7 +262,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
         b_ref, b_space = self._side(ctx, experiment, against_run, against_tag, against_device)
         # Keyed by the analysed spaces themselves: a cached comparison keeps them alive, so ids are not reused.
         comparison = self._comparisons.get_or_compute(
-            (id(a_space), id(b_space), group), lambda: compare.Comparison(a_space, b_space, group))
+            (id(a_space), id(b_space), group),
+            lambda: compare.Comparison(a_space, b_space, group, renumber=run != against_run))
         return compare_report.comparison_dict(
             comparison, compare_report.side_dict(a_space, run, tag, a_ref.step, a_ref.source),
             compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top)

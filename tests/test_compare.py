@@ -548,6 +548,99 @@ def test_renumbering_goes_down_from_the_root_and_needs_no_parents_listed():
     assert names.renumbering(["/x", "a//b"], ["/x_1", "a//b_3", "a//c"]) == {"/x_1": "/x", "a//b_3": "a//b"}
 
 
+def test_ops_in_a_scope_are_not_renumbered():
+    """TensorFlow numbers ops within their scope, alike in a model built again: under a scope,
+    `MatMul` and `MatMul_1` are two ops (a GAN's discriminator gradients: its input's in the
+    generator's step, its weights' in its own), not one numbered anew. Scopes there still are
+    (Keras numbers layers across a process), and so are ops at the root (a loss built again)."""
+    def renumbering(a, b):
+        return names.renumbering(a, b, leaves_are_ops=True)
+
+    a = ["d/MatMul_grad/MatMul", "d/MatMul_grad/Shape"]
+    b = ["d/MatMul_grad/MatMul_1", "d/MatMul_grad/Shape"]
+    assert renumbering(a, b) == {}
+    assert names.renumbering(a, b) == {"d/MatMul_grad/MatMul_1": "d/MatMul_grad/MatMul"}  # leaves as layers (the fit)
+    assert renumbering(["seq/dense/MatMul"], ["seq/dense_2/MatMul"]) == {"seq/dense_2/MatMul": "seq/dense/MatMul"}
+    assert renumbering(["Mean", "model/x"], ["Mean_1", "model_1/x"]) == {"Mean_1": "Mean", "model_1/x": "model/x"}
+    # Ops a scope of the tree's own groups are root names (`(feeds)/x_1`: a placeholder built again).
+    assert renumbering(["(feeds)/x", "m/a"], ["(feeds)/x_1", "m/a"]) == {"(feeds)/x_1": "(feeds)/x"}
+    # Below a scope renamed, its ops keep their own names (the same ops, built again).
+    assert renumbering(["m/MatMul", "m/MatMul_1"], ["m_1/MatMul_1"]) == {"m_1/MatMul_1": "m/MatMul_1"}
+
+
+def _write_gan(logdir) -> None:
+    """A GAN's two train ops in one graph and one run, traced as `d_step_1` (the discriminator's,
+    Adam) and `g_step_1` (the generator's, momentum), after a warm-up of each."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    batch, noise, pixels = 64, 32, 256
+
+    def mlp(x, sizes, name, reuse=False):
+        with tf1.variable_scope(name, reuse=reuse):
+            for i, n in enumerate(sizes):
+                w = tf1.get_variable(f"dense_{i}/kernel", [x.shape[-1], n])
+                x = tf.matmul(x, w)
+                if i < len(sizes) - 1:
+                    x = tf.nn.leaky_relu(x)
+        return x
+
+    with graph.as_default():
+        z = tf1.placeholder(tf.float32, (batch, noise), name="z")
+        real = tf1.placeholder(tf.float32, (batch, pixels), name="real")
+        fake = tf.tanh(mlp(z, [128, pixels], "generator"))
+        d_real, d_fake = mlp(real, [512, 1], "discriminator"), mlp(fake, [512, 1], "discriminator", reuse=True)
+        ce = tf.nn.sigmoid_cross_entropy_with_logits
+        d_loss = tf.reduce_mean(ce(labels=tf.ones_like(d_real), logits=d_real)
+                                + ce(labels=tf.zeros_like(d_fake), logits=d_fake))
+        g_loss = tf.reduce_mean(ce(labels=tf.ones_like(d_fake), logits=d_fake))
+        variables = tf1.trainable_variables()
+        d_train = tf1.train.AdamOptimizer(1e-4).minimize(d_loss, var_list=[v for v in variables if "disc" in v.name])
+        g_train = tf1.train.MomentumOptimizer(1e-3, 0.9).minimize(g_loss, var_list=[v for v in variables if "gen" in v.name])
+        init = tf1.global_variables_initializer()
+    rng = np.random.RandomState(0)
+    feed = {z: rng.randn(batch, noise).astype(np.float32), real: rng.rand(batch, pixels).astype(np.float32)}
+    with models._session(graph) as session:
+        session.run(init)
+        writer = tf1.summary.FileWriter(str(logdir / "gan"), graph)
+        for tag, train in (("d_step_1", d_train), ("g_step_1", g_train)):
+            session.run(train, feed_dict=feed)  # warm-up
+            metadata = tf1.RunMetadata()
+            session.run(train, feed_dict=feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                        run_metadata=metadata)
+            writer.add_run_metadata(metadata, tag, global_step=1)
+        writer.close()
+
+
+def test_two_train_ops_of_one_run_are_compared_by_their_own_names(tmp_path):
+    """The generator's step against the discriminator's, one graph: no name is taken for another.
+    The discriminator's weight gradients (`MatMul_1` of each `MatMul_grad`) run in its own step
+    only, and are listed as removed with their bytes; its input gradients (`MatMul`) in both (a
+    trial's diff had read B's `MatMul_1` as A's `MatMul`: -1.5 MiB on an op that held nothing)."""
+    _write_gan(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["diff", str(tmp_path), "--run", "gan", "--tag", "g_step_1", "--against", ":d_step_1",
+                         "--group", "scope", "--json"]) == 0
+    body = json.loads(out.getvalue())
+    assert body["renumbered"] == []
+    rows = {row["name"]: row for row in body["scopes"]}
+    weight_grads = [name for name in rows if name.endswith("/MatMul_grad/MatMul_1") and "discriminator" in name]
+    assert weight_grads, sorted(rows)
+    for name in weight_grads:
+        if "gradients/discriminator_1/" in name or "gradients/discriminator/" in name:
+            row = rows[name]
+            assert row["status"] in ("removed", "same"), row  # in the discriminator's step (B) alone, or in neither
+            assert row["status"] != "removed" or row["b_allocated_bytes"] > 0
+    assert any(rows[name]["status"] == "removed" for name in weight_grads)
+    # The same engine renumbers where the names are not one graph's (two runs): still not an op for another.
+    d_step, g_step = engine_step(tmp_path, "gan", "d_step_1"), engine_step(tmp_path, "gan", "g_step_1")
+    across = compare.compare_steps(g_step, d_step, "scope")
+    assert not any(b.rpartition("/")[2].startswith("MatMul") for b, _ in across.renumbered), across.renumbered
+
+
 def test_a_comparison_with_a_path_under_an_empty_scope():
     comparison = compare.Comparison(_Space(["/x", "y"], [5, 1]), _Space(["/x_1", "y"], [2, 1]))
     assert comparison.renumbered == [("/x_1", "/x")]
