@@ -22,7 +22,7 @@ import pytest
 
 from tracedata import REPO, memory_app_client, xplane_stat_values as _stat_values
 from tracedata import JIT_TRAIN_STEP, xplane_without_memory_events as _without_memory_events
-from tb_memory_plugin import analysis, figures, report
+from tb_memory_plugin import analysis, figures, names, report
 from tb_memory_plugin.figures import CATEGORIES
 from tb_memory_plugin.sources import xplane
 from tb_memory_plugin.sources.xplane import names as xnames
@@ -219,9 +219,9 @@ tf.profiler.experimental.stop()
 """
 
 
-def _profiled_by(script: str, root: Path) -> Path:
+def _profiled_by(script: str, root: Path, **env: str) -> Path:
     """`root` after a Python process has run `script` with it as its argument, in the allocator
-    settings the profiles here are made with (demo_logs/keras_unet.py's BFC_ENV)."""
+    settings the profiles here are made with (demo_logs/keras_unet.py's BFC_ENV), and `env`."""
     import os
     import subprocess
     import sys
@@ -229,9 +229,52 @@ def _profiled_by(script: str, root: Path) -> Path:
     sys.path.insert(0, str(REPO / "demo_logs"))
     import keras_unet
 
-    subprocess.run([sys.executable, "-c", script, str(root)], env=dict(os.environ, **keras_unet.BFC_ENV),
+    subprocess.run([sys.executable, "-c", script, str(root)], env={**os.environ, **keras_unet.BFC_ENV, **env},
                    check=True, timeout=600)
     return root
+
+
+_ONEDNN_SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, name="h"), keras.layers.Dense(8, name="o")])
+optimizer = keras.optimizers.SGD()
+
+@tf.function
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+
+x, y = np.ones((32, 64), np.float32), np.ones((32, 8), np.float32)
+step(x, y)
+tf.profiler.experimental.start(sys.argv[1])
+with tf.profiler.experimental.Trace("train", step_num=1, _r=1):
+    step(x, y)
+tf.profiler.experimental.stop()
+"""
+
+
+def test_onednn_kernels_are_the_ops_they_ran_for(tmp_path):
+    """With oneDNN on (TensorFlow's default on x86), a profile names the kernels that ran:
+    `_MklMatMul` for a Dense layer's `MatMul`. Op types group them as a step's labels do
+    (names.graph_op_type: a trial's transformer had listed `_MklEinsum`, `_MklMatMul`), and the
+    kernel stays each name's own (the convolution findings judge it)."""
+    (path,) = _profiled_by(_ONEDNN_SCRIPT, tmp_path, TF_ENABLE_ONEDNN_OPTS="1").glob("plugins/profile/*/*.xplane.pb")
+    kernels = {plane.event_metadata[event.metadata_id].name.rpartition(":")[2]
+               for plane in _space(path.read_bytes()).planes for line in plane.lines for event in line.events}
+    assert any(kernel.startswith("_Mkl") and "MatMul" in kernel for kernel in kernels), sorted(kernels)
+    (step,) = [analysis.analyse(trace) for trace in (xplane.decode(path.read_bytes()).trace(0),)]
+    space = step.space(None)
+    op_types = set(space.names.op_types)
+    assert "MatMul" in op_types and all(names.graph_op_type(op) == op for op in op_types), sorted(op_types)
+    ran = {space.names.op_types[i]: space.kernel_of(int(np.flatnonzero(space.name_code == i)[0]))
+           for i in range(len(space.names.raw)) if space.names.op_types[i] == "MatMul"}
+    assert ran["MatMul"].startswith("_Mkl"), ran
 
 
 @pytest.fixture(scope="module")

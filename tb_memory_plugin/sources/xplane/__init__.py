@@ -42,7 +42,7 @@ import numpy as np
 
 from ..._numeric import scatter_sum
 from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNATTRIBUTED, UNUSED_SCRATCH,
-                      UPDATED_ARGUMENTS, XLA_PROGRAM_OP_TYPE)
+                      UPDATED_ARGUMENTS, XLA_PROGRAM_OP_TYPE, graph_op_type)
 from ...trace import DEVICE_MEMORY, ProgramShapes, SpaceTrace, Trace, TraceDecodeError
 from . import hlo
 from . import names as names_mod
@@ -942,7 +942,9 @@ class _PlaneSteps:
         for raw, name in zip(raw_names, cleaned):
             if raw != name:
                 label_of.setdefault(name, raw)
-        op_types = self._op_types(nodes, cleaned, op_rows, frozenset(nodes[event_exec[pieces]].tolist()))
+        op_types, kernels = self._op_types(nodes, cleaned, op_rows, frozenset(nodes[event_exec[pieces]].tolist()))
+        for name, kernel in kernels.items():  # the kernel that ran, as a step's label names it (findings judge it)
+            label_of[name] = f"{label_of.get(name, name)} = {kernel}()"
         program_codes, exec_program = np.unique(exec_program, return_inverse=True)
         program_names = [self._text(code) if code >= 0 else "" for code in program_codes.tolist()]
         exec_program = np.where(program_codes[exec_program.reshape(-1)] >= 0, exec_program.reshape(-1), -1)
@@ -997,8 +999,11 @@ class _PlaneSteps:
         return [self.strings._code[t] for t in texts if t in self.strings._code]
 
     def _op_types(self, nodes: np.ndarray, cleaned: list[str], ops_in_window: np.ndarray,
-                  piece_nodes: frozenset[int]) -> dict[str, str]:
+                  piece_nodes: frozenset[int]) -> tuple[dict[str, str], dict[str, str]]:
+        """(op type by name, as a graph names it; the kernel by name, where it is not that op type:
+        oneDNN's `_MklMatMul` is `MatMul`, as for a step's labels, names.graph_op_type)."""
         op_types = {BEFORE_STEP: BEFORE_STEP_OP_TYPE}
+        kernels: dict[str, str] = {}
         type_of = dict(zip(self.ops["node"][ops_in_window].tolist(), self.ops["op_type"][ops_in_window].tolist())
                        ) if self.ops and ops_in_window.size else {}
         for code, name in zip(nodes.tolist(), cleaned):
@@ -1006,11 +1011,14 @@ class _PlaneSteps:
                 op_types.setdefault(name, XLA_PROGRAM_OP_TYPE)
                 continue
             op_type = type_of.get(code)
-            if op_type is not None:
-                op_types.setdefault(name, self.strings.values[op_type])
+            if op_type is not None and name not in op_types:
+                kernel = self.strings.values[op_type]
+                op_types[name] = graph_op_type(kernel)
+                if op_types[name] != kernel:
+                    kernels[name] = kernel
             elif _EAGER_OP_RE.match(name):  # an eager op, which TensorFlow names by its op type
                 op_types.setdefault(name, name)
-        return op_types
+        return op_types, kernels
 
 
 _SHAPE_RE = re.compile(r"^\[(?P<dims>\d+(?:,\d+)*)?\]$")
