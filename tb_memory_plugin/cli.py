@@ -101,6 +101,13 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
             _print_space_without_curve(space, group, top, say_no_curve=curve_elsewhere, scope=scope)
 
 
+def _op_type_suffix(op_type: str | None) -> str:
+    """" (MatMul)" after a name; a made-up op type is in brackets already: " (unknown)"."""
+    if not op_type:
+        return ""
+    return f" {op_type}" if op_type.startswith("(") and op_type.endswith(")") else f" ({op_type})"
+
+
 def _step_label(tag: str, number: int) -> str:
     """What a step's number is, for its heading: a profile's `run_<n>` is the n-th run of a function in
     a profile that marks no step there (not the step `step_<n>` beside it may be)."""
@@ -151,11 +158,11 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
           f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
     if summary["peak_node"]:
-        print(f"   op at peak: {summary['peak_node']['name']} ({summary['peak_node']['op_type']})")
+        print(f"   op at peak: {summary['peak_node']['name']}{_op_type_suffix(summary['peak_node']['op_type'])}")
     if summary["largest_at_peak"]:
         largest = summary["largest_at_peak"]
         runs = f" over {largest['executions']} executions" if largest["executions"] > 1 else ""
-        print(f"   biggest holder at peak: {largest['name']} ({largest['op_type']}), "
+        print(f"   biggest holder at peak: {largest['name']}{_op_type_suffix(largest['op_type'])}, "
               f"{format_bytes(largest['at_peak_bytes'])}{runs}")
     for program in summary["xla_programs"][:top]:  # its node and the pieces its HLO placed
         held = program["at_peak_bytes"]

@@ -981,3 +981,10 @@ def test_a_tag_may_be_named_by_its_last_part(capsys):
     out, err = capsys.readouterr()
     _one_line_error(code, err)
     assert "no tag 'step_9' in run 'keras_unet/train'" in err
+
+
+def test_a_made_up_op_type_is_not_bracketed_twice():
+    """`op at peak: .../MatMul_1 (unknown)`, not `((unknown))` (a loop body's op with no op event in a profile)."""
+    assert cli._op_type_suffix("(unknown)") == " (unknown)"
+    assert cli._op_type_suffix("MatMul") == " (MatMul)"
+    assert cli._op_type_suffix(None) == ""

@@ -92,7 +92,7 @@ export class SummaryView {
     if (capacity && !host) main.append(capacity);
     if (device.peak_node) {
       const node = device.peak_node;
-      const op = node.op_type ? ` (${node.op_type})` : '';
+      const op = opTypeSuffix(node.op_type);
       main.append(
         nameItem('op at peak: ', node.name, opSuffix(node.name, node.op_type), { class: 'shrink yield', title: `op at peak: ${node.name}${op}\nscope: ${node.scope || '(root)'}` }),
       );
@@ -163,7 +163,7 @@ export class SummaryView {
    * to an ellipsis; the scope is in the title; a click selects the scope.
    */
   private largestItem(largest: LargestAtPeak): HTMLElement {
-    const op = largest.op_type ? ` (${largest.op_type})` : '';
+    const op = opTypeSuffix(largest.op_type);
     const scope = largest.scope || '(root)';
     const runs = largest.executions > 1 ? ` over ${countOf(largest.executions, 'execution')}` : '';
     const title = [
@@ -252,7 +252,12 @@ function openingItem(opening: DefaultStepResponse): HTMLElement {
 /** " (OpType)", or nothing when the name's last part already says it ("…/Conv2D_grad/Conv2DBackpropInput"); titles keep it. */
 export function opSuffix(name: string, opType: string | null): string {
   if (!opType || name.slice(name.lastIndexOf('/') + 1) === opType) return '';
-  // A made-up op type is already in brackets: `(unknown)`, `(allocated earlier)`.
+  return opTypeSuffix(opType);
+}
+
+/** " (MatMul)" after a name; a made-up op type is already in brackets: " (unknown)". */
+export function opTypeSuffix(opType: string | null): string {
+  if (!opType) return '';
   return opType.startsWith('(') && opType.endsWith(')') ? ` ${opType}` : ` (${opType})`;
 }
 

@@ -8,7 +8,7 @@ import { DataTable } from './data-table';
 import { DetailsView } from './details';
 import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
-import { EmptyStateView, SummaryView, openingText, opSuffix } from './summary';
+import { EmptyStateView, SummaryView, openingText, opSuffix, opTypeSuffix } from './summary';
 import { PickersView, deviceLabel, stepLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
@@ -762,6 +762,8 @@ describe('opSuffix', () => {
     expect(opSuffix('a/MatMul', 'MatMul')).toBe('');
     expect(opSuffix('AddV2', '(unknown)')).toBe(' (unknown)');
     expect(opSuffix('x', null)).toBe('');
+    expect(opTypeSuffix('(unknown)')).toBe(' (unknown)'); // hover titles: no `((unknown))`
+    expect(opTypeSuffix('Relu')).toBe(' (Relu)');
   });
 });
 
