@@ -187,8 +187,9 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         print(f"   top scopes at peak (group={group}):")
         # As the summary's top_scopes (no tree built).
         scopes = [(path, report.figures_dict(figures)) for path, figures in space.top_level(group)]
-    # Entries that hold, allocate and output nothing (gradient plumbing, a `NoOp`) are left out of
-    # the listing (--json keeps every entry).
+    # Entries that neither hold nor allocate bytes are left out of the listing, which shows only
+    # those two (gradient plumbing, a `NoOp`, and the feeds and variables whose outputs were made
+    # before the step: a row of "0 B ... (allocated 0 B)"); --json keeps every entry.
     shown = [(path, row) for path, row in scopes if any(row[k] for k in _SHOWN)]
     listed, rest, below = _listed(shown, top, lambda entry: entry[1]["at_peak_bytes"])
 
@@ -313,7 +314,7 @@ def _print_findings(found: list[dict]) -> None:
             print(f"   * and {len(rest)} more {alike[0]['kind']} finding{'s' if len(rest) > 1 else ''} like these: {where}")
 
 
-_SHOWN = ("at_peak_bytes", "allocated_bytes", "output_bytes")  # a listed row holds, allocates or outputs bytes
+_SHOWN = ("at_peak_bytes", "allocated_bytes")  # a listed row holds or allocates bytes (the figures it shows)
 DOMINANT_SHARE = 0.9  # a top scope holding this share of a listing gets a pointer to what is inside it
 _FINDINGS_SPELT_OUT = 3  # findings sharing their advice printed in full before the rest are named
 

@@ -539,13 +539,16 @@ def test_an_older_keras_log_dir_given_as_the_logdir_keeps_its_record_quiet(capsy
 
 
 def test_the_text_lists_leave_out_entries_that_hold_nothing(capsys):
-    """Gradient plumbing and no-ops (0 B at the peak, nothing allocated or output) are not listed
-    in the text; --json keeps every entry."""
+    """Gradient plumbing and no-ops (0 B at the peak, nothing allocated) are not listed in the
+    text, nor are TF1's feeds and variables, whose outputs were made before the step (`(feeds)`,
+    `beta1_power` had been "0 B ... (allocated 0 B)" rows); --json keeps every entry."""
     import re
 
+    for run in ("keras_unet/train", "unet_b2"):
+        code, out, err = _run(capsys, REPO / "demo_logs", "--run", run, "--top", "1000")
+        assert code == 0, err
+        assert not re.search(r"^ +0 B  .*\(allocated 0 B\)$", out, re.MULTILINE), out
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--top", "1000")
-    assert code == 0, err
-    assert not re.search(r"^ +0 B  .*\(allocated 0 B\)$", out, re.MULTILINE)
     assert "(before this step)" in out  # nothing allocated, but frees held at the peak: listed
     code, out, err = _run(capsys, REPO / "demo_logs", "--run", "keras_unet/train", "--json")
     (step, *_) = [s for s in json.loads(out)["steps"] if s["devices"]]
