@@ -470,12 +470,20 @@ _OPTIMIZER_NAMES = frozenset(
      "ExponentialMovingAverage"}
 )
 _NUMBERED = re.compile(r"_\d+$")
+# Words that make a snake-case scope an optimizer's: Keras 3 scopes an optimizer's ops under the
+# name it is given (two optimizers of a GAN: `g_adam`, `disc_optimizer`). Not `momentum` (MoCo's
+# `momentum_encoder` is a model) nor the shorter class names a layer might be named with.
+_OPTIMIZER_WORDS = frozenset({"adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam", "ftrl",
+                              "adafactor", "optimizer"})
 
 
 def optimizer_scope(first: str) -> bool:
     """Whether a first path component is an optimizer's scope: its name, or its name numbered as
-    TensorFlow and Keras number a second one (`Adam_1`, `adam_1` for a model built again)."""
-    return first in _OPTIMIZER_NAMES or _NUMBERED.sub("", first) in _OPTIMIZER_NAMES
+    TensorFlow and Keras number a second one (`Adam_1`, `adam_1` for a model built again), or a
+    snake-case name with an optimizer's word in it (`g_adam`: an optimizer named by the user)."""
+    if first in _OPTIMIZER_NAMES or _NUMBERED.sub("", first) in _OPTIMIZER_NAMES:
+        return True
+    return first.islower() and "_" in first and not _OPTIMIZER_WORDS.isdisjoint(first.split("_"))
 
 
 # Slots of tf.compat.v1 optimizers (`<var>/Adam`), and a moving average's shadow of a variable

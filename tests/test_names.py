@@ -158,6 +158,18 @@ def test_keras_3_optimizer_scopes_are_the_optimizers(path):
 
 
 @pytest.mark.parametrize("path, category", [
+    ("g_adam/Mul", OPTIMIZER), ("d_adam/ReadVariableOp", OPTIMIZER), ("disc_optimizer/Sqrt", OPTIMIZER),
+    ("gen_sgd_1/Mul", OPTIMIZER),
+    ("momentum_encoder/dense/MatMul", ACTIVATIONS),  # MoCo's momentum encoder is a model
+    ("adamant_block/Mul", ACTIVATIONS), ("GAdam/Mul", ACTIVATIONS), ("dense/Mul", ACTIVATIONS),
+])
+def test_an_optimizer_named_by_the_user_is_the_optimizers(path, category):
+    """Keras 3 scopes an optimizer's ops under the name it is given: a GAN's `g_adam` and `d_adam`
+    (a trial's two named optimizers had been activations: no byte counted as optimizer)."""
+    assert names.categorise(path, "Mul", names.OP) == category
+
+
+@pytest.mark.parametrize("path, category", [
     ("replica_1/Momentum/update/mul", OPTIMIZER),
     ("replica_1/gradient_tape/model/dense/MatMul", GRADIENTS),
     ("replica_1/model/dense/MatMul", ACTIVATIONS),
