@@ -502,7 +502,9 @@ def allocator_gap(space) -> list[Finding]:
     if not (abs(gap) >= max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise) and abs(gap) > unit) and not peak_short:
         return []
     when = int(trace.snapshot_time_us[worst])
-    node_name, scope = _finished_by(space, when)
+    # The op that had just finished says when, not where: no scope holds a gap (the headline named
+    # the op's layer, "516.6 KiB in generator", for bytes the message says no op holds).
+    node_name, scope = _finished_by(space, when)[0], ""
     above = int(excess.max())
     below = int(-excess.min())
     direction = (f"exceed the allocation records by up to {format_bytes(above)}" if gap > 0 else
