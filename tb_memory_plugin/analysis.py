@@ -144,17 +144,27 @@ class SpaceAnalysis:
         return scatter_sum(space.event_exec[events], space.event_bytes[events], space.exec_count)
 
     def _temporaries_at_peak(self, at_peak: np.ndarray) -> np.ndarray:
-        """Bytes held at the peak by a running op and freed before it ended."""
+        """Bytes held at the peak by a running op and freed before it ended: before the run in
+        progress at the peak ended, where an execution is several runs (`SpaceTrace.runs`: a
+        loop body's op, whose later iterations free what earlier ones made)."""
         space, curve = self.trace, self.curve
         n = space.exec_count
         if curve.peak_index < 0 or n == 0:
             return np.zeros(n, dtype=np.int64)
         peak = curve.peak_time_us
+        start, end = space.start_us, space.end_us
+        if space.runs is not None:
+            run_exec, run_start, run_end = space.runs
+            several = np.bincount(run_exec, minlength=n) > 1
+            at = np.flatnonzero(several[run_exec] & (run_start <= peak) & (peak <= run_end))
+            end = np.where(several, np.iinfo(np.int64).min, end)  # not running, but in a run at the peak
+            np.maximum.at(end, run_exec[at], run_end[at])
+            start = np.where(several, np.minimum(start, peak), start)
         after_peak = curve.events_after_peak()
         execs = space.event_exec[after_peak]
-        within_op = space.event_time_us[after_peak] <= space.end_us[execs]
+        within_op = space.event_time_us[after_peak] <= end[execs]
         net_until_end = scatter_sum(execs[within_op], space.event_bytes[after_peak][within_op], n)
-        running = (space.start_us <= peak) & (peak <= space.end_us)
+        running = (start <= peak) & (peak <= end)
         freed = np.where(running, -net_until_end, 0)
         return np.clip(freed, 0, np.maximum(at_peak, 0))
 

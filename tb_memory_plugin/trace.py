@@ -141,6 +141,10 @@ class SpaceTrace:
     piece_rows: int = 0
     # Whether `(no op)` holds allocations TensorFlow wrote with the op `(null)` (up to 2.17).
     unattributed_null: bool = False
+    # (execution, start, end) of each run of an op, where the source keeps one execution for
+    # several runs (a profile's loop body op: one per node, run once per iteration; its start and
+    # end span them all); None where each execution is one run (RunMetadata).
+    runs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def xla_program_of(self) -> dict[str, str]:

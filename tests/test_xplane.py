@@ -259,6 +259,58 @@ tf.profiler.experimental.stop()
 """
 
 
+_GRU_SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+keras.utils.set_random_seed(0)
+inputs = keras.Input((40, 8))
+x = keras.layers.GRU(32, return_sequences=True, name="gru_1")(inputs)
+x = keras.layers.GRU(16, name="gru_2")(x)
+model = keras.Model(inputs, keras.layers.Dense(1, name="out")(x), name="grunet")
+model.compile("rmsprop", "mse")
+x, y = np.ones((16 * 6, 40, 8), np.float32), np.ones((16 * 6, 1), np.float32)
+model.fit(x, y, batch_size=16, verbose=0, callbacks=[keras.callbacks.TensorBoard(sys.argv[1], profile_batch=(3, 4))])
+"""
+
+
+def test_a_loop_bodys_ops_hold_no_temporaries_of_runs_not_in_progress(tmp_path):
+    """A Keras GRU's loop body runs each op once per timestep, one execution per node in a profile.
+    Bytes a node's earlier runs made, held at the peak and freed by later runs, are no temporaries:
+    only a run in progress at the peak has some (the step's at-peak split said 25-49% temporaries on
+    two GRUs, where the values were the forward loop's, kept for the backward pass, or the backward
+    loop's own from earlier timesteps). An op the profiler traces no event of (an inexpensive one,
+    run inline: `split`, `mul`) ran when it allocated: its window ends at its last allocation."""
+    (path,) = _profiled_by(_GRU_SCRIPT, tmp_path).glob("train/plugins/profile/*/*.xplane.pb")
+    profile = xplane.decode(path.read_bytes())
+    checked = 0
+    for index in range(len(profile.steps)):
+        for space in analysis.analyse(profile.trace(index)).spaces:
+            trace, peak = space.trace, space.curve.peak_time_us
+            eventless = np.array([space.names.op_types[code] == "(unknown)" for code in space.name_code.tolist()])
+            allocations = trace.event_bytes > 0
+            last_made = np.full(trace.exec_count, np.iinfo(np.int64).min)
+            np.maximum.at(last_made, trace.event_exec[allocations], trace.event_time_us[allocations])
+            made = last_made > np.iinfo(np.int64).min
+            assert (trace.end_us[eventless & made] == last_made[eventless & made]).all()
+            assert trace.runs is not None
+            run_exec, run_start, run_end = trace.runs
+            in_progress = np.zeros(trace.exec_count, dtype=bool)
+            in_progress[run_exec[(run_start <= peak) & (peak <= run_end)]] = True
+            several = np.bincount(run_exec, minlength=trace.exec_count) > 1
+            spanning = several & (trace.start_us <= peak) & (peak <= trace.end_us) & ~in_progress
+            held = space.exec_columns[figures.AT_PEAK] > 0
+            checked += int((spanning & held).sum())
+            assert not space.temporaries[spanning].any(), [trace.name(int(i)) for i in np.flatnonzero(
+                spanning & (space.temporaries > 0))[:5]]
+            ran = in_progress | (~several & (trace.start_us <= peak) & (peak <= trace.end_us))
+            assert not space.temporaries[~ran].any()
+            assert int(space.exec_columns[figures.AT_PEAK].sum()) == space.peak_rise_bytes
+    assert checked  # loop ops whose runs span the peak, none in progress, hold bytes at it
+
+
 def test_onednn_kernels_are_the_ops_they_ran_for(tmp_path):
     """With oneDNN on (TensorFlow's default on x86), a profile names the kernels that ran:
     `_MklMatMul` for a Dense layer's `MatMul`. Op types group them as a step's labels do

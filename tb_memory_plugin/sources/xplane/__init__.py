@@ -889,19 +889,34 @@ class _PlaneSteps:
         count = nodes.size
         to_us = 1_000_000
         time_us = (memory["time_ps"][events] - step.start_ps) // to_us
-        is_allocation = memory["is_allocation"][events]
-        event_bytes = np.where(is_allocation, size, -size)
-        # Start and end: the op's events (kernel runs) when it has some, else its memory events.
+        event_bytes = np.where(memory["is_allocation"][events], size, -size)
+        # Start and end: the op's events (kernel runs) when it has some, else its allocations: an op
+        # the profiler traces no event of (an inexpensive one, run inline: a loop body's `split`,
+        # `mul`) ran when it allocated; its bytes freed later are freed by the ops that used them
+        # (a forward loop's values kept for the backward pass had read as the op's temporaries at
+        # a peak in the backward loop). Frees alone (bytes allocated before the step): those.
         big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
         start, end = np.full(count, big, dtype=np.int64), np.full(count, small, dtype=np.int64)
         np.minimum.at(start, op_exec, (ops["start_ps"][op_rows] - step.start_ps) // to_us if op_rows.size else op_rows)
         np.maximum.at(end, op_exec, (ops["end_ps"][op_rows] - step.start_ps) // to_us if op_rows.size else op_rows)
         event_start, event_end = np.full(count, big, dtype=np.int64), np.full(count, small, dtype=np.int64)
-        np.minimum.at(event_start, event_exec, time_us)
-        np.maximum.at(event_end, event_exec, time_us)
+        is_allocation = memory["is_allocation"][events]
+        made = np.flatnonzero(is_allocation)
+        np.minimum.at(event_start, event_exec[made], time_us[made])
+        np.maximum.at(event_end, event_exec[made], time_us[made])
+        freed_only = event_start == big
+        if freed_only.any():
+            np.minimum.at(event_start, event_exec, np.where(freed_only[event_exec], time_us, big))
+            np.maximum.at(event_end, event_exec, np.where(freed_only[event_exec], time_us, small))
         has_op = start != big
         start = np.where(has_op, start, event_start)
         end = np.where(has_op, end, event_end)
+        # A node run more than once (a loop body's op, once per iteration) is one execution: its runs
+        # are kept, so that what is in progress at the peak is one run, not all of them.
+        runs = None
+        if op_rows.size and np.bincount(op_exec, minlength=count).max() > 1:
+            runs = (op_exec.astype(np.int64), (ops["start_ps"][op_rows] - step.start_ps) // to_us,
+                    (ops["end_ps"][op_rows] - step.start_ps) // to_us)
         pieces = np.flatnonzero(rows.program >= 0)
         if pieces.size:  # a program's pieces run when it does (what it frees then is its scratch)
             piece_exec = event_exec[pieces]
@@ -986,6 +1001,7 @@ class _PlaneSteps:
             xla_program_exec=exec_program.astype(np.int64),
             unattributed_null=bool((memory["null_op"][events] & (node == strings.code(UNATTRIBUTED))).any()),
             piece_rows=int(rows.reading.size - np.count_nonzero(rows.reading)),
+            runs=runs,
             **columns,
         )
         return space, op_types, layers
