@@ -666,6 +666,15 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("StatefulPartitionedCall/textnet_1/gru_1/while/body/_186/textnet_1/gru_1/while/gradient_tape/textnet_1/gru_1/"
      "while/gradients/textnet_1/gru_1/while/TensorArrayV2Read/TensorListGetItem_grad/TensorListElementShape",
      "gradient_tape/textnet/gru/while/TensorArrayV2Read/TensorListGetItem_grad/TensorListElementShape", "textnet/gru"),
+    # A Keras RNN's gradient loop (`while_grad`, named in the tape's function after the scope it was
+    # taken in): its body's ops name the forward loop again, after the tape's scope and a `gradients`
+    # one; read as the forward loop's gradients (they had been `grunet/gru_2/while/grunet_1/gru_2_1/
+    # while_grad/...`, a layer of their own inside the loop).
+    ("gradient_tape/grunet/gru_2/while/grunet_1/gru_2_1/while_grad/body/_211/gradient_tape/grunet_1/gru_2_1/while/"
+     "gradients/grunet_1/gru_2_1/while/gru_cell_1/strided_slice_grad/StridedSliceGrad",
+     "gradient_tape/grunet/gru_2/while/gru_cell_1/strided_slice_grad/StridedSliceGrad", "grunet/gru_2"),
+    ("gradient_tape/grunet/gru_2/while/grunet_1/gru_2_1/while_grad/body/_211/gradient_tape/grunet_1/gru_2_1/while/"
+     "gradients/AddN", "gradient_tape/grunet/gru_2/while/gradients/AddN", "grunet/gru_2"),
     # A distribution strategy's other replica keeps its number; the model's scopes after it lose theirs.
     ("replica_1/mirrored_cnn_1/conv_1/Conv2D", "replica_1/mirrored_cnn/conv/Conv2D", "mirrored_cnn/conv"),
     ("replica_1/gradient_tape/mirrored_cnn_1/conv_1/Conv2D/Conv2DBackpropInput",

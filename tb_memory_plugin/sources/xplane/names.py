@@ -225,10 +225,24 @@ def _without_branch_calls(parts: list[str]) -> list[str]:
     k = 1
     while k + 2 < len(parts):
         if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]) and any(
-                parts[k + 2 + tape:k + 2 + tape + k] == parts[:k]
+                parts[k + 2 + tape:k + 2 + tape + k] == parts[:k] or _loop_gradient_body(parts, k, tape)
                 for tape in (0, 1) if not tape or _STEP_SCOPE_RE.match(parts[k + 2])):
             parts = parts[k + 2:]
             k = 1
             continue
         k += 1
     return parts
+
+
+def _loop_gradient_body(parts: list[str], k: int, tape: int) -> bool:
+    """Whether `parts[k]` (`body`) is the call of a loop's gradient loop whose ops name the forward
+    loop again: a Keras RNN's backward loop, `gradient_tape/net/gru/while/net_1/gru_1/while_grad/
+    body/_211/gradient_tape/net_1/gru_1/while/gradients/...`: the gradient loop (`while_grad`) is
+    named in the tape's function, after the scope it was taken in, and its body's ops after the
+    tape's scope by the forward loop's own scopes (`net_1/gru_1/while`), two or more of them."""
+    op = parts[k - 1]
+    if not op.endswith("_grad") or k < 2:
+        return False
+    forward = [*parts[:k - 1], op[:-len("_grad")]]
+    body = parts[k + 2 + tape:]
+    return any(body[:j] == forward[-j:] for j in range(min(len(forward), len(body)), 1, -1))
