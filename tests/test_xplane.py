@@ -675,6 +675,11 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
      "gradient_tape/grunet/gru_2/while/gru_cell_1/strided_slice_grad/StridedSliceGrad", "grunet/gru_2"),
     ("gradient_tape/grunet/gru_2/while/grunet_1/gru_2_1/while_grad/body/_211/gradient_tape/grunet_1/gru_2_1/while/"
      "gradients/AddN", "gradient_tape/grunet/gru_2/while/gradients/AddN", "grunet/gru_2"),
+    # A `tf.while_loop` at a train step's root: its gradient loop is named after the loop alone.
+    ("gradient_tape/while/while_grad/body/_43/gradient_tape/while/gradients/while/refine/cell_1/MatMul_grad/MatMul",
+     "gradient_tape/while/refine/cell_1/MatMul_grad/MatMul", None),
+    ("gradient_tape/while/while_grad/body/_43/gradient_tape/other/gradients/x",
+     "gradient_tape/while/while_grad/body/_43/gradient_tape/other/gradients/x", None),  # not the loop's: kept
     # A distribution strategy's other replica keeps its number; the model's scopes after it lose theirs.
     ("replica_1/mirrored_cnn_1/conv_1/Conv2D", "replica_1/mirrored_cnn/conv/Conv2D", "mirrored_cnn/conv"),
     ("replica_1/gradient_tape/mirrored_cnn_1/conv_1/Conv2D/Conv2DBackpropInput",

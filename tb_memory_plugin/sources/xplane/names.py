@@ -239,10 +239,16 @@ def _loop_gradient_body(parts: list[str], k: int, tape: int) -> bool:
     loop again: a Keras RNN's backward loop, `gradient_tape/net/gru/while/net_1/gru_1/while_grad/
     body/_211/gradient_tape/net_1/gru_1/while/gradients/...`: the gradient loop (`while_grad`) is
     named in the tape's function, after the scope it was taken in, and its body's ops after the
-    tape's scope by the forward loop's own scopes (`net_1/gru_1/while`), two or more of them."""
+    tape's scope by the forward loop's own scopes (`net_1/gru_1/while`), two or more of them, or
+    the loop's alone where it is at the function's root (`tf.while_loop` in a train step:
+    `gradient_tape/while/while_grad/body/_43/gradient_tape/while/gradients/while/cell/...`)."""
     op = parts[k - 1]
     if not op.endswith("_grad") or k < 2:
         return False
     forward = [*parts[:k - 1], op[:-len("_grad")]]
     body = parts[k + 2 + tape:]
+    scope = parts[:k - 1]  # the scope the gradient was taken in: the tape's, then the forward loop's
+    if (len(body) > 1 and _LOOP_SCOPE_RE.match(body[0]) and scope[-1:] == [body[0]] == forward[-1:]
+            and (len(scope) == 1 or (len(scope) == 2 and _STEP_SCOPE_RE.match(scope[0])))):
+        return True
     return any(body[:j] == forward[-j:] for j in range(min(len(forward), len(body)), 1, -1))
