@@ -931,8 +931,10 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--traced-batch", type=_batch, action="append",
                       help="the batch each run's step ran at, once per --run in order, where the one read from "
                            "its shapes is wrong (a time-major or ragged feed)")
-    what.add_argument("--limit", type=byte_count, help="memory limit in bytes (or 16GiB): the largest batch that "
-                                                       "fits (default: a GPU allocator's capacity, where traced; none on a CPU)")
+    what.add_argument("--limit", type=byte_count, help="memory limit in bytes (or 16GiB; units are powers of 1024, "
+                                                       "16GB and 16G too, as memory sizes are quoted): the largest "
+                                                       "batch that fits (default: a GPU allocator's capacity, where "
+                                                       "traced; none on a CPU)")
     what.add_argument("--device", help="the memory space (default: the step's main one)")
     what.add_argument("--json", action="store_true", help="machine-readable output (see README)")
     args = parser.parse_args(argv)
