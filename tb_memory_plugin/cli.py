@@ -699,6 +699,12 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
         absolute = "" if peak_delta is None else f"peak {_signed(peak_delta)}, "
         print(f"   {absolute}peak rise {_signed(comparison.peak_rise_delta_bytes)} (A - B): top-level scopes, op types "
               "and categories each add up to it")
+        for side, space in (("A", comparison.a), ("B", comparison.b)):
+            gap = compare_report.readings_gap(space)
+            if gap is not None:
+                print(f"   note: {side}'s allocator readings and its records disagree by up to {format_bytes(gap)} "
+                      f"(allocator_gap): its peak, and so the change, may be off by that much; `summary` on {side} "
+                      "says why")
     else:
         figure, what = ALLOCATED, "allocated"
         print("   no peak to compare (a step without allocation records): allocated bytes are compared")

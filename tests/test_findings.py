@@ -775,3 +775,32 @@ def test_summary_route_has_findings_and_resident(run_logdir):
     assert {row["name"]: row["resident_bytes"] for row in device["categories"]}["parameters"] == \
         4 * (64 * 1024 + 1024 + 1024)
     assert device["top_scopes"][0]["param_count"] is not None
+
+
+def test_a_comparison_says_which_sides_peak_an_allocator_gap_puts_in_doubt(capsys, tmp_path):
+    """`diff` and the `compare` route carry each side's allocator_gap figure (`readings_gap_bytes`):
+    a change in peak is off by as much as a side's peak is (a trial's gradient checkpointing read
+    +14 MiB where the allocator's readings moved 6 MiB, with no word of it)."""
+    from tb_memory_plugin import compare, compare_report
+
+    def nodes(gap):
+        unit = 256 * 1024
+        return [Node("a/MatMul", 0, 2, op="MatMul", memory=[Mem("GPU_0_bfc", [(0, 4 * unit), (6, -4 * unit)],
+                                                                bytes_in_use=44 * unit)]),
+                Node("b/MatMul", 3, 5, op="MatMul", memory=[Mem("GPU_0_bfc", [(3, unit), (6, -unit)],
+                                                                bytes_in_use=45 * unit + gap * unit)]),
+                Node("c/Relu", 7, 8, op="Relu", memory=[Mem("GPU_0_bfc", [], bytes_in_use=40 * unit)])]
+
+    flagged, clean = (store.analyse_bytes(protos.serialized({GPU0: nodes(gap)})) for gap in (2, 0))
+    (finding,) = [f for f in findings.step_findings(flagged) if f.kind == findings.ALLOCATOR_GAP]
+    assert findings.ALLOCATOR_GAP not in _kinds(findings.step_findings(clean))
+    comparison = compare.compare_steps(flagged, clean)
+    body = compare_report.comparison_dict(comparison, compare_report.side_dict(comparison.a, "a", "t", 1, "run_metadata"),
+                                          compare_report.side_dict(comparison.b, "b", "t", 1, "run_metadata"))
+    assert body["a"]["readings_gap_bytes"] == finding.bytes > 0 and body["b"]["readings_gap_bytes"] is None
+    for run, data in (("gapped", protos.serialized({GPU0: nodes(2)})), ("plain", protos.serialized({GPU0: nodes(0)}))):
+        protos.write_tagged_run_metadata(tmp_path / run, "step_1", data, 1)
+    assert cli.main(["diff", str(tmp_path), "--run", "gapped", "--against", "plain"]) == 0
+    out = capsys.readouterr().out
+    assert "note: A's allocator readings and its records disagree by up to 512.0 KiB (allocator_gap)" in out, out
+    assert "note: B's" not in out

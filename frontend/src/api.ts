@@ -352,6 +352,8 @@ export interface CompareSide {
   peak_rise_bytes: Bytes | null;
   peak_time_us: Micros | null;
   duration_us: Micros;
+  /** How far this side's allocator readings and records disagree (its `allocator_gap` finding), else null: its peak may be off by that much. Absent from older servers. */
+  readings_gap_bytes?: Bytes | null;
 }
 export type CompareStatus = 'added' | 'removed' | 'changed' | 'same';
 /** A's, B's and the difference (A - B): at each step's own peak (`*_bytes`, null on a side without a curve), allocated, output. */

@@ -109,6 +109,20 @@ describe('CompareView with B numbered apart', () => {
   });
 });
 
+describe('CompareView with an allocator gap on a side', () => {
+  it("says which side's peak may be off, and by how much, only where the server says so", () => {
+    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: 'small', tag: 'step_3' } });
+    const view = new CompareView(selection);
+    mount(view);
+    view.setData(body);
+    expect(document.querySelector('[data-testid^=compare-gap]')).toBeNull();
+    view.setData({ ...body, a: { ...body.a, readings_gap_bytes: 24 * 1024 * 1024 }, b: { ...body.b, readings_gap_bytes: null } });
+    expect(document.querySelector('[data-testid=compare-gap-b]')).toBeNull();
+    const note = document.querySelector<HTMLElement>('[data-testid=compare-gap-a]')!;
+    expect(note.textContent).toBe("A's peak may be off by up to 24.0 MiB (allocator gap)");
+  });
+});
+
 describe('compare picker values', () => {
   it('round-trips any run and step name, and reads anything else as none', () => {
     expect(againstOf(againstValue(EVIL, 'a"b'))).toEqual({ run: EVIL, tag: 'a"b' });

@@ -208,6 +208,21 @@ export class CompareView {
         ),
       );
     }
+    for (const [label, side] of [['A', d.a], ['B', d.b]] as const) {
+      const gap = side.readings_gap_bytes;
+      if (gap === undefined || gap === null) continue;
+      this.heading.append(
+        el(
+          'span',
+          {
+            class: 'muted',
+            'data-testid': `compare-gap-${label.toLowerCase()}`,
+            title: `${label}'s allocator readings and its records disagree by up to ${formatExactBytes(gap)} (its allocator_gap finding): its peak, and so the change in peak, may be off by that much. Open ${label} alone to see why.`,
+          },
+          `${label}'s peak may be off by up to ${formatBytes(gap)} (allocator gap)`,
+        ),
+      );
+    }
   }
 
   private renderTreemap(): void {
