@@ -776,9 +776,11 @@ def byte_count(text: str) -> int:
     return value
 
 
-def _whatif_steps(args: argparse.Namespace) -> list | None:
-    """The traced steps `whatif` reads: the first run's --tag (else its latest step), and the
-    matching step of each other run (store.matching_step); each in the memory space --device names."""
+def _whatif_steps(args: argparse.Namespace) -> tuple[list, list] | None:
+    """(the traced steps `whatif` reads: the first run's --tag (else its latest step), and the
+    matching step of each other run (store.matching_step); the first run's other steps
+    (store.siblings), which its step's peak is compared with), each in the memory space --device
+    names (a sibling without it, or that cannot be read, is left out)."""
     from . import store, whatif
 
     steps = _Steps(args.logdir)
@@ -807,7 +809,14 @@ def _whatif_steps(args: argparse.Namespace) -> list | None:
             raise _StepNotFound(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
         space = _pick_space(step, args.device, f"{ref.run}/{ref.tag}")
         picked.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space, batch))
-    return picked
+    siblings = []
+    if first is not None and not given:  # a batch given for one step says nothing of its siblings'
+        for ref in store.siblings(steps.refs(first.run) or [], first, whatif.MAX_SIBLINGS):
+            step = steps.analysis(ref)
+            space = step.space(picked[0].space.trace.id) if step.status == "ok" else None
+            if space is not None:
+                siblings.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space))
+    return picked, siblings
 
 
 def _print_whatif(body: dict) -> None:
@@ -832,6 +841,8 @@ def _print_whatif(body: dict) -> None:
               + (f" (over a start of {format_bytes(start)})" if start is not None else ""))
         if prediction.get("warning"):
             print(f"     warning: {prediction['warning']}")
+        if body["steps_note"] and method == body["method"]:
+            print(f"     note: {body['steps_note']}")
         if limit is not None:
             fits = prediction["max_batch"]
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
@@ -852,7 +863,8 @@ def whatif_command(args: argparse.Namespace) -> int:
         steps = _whatif_steps(args)
         if steps is None:
             return 1
-        body = whatif_report.whatif_dict(whatif.WhatIf(steps, args.batch, args.limit))
+        steps, siblings = steps
+        body = whatif_report.whatif_dict(whatif.WhatIf(steps, args.batch, args.limit, siblings))
     except (_StepNotFound, whatif.WhatIfError) as exc:
         print(f"tb-memory: {exc}", file=sys.stderr)
         return 1

@@ -315,8 +315,15 @@ class MemoryPlugin(base_plugin.TBPlugin):
                 skipped.append({"run": other, "tag": ref.tag, "reason": str(exc)})
                 continue
             traced.append(step)
+        siblings = []
+        if traced_batch is None:  # a batch given for one step says nothing of its siblings'
+            for ref in store.siblings(steps[run], first, whatif.MAX_SIBLINGS):
+                analysed = self._store.analysis(ctx, experiment, ref)
+                sibling = analysed.space(space.trace.id) if analysed.status == "ok" else None
+                if sibling is not None:
+                    siblings.append(whatif.Traced(run, ref.tag, ref.step, ref.source, analysed, sibling))
         try:
-            body = whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit), series=series)
+            body = whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit, siblings), series=series)
         except whatif.WhatIfError as exc:
             left_out = "; ".join(f"{s['run']} left out: {s['reason']}" for s in skipped)
             raise StepNotAnalysable(f"{exc}" + (f" ({left_out})" if left_out else "")) from None

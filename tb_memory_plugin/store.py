@@ -154,6 +154,17 @@ def tag_order(tag: str) -> tuple:
     return tuple(key), tag
 
 
+def siblings(refs: list[StepRef], ref: StepRef, limit: int) -> list[StepRef]:
+    """The other steps of `ref`'s run from the same source, nearest to it in the run's order first
+    (at most `limit`): what the what-if compares its step's peak with."""
+    same = [other for other in refs if other.source == ref.source]
+    if ref not in same:
+        return []
+    at = same.index(ref)
+    others = [other for other in same if other != ref]
+    return sorted(others, key=lambda other: abs(same.index(other) - at))[:limit]
+
+
 def step_order(ref: StepRef) -> tuple:
     """A step's place among its run's: tags by `tag_order`, but a profile's steps as they ran
     (a fit profiled across an epoch's end: `step_2`, its validation's `run_4`, then the next

@@ -28,7 +28,7 @@ from ._numeric import scatter_sum
 from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
                        xla_programs_share)
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
-from .findings import cpu_working_set_scratch
+from .findings import cpu_working_set_scratch, format_bytes
 from .names import REPLICA_RE, XLA_OFF_ADVICE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
@@ -843,16 +843,46 @@ class Traced:
         return self.given_batch or traced_batch(self.step)
 
 
+STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
+MAX_SIBLINGS = 8  # the other steps of the first's run read for that, nearest first
+
+
+def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
+    """A note where another traced step of `first`'s run, at its batch and in the same memory space,
+    peaked STEP_SPREAD or more above it: steps of one model at one batch can differ (the allocator's
+    chunks; a trial's `predict` peaked 12, 17, 17, 17 and 10.5 MiB in five batches, and the what-if
+    had scaled the last, 34% low). None where none did, or a step's batch cannot be read."""
+    rise = first.space.peak_rise_bytes
+    higher = []
+    for other in siblings:
+        try:
+            if (other.space.has_curve and other.space.trace.id == first.space.trace.id and other.batch == first.batch
+                    and other.space.peak_rise_bytes >= rise * (1 + STEP_SPREAD)):
+                higher.append(other)
+        except WhatIfError:
+            continue
+    if not higher or rise <= 0:
+        return None
+    top = max(higher, key=lambda other: other.space.peak_rise_bytes)
+    return (f"{top.tag} of {first.run}, at the same batch ({first.batch}), peaked "
+            f"{top.space.peak_rise_bytes / rise - 1:.0%} higher than {first.tag} (a rise of "
+            f"{format_bytes(top.space.peak_rise_bytes)} against {format_bytes(rise)}): steps of one model differ "
+            f"(the allocator's chunks, what else ran); predict from the highest with --tag {top.tag} (the page: "
+            "pick that step)")
+
+
 class WhatIf:
     """The predictions for one batch size: one step from the traced step whose batch is nearest the
     one asked, a fit when the steps hold two batch sizes or more; the largest batch under a limit (a
     device allocator's capacity where the trace has one and no limit is given; a host allocator's is
-    a cap, no limit)."""
+    a cap, no limit). `siblings`: other steps of the first step's run, for `steps_note`."""
 
-    def __init__(self, steps: list[Traced], batch: int, limit: int | None = None) -> None:
+    def __init__(self, steps: list[Traced], batch: int, limit: int | None = None,
+                 siblings: list[Traced] = ()) -> None:
         if not steps:
             raise WhatIfError("no traced step to predict from")
         self.steps, self.batch = steps, batch
+        self.steps_note = higher_sibling(steps[0], list(siblings)) if siblings else None
         first = steps[0]
         if not first.space.has_curve:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")

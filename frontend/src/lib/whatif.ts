@@ -67,8 +67,13 @@ export function quotedRun(w: WhatIfResponse): WhatIfResponse['runs'][number] | u
   return w.runs[0];
 }
 
-/** "from one step (batch 2)" or "fitted over 2 runs (batches 2, 4)". */
+/** "from one step (batch 2)" or "fitted over 2 runs (batches 2, 4)", then the answer's notes. */
 export function methodText(w: WhatIfResponse): string {
+  const text = leadText(w);
+  return w.steps_note ? `${text} · ${w.steps_note}` : text;
+}
+
+function leadText(w: WhatIfResponse): string {
   if (w.method === 'fit') {
     const batches = w.predictions.fit?.batches ?? w.runs.map((r) => r.batch);
     const fitted = `fitted over ${w.runs.length} runs (batches ${batches.join(', ')})`;
