@@ -234,31 +234,6 @@ def _profiled_by(script: str, root: Path, **env: str) -> Path:
     return root
 
 
-_ONEDNN_SCRIPT = """
-import sys
-import numpy as np
-import tensorflow as tf
-import keras
-
-model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, name="h"), keras.layers.Dense(8, name="o")])
-optimizer = keras.optimizers.SGD()
-
-@tf.function
-def step(x, y):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((model(x) - y) ** 2)
-    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-    return loss
-
-x, y = np.ones((32, 64), np.float32), np.ones((32, 8), np.float32)
-step(x, y)
-tf.profiler.experimental.start(sys.argv[1])
-with tf.profiler.experimental.Trace("train", step_num=1, _r=1):
-    step(x, y)
-tf.profiler.experimental.stop()
-"""
-
-
 _GRU_SCRIPT = """
 import sys
 import numpy as np
@@ -316,7 +291,7 @@ def test_onednn_kernels_are_the_ops_they_ran_for(tmp_path):
     `_MklMatMul` for a Dense layer's `MatMul`. Op types group them as a step's labels do
     (names.graph_op_type: a trial's transformer had listed `_MklEinsum`, `_MklMatMul`), and the
     kernel stays each name's own (the convolution findings judge it)."""
-    (path,) = _profiled_by(_ONEDNN_SCRIPT, tmp_path, TF_ENABLE_ONEDNN_OPTS="1").glob("plugins/profile/*/*.xplane.pb")
+    (path,) = _profiled_by(_EAGER_SCRIPT, tmp_path, TF_ENABLE_ONEDNN_OPTS="1").glob("plugins/profile/*/*.xplane.pb")
     kernels = {plane.event_metadata[event.metadata_id].name.rpartition(":")[2]
                for plane in _space(path.read_bytes()).planes for line in plane.lines for event in line.events}
     assert any(kernel.startswith("_Mkl") and "MatMul" in kernel for kernel in kernels), sorted(kernels)
