@@ -26,7 +26,8 @@ def _type(dash, testid: str, text: str) -> None:
 
 def test_findings_select_their_layer(dashboard):
     """The U-Net's findings (the allocator gap oneDNN leaves on CPU) are listed as the summary route gives
-    them; a click selects the finding's layer: details, treemap and graph follow, with its parameters."""
+    them; a gap names no scope (no op holds it) and selects nothing. The growing run's finding names the
+    layer that keeps the bytes: a click selects it, and details, treemap and graph follow."""
     dash, tb = dashboard, dashboard.tb
     tag, device = _open_run(dash, UNET)
     findings = tb.api("summary", run=UNET, tag=tag)["findings"]
@@ -34,19 +35,24 @@ def test_findings_select_their_layer(dashboard):
     items = dash.loc(tid("finding"))
     assert items.count() == len(findings)
     first, shown = findings[0], items.first
-    assert shown.get_attribute("data-kind") == first["kind"]
+    assert shown.get_attribute("data-kind") == first["kind"] == "allocator_gap"
     assert int(shown.get_attribute("data-bytes")) == first["bytes"]
     assert first["message"] in shown.text_content() and first["suggestion"] in shown.text_content()
-    assert first["scope"], first
+    assert first["scope"] == "" and shown.get_attribute("role") is None  # nothing to select
 
+    run = "growth"
+    tag, device = _open_run(dash, run)
+    findings = tb.api("summary", run=run, tag=tag)["findings"]
+    first = next(f for f in findings if f["scope"])
+    shown = dash.loc(f'{tid("finding")}[data-kind="{first["kind"]}"]').first
     shown.click()
-    _assert_details_match(dash, UNET, tag, device, first["scope"])
+    _assert_details_match(dash, run, tag, device, first["scope"])
     parent = first["scope"].rpartition("/")[0]
     dash.wait_focus(parent)
     assert dash.tile(first["scope"]).get_attribute("aria-selected") == "true"
     assert shown.get_attribute("aria-pressed") == "true"
     # The layer's own parameters, from the scope route (the run has its graph).
-    scope = tb.api("scope", run=UNET, tag=tag, device=device, scope=first["scope"])
+    scope = tb.api("scope", run=run, tag=tag, device=device, scope=first["scope"])
     if scope["param_count"]:
         assert int(dash.loc(tid("details-params")).get_attribute("data-count")) == scope["param_count"]
     dash.screenshot("finding-selected")
