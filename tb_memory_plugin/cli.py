@@ -25,6 +25,7 @@ import numpy as np
 from . import compare, compare_report, findings as findings_mod, logdir as logdir_mod, report, trace as trace_mod
 from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT
+from .names import UNKNOWN_OP
 
 
 class _Warnings(logging.Handler):
@@ -216,6 +217,10 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     _print_the_rest([row["figures"] for row in rest], "op types")
     for row in below:
         op_type_line(row)
+    if any(row["name"] == UNKNOWN_OP for row in listed):
+        print(f"   {UNKNOWN_OP}: ops whose type the trace does not give; a profile has no event of the inexpensive "
+              "ops TensorFlow runs inline (a loop body's), unless profiled with "
+              "tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)")
     print(f"   categories at peak{within} (heuristic):")
     for row in category_rows:
         held = row.get("resident_bytes")

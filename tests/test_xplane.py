@@ -284,6 +284,14 @@ def test_a_loop_bodys_ops_hold_no_temporaries_of_runs_not_in_progress(tmp_path):
             assert not space.temporaries[~ran].any()
             assert int(space.exec_columns[figures.AT_PEAK].sum()) == space.peak_rise_bytes
     assert checked  # loop ops whose runs span the peak, none in progress, hold bytes at it
+    # The listing says why an op has no type, and how to have one, where one is listed.
+    from tb_memory_plugin import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["summary", str(tmp_path), "--top", "1000"]) == 0
+    listed = re.findall(r"^ +\S+ \S+  \(unknown\) x\d+", out.getvalue(), re.MULTILINE)
+    assert listed and out.getvalue().count("ProfilerOptions(host_tracer_level=3)") == len(listed)
 
 
 def test_onednn_kernels_are_the_ops_they_ran_for(tmp_path):
