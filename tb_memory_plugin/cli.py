@@ -218,9 +218,9 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     for row in below:
         op_type_line(row)
     if any(row["name"] == UNKNOWN_OP for row in listed):
-        print(f"   {UNKNOWN_OP}: ops whose type the trace does not give; a profile has no event of the inexpensive "
-              "ops TensorFlow runs inline (a loop body's), unless profiled with "
-              "tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)")
+        print(f"   {UNKNOWN_OP}: ops whose type the trace does not give (in a profile, the inexpensive ops TensorFlow "
+              "runs inline, a loop body's, unless profiled with "
+              "tf.profiler.experimental.ProfilerOptions(host_tracer_level=3))")
     print(f"   categories at peak{within} (heuristic):")
     for row in category_rows:
         held = row.get("resident_bytes")
@@ -343,7 +343,7 @@ def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_n
           + ("; no allocation records, so no curve and no peak" if say_no_curve else ""))
     largest = _largest_allocation(space, group)
     if largest:
-        print(f"   largest node: {largest['name']} ({largest['op_type']}), allocated "
+        print(f"   largest node: {largest['name']}{_op_type_suffix(largest['op_type'])}, allocated "
               f"{format_bytes(largest['allocated_bytes'])}, output {format_bytes(largest['output_bytes'])}")
     rows = _scope_rows(space, group, scope)
     if rows is None:
@@ -750,7 +750,7 @@ def diff_command(args: argparse.Namespace) -> int:
         print(f"tb-memory: {exc}", file=sys.stderr)
         return 1
     (a_ref, a_space), (b_ref, b_space) = sides
-    comparison = compare.Comparison(a_space, b_space, args.group, renumber=a_ref.run != b_ref.run)
+    comparison = compare.Comparison(a_space, b_space, args.group, renumber=compare.renumbers(a_ref.run, b_ref.run))
     if args.json:
         body = compare_report.comparison_dict(
             comparison, compare_report.side_dict(a_space, a_ref.run, a_ref.tag, a_ref.step, a_ref.source),
@@ -846,13 +846,13 @@ def _print_whatif(body: dict) -> None:
               + (f" (over a start of {format_bytes(start)})" if start is not None else ""))
         if prediction.get("warning"):
             print(f"     warning: {prediction['warning']}")
-        if body["steps_note"] and method == body["method"]:
-            print(f"     note: {body['steps_note']}")
         if limit is not None:
             fits = prediction["max_batch"]
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
             print(f"     largest batch whose {what} fits in {format_bytes(limit)} ({body['limit_source']}): "
                   + ("any (nothing grows with the batch)" if fits is None else str(fits)))
+    if body["steps_note"]:
+        print(f"   note: {body['steps_note']}")
     print(f"   top layers at the predicted peak ({body['method'].replace('_', ' ')}; each layer's own ops, "
           "a layer inside it a row of its own):")
     for layer in body["layers"]:

@@ -214,6 +214,12 @@ class Comparison:
         return table
 
 
+def renumbers(a_run: str, b_run: str) -> bool:
+    """Whether B's names numbered anew are matched to A's: not for two steps of one run, whose names
+    are one graph's, where two names are two ops (a GAN's generator and discriminator steps)."""
+    return a_run != b_run
+
+
 def compare_steps(a: StepAnalysis, b: StepAnalysis, group: str = "layer", a_space: str | None = None,
                   b_space: str | None = None, renumber: bool = True) -> Comparison:
     """Step A against baseline step B: each step's default memory space, or the one named per side

@@ -480,10 +480,13 @@ _OPTIMIZER_WORDS = frozenset({"adam", "adamw", "sgd", "rmsprop", "adagrad", "ada
 def optimizer_scope(first: str) -> bool:
     """Whether a first path component is an optimizer's scope: its name, or its name numbered as
     TensorFlow and Keras number a second one (`Adam_1`, `adam_1` for a model built again), or a
-    snake-case name with an optimizer's word in it (`g_adam`: an optimizer named by the user)."""
-    if first in _OPTIMIZER_NAMES or _NUMBERED.sub("", first) in _OPTIMIZER_NAMES:
+    snake-case name that ends in an optimizer's word (`g_adam`: an optimizer named by the user)."""
+    base = _NUMBERED.sub("", first)
+    if first in _OPTIMIZER_NAMES or base in _OPTIMIZER_NAMES:
         return True
-    return first.islower() and "_" in first and not _OPTIMIZER_WORDS.isdisjoint(first.split("_"))
+    # The word last, as an optimizer is named for what it trains (`g_adam`), not a model for how it
+    # was trained (`adam_lstm`, `sgd_baseline`).
+    return base.islower() and "_" in base and base.rpartition("_")[2] in _OPTIMIZER_WORDS
 
 
 # Slots of tf.compat.v1 optimizers (`<var>/Adam`), and a moving average's shadow of a variable

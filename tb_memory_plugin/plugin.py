@@ -263,7 +263,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         # Keyed by the analysed spaces themselves: a cached comparison keeps them alive, so ids are not reused.
         comparison = self._comparisons.get_or_compute(
             (id(a_space), id(b_space), group),
-            lambda: compare.Comparison(a_space, b_space, group, renumber=run != against_run))
+            lambda: compare.Comparison(a_space, b_space, group, renumber=compare.renumbers(run, against_run)))
         return compare_report.comparison_dict(
             comparison, compare_report.side_dict(a_space, run, tag, a_ref.step, a_ref.source),
             compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top)
@@ -319,7 +319,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         if traced_batch is None:  # a batch given for one step says nothing of its siblings'
             for ref in store.siblings(steps[run], first, whatif.MAX_SIBLINGS):
                 analysed = self._store.analysis(ctx, experiment, ref)
-                sibling = analysed.space(space.trace.id) if analysed.status == "ok" else None
+                sibling = analysed.space(traced[0].space.trace.id) if analysed.status == "ok" else None
                 if sibling is not None:
                     siblings.append(whatif.Traced(run, ref.tag, ref.step, ref.source, analysed, sibling))
         try:

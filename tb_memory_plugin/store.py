@@ -155,14 +155,20 @@ def tag_order(tag: str) -> tuple:
 
 
 def siblings(refs: list[StepRef], ref: StepRef, limit: int) -> list[StepRef]:
-    """The other steps of `ref`'s run from the same source, nearest to it in the run's order first
-    (at most `limit`): what the what-if compares its step's peak with."""
-    same = [other for other in refs if other.source == ref.source]
-    if ref not in same:
+    """The other steps of `ref`'s profile (one `.xplane.pb`, read at once: each step costs little
+    more), marked alike (steps, or function runs), nearest to it in the run's order first (at most
+    `limit`): what the what-if compares its step's peak with. None for a TF1 run's records, each a
+    step of its own to read."""
+    if ref.plugin != PROFILE:
         return []
-    at = same.index(ref)
-    others = [other for other in same if other != ref]
-    return sorted(others, key=lambda other: abs(same.index(other) - at))[:limit]
+    session, marked = ref.tag.rpartition("/")[0], is_function_run(ref.tag)
+    same = [other for other in refs if other.plugin == PROFILE and other.tag.rpartition("/")[0] == session
+            and is_function_run(other.tag) == marked]
+    at = next((i for i, other in enumerate(same) if other == ref), None)
+    if at is None:
+        return []
+    nearest = sorted((abs(i - at), i) for i, other in enumerate(same) if i != at)
+    return [same[i] for _, i in nearest[:limit]]
 
 
 def step_order(ref: StepRef) -> tuple:

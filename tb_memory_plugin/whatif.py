@@ -844,24 +844,31 @@ class Traced:
 
 
 STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
-MAX_SIBLINGS = 8  # the other steps of the first's run read for that, nearest first
+MAX_SIBLINGS = 4  # the other steps of the first's profile read for that, nearest first (store.siblings)
 
 
 def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
-    """A note where another traced step of `first`'s run, at its batch and in the same memory space,
-    peaked STEP_SPREAD or more above it: steps of one model at one batch can differ (the allocator's
-    chunks; a trial's `predict` peaked 12, 17, 17, 17 and 10.5 MiB in five batches, and the what-if
-    had scaled the last, 34% low). None where none did, or a step's batch cannot be read."""
+    """A note where another traced step of `first`'s profile ran the same ops (every op's name alike:
+    the same function, not a training step beside an inference one) at its batch, in the same
+    memory space, and peaked STEP_SPREAD or more above it: steps of one model at one batch can
+    differ (the allocator's chunks, sequences of other lengths; a trial's `predict` peaked 12, 17,
+    17, 17 and 10.5 MiB in five batches, and the what-if had scaled the last, 34% low). None where
+    none did. Peaks are compared first, names and batches only of the steps that peaked higher."""
     rise = first.space.peak_rise_bytes
+    if rise <= 0:
+        return None
     higher = []
     for other in siblings:
+        space = other.space
+        if not (space.has_curve and space.trace.id == first.space.trace.id
+                and space.peak_rise_bytes >= rise * (1 + STEP_SPREAD)):
+            continue
         try:
-            if (other.space.has_curve and other.space.trace.id == first.space.trace.id and other.batch == first.batch
-                    and other.space.peak_rise_bytes >= rise * (1 + STEP_SPREAD)):
+            if _ops_of(space) == _ops_of(first.space) and other.batch == first.batch:
                 higher.append(other)
         except WhatIfError:
             continue
-    if not higher or rise <= 0:
+    if not higher:
         return None
     top = max(higher, key=lambda other: other.space.peak_rise_bytes)
     return (f"{top.tag} of {first.run}, at the same batch ({first.batch}), peaked "
@@ -869,6 +876,11 @@ def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
             f"{format_bytes(top.space.peak_rise_bytes)} against {format_bytes(rise)}): steps of one model differ "
             f"(the allocator's chunks, what else ran); predict from the highest with --tag {top.tag} (the page: "
             "pick that step)")
+
+
+def _ops_of(space: SpaceAnalysis) -> set[str]:
+    """The ops a step ran, by graph name (not the names a source makes up: `(no op)`, `(before this step)`)."""
+    return {name for name in space.names.graph_names if not name.startswith("(")}
 
 
 class WhatIf:

@@ -162,6 +162,7 @@ def test_keras_3_optimizer_scopes_are_the_optimizers(path):
     ("gen_sgd_1/Mul", OPTIMIZER),
     ("momentum_encoder/dense/MatMul", ACTIVATIONS),  # MoCo's momentum encoder is a model
     ("adamant_block/Mul", ACTIVATIONS), ("GAdam/Mul", ACTIVATIONS), ("dense/Mul", ACTIVATIONS),
+    ("adam_lstm/lstm/MatMul", ACTIVATIONS), ("sgd_baseline/dense/MatMul", ACTIVATIONS),  # models named by training
 ])
 def test_an_optimizer_named_by_the_user_is_the_optimizers(path, category):
     """Keras 3 scopes an optimizer's ops under the name it is given: a GAN's `g_adam` and `d_adam`

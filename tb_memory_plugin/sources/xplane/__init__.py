@@ -1034,6 +1034,8 @@ class _PlaneSteps:
                     kernels[name] = kernel
             elif _EAGER_OP_RE.match(name):  # an eager op, which TensorFlow names by its op type
                 op_types.setdefault(name, name)
+            elif name == names_mod.INPUT_PIPELINE:  # tf.data's own allocations, in no op: no op's type
+                op_types.setdefault(name, names_mod.INPUT_PIPELINE)
         return op_types, kernels
 
 

@@ -225,7 +225,7 @@ def _without_branch_calls(parts: list[str]) -> list[str]:
     k = 1
     while k + 2 < len(parts):
         if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]) and any(
-                parts[k + 2 + tape:k + 2 + tape + k] == parts[:k] or _loop_gradient_body(parts, k, tape)
+                parts[k + 2 + tape:k + 2 + tape + k] == parts[:k] or (tape and _loop_gradient_body(parts, k))
                 for tape in (0, 1) if not tape or _STEP_SCOPE_RE.match(parts[k + 2])):
             parts = parts[k + 2:]
             k = 1
@@ -234,19 +234,20 @@ def _without_branch_calls(parts: list[str]) -> list[str]:
     return parts
 
 
-def _loop_gradient_body(parts: list[str], k: int, tape: int) -> bool:
+def _loop_gradient_body(parts: list[str], k: int) -> bool:
     """Whether `parts[k]` (`body`) is the call of a loop's gradient loop whose ops name the forward
     loop again: a Keras RNN's backward loop, `gradient_tape/net/gru/while/net_1/gru_1/while_grad/
     body/_211/gradient_tape/net_1/gru_1/while/gradients/...`: the gradient loop (`while_grad`) is
     named in the tape's function, after the scope it was taken in, and its body's ops after the
-    tape's scope by the forward loop's own scopes (`net_1/gru_1/while`), two or more of them, or
+    tape's scope (`parts[k + 2]`, which stays in front: these are gradients) by the forward loop's
+    own scopes (`net_1/gru_1/while`), two or more of them, or
     the loop's alone where it is at the function's root (`tf.while_loop` in a train step:
     `gradient_tape/while/while_grad/body/_43/gradient_tape/while/gradients/while/cell/...`)."""
     op = parts[k - 1]
     if not op.endswith("_grad") or k < 2:
         return False
     forward = [*parts[:k - 1], op[:-len("_grad")]]
-    body = parts[k + 2 + tape:]
+    body = parts[k + 3:]
     scope = parts[:k - 1]  # the scope the gradient was taken in: the tape's, then the forward loop's
     if (len(body) > 1 and _LOOP_SCOPE_RE.match(body[0]) and scope[-1:] == [body[0]] == forward[-1:]
             and (len(scope) == 1 or (len(scope) == 2 and _STEP_SCOPE_RE.match(scope[0])))):
