@@ -564,12 +564,22 @@ def fed_before_step(space) -> int:
     """Bytes of the step's feeds made before it (TF1's `_arg_<feed>`: the session copies a fed array
     into a tensor before the step starts, so its output holds bytes the step allocated none of): in
     use before the step, as the step's input, not the model's."""
-    names = space.names
-    inputs = np.flatnonzero(names.category == INPUTS)
+    inputs = np.flatnonzero(feeds(space))
     if not inputs.size:
         return 0
     made_before = space.name_column(OUTPUT)[inputs] - space.name_column(ALLOCATED)[inputs]
     return int(made_before.clip(min=0).sum())
+
+
+def feeds(space) -> np.ndarray:
+    """Per name, whether it hands the step an input (a feed's `_arg_`, a placeholder, an iterator's
+    batch), but for a `PlaceholderWithDefault`: unfed, it hands on its default, a constant the graph
+    holds (not the step's input, nor of the batch fed); fed, the feed's `_arg_` holds the bytes."""
+    names = space.names
+    return (names.category == INPUTS) & ~names.of_op_type(_WITH_DEFAULT.__eq__)
+
+
+_WITH_DEFAULT = "PlaceholderWithDefault"
 
 
 WEIGHT_CONSTANTS_NOTE = ("parameters include Const nodes read as weights (float, rank >= 1, feeding a conv, "

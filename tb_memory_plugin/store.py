@@ -181,7 +181,7 @@ def step_order(ref: StepRef) -> tuple:
 
 
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
-    """Runs -> traced steps (tags) in event files, sorted by run then tag (`tag_order`)."""
+    """Runs -> traced steps (tags) in event files, sorted by run then tag (each by `tag_order`)."""
     runs: dict[str, dict[str, StepRef]] = {}
     for plugin in (TAGGED_RUN_METADATA, RUN_METADATA, RUN_METADATA_GRAPH):
         mapping = data_provider.list_blob_sequences(ctx, experiment_id=experiment_id, plugin_name=plugin)
@@ -191,7 +191,13 @@ def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef
                     continue  # an unknown version of summary-written RunMetadata
                 runs.setdefault(run, {}).setdefault(
                     tag, StepRef(run, tag, plugin, int(series.max_step), float(series.max_wall_time)))
-    return {run: [tags[t] for t in sorted(tags, key=tag_order)] for run, tags in sorted(runs.items())}
+    return in_run_order({run: [tags[t] for t in sorted(tags, key=tag_order)] for run, tags in runs.items()})
+
+
+def in_run_order(runs: dict) -> dict:
+    """Runs ordered as tags are, numbers in their names by value: a sweep's `b4, b8, b16, b32`, not
+    `b16, b32, b4, b8`."""
+    return dict(sorted(runs.items(), key=lambda item: tag_order(item[0])))
 
 
 def runs_with_graph(data_provider, ctx, experiment_id: str) -> set[str]:
@@ -332,7 +338,7 @@ class StepStore:
         profiled = self._profile_steps(set(runs))
         for run, refs in profiled.items():
             runs[run] = sorted(runs.get(run, []) + refs, key=step_order)
-        return dict(sorted(runs.items()))
+        return in_run_order(runs)
 
     def has_profiles(self) -> bool:
         return bool(self._profile_paths())

@@ -28,6 +28,7 @@ from ._numeric import scatter_sum
 from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
                        xla_programs_share)
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
+from . import resident as resident_mod
 from .findings import cpu_working_set_scratch, format_bytes
 from .names import REPLICA_RE, XLA_OFF_ADVICE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
@@ -474,7 +475,7 @@ class OneStep:
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants. An
         # input op that allocates in the step (a queue's dequeue) is in the rise, scaled there.
         allocated = space.name_column(ALLOCATED) > 0
-        feeds = rows[(space.names.category == INPUTS) & (rows >= 0) & ~allocated]
+        feeds = rows[resident_mod.feeds(space) & (rows >= 0) & ~allocated]
         resident = int(outputs.batch_sizes.sums(outputs.count)[feeds].sum())
         persistent = np.flatnonzero(trace.persistent > 0)
         kept = trace.persistent[persistent].astype(np.int64)

@@ -804,3 +804,22 @@ def test_a_comparison_says_which_sides_peak_an_allocator_gap_puts_in_doubt(capsy
     out = capsys.readouterr().out
     assert "note: A's allocator readings and its records disagree by up to 512.0 KiB (allocator_gap)" in out, out
     assert "note: B's" not in out
+
+
+def test_readings_below_the_records_throughout_are_no_memory_the_records_miss():
+    """Readings 3, 2 and 1 MiB below the records' running total even before each op ran imply a
+    negative start (no usable baseline). Against their median (-6 MiB, with the op's own records'
+    window) the last had read as 1 MiB the records miss ("exceed the allocation records"); no
+    allocator holds less than nothing, so they are read against none: the records count up to 3 MiB
+    the allocator did not hold."""
+    nodes = [
+        Node("a/MatMul", 0, 2, op="MatMul", memory=[Mem("GPU_0_bfc", [(0, 4 * MiB)])]),  # no reading
+        Node("b/MatMul", 3, 5, op="MatMul", memory=[Mem("GPU_0_bfc", [(3, 4 * MiB)], bytes_in_use=1 * MiB)]),
+        Node("c/MatMul", 6, 8, op="MatMul", memory=[Mem("GPU_0_bfc", [(6, 4 * MiB)], bytes_in_use=6 * MiB)]),
+        Node("d/Relu", 9, 11, op="Relu", memory=[Mem("GPU_0_bfc", [(9, 4 * MiB)], bytes_in_use=11 * MiB)]),
+    ]
+    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    assert step.space(None).start_bytes is None  # the readings imply a negative start
+    (gap,) = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
+    assert gap.details["gap_bytes"] == -3 * MiB and "fall short of the allocation records by up to 3.0 MiB" in gap.message
+    assert "exceed" not in gap.message

@@ -512,3 +512,34 @@ def test_the_cli_explains_a_graph_bigger_than_the_start(capsys, tmp_path, unet_t
     served = json.loads(memory_app_client(tmp_path).get("/data/plugin/memory/summary?run=unet&tag=step_1").get_data())
     (device,) = served["devices"]
     assert device["resident"]["other_bytes"] < 0 and device["resident"]["other_note"] == resident.OTHER_BELOW_ZERO_NOTE
+
+
+@pytest.mark.parametrize("fed", [False, True])
+def test_a_placeholder_with_default_feeds_only_when_fed(fed):
+    """`tf.compat.v1.placeholder_with_default(default_batch)`: unfed, it hands on its default, a
+    constant the graph holds (no input of the step's: a trial's unfed step had read its 256 KiB as
+    fed inputs); fed, the feed's `_arg_` holds the batch, once (its default had been counted too)."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph_ = tf.Graph()
+    with graph_.as_default():
+        default = tf.constant(np.ones((16, 64, 64, 1), np.float32), name="default_batch")
+        x = tf1.placeholder_with_default(default, (None, 64, 64, 1), name="x")
+        w = tf1.get_variable("conv/kernel", (3, 3, 1, 8))  # a convolution, which grappler does not fold
+        loss = tf.reduce_sum(tf.nn.conv2d(x, w, 1, "SAME"))
+        train = [tf1.train.GradientDescentOptimizer(0.01).minimize(loss), loss]
+        init = tf1.global_variables_initializer()
+    feed = {x: np.full((16, 64, 64, 1), 2.0, np.float32)} if fed else None
+    with models._session(graph_) as session:
+        session.run(init)
+        session.run(train, feed_dict=feed)
+        metadata = tf1.RunMetadata()
+        session.run(train, feed_dict=feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                    run_metadata=metadata)
+    step = store.analyse_bytes(metadata.SerializeToString())
+    space = step.space(None)
+    # Fed, the placeholder still runs beside its `_arg_` (unfed, grappler may fold it into a constant).
+    assert not fed or any(op == "PlaceholderWithDefault" for op in space.names.op_types)
+    assert resident.fed_before_step(space) == (16 * 64 * 64 * 4 if fed else 0)

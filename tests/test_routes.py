@@ -456,6 +456,11 @@ def test_steps_are_listed_with_their_numbers_in_order(tmp_path, unet_trace):
         protos.write_tagged_run_metadata(tmp_path / "run", f"step_{number}", unet_trace.run_metadata_bytes, number)
     (run,) = get_json(tensorboard_app(tmp_path), "runs")["runs"]
     assert [s["tag"] for s in run["steps"]] == ["step_8", "step_9", "step_12", "step_100"]
+    # Runs too: a batch-size sweep's `b4, b8, b16, b32`, not `b16, b32, b4, b8` (a trial's picker).
+    for name in ("b16", "b4", "b32", "b8"):
+        protos.write_tagged_run_metadata(tmp_path / "sweep" / name, "step_1", unet_trace.run_metadata_bytes, 1)
+    runs = [r["run"] for r in get_json(tensorboard_app(tmp_path / "sweep"), "runs")["runs"]]
+    assert runs == ["b4", "b8", "b16", "b32"]
     # Digits of any length (Python's int() refuses over 4,300), and ties broken by the tag itself.
     odd = ["step_" + "9" * 5000, "step_08", "step_8", "step_", "a10b2", "a10b10", "a9"]
     assert sorted(odd, key=store.tag_order) == ["a9", "a10b2", "a10b10", "step_", "step_08", "step_8", "step_" + "9" * 5000]
