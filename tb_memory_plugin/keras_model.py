@@ -217,6 +217,8 @@ def _slot_names(compile_config: dict) -> tuple[str, ...] | None:
         kind, config = optimizer.get("class_name", ""), optimizer.get("config") or {}
     else:
         return ()
+    if kind == "LossScaleOptimizer":  # mixed precision's wrapper: its inner optimizer keeps the slots
+        return _slot_names({"optimizer": config.get("inner_optimizer")})
     if kind == "SGD":
         return ("momentum",) if float(config.get("momentum", 0) or 0) > 0 else ()
     if kind == "RMSprop":
