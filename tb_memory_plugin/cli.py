@@ -851,8 +851,8 @@ def _print_whatif(body: dict) -> None:
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
             print(f"     largest batch whose {what} fits in {format_bytes(limit)} ({body['limit_source']}): "
                   + ("any (nothing grows with the batch)" if fits is None else str(fits)))
-    if body["steps_note"]:
-        print(f"   note: {body['steps_note']}")
+    for note in body["notes"]:
+        print(f"   note: {note}")
     print(f"   top layers at the predicted peak ({body['method'].replace('_', ' ')}; each layer's own ops, "
           "a layer inside it a row of its own):")
     for layer in body["layers"]:

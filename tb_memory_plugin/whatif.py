@@ -844,6 +844,7 @@ class Traced:
         return self.given_batch or traced_batch(self.step)
 
 
+XPLANE_SOURCE = "xplane"  # a profile's steps (store.StepRef.source)
 STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
 MAX_SIBLINGS = 4  # the other steps of the first's profile read for that, nearest first (store.siblings)
 
@@ -888,14 +889,14 @@ class WhatIf:
     """The predictions for one batch size: one step from the traced step whose batch is nearest the
     one asked, a fit when the steps hold two batch sizes or more; the largest batch under a limit (a
     device allocator's capacity where the trace has one and no limit is given; a host allocator's is
-    a cap, no limit). `siblings`: other steps of the first step's run, for `steps_note`."""
+    a cap, no limit). `siblings`: other steps of the first step's run, for `notes`."""
 
     def __init__(self, steps: list[Traced], batch: int, limit: int | None = None,
                  siblings: list[Traced] = ()) -> None:
         if not steps:
             raise WhatIfError("no traced step to predict from")
         self.steps, self.batch = steps, batch
-        self.steps_note = higher_sibling(steps[0], list(siblings)) if siblings else None
+        self._steps_note = higher_sibling(steps[0], list(siblings)) if siblings else None
         first = steps[0]
         if not first.space.has_curve:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")
@@ -939,6 +940,23 @@ class WhatIf:
         capacity = first.space.trace.capacity_bytes if first.space.trace.memory_kind == DEVICE_MEMORY else None
         self.limit, self.limit_source = ((limit, "limit") if limit is not None
                                          else (capacity, "capacity") if capacity else (None, None))
+
+    @property
+    def notes(self) -> list[str]:
+        """What the answer should be read with: a step of the first's profile that peaked well above
+        it (`higher_sibling`), and a profile's start held as traced where the batch asked is larger."""
+        notes = [self._steps_note] if self._steps_note else []
+        base = self.base
+        start = base.space.start_bytes
+        carried = self.one_step.resident_batch_bytes if self.one_step is not None else 0
+        if (base.source == XPLANE_SOURCE and start is not None and not carried
+                and self.batch > max(step.batch for step in self.steps)):
+            notes.append(
+                f"the start ({format_bytes(start)} in use before {base.tag}) is held as traced: a profile does not "
+                "show what it holds (tf.data's prefetched batches, Keras' input buffers), which may grow with the "
+                "batch, and the peak by as much (a trial's start grew from 0.9 to 10.7 MiB from batch 16 to 64; "
+                "its rise was predicted within 2%)")
+        return notes
 
     @property
     def predictors(self) -> dict:

@@ -52,7 +52,7 @@ def whatif_dict(question: WhatIf, series: bool = False) -> dict:
         "max_batch": lead["max_batch"],
         "layers": lead["layers"],
         "predictions": {"one_step": predictions.get("one_step"), "fit": predictions.get("fit")},
-        "steps_note": question.steps_note,
+        "notes": question.notes,
     }
     if series:
         body["series"] = _series(question, lead["max_batch"])

@@ -325,7 +325,7 @@ def test_a_step_of_the_profile_peaking_well_above_the_one_read_is_said(tmp_path)
     """Steps of one function at one batch can differ (sequences of other lengths, the allocator's
     chunks: a trial's `predict` peaked 12 to 17 MiB over five batches, and the what-if scaled the
     lowest, 34% low). The what-if names the profile's step that ran the same ops at the same batch
-    and peaked 10% or more above the one it read (`steps_note`); asked of that step, nothing."""
+    and peaked 10% or more above the one it read (in `notes`); asked of that step, nothing of it."""
     from tb_memory_plugin import cli
 
     _profiled_by(_LENGTHS_SCRIPT, tmp_path)
@@ -341,11 +341,17 @@ def test_a_step_of_the_profile_peaking_well_above_the_one_read_is_said(tmp_path)
              for i, step in enumerate(profile.steps)}
     higher, lower = rises[1], rises[2]
     assert higher >= lower * 1.1 and lower == read["peak_rise_bytes"]
-    assert body["steps_note"].startswith(f"{longer} of {read['run']}, at the same batch (16), peaked "
-                                         f"{higher / lower - 1:.0%} higher"), body["steps_note"]
+    assert body["notes"][0].startswith(f"{longer} of {read['run']}, at the same batch (16), peaked "
+                                       f"{higher / lower - 1:.0%} higher"), body["notes"]
     with contextlib.redirect_stdout(out := io.StringIO()):
         assert cli.main(["whatif", str(tmp_path), "--batch", "32", "--tag", "step_1", "--json"]) == 0
-    assert json.loads(out.getvalue())["steps_note"] is None
+    assert not any(" peaked " in note for note in json.loads(out.getvalue())["notes"])
+    # A profile's start is held as traced, and said so where the batch asked is larger.
+    start = f"is held as traced: a profile does not show what it holds"
+    assert sum(start in note for note in body["notes"]) == 1
+    with contextlib.redirect_stdout(out := io.StringIO()):
+        assert cli.main(["whatif", str(tmp_path), "--batch", "8", "--json"]) == 0
+    assert not any(start in note for note in json.loads(out.getvalue())["notes"])
 
 
 def test_onednn_kernels_are_the_ops_they_ran_for(tmp_path):

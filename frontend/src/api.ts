@@ -474,8 +474,8 @@ export interface WhatIfResponse extends WhatIfPrediction {
   series: { batch: number[]; one_step?: WhatIfSeries | null; fit?: WhatIfSeries | null };
   /** Runs picked to fit with that were left out (unreadable, another memory space or model), and why; absent from older servers. */
   skipped_runs?: { run: string; tag: string; reason: string }[];
-  /** Another step of the first run, at its batch, peaked well above it (steps of one model differ): which, and how to predict from it; absent from older servers. */
-  steps_note?: string | null;
+  /** What to read the answer with (another step of the profile peaked well above the one read; a profile's start held as traced); absent from older servers. */
+  notes?: string[];
 }
 export interface WhatIfParams {
   run: string;

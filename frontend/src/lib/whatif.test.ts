@@ -136,8 +136,10 @@ describe('parseLimit', () => {
 
 describe('runs left out', () => {
   it('names them, with each reason for a tooltip', () => {
-    expect(methodText(answer({ steps_note: 'run_4 of predict peaked 62% higher' }))).toContain(' · run_4 of predict peaked 62% higher');
-    expect(methodText(answer({ steps_note: null }))).not.toContain('·');
+    expect(methodText(answer({ notes: ['run_4 of predict peaked 62% higher', 'the start is held'] }))).toContain(
+      ' · run_4 of predict peaked 62% higher · the start is held',
+    );
+    expect(methodText(answer({ notes: [] }))).not.toContain('·');
     expect(skippedText(answer())).toEqual({ text: '', reasons: '' });
     const w = answer({ skipped_runs: [{ run: 'gan', tag: 'step_1', reason: 'share 8% of their layers' }, { run: 'bad', tag: 'profile/s', reason: 'not a valid XSpace' }] });
     expect(skippedText(w)).toEqual({ text: 'left out: gan, bad', reasons: 'gan step_1: share 8% of their layers\nbad profile/s: not a valid XSpace' });

@@ -70,7 +70,7 @@ export function quotedRun(w: WhatIfResponse): WhatIfResponse['runs'][number] | u
 /** "from one step (batch 2)" or "fitted over 2 runs (batches 2, 4)", then the answer's notes. */
 export function methodText(w: WhatIfResponse): string {
   const text = leadText(w);
-  return w.steps_note ? `${text} · ${w.steps_note}` : text;
+  return [text, ...(w.notes ?? [])].join(' · ');
 }
 
 function leadText(w: WhatIfResponse): string {
