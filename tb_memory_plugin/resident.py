@@ -292,11 +292,13 @@ def _same_tensor(a, b) -> bool:
 
 def _is_optimizer_variable(name: str) -> bool:
     """The optimizer's own variables: `beta1_power` (also under the scope Adam was made in,
-    `train/beta1_power`), `Adam/iterations`, `training/Adam/iter`."""
-    return optimizer_scope(name.partition("/")[0]) or _BETA_POWER_RE.match(name.rpartition("/")[2]) is not None
+    `train/beta1_power`), `Adam/iterations`, `training/Adam/iter`, and the step counter
+    `minimize(global_step=...)` counts (`global_step`, as Keras' `iterations`: no parameter)."""
+    return optimizer_scope(name.partition("/")[0]) or _OWN_VARIABLE_RE.match(name.rpartition("/")[2]) is not None
 
 
-_BETA_POWER_RE = re.compile(r"^beta[12]_power(?:_\d+)?$")  # tf.compat.v1 Adam's own variables
+# tf.compat.v1 Adam's own variables, and the training step counter (tf.compat.v1.train.get_or_create_global_step).
+_OWN_VARIABLE_RE = re.compile(r"^(?:beta[12]_power(?:_\d+)?|global_step)$")
 
 
 def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], frozenset[str]],

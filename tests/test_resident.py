@@ -282,6 +282,22 @@ def test_slots_of_an_optimizer_with_a_lower_case_name(tf_models):
         [("dense", 16 * 32 + 32, (16 * 32 + 32) * 4)]
 
 
+def test_the_global_step_is_the_optimizers_not_a_parameter(tf_models):
+    """`minimize(global_step=tf1.train.get_or_create_global_step())`: the step counter is training
+    state, as Keras' `iterations` is, not one of the model's parameters (a trial's model had read
+    5,153 parameters for Keras' 5,152)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph_ = tf.Graph()
+    with graph_.as_default():
+        w = tf1.get_variable("dense/kernel", (8, 64))
+        step = tf1.train.get_or_create_global_step()
+        tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.square(w)), global_step=step)
+    kinds = {t.name: t.kind for t in _models(graph_.as_graph_def().SerializeToString()).tensors}
+    assert kinds == {"dense/kernel": resident.VARIABLE, "global_step": resident.SLOT}
+
+
 def test_slots_of_a_custom_named_adam_on_ref_variables(tf_models):
     """`AdamOptimizer(name="my_adam")` on ref variables: slots `w/my_adam` and `w/my_adam_1`, read off ApplyAdam;
     `beta1_power` and `beta2_power` stay the optimizer's own state."""
