@@ -115,11 +115,15 @@ describe('CompareView with an allocator gap on a side', () => {
     const view = new CompareView(selection);
     mount(view);
     view.setData(body);
-    expect(document.querySelector('[data-testid^=compare-gap]')).toBeNull();
+    expect(document.querySelector('[data-testid=compare-gap]')).toBeNull();
     view.setData({ ...body, a: { ...body.a, readings_gap_bytes: 24 * 1024 * 1024 }, b: { ...body.b, readings_gap_bytes: null } });
-    expect(document.querySelector('[data-testid=compare-gap-b]')).toBeNull();
-    const note = document.querySelector<HTMLElement>('[data-testid=compare-gap-a]')!;
-    expect(note.textContent).toBe("A's peak may be off by up to 24.0 MiB (allocator gap)");
+    let note = document.querySelector<HTMLElement>('[data-testid=compare-gap]')!;
+    expect(note.dataset.sides).toBe('A');
+    expect(note.textContent).toBe('peak may be off by up to 24.0 MiB (A): allocator gap');
+    view.setData({ ...body, a: { ...body.a, readings_gap_bytes: 2048 }, b: { ...body.b, readings_gap_bytes: 1024 } });
+    note = document.querySelector<HTMLElement>('[data-testid=compare-gap]')!;
+    expect(note.textContent).toBe('peak may be off by up to 2.00 KiB (A), 1.00 KiB (B): allocator gap');
+    expect(document.querySelectorAll('[data-testid=compare-gap]').length).toBe(1);
   });
 });
 

@@ -208,18 +208,22 @@ export class CompareView {
         ),
       );
     }
-    for (const [label, side] of [['A', d.a], ['B', d.b]] as const) {
-      const gap = side.readings_gap_bytes;
-      if (gap === undefined || gap === null) continue;
+    // Each side whose allocator readings disagree with its records (its allocator_gap finding), in one line.
+    const gaps: [string, number][] = [];
+    if (typeof d.a.readings_gap_bytes === 'number') gaps.push(['A', d.a.readings_gap_bytes]);
+    if (typeof d.b.readings_gap_bytes === 'number') gaps.push(['B', d.b.readings_gap_bytes]);
+    if (gaps.length > 0) {
+      const why = gaps.map(([label, gap]) => `${label}'s allocator readings and its records disagree by up to ${formatExactBytes(gap)} (its allocator_gap finding)`);
       this.heading.append(
         el(
           'span',
           {
             class: 'muted',
-            'data-testid': `compare-gap-${label.toLowerCase()}`,
-            title: `${label}'s allocator readings and its records disagree by up to ${formatExactBytes(gap)} (its allocator_gap finding): its peak, and so the change in peak, may be off by that much. Open ${label} alone to see why.`,
+            'data-testid': 'compare-gap',
+            'data-sides': gaps.map(([label]) => label).join(''),
+            title: [...why, 'A peak, and so the change in peak, may be off by that much: open the step alone to see why.'].join('\n'),
           },
-          `${label}'s peak may be off by up to ${formatBytes(gap)} (allocator gap)`,
+          `peak may be off by up to ${gaps.map(([label, gap]) => `${formatBytes(gap)} (${label})`).join(', ')}: allocator gap`,
         ),
       );
     }
