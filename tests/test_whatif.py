@@ -1510,8 +1510,8 @@ tf.profiler.experimental.stop()
 
 
 def test_the_batch_of_a_profile_whose_pipeline_maps_examples_is_the_forward_passs(tmp_path):
-    """A custom training loop fed by `ds.map(flip).batch(8)`: in the profiled steps the pipeline's
-    threads flip the next batches' images one by one ([32, 32, 3], input ops). The batch is the
+    """A custom training loop fed by `ds.map(flip).batch(8)`: in each profiled step the pipeline
+    flips the next batch's images one by one ([32, 32, 3], input ops). The batch is the
     forward pass's 8, not the images' height, and a step predicts the batch's growth (it predicted
     the traced peak at any batch, and a largest batch of 85,116 under 40 MiB)."""
     import subprocess
