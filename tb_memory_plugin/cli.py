@@ -680,8 +680,9 @@ def _print_changes(title: str, table: compare.Table, ranked, figure: int, top: i
         for row in rows[:top].tolist():
             status = table.status[row]
             mark = f" ({status})" if status in (compare.ADDED, compare.REMOVED) else ""
+            chunks = ", the same requests: the allocator's chunks" if table.same_requests[row] else ""
             print(f"     {_signed(int(table.delta[row, column])):>12}  {table.names[row]}{mark}"
-                  f"  ({format_bytes(int(table.b[row, column]))} -> {format_bytes(int(table.a[row, column]))})")
+                  f"  ({format_bytes(int(table.b[row, column]))} -> {format_bytes(int(table.a[row, column]))}{chunks})")
 
 
 _RENUMBERED_SHOWN = 3  # B -> A renames the text diff names, as the page does; --json lists them all

@@ -61,6 +61,18 @@ class Table:
     def column(self, figure: int) -> int:
         return self.columns.index(figure)
 
+    @cached_property
+    def same_requests(self) -> np.ndarray:
+        """Per row: in both, its outputs requesting as many bytes on each side, but the allocator
+        giving them other chunks (allocated bytes differ): a change of the allocator's, not of the
+        model's (a BFC allocator gave one 8 MiB request an 8 MiB chunk in one step, 14.5 MiB in the
+        next). False where the table has no output or allocated column."""
+        if OUTPUT not in self.columns or ALLOCATED not in self.columns:
+            return np.zeros(len(self.names), dtype=bool)
+        output, allocated = self.column(OUTPUT), self.column(ALLOCATED)
+        return (self.in_a & self.in_b & (self.a[:, output] > 0) & (self.delta[:, output] == 0)
+                & (self.delta[:, allocated] != 0))
+
     def ranked_by_change(self, rows: np.ndarray | None = None) -> np.ndarray:
         """Rows (all, or those given) by absolute difference: at peak, allocated, output, then name."""
         rows = np.arange(len(self.names)) if rows is None else np.asarray(rows, dtype=np.int64)

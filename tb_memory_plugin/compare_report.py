@@ -58,6 +58,8 @@ def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False) -
             row[f"delta_{key}"] = None if at_peak and not (a_curve and b_curve) else int(delta[i, column])
         if table.a_count is not None:
             row.update(a_count=int(table.a_count[i]), b_count=int(table.b_count[i]))
+        if table.same_requests[i]:  # said only where true: the allocator's chunks, not the model's requests
+            row["same_requests"] = True
         out.append(row)
     return out
 

@@ -647,3 +647,30 @@ def test_a_comparison_with_a_path_under_an_empty_scope():
     scopes = comparison.scopes
     assert "/x_1" not in scopes.names and scopes.b_own[scopes.names.index("/x")] == "/x_1"
     assert scopes.delta[comparison.children(0), 0].sum() == comparison.peak_rise_delta_bytes == 3
+
+
+def test_the_same_requests_given_other_chunks_are_said_to_be_the_allocators(tmp_path, capsys):
+    """A BFC allocator gives one 8 MiB request an 8 MiB chunk in one step and 14.5 MiB in another (a
+    trial's `predict`): the row's output is the same on both sides and its allocated bytes differ. The
+    diff says so (`same_requests`), rather than showing the change as the model's."""
+    import protos
+
+    mib = 1024 * 1024
+
+    def step(chunk):
+        return protos.serialized({protos.GPU0: [
+            protos.Node("net/conv/BiasAdd", 0, 2, op="BiasAdd", outputs=[("GPU_0_bfc", 8 * mib)],
+                        memory=[protos.Mem("GPU_0_bfc", [(0, chunk), (5, -chunk)])]),
+            protos.Node("net/relu/Relu", 3, 4, op="Relu", outputs=[("GPU_0_bfc", mib)],
+                        memory=[protos.Mem("GPU_0_bfc", [(3, mib), (6, -mib)])]),
+        ]})
+
+    protos.write_tagged_run_metadata(tmp_path / "a", "step_1", step(29 * mib // 2), 1)
+    protos.write_tagged_run_metadata(tmp_path / "b", "step_1", step(8 * mib), 1)
+    assert cli.main(["diff", str(tmp_path), "--run", "a", "--against", "b", "--group", "scope", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["scopes"]}
+    assert rows["net/conv/BiasAdd"]["same_requests"] is True
+    assert rows["net/conv/BiasAdd"]["delta_allocated_bytes"] == 13 * mib // 2
+    assert "same_requests" not in rows["net/relu/Relu"]  # the same chunk: nothing to say
+    assert cli.main(["diff", str(tmp_path), "--run", "a", "--against", "b", "--group", "scope"]) == 0
+    assert "net/conv/BiasAdd  (8.0 MiB -> 14.5 MiB, the same requests: the allocator's chunks)" in capsys.readouterr().out

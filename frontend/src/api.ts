@@ -376,6 +376,8 @@ export interface CompareScopeRow extends CompareFigures {
   status: CompareStatus;
   /** B's own path, where B numbers the row otherwise (a model built again: see `renumbered`). */
   b_name?: string;
+  /** Present (true) where both sides' outputs request as many bytes and the allocator gave them other chunks. */
+  same_requests?: boolean;
 }
 /** A path of B and the path of A it was matched with by numbering. */
 export interface Renumbered {

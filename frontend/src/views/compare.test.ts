@@ -106,6 +106,11 @@ describe('CompareView with B numbered apart', () => {
     expect(document.querySelector('img')).toBeNull();
     document.querySelector<HTMLElement>(`[data-testid=compare-table] tbody tr[data-key="grew"]`)!.click();
     expect(document.querySelector('[data-testid=compare-details-b-name]')!.textContent).toBe(`in B: ${EVIL}_1`);
+    expect(document.querySelector('[data-testid=compare-details-same-requests]')).toBeNull();
+    const chunked = { ...row('grew', 100, 40), same_requests: true };
+    view.setData({ ...body, children: [chunked], scopes: [chunked] });
+    document.querySelector<HTMLElement>(`[data-testid=compare-table] tbody tr[data-key="grew"]`)!.click();
+    expect(document.querySelector('[data-testid=compare-details-same-requests]')!.textContent).toContain('allocator’s chunks');
   });
 });
 

@@ -361,6 +361,11 @@ export class CompareView {
     }
     this.details.append(el('div', { class: 'muted' }, `${row.kind} · ${STATUS_TEXT[row.status]}`));
     if (row.b_name !== undefined) this.details.append(el('div', { class: 'muted', 'data-testid': 'compare-details-b-name' }, `in B: ${row.b_name}`));
+    if (row.same_requests) {
+      this.details.append(
+        el('div', { class: 'muted', 'data-testid': 'compare-details-same-requests' }, 'the same requests on both sides: the change is the allocator’s chunks'),
+      );
+    }
     const table = el('table', { class: 'kv' }, el('tr', {}, el('th', {}), el('th', { class: 'num' }, 'A'), el('th', { class: 'num' }, 'B'), el('th', { class: 'num' }, 'A − B')));
     const figures: [CompareFigure | 'output_bytes', string][] = [
       ['bytes', 'at peak'],
