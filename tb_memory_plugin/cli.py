@@ -24,7 +24,7 @@ import numpy as np
 
 from . import compare, compare_report, findings as findings_mod, logdir as logdir_mod, report, trace as trace_mod
 from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
-from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT
+from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT, format_bytes
 from .names import UNKNOWN_OP
 
 
@@ -51,18 +51,6 @@ class _Warnings(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage().splitlines()[0])
-
-
-def format_bytes(value: int | None) -> str:
-    if value is None:
-        return "n/a"
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024:
-            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
-        value /= 1024
-    return f"{sign}{value:.1f} TiB"
 
 
 AT_PEAK_KEY = FIGURES[AT_PEAK]
@@ -815,14 +803,7 @@ def _whatif_steps(args: argparse.Namespace) -> tuple[list, list] | None:
             raise _StepNotFound(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
         space = _pick_space(step, args.device, f"{ref.run}/{ref.tag}")
         picked.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space, batch))
-    siblings = []
-    if first is not None and not given:  # a batch given for one step says nothing of its siblings'
-        for ref in store.siblings(steps.refs(first.run) or [], first, whatif.MAX_SIBLINGS):
-            step = steps.analysis(ref)
-            space = step.space(picked[0].space.trace.id) if step.status == "ok" else None
-            if space is not None:
-                siblings.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space))
-    return picked, siblings
+    return picked, whatif.siblings_of(picked[0], first, steps.refs(first.run) or [], steps.analysis)
 
 
 def _print_whatif(body: dict) -> None:

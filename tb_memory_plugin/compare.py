@@ -122,7 +122,6 @@ class ScopeTable(Table):
         hidden[self.parent[repeats[~is_self]]] = True
         return rows[~hidden[rows]]
 
-
     def _within_chain(self, repeats: np.ndarray, delta: np.ndarray) -> np.ndarray:
         """Of the rows that explain their parent's change, those within 1% of the top of their
         chain too (a chain of scopes each explained by its child lists its last one for them all:

@@ -26,3 +26,16 @@ CATEGORIES = (
     "other",
 )
 PARAMETERS, INPUTS, ACTIVATIONS, GRADIENTS, OPTIMIZER, TEMPORARIES, OTHER = range(len(CATEGORIES))
+
+
+def format_bytes(value: int | None) -> str:
+    """A byte figure as the CLI, findings and notes write it (`1.5 KiB`, `-2.0 KiB`; `n/a` for None)."""
+    if value is None:
+        return "n/a"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
+        value /= 1024
+    return f"{sign}{value:.1f} TiB"

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from ._numeric import scatter_sum
-from .figures import AT_PEAK, OUTPUT, TEMP
+from .figures import AT_PEAK, OUTPUT, TEMP, format_bytes
 from .names import (KINDS, LAYOUT_TRANSPOSE, UPDATED_ARGUMENTS, XLA_OFF_ADVICE, label_inputs, op_type_from_label,
                     ran_xla_clusters, scope_of)
 from .trace import labels_of
@@ -86,15 +86,6 @@ class Finding:
         return {"kind": self.kind, "bytes": int(self.bytes), "scope": self.scope, "nodes": self.nodes,
                 "message": self.message, "suggestion": self.suggestion, "device": self.device,
                 "details": self.details}
-
-
-def format_bytes(value: int) -> str:
-    value = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
 
 
 def step_findings(step, model: Model | None = None, run_steps: Sequence[tuple[int, object]] = ()) -> list[Finding]:

@@ -1613,9 +1613,8 @@ def renumbering(a_paths, b_paths, leaves_are_ops: bool = False) -> dict[str, str
     Scope by scope from the root: below a scope both have (B's once renamed), B's children
     are matched against A's (with `leaves_are_ops`, a scope tree's paths, only its scopes below
     a scope: ops there are named by the graph); a path's parents need not be listed. Paths are
-    split at every
-    "/" (an empty component included: `/x_1` is `x_1` under an unnamed scope). Empty where
-    every path of B is one of A's.
+    split at every "/" (an empty component included: `/x_1` is `x_1` under an unnamed scope).
+    Empty where every path of B is one of A's.
     """
     a_set = set(a_paths)
     if a_set.issuperset(b_paths):

@@ -315,13 +315,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
                 skipped.append({"run": other, "tag": ref.tag, "reason": str(exc)})
                 continue
             traced.append(step)
-        siblings = []
-        if traced_batch is None:  # a batch given for one step says nothing of its siblings'
-            for ref in store.siblings(steps[run], first, whatif.MAX_SIBLINGS):
-                analysed = self._store.analysis(ctx, experiment, ref)
-                sibling = analysed.space(traced[0].space.trace.id) if analysed.status == "ok" else None
-                if sibling is not None:
-                    siblings.append(whatif.Traced(run, ref.tag, ref.step, ref.source, analysed, sibling))
+        siblings = whatif.siblings_of(traced[0], first, steps[run],
+                                      lambda ref: self._store.analysis(ctx, experiment, ref))
         try:
             body = whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit, siblings), series=series)
         except whatif.WhatIfError as exc:

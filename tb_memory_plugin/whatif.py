@@ -27,9 +27,9 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
                        xla_programs_share)
-from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER
-from . import resident as resident_mod
-from .findings import cpu_working_set_scratch, format_bytes
+from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, format_bytes
+from . import resident as resident_mod, store as store_mod
+from .findings import cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
@@ -47,7 +47,8 @@ _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGa
 _ROUNDING = 256
 # Profiles record the BFC chunk an allocation got: a chunk is split only when it is at least
 # twice the rounded request, so it can be up to twice the request (rounded to 256 bytes).
-_CHUNK_SOURCES = frozenset({"xplane"})
+XPLANE_SOURCE = "xplane"  # a profile's steps (Trace.source, store.StepRef.source)
+_CHUNK_SOURCES = frozenset({XPLANE_SOURCE})
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
 # Share of the peak rise XLA programs hold, at least, for a step to be theirs. Between the share its
@@ -844,7 +845,6 @@ class Traced:
         return self.given_batch or traced_batch(self.step)
 
 
-XPLANE_SOURCE = "xplane"  # a profile's steps (store.StepRef.source)
 STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
 MAX_SIBLINGS = 4  # the other steps of the first's profile read for that, nearest first (store.siblings)
 
@@ -859,14 +859,15 @@ def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
     rise = first.space.peak_rise_bytes
     if rise <= 0:
         return None
-    higher = []
+    higher, ops = [], None
     for other in siblings:
         space = other.space
         if not (space.has_curve and space.trace.id == first.space.trace.id
                 and space.peak_rise_bytes >= rise * (1 + STEP_SPREAD)):
             continue
+        ops = _ops_of(first.space) if ops is None else ops
         try:
-            if _ops_of(space) == _ops_of(first.space) and other.batch == first.batch:
+            if _ops_of(space) == ops and other.batch == first.batch:
                 higher.append(other)
         except WhatIfError:
             continue
@@ -878,6 +879,23 @@ def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
             f"{format_bytes(top.space.peak_rise_bytes)} against {format_bytes(rise)}): steps of one model differ "
             f"(the allocator's chunks, what else ran); predict from the highest with --tag {top.tag} (the page: "
             "pick that step)")
+
+
+def siblings_of(first: Traced, ref, refs: list, analysis: Callable) -> list[Traced]:
+    """The other steps of `first`'s profile (`ref`, among its run's `refs`), as `higher_sibling`
+    reads them (store.siblings: at most MAX_SIBLINGS), each in `first`'s memory space (one without
+    it, or that cannot be read, is left out); none where `first`'s batch was given (that says
+    nothing of theirs). `analysis`: a ref -> its StepAnalysis (the CLI's and the route's caches)."""
+    if first.given_batch is not None:
+        return []
+    space_id = first.space.trace.id
+    out = []
+    for ref in store_mod.siblings(refs, ref, MAX_SIBLINGS):
+        step = analysis(ref)
+        space = step.space(space_id) if step.status == "ok" else None
+        if space is not None:
+            out.append(Traced(first.run, ref.tag, ref.step, ref.source, step, space))
+    return out
 
 
 def _ops_of(space: SpaceAnalysis) -> set[str]:

@@ -889,7 +889,8 @@ class _PlaneSteps:
         count = nodes.size
         to_us = 1_000_000
         time_us = (memory["time_ps"][events] - step.start_ps) // to_us
-        event_bytes = np.where(memory["is_allocation"][events], size, -size)
+        is_allocation = memory["is_allocation"][events]
+        event_bytes = np.where(is_allocation, size, -size)
         # Start and end: the op's events (kernel runs) when it has some, else its allocations: an op
         # the profiler traces no event of (an inexpensive one, run inline: a loop body's `split`,
         # `mul`) ran when it allocated; its bytes freed later are freed by the ops that used them
@@ -900,7 +901,6 @@ class _PlaneSteps:
         np.minimum.at(start, op_exec, (ops["start_ps"][op_rows] - step.start_ps) // to_us if op_rows.size else op_rows)
         np.maximum.at(end, op_exec, (ops["end_ps"][op_rows] - step.start_ps) // to_us if op_rows.size else op_rows)
         event_start, event_end = np.full(count, big, dtype=np.int64), np.full(count, small, dtype=np.int64)
-        is_allocation = memory["is_allocation"][events]
         made = np.flatnonzero(is_allocation)
         np.minimum.at(event_start, event_exec[made], time_us[made])
         np.maximum.at(event_end, event_exec[made], time_us[made])
@@ -1034,8 +1034,8 @@ class _PlaneSteps:
                     kernels[name] = kernel
             elif _EAGER_OP_RE.match(name):  # an eager op, which TensorFlow names by its op type
                 op_types.setdefault(name, name)
-            elif name == names_mod.INPUT_PIPELINE:  # tf.data's own allocations, in no op: no op's type
-                op_types.setdefault(name, names_mod.INPUT_PIPELINE)
+            elif name == INPUT_PIPELINE:  # tf.data's own allocations, in no op: no op's type
+                op_types.setdefault(name, INPUT_PIPELINE)
         return op_types, kernels
 
 
