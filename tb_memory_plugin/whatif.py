@@ -103,7 +103,8 @@ def traced_batch(step: StepAnalysis) -> int:
     dimension of the forward pass's tensors (activations) of rank 2 or more, each counted by
     its rank: a matmul's `[batch x seq, d]` is the reshaped `[batch, seq, d]` of the ops
     around it; or the input ops' commonest first dimension (of rank 2 or more: batched
-    examples), where a quarter of those votes hold it too.
+    examples), where a quarter of those votes hold it too. Where feeds tie (as many images as
+    boxes fed), the forward pass's tensors decide between them.
     """
     if unattributed_note(step.spaces):
         raise WhatIfError("most of this step's peak is memory TensorFlow named no op for (up to 2.17: a function XLA "
@@ -135,6 +136,13 @@ def traced_batch(step: StepAnalysis) -> int:
     else:
         leading = (_leading_dims(step, INPUTS, 1, lambda shape: 1, _SPARSE_FEED_RE.match)
                    or _leading_dims(step, INPUTS, 1, lambda shape: 1))
+        most = max(leading.values(), default=0)
+        tied = [dim for dim, votes in leading.items() if votes == most]
+        if len(tied) > 1:
+            # As many feeds of each (images `[6, 16]` and their boxes `[24, 8]`): the forward pass's
+            # tensors decide, each counted by its rank, then the larger.
+            forward = _leading_dims(step, ACTIVATIONS, 2, len)
+            return max(tied, key=lambda dim: (forward[dim], dim))
     if not leading:
         if not any(space.trace.outputs_of for space in step.spaces):
             raise WhatIfError(f"a {step.trace.source} trace keeps no output shapes here: "
@@ -212,6 +220,30 @@ def _flattened(step: StepAnalysis, batch: int) -> set[int]:
             if product > batch:
                 flat.add(product)
     return flat
+
+
+def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]]:
+    """Feeds whose first dimension is a whole multiple of the batch, other than the batch flattened
+    with a feed's positions: `boxes` `[4 x batch, 4]` (a detection model's boxes), a sparse feed's
+    entries, a ragged feed's flat values. Their rows are items of the examples, whose count the
+    step cannot tell grows with the batch (or stays: a table fed at a size that divides by it),
+    so tensors of that length are not scaled. {first dimension: (feed name, shape)}, the first
+    feed of each. None at batch 1, where every dimension is a multiple."""
+    if batch <= 1:
+        return {}
+    known = flattened_batches(step, batch) | time_major_steps(step, batch)
+    found: dict[int, tuple[str, tuple]] = {}
+    for space in step.spaces:
+        outputs_of = space.trace.outputs_of
+        if outputs_of is None:
+            continue
+        rows = np.flatnonzero(space.names.category == INPUTS).tolist()
+        for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
+            for shape, _ in outputs:
+                if (shape and shape[0] > batch and shape[0] % batch == 0 and shape[0] not in known
+                        and shape[0] not in found):  # named as the user's graph names it (`boxes`)
+                    found[shape[0]] = (space.names.graph_names[row], tuple(shape))
+    return found
 
 
 def _stacked_steps(shapes: list[tuple], first_dim: np.ndarray, rank: np.ndarray, from_stacks: np.ndarray,
@@ -361,6 +393,10 @@ class _Outputs:
         # flattened with it, or the sequence's own (positions, masks): not scaled, and weighed.
         unsure = np.zeros(len(shapes), dtype=bool) if batch > 1 else np.isin(first_dim, sorted(_flattened(step, 1)))
         self.unsure_flattened_bytes = int(sizes[unsure & (rank > 1) & ~parameter & ~from_reads].sum())
+        # Outputs as long as a feed of items (`[4 x batch, 4]` boxes) that nothing else scales.
+        self.per_item_feeds = per_item_feeds(step, batch)
+        per_item = np.isin(first_dim, sorted(self.per_item_feeds)) & (rank > 0) & ~batched & ~parameter & ~from_reads
+        self.per_item_bytes = int(sizes[per_item].sum())
         # oneDNN's workspaces (batch norm, max pool) are flat: one dimension, a multiple of the
         # batch, longer than a per-channel vector of the op's batch output.
         with_channels = np.zeros(self.count, dtype=bool)
@@ -473,6 +509,9 @@ class OneStep:
         self.batch_in_parameter_shape = unscaled > 0 and unscaled * 100 >= space.peak_rise_bytes
         self.unsure_flattened = (outputs.unsure_flattened_bytes > 0
                                  and outputs.unsure_flattened_bytes * 100 >= space.peak_rise_bytes)
+        # Said where the step's outputs of a per-item length weigh 1% of the peak rise.
+        self.per_item = (outputs.per_item_feeds, outputs.per_item_bytes) if (
+            outputs.per_item_bytes > 0 and outputs.per_item_bytes * 100 >= space.peak_rise_bytes) else None
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants. An
         # input op that allocates in the step (a queue's dequeue) is in the rise, scaled there.
         allocated = space.name_column(ALLOCATED) > 0
@@ -505,6 +544,14 @@ class OneStep:
             said.append(f"at the traced batch ({self.batch}) some forward-pass tensors are shaped like the model's "
                         "parameters, which are never scaled, so this may predict too little; trace at a batch size "
                         "that is no layer's width, or fit over two batch sizes")
+        if self.per_item is not None and self.scales.any():
+            feeds, held = self.per_item
+            dim, (name, shape) = min(feeds.items())
+            more = f" (and {len(feeds) - 1} more)" if len(feeds) > 1 else ""
+            said.append(f"the feed {name} {list(shape)}{more} is {dim // self.batch} times the batch ({self.batch}) long: "
+                        f"tensors of its length ({format_bytes(held)} of the step's outputs) are not scaled, so "
+                        "where they grow with the batch (an example's boxes, tokens or entries) this predicts too "
+                        "little; fit over two batch sizes")
         if self.replicas > 1:
             said.append(f"the step runs {self.replicas} replicas (a distribution strategy): the batch read "
                         f"({self.batch}) is each replica's, and so is the batch asked for (the global batch is "

@@ -256,6 +256,40 @@ def test_forward_tensors_shaped_like_parameters_are_warned_of():
     assert whatif_report.whatif_dict(clean)["predictions"]["one_step"]["warning"] is None
 
 
+def _boxes_model(batch: int, boxes_per_image: int = 4) -> whatif.Traced:
+    """A real step of a two-input model: images' features `x` `[batch, 16]` and their boxes fed as
+    rows of their own, `[boxes_per_image x batch, 8]` (a detection head's boxes)."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, 16), name="x")
+        boxes = tf.compat.v1.placeholder(tf.float32, (None, 8), name="boxes")
+        per_box = tf.nn.relu(tf.matmul(boxes, tf.compat.v1.get_variable("box/w", (8, 1000))))
+        pooled = tf.reshape(per_box, (-1, boxes_per_image * 1000))
+        h = tf.concat([pooled, tf.nn.relu(tf.matmul(x, tf.compat.v1.get_variable("img/w", (16, 500))))], 1)
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, tf.compat.v1.get_variable("out/w", (boxes_per_image * 1000 + 500, 1)))))
+        return [x, boxes], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+    rng = np.random.default_rng(0)
+    return _traced_real(f"boxes_b{batch}", build, [rng.random((batch, 16), np.float32),
+                                                   rng.random((boxes_per_image * batch, 8), np.float32)])
+
+
+def test_a_feed_of_items_several_per_example_is_warned_of():
+    """Boxes fed as rows of their own (`[4 x batch, 8]`) make tensors as long as the boxes, which
+    the one step does not scale (the trace cannot tell they grow with the batch): it says so,
+    naming the feed as the graph names it, and how much the step's outputs of that length weigh."""
+    traced = _boxes_model(6)
+    assert whatif.traced_batch(traced.step) == 6
+    assert whatif.per_item_feeds(traced.step, 6) == {24: ("boxes", (24, 8))}
+    predictor = whatif.one_step(traced.step, traced.space)
+    feeds, held = predictor.per_item
+    assert held >= 24 * 1000 * 4  # the per-box activations, at least
+    assert predictor.warning.startswith("the feed boxes [24, 8] is 4 times the batch (6) long")
+    # The real step at twice the batch peaks higher than the prediction, as it warns.
+    assert whatif.predicted_bytes(predictor, 12, absolute=False) < _boxes_model(12).space.peak_rise_bytes
+    # One box an image: the boxes are the batch, scaled, and nothing is said.
+    one = whatif.one_step(*(lambda t: (t.step, t.space))(_boxes_model(6, boxes_per_image=1)))
+    assert one.per_item is None and one.warning is None
+
+
 def test_weights_cast_to_float16_are_no_batch_shaped_like_a_parameter():
     """Mixed precision casts each weight to float16 in the forward pass: a tensor shaped like the
     parameter because it is one. Where its first dimension is the batch, that is no sign of a
