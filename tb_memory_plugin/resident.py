@@ -22,9 +22,9 @@ from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
 from .figures import ALLOCATED, INPUTS, OUTPUT
 from .graph import graph_blobs
-from .names import _SLOT_RE, computes_gradient, is_apply_op, layer_path, optimizer_scope, scope_of
+from .names import _SLOT_RE, computes_gradient, is_apply_op, label_inputs, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
-from .trace import DEVICE_MEMORY, device_task, parse_device, same_device
+from .trace import DEVICE_MEMORY, device_task, labels_of, parse_device, same_device
 
 VARIABLE = "variable"
 SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
@@ -579,6 +579,18 @@ def feeds(space) -> np.ndarray:
     holds (not the step's input, nor of the batch fed); fed, the feed's `_arg_` holds the bytes."""
     names = space.names
     return (names.category == INPUTS) & ~names.of_op_type(_WITH_DEFAULT.__eq__)
+
+
+def placeholder_defaults(space) -> np.ndarray:
+    """Per name, whether it is a `PlaceholderWithDefault`'s default (its data input, from its
+    label): a constant of the graph, as big whatever batch is fed."""
+    names = space.names
+    holders = np.flatnonzero(names.of_op_type(_WITH_DEFAULT.__eq__)).tolist()
+    if not holders:
+        return np.zeros(len(names.raw), dtype=bool)
+    defaults = {name for label in labels_of(space.trace.label_of, [names.raw[i] for i in holders])
+                for name in label_inputs(label)}
+    return np.fromiter(map(defaults.__contains__, names.raw), dtype=bool, count=len(names.raw))
 
 
 _WITH_DEFAULT = "PlaceholderWithDefault"

@@ -520,6 +520,8 @@ class OneStep:
         persistent = np.flatnonzero(trace.persistent > 0)
         kept = trace.persistent[persistent].astype(np.int64)
         batch_shaped = outputs.batch_sizes.holds(rows[trace.name_code[persistent]], kept)
+        # A `PlaceholderWithDefault`'s default is the graph's, whatever batch is fed.
+        batch_shaped &= ~resident_mod.placeholder_defaults(space)[trace.name_code[persistent]]
         self.resident_batch_bytes = resident + int(kept[batch_shaped].sum())
         self._layer_names, self._layer_of_name = _layers(space)
 

@@ -559,3 +559,11 @@ def test_a_placeholder_with_default_feeds_only_when_fed(fed):
     # Fed, the placeholder still runs beside its `_arg_` (unfed, grappler may fold it into a constant).
     assert not fed or any(op == "PlaceholderWithDefault" for op in space.names.op_types)
     assert resident.fed_before_step(space) == (16 * 64 * 64 * 4 if fed else 0)
+    # Its default is the graph's constant whatever batch is fed: the what-if's start grows by the
+    # feed alone (it had grown by the default too: 55% high for a trial's start fed at 4x the batch).
+    if fed:
+        defaults = resident.placeholder_defaults(space)
+        assert [space.names.raw[i] for i in np.flatnonzero(defaults)] == ["default_batch"]
+        from tb_memory_plugin import whatif
+
+        assert whatif.one_step(step, space).resident_batch_bytes == 16 * 64 * 64 * 4
