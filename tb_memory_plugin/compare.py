@@ -66,12 +66,25 @@ class Table:
         """Per row: in both, its outputs requesting as many bytes on each side, but the allocator
         giving them other chunks (allocated bytes differ): a change of the allocator's, not of the
         model's (a BFC allocator gave one 8 MiB request an 8 MiB chunk in one step, 14.5 MiB in the
-        next). False where the table has no output or allocated column."""
+        next). Only where the chunks can be all it allocated (a chunk is under twice its request,
+        so its outputs request at least half its allocated bytes, on each side: not an allocation
+        that requests no output, the eager copy of a batch) and it holds bytes at the peak on
+        both sides, changed no more than its chunks did (else the peak's moment moved, not the
+        chunks alone: a scope whose update ran after one side's peak). False where the table has no
+        output or allocated column."""
         if OUTPUT not in self.columns or ALLOCATED not in self.columns:
             return np.zeros(len(self.names), dtype=bool)
         output, allocated = self.column(OUTPUT), self.column(ALLOCATED)
+        chunks_only = (2 * self.a[:, output] >= self.a[:, allocated]) & (2 * self.b[:, output] >= self.b[:, allocated])
+        held = True
+        if AT_PEAK in self.columns and self.counted[self.column(AT_PEAK)]:
+            at_peak = self.column(AT_PEAK)
+            change, chunks = self.delta[:, at_peak], self.delta[:, allocated]
+            # ... and the chunks' change is as big as the change at the peak, the same way.
+            held = ((self.a[:, at_peak] > 0) & (self.b[:, at_peak] > 0) & (change * chunks >= 0)
+                    & (np.abs(change) <= np.abs(chunks)))
         return (self.in_a & self.in_b & (self.a[:, output] > 0) & (self.delta[:, output] == 0)
-                & (self.delta[:, allocated] != 0))
+                & (self.delta[:, allocated] != 0) & chunks_only & held)
 
     def ranked_by_change(self, rows: np.ndarray | None = None) -> np.ndarray:
         """Rows (all, or those given) by absolute difference: at peak, allocated, output, then name."""

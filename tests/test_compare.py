@@ -657,20 +657,28 @@ def test_the_same_requests_given_other_chunks_are_said_to_be_the_allocators(tmp_
 
     mib = 1024 * 1024
 
-    def step(chunk):
+    def step(chunk, sqrt_chunk, sqrt_at, copied):
         return protos.serialized({protos.GPU0: [
             protos.Node("net/conv/BiasAdd", 0, 2, op="BiasAdd", outputs=[("GPU_0_bfc", 8 * mib)],
                         memory=[protos.Mem("GPU_0_bfc", [(0, chunk), (5, -chunk)])]),
             protos.Node("net/relu/Relu", 3, 4, op="Relu", outputs=[("GPU_0_bfc", mib)],
                         memory=[protos.Mem("GPU_0_bfc", [(3, mib), (6, -mib)])]),
+            # Held at B's peak, run after A's: the peak's moment, not the chunks, moved its bytes.
+            protos.Node("opt/Sqrt", sqrt_at, sqrt_at + 1, op="Sqrt", outputs=[("GPU_0_bfc", 2 * mib)],
+                        memory=[protos.Mem("GPU_0_bfc", [(sqrt_at, sqrt_chunk), (sqrt_at + 2, -sqrt_chunk)])]),
+            # A small output beside bytes it requested as no output (an eager copy of the batch).
+            protos.Node("net/copy", 3, 4, op="Identity", outputs=[("GPU_0_bfc", 256)],
+                        memory=[protos.Mem("GPU_0_bfc", [(3, 256 + copied), (6, -256 - copied)])]),
         ]})
 
-    protos.write_tagged_run_metadata(tmp_path / "a", "step_1", step(29 * mib // 2), 1)
-    protos.write_tagged_run_metadata(tmp_path / "b", "step_1", step(8 * mib), 1)
+    protos.write_tagged_run_metadata(tmp_path / "a", "step_1", step(29 * mib // 2, 3 * mib, 8, 2 * mib), 1)
+    protos.write_tagged_run_metadata(tmp_path / "b", "step_1", step(8 * mib, 2 * mib, 4, mib), 1)
     assert cli.main(["diff", str(tmp_path), "--run", "a", "--against", "b", "--group", "scope", "--json"]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["scopes"]}
     assert rows["net/conv/BiasAdd"]["same_requests"] is True
     assert rows["net/conv/BiasAdd"]["delta_allocated_bytes"] == 13 * mib // 2
     assert "same_requests" not in rows["net/relu/Relu"]  # the same chunk: nothing to say
+    assert rows["opt/Sqrt"]["delta_bytes"] == -2 * mib and "same_requests" not in rows["opt/Sqrt"]
+    assert rows["net/copy"]["delta_bytes"] == mib and "same_requests" not in rows["net/copy"]
     assert cli.main(["diff", str(tmp_path), "--run", "a", "--against", "b", "--group", "scope"]) == 0
     assert "net/conv/BiasAdd  (8.0 MiB -> 14.5 MiB, the same requests: the allocator's chunks)" in capsys.readouterr().out
