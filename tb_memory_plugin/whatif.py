@@ -732,6 +732,10 @@ class Fitted:
         held = np.array([[run.get(name, 0) for name in self.layer_names] for run in per_run], dtype=np.float64)
         design = np.column_stack([np.ones(len(points)), [batch for batch, _ in points]])
         self._coef = np.linalg.lstsq(design, held.reshape(len(points), -1), rcond=None)[0]  # (2, layers)
+        # A layer's line stops at zero where it never held less at a traced peak: one that shrank
+        # between the traced batches (an XLA program's rounding, 31.9 then 3.0 MiB) would go on to
+        # take 56 MiB off the others' at a batch beyond them, as no layer can.
+        self._floor = np.minimum(held.min(axis=0), 0) if held.size else np.zeros(0)
         starts = [space.start_bytes for _, space in points]
         self._start = (None if None in starts
                        else np.linalg.lstsq(design, np.array(starts, dtype=np.float64), rcond=None)[0])
@@ -807,7 +811,7 @@ class Fitted:
                          f"{int(round(per_sample[i])):,} B per sample" for i in shown.tolist())
 
     def _layer_bytes(self, batch: int) -> np.ndarray:
-        return np.rint(self._coef[0] + self._coef[1] * batch).astype(np.int64)
+        return np.maximum(np.rint(self._coef[0] + self._coef[1] * batch), self._floor).astype(np.int64)
 
     def peak_rise(self, batch: int) -> int:
         return max(int(self._layer_bytes(batch).sum()), 0)

@@ -719,6 +719,32 @@ def test_a_fit_through_peaks_in_different_layers_says_so():
     assert renumbered.warning is None
 
 
+def test_a_layer_that_shrank_between_the_traced_batches_stops_at_zero():
+    """A layer that held less at the larger traced batch (an XLA program's allocator rounding: a
+    stranger's 31.9 then 3.0 MiB) is fitted by a line that goes below zero beyond them; it stops at
+    zero there, rather than taking its negative bytes off the other layers' (the stranger's fit
+    read a 64 MiB rise beside layers adding up to 120, the real step rising 125 MiB). A layer that
+    held negative bytes at a traced peak (frees of what was there before the step) keeps them."""
+    import protos
+
+    mib = 1024 * 1024
+
+    def space(batch, rounding):
+        nodes = [
+            protos.Node("net/dense/MatMul", 0, 2, op="MatMul", outputs=[("GPU_0_bfc", batch * mib // 8)],
+                        memory=[protos.Mem("GPU_0_bfc", [(0, batch * mib // 8), (9, -batch * mib // 8)])]),
+            protos.Node("program/rounding", 3, 4, op="Fill", outputs=[("GPU_0_bfc", rounding)],
+                        memory=[protos.Mem("GPU_0_bfc", [(3, rounding), (9, -rounding)])]),
+        ]
+        return store.analyse_bytes(protos.serialized({protos.GPU0: nodes})).space(None)
+
+    fitted = whatif.Fitted([(32, space(32, 32 * mib)), (64, space(64, 3 * mib))], one_step_beside=False)
+    assert fitted.peak_rise(32) == 36 * mib and fitted.peak_rise(64) == 11 * mib  # through both
+    assert fitted.peak_rise(128) == 16 * mib  # the dense layer's 16 MiB; the rounding's line at -55 MiB
+    rows = {row["layer"]: row["at_peak_bytes"] for row in fitted.predict(128).layers}
+    assert rows == {"net/dense": 16 * mib}
+
+
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():
     """Two readings of what a step starts with that fell by noise as the batch grew: the start is
     fixed memory, their mean at any batch, not a line heading below the model's own size."""
