@@ -30,7 +30,7 @@ from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattri
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, format_bytes
 from . import resident as resident_mod, store as store_mod
 from .findings import cpu_working_set_scratch
-from .names import REPLICA_RE, XLA_OFF_ADVICE, label_inputs, renumbering
+from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -718,9 +718,10 @@ class Fitted:
         # What each traced peak was made in: the category and the layer of the op running then (a
         # peak in the backward pass at one batch and in the optimizer's update at another is two
         # phases; a BatchNorm's backward pass peaking in one layer at 32 and another at 64, two layers).
-        phases, peak_layers = set(), set()
+        phases, peak_layers, program_rows = set(), set(), set()
         for batch, space in points:
             names, of_name = _layers(space)
+            program_rows.update(names[i] for i in np.unique(of_name[space.names.of_op_type(XLA_PROGRAM_OP_TYPE.__eq__)]))
             held = scatter_sum(of_name[space.trace.name_code], space.exec_columns[AT_PEAK], len(names))
             if per_run:  # each layer by the first step's name for it (a model built again is renumbered)
                 names = _as_first_names(list(per_run[0]), names)
@@ -732,10 +733,14 @@ class Fitted:
         held = np.array([[run.get(name, 0) for name in self.layer_names] for run in per_run], dtype=np.float64)
         design = np.column_stack([np.ones(len(points)), [batch for batch, _ in points]])
         self._coef = np.linalg.lstsq(design, held.reshape(len(points), -1), rcond=None)[0]  # (2, layers)
-        # A layer's line stops at zero where it never held less at a traced peak: one that shrank
-        # between the traced batches (an XLA program's rounding, 31.9 then 3.0 MiB) would go on to
-        # take 56 MiB off the others' at a batch beyond them, as no layer can.
-        self._floor = np.minimum(held.min(axis=0), 0) if held.size else np.zeros(0)
+        # An XLA program's own row (its bytes placed on no op: the allocator's rounding, values of no
+        # op) stops at zero where it never held less at a traced peak: shrinking between the traced
+        # batches (31.9 then 3.0 MiB) it would go on to take 56 MiB off the layers' at a batch beyond
+        # them. Layers' lines are not stopped: at-peak bytes that move between layers as the
+        # schedule changes cancel out in their sum.
+        self._floor = np.full(len(self.layer_names), -np.inf)
+        programs = [i for i, name in enumerate(self.layer_names) if name in program_rows]
+        self._floor[programs] = np.minimum(held[:, programs].min(axis=0), 0)
         starts = [space.start_bytes for _, space in points]
         self._start = (None if None in starts
                        else np.linalg.lstsq(design, np.array(starts, dtype=np.float64), rcond=None)[0])
