@@ -513,9 +513,9 @@ class _Steps:
 
     def refs(self, run: str) -> list | None:
         """The run's traced steps (None when the logdir cannot be read: already said). `.` is the
-        logdir itself, named as summary names it (by its directory)."""
+        logdir itself, named as summary names it (by its directory where it is the only run)."""
         if run == ".":
-            run = logdir_mod.own_name_of(self.logdir)
+            run = logdir_mod.root_label(self.logdir, logdir_mod.own_name_of(self.logdir))
         if run not in self._stores:
             opened = _open_store(self.logdir, run)
             if opened is None:

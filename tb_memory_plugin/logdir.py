@@ -182,16 +182,39 @@ def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
     """Run name -> directory: the asked run's directory alone, or every run under the logdir."""
     own_name = own_name_of(logdir)
     if run is not None:
-        if run in (".", own_name) and _holds_event_files(logdir):
-            return {own_name: logdir}
-        return {run: logdir.rstrip("/") + "/" + run}
-    from tensorboard.backend.event_processing import io_wrapper
-
-    # Named as TensorBoard's EventMultiplexer.AddRunsFromDirectory names them.
-    names = {os.path.relpath(directory, logdir): directory for directory in io_wrapper.GetLogdirSubdirectories(logdir)}
+        below = logdir.rstrip("/") + "/" + run
+        # The logdir's own run: `.`, or its directory's name where no sub-directory has that name
+        # (a sub-directory run of the logdir's own name is that run). Labelled as the listing labels it.
+        if (run == "." or (run == own_name and not _is_directory(below))) and _holds_event_files(logdir):
+            return {root_label(logdir, own_name): logdir}
+        return {run: below}
+    names = _listed(logdir)
     if list(names) == ["."]:
         return {own_name: logdir}
     return names
+
+
+def _listed(logdir: str) -> dict[str, str]:
+    """Every run under the logdir, named as TensorBoard's EventMultiplexer.AddRunsFromDirectory
+    names them (the logdir's own run `.`)."""
+    from tensorboard.backend.event_processing import io_wrapper
+
+    return {os.path.relpath(directory, logdir): directory for directory in io_wrapper.GetLogdirSubdirectories(logdir)}
+
+
+def root_label(logdir: str, own_name: str) -> str:
+    """How a listing of the logdir labels its own run: by the directory's name where it is the only
+    run, else `.`, as TensorBoard names it beside the others."""
+    return own_name if list(_listed(logdir)) == ["."] else "."
+
+
+def _is_directory(path: str) -> bool:
+    from tensorboard.compat import tf
+
+    try:
+        return tf.io.gfile.isdir(path)
+    except Exception:  # noqa: BLE001 - an unreadable path is no run of its own
+        return False
 
 
 def _holds_event_files(directory: str) -> bool:

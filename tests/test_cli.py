@@ -466,6 +466,31 @@ def test_a_run_given_as_the_logdir_is_named_by_its_directory(capsys, logdir, run
     assert out.startswith("== gpu / step_1 (step 1)")
 
 
+def test_a_logdirs_own_run_beside_a_run_of_its_name_is_dot(capsys, logdir, tmp_path):
+    """A logdir holding an event file itself and a sub-directory run of its own name (`clash/` and
+    `clash/clash/`): the listing names them `.` and `clash`; `--run clash` is the sub-directory's
+    run (it had been the logdir's, leaving the other unreachable), `--run .` the logdir's, named
+    `.` as the listing names it (it had been `clash`), and diff reaches both."""
+    import shutil
+
+    root = tmp_path / "clash"
+    shutil.copytree(logdir / "gpu", root)
+    shutil.copytree(logdir / "unet", root / "clash")
+    code, out, err = _run(capsys, root, "--json")
+    assert code == 0, err
+    listed = {(s["run"], s["tag"]) for s in json.loads(out)["steps"]}
+    assert ("." , "step_1") in listed and any(run == "clash" for run, _ in listed)
+    code, out, err = _run(capsys, root, "--run", "clash", "--json")
+    assert code == 0, err
+    assert {(s["run"], s["tag"]) for s in json.loads(out)["steps"]} == {pair for pair in listed if pair[0] == "clash"}
+    code, out, err = _run(capsys, root, "--run", ".", "--json")
+    assert code == 0, err
+    assert [(s["run"], s["tag"]) for s in json.loads(out)["steps"]] == [(".", "step_1")]
+    clash_tag = next(tag for run, tag in sorted(listed) if run == "clash")
+    assert cli.main(["diff", str(root), "--run", "clash", "--tag", clash_tag, "--against", ".:step_1"]) == 0
+    assert capsys.readouterr().out.startswith(f"== clash / {clash_tag}")
+
+
 def test_the_current_directory_as_the_logdir_is_named_by_its_directory(capsys, logdir, monkeypatch):
     monkeypatch.chdir(logdir / "gpu")
     code, out, err = _run(capsys, ".", "--json")
