@@ -8,7 +8,7 @@ from __future__ import annotations
 from .analysis import SpaceAnalysis
 from .compare import Comparison, Table
 from .figures import ALLOCATED, AT_PEAK, OUTPUT
-from .findings import allocator_gap
+from .findings import readings_gap
 from .report import NotFound, peak_fields
 
 # Key of each compared figure in a row: `a_bytes`, `b_bytes`, `delta_bytes` are at peak.
@@ -27,14 +27,6 @@ def side_dict(space: SpaceAnalysis, run: str, tag: str, step: int, source: str) 
         "duration_us": space.duration_us,
         "readings_gap_bytes": readings_gap(space),
     }
-
-
-def readings_gap(space: SpaceAnalysis) -> int | None:
-    """How far the allocator's own readings and the step's records disagree, where the
-    `allocator_gap` finding flags it (its figure; None where it does not): the side's peak, and so
-    a change in peak, may be off by up to that much (`tb-memory summary` on the step says why)."""
-    found = allocator_gap(space) if space.has_curve else []
-    return found[0].bytes if found else None
 
 
 def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False) -> list[dict]:

@@ -472,6 +472,15 @@ def reading_unit(readings: np.ndarray) -> int:
     return bits & -bits
 
 
+def readings_gap(space) -> int | None:
+    """How far the allocator's own readings and the step's records disagree, where the
+    `allocator_gap` finding flags it (its figure; None where it does not): the step's peak, and so
+    a change in peak, may be off by up to that much. The one figure the summary, the finding and
+    a comparison give."""
+    found = allocator_gap(space) if space.has_curve else []
+    return found[0].bytes if found else None
+
+
 def allocator_gap(space) -> list[Finding]:
     trace, curve = space.trace, space.curve
     if trace.snapshot_bytes.size == 0 or curve.time_us.size == 0:

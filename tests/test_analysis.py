@@ -15,7 +15,7 @@ import pytest
 
 import protos
 from tracedata import UNET_STEPS, exec_names, read_blob_bytes, records_peak, traced_graph_step
-from tb_memory_plugin import analysis, curve as curve_mod, figures, report, scope_tree, store
+from tb_memory_plugin import analysis, curve as curve_mod, figures, findings, report, scope_tree, store
 from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, OUTPUT
 
 REAL = lambda device: "stream:" not in device and "memcpy" not in device  # noqa: E731
@@ -186,7 +186,11 @@ def test_allocator_snapshots_beside_the_records_curve(unet_trace, space, capsys)
     assert space.start_bytes == baseline
     assert space.snapshot_gap == gap
     summary = report.device_summary(space, "layer")
-    assert summary["snapshots"] == {"count": len(snapshots), "max_abs_diff_bytes": gap}
+    assert summary["snapshots"] == {"count": len(snapshots), "max_abs_diff_bytes": gap,
+                                    "readings_gap_bytes": findings.readings_gap(space)}
+    # The one figure the page, the finding and a comparison give (the raw disagreement is bigger).
+    found = findings.allocator_gap(space)
+    assert summary["snapshots"]["readings_gap_bytes"] == (found[0].bytes if found else None)
     assert summary["start_bytes"] == baseline and summary["peak_bytes"] == baseline + peak
     # Measured on TF 2.21 CPU/oneDNN, U-Net batch 2 at 16x16 (peak rise ~3 182 756 B),
     # 100 snapshots, 8 runs: gap 811 904 .. 966 096 B (25.5% .. 30.4% of the peak rise).

@@ -181,7 +181,10 @@ export interface DeviceSummary {
   exec_count: number;
   event_count: number;
   figures: Figures;
-  snapshots: { count: number; max_abs_diff_bytes: Bytes | null };
+  /** The allocator's own readings: how many, their raw disagreement with the records at each op's
+   * end, and the gap the allocator_gap finding flags (null where it flags none; absent from older
+   * servers): the one figure the page shows. */
+  snapshots: { count: number; max_abs_diff_bytes: Bytes | null; readings_gap_bytes?: Bytes | null };
   categories: CategoryTotal[];
   op_types: OpTypeTotal[];
   top_scopes: TopScope[];

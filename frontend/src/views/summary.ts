@@ -112,8 +112,11 @@ export class SummaryView {
     secondary.append(identity);
     if (capacity && host) secondary.append(capacity);
     const notes = [`${formatTime(summary.duration_us)} · ${countOf(device.exec_count, 'execution')} · ${countOf(device.event_count, 'allocation event')}`];
-    if (device.snapshots.max_abs_diff_bytes !== null && device.snapshots.count > 0) {
-      notes.push(`allocator readings differ from the records by up to ${formatBytes(device.snapshots.max_abs_diff_bytes)}`);
+    // The gap the allocator_gap finding and the compare view give (the raw disagreement at each
+    // op's end is bigger, and had read as a second, different figure beside them).
+    const gap = device.snapshots.readings_gap_bytes;
+    if (typeof gap === 'number' && device.snapshots.count > 0) {
+      notes.push(`allocator readings differ from the records by up to ${formatBytes(gap)} (see the allocator gap finding)`);
     }
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));

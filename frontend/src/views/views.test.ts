@@ -406,6 +406,16 @@ describe('SummaryView', () => {
     expect(document.querySelector('[data-testid=identity]')).toBeNull();
   });
 
+  it('gives the allocator_gap finding’s figure for the readings, not their raw disagreement, and nothing where it flags none', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    view.setData(summary, { ...device, snapshots: { count: 40, max_abs_diff_bytes: 2 * 1048576, readings_gap_bytes: 1048576 } });
+    expect(view.element.textContent).toContain('allocator readings differ from the records by up to 1.00 MiB');
+    expect(view.element.textContent).not.toContain('2.00 MiB');
+    view.setData(summary, { ...device, snapshots: { count: 40, max_abs_diff_bytes: 2 * 1048576, readings_gap_bytes: null } });
+    expect(view.element.textContent).not.toContain('allocator readings differ');
+  });
+
   it('says with whom an allocator without a baseline is shared', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
