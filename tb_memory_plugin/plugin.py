@@ -249,9 +249,9 @@ class MemoryPlugin(base_plugin.TBPlugin):
                    window=None):
         return report.curve(self._space(ctx, experiment, run, tag, device), group, points, breakdown, top, window)
 
-    def graph_impl(self, ctx, experiment, run, tag, device=None, scope="", max_nodes=200):
+    def graph_impl(self, ctx, experiment, run, tag, device=None, scope="", max_nodes=200, group=None):
         space = self._space(ctx, experiment, run, tag, device)
-        body = report.graph_view(space, self._store.run_graph(ctx, experiment, run), scope, max_nodes)
+        body = report.graph_view(space, self._store.run_graph(ctx, experiment, run), scope, max_nodes, group)
         body["graphs_dashboard_run"] = run
         return body
 
@@ -374,7 +374,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
     @_route
     def graph_route(self, request):
         return self.graph_impl(*self._space_args(request), request.args.get("scope", ""),
-                               _int_arg(request, "max_nodes", 200, 1, 2000))
+                               _int_arg(request, "max_nodes", 200, 1, 2000),
+                               _group(request) if request.args.get("group") else None)
 
     @_route
     def compare_route(self, request):

@@ -361,7 +361,10 @@ def _from_function_graph(run_graph) -> bool:
 
 
 def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope: str,
-               max_nodes: int = 200) -> dict:
+               max_nodes: int = 200, group: str | None = None) -> dict:
+    """The graph's boxes under `scope` (its name scopes); with `group`, each box says whether that
+    grouping's tree holds its path (`in_group`: grouped by layer, `gradient_tape` is no entry, its
+    ops being in their layers), so that a click on it is not a click on nothing."""
     tree = space.tree("scope")
     if run_graph is None:  # no GraphDef: the trace's own scope tree, no edges
         _, node = _tree_node(space, "scope", scope)
@@ -405,6 +408,10 @@ def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope
         rows.append({"id": child, "name": _leaf_name(child), "kind": "scope" if child in scopes else "node",
                      "op_type": None if child in scopes else child_ops.get(child), "node_count": count,
                      "at_peak_bytes": at_peak, "allocated_bytes": allocated, "output_bytes": output})
+    if group is not None:
+        grouped = space.tree(group).index
+        for row in rows:
+            row["in_group"] = row["id"] in grouped
     rows.sort(key=lambda r: (-r["at_peak_bytes"], -r["allocated_bytes"], r["id"]))
     kept, omitted, folded = graph_mod.fold(rows, edges, max_nodes)
     return {

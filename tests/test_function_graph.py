@@ -181,6 +181,12 @@ def test_keras_fit_graph_root_keeps_what_the_model_config_does_not_name(tb, logd
     assert MODEL in ids and "gradient_tape" in ids  # the backward pass beside the layer graph
     assert body["omitted_nodes"] == 0
     assert sum(n["at_peak_bytes"] for n in body["nodes"]) == int(tree.figures[0, AT_PEAK]) == space.peak_rise_bytes
+    # Which boxes the grouping by layer holds: not gradient_tape, whose ops are in their layers (a click on
+    # it had asked for a scope the grouping lacks: 404s, and the page blanked).
+    grouped = {n["id"]: n["in_group"] for n in _get(tb, "graph", run="keras/train", tag=tag, group="layer")["nodes"]}
+    layers = space.tree("layer").index
+    assert grouped == {box: box in layers for box in ids} and grouped[MODEL] and not grouped["gradient_tape"]
+    assert all("in_group" not in n for n in body["nodes"])  # asked without a group: nothing said
 
 
 def test_inside_a_keras_layer_the_graph_view_is_the_trace(tb, logdir):

@@ -323,6 +323,8 @@ export interface GraphNode {
   at_peak_bytes: Bytes;
   allocated_bytes: Bytes;
   output_bytes: Bytes;
+  /** Whether the grouping asked for holds this box's path (absent when none was asked, and on "(other)"). */
+  in_group?: boolean;
 }
 export interface GraphEdge {
   source: string;
@@ -581,7 +583,7 @@ export class Api {
     );
   }
 
-  graph(p: StepParams & { device: string; scope: string; max_nodes?: number }): Promise<GraphResponse> {
+  graph(p: StepParams & { device: string; scope: string; max_nodes?: number; group?: Group }): Promise<GraphResponse> {
     return this.get(
       routeUrl('graph', {
         run: p.run,
@@ -589,6 +591,7 @@ export class Api {
         device: p.device,
         scope: p.scope,
         max_nodes: p.max_nodes,
+        group: p.group,
       }),
     );
   }

@@ -305,7 +305,7 @@ export class App {
         this.graphReadiness,
         this.latest.graph,
         graph,
-        () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus }),
+        () => this.api.graph({ run: p.run, tag: p.tag, device: p.device, scope: focus, group }),
         (data) => graph.setData(data),
         (e) =>
           // A layer (not `(feeds)` or `(plumbing)`, which no graph holds) that is no name scope of the graph.

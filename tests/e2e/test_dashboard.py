@@ -240,6 +240,26 @@ def test_graph_drill_moves_treemap_and_breadcrumbs(dashboard):
     dash.graph_node("shared_model").wait_for()
 
 
+
+def test_a_graph_box_the_layer_grouping_lacks_is_shown_by_name_scope(dashboard):
+    """A Keras run's `gradient_tape` box, the graph's hottest: grouped by layer its ops are in their layers,
+    so no such scope is there. A click shows it grouped by name scope (it had asked the grouping by
+    layer for it: an error in the details, and a double click blanked the page)."""
+    dash, tb = dashboard, dashboard.tb
+    run = "keras_unet/train"
+    tag, device = _open_run(dash, run)
+    assert dash.value("group-picker") == "layer"
+    boxes = tb.api("graph", run=run, tag=tag, device=device, scope="", group="layer")["nodes"]
+    assert [n["id"] for n in boxes if n.get("in_group") is False] == ["gradient_tape"]
+    dash.graph_node("gradient_tape").wait_for()
+    dash.watch_ready()
+    dash.graph_node("gradient_tape").click()
+    dash.wait_reloaded()
+    assert dash.value("group-picker") == "scope"
+    _assert_details_match(dash, run, tag, device, "gradient_tape", group="scope")
+    assert dash.loc('[role=alert], .error').count() == 0
+
+
 def test_curve_marks_the_peak(dashboard):
     dash, tb = dashboard, dashboard.tb
     tag, device = _open_run(dash, UNET)

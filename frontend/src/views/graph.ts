@@ -3,7 +3,7 @@
 
 import { select } from 'd3-selection';
 import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from 'd3-zoom';
-import type { GraphResponse } from '../api';
+import type { GraphNode, GraphResponse } from '../api';
 import { el, setLoading, showPanelError } from '../dom';
 import { countOf, formatCount } from '../format';
 import { byteShade } from '../lib/colors';
@@ -205,16 +205,17 @@ export class GraphView {
         n.id,
         boxFiguresText(n, hasCurve),
         `${countOf(n.node_count, 'node')}${n.op_type ? ` · ${n.op_type}` : ''}`,
+        n.in_group === false ? 'no layer of the grouping by layer (its ops are in their layers): a click shows it grouped by name scope' : '',
         n.kind === 'scope' ? 'double click to drill in' : '',
       ]
         .filter(Boolean)
         .join('\n');
       g.append(name, sub, title);
       if (n.kind !== 'other') {
-        g.addEventListener('click', () => this.selection.select(n.id));
+        g.addEventListener('click', () => this.pick(n, false));
         g.addEventListener('dblclick', (ev) => {
           ev.stopPropagation();
-          if (n.kind === 'scope') this.selection.drill(n.id);
+          if (n.kind === 'scope') this.pick(n, true);
         });
         // Tabbing to a box out of view pans to it.
         g.addEventListener('focus', () => {
@@ -223,8 +224,7 @@ export class GraphView {
         g.addEventListener('keydown', (ev) => {
           if (ev.key === 'Enter' || ev.key === ' ') {
             ev.preventDefault();
-            if (ev.shiftKey && n.kind === 'scope') this.selection.drill(n.id);
-            else this.selection.select(n.id);
+            this.pick(n, ev.shiftKey && n.kind === 'scope');
           }
         });
         this.boxById.set(n.id, g);
@@ -233,6 +233,22 @@ export class GraphView {
       boxes.append(g);
     }
     this.viewport.append(defs, edges, boxes);
+  }
+
+  /**
+   * Selects (or drills into) a box's scope. A box the current grouping does not hold (grouped by
+   * layer, `gradient_tape`: its ops are in their layers) is shown grouped by name scope, the
+   * graph's own, rather than asked of a grouping that has no such scope.
+   */
+  private pick(n: GraphNode, drill: boolean): void {
+    if (n.in_group === false) {
+      const focus = drill ? n.id : this.selection.get().focus;
+      this.selection.set({ group: 'scope', focus, selected: n.id });
+    } else if (drill) {
+      this.selection.drill(n.id);
+    } else {
+      this.selection.select(n.id);
+    }
   }
 
   private fit(): void {

@@ -295,6 +295,33 @@ describe('GraphView', () => {
     expect(view.element.textContent).not.toContain('treemap folds');
   });
 
+  it('shows a box the grouping by layer does not hold grouped by name scope, on click and double click', () => {
+    const withTape: GraphResponse = {
+      ...graph,
+      nodes: [
+        { ...graph.nodes[0]!, in_group: true },
+        { id: 'gradient_tape', name: 'gradient_tape', kind: 'scope', op_type: null, node_count: 9, at_peak_bytes: 20, allocated_bytes: 2, output_bytes: 2, in_group: false },
+      ],
+    };
+    const selection = new Selection({ run: 'r', group: 'layer', focus: '' });
+    const view = new GraphView(selection, () => '/data/plugin_entry.html');
+    mount(view.element);
+    view.setData(withTape);
+    const tape = document.querySelector<SVGGElement>('[data-testid=graph-node][data-id=gradient_tape]')!;
+    expect(tape.querySelector('title')!.textContent).toContain('a click shows it grouped by name scope');
+    tape.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    expect(selection.get()).toMatchObject({ group: 'scope', focus: '', selected: 'gradient_tape' });
+    selection.set({ group: 'layer' });
+    view.setData(withTape);
+    document.querySelector('[data-testid=graph-node][data-id=gradient_tape]')!.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
+    expect(selection.get()).toMatchObject({ group: 'scope', focus: 'gradient_tape', selected: 'gradient_tape' });
+    // A box the grouping holds is selected in it.
+    selection.set({ group: 'layer' });
+    view.setData(withTape);
+    document.querySelector('[data-testid=graph-node][data-id=m]')!.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    expect(selection.get()).toMatchObject({ group: 'layer', selected: 'm' });
+  });
+
   it('draws boxes with ids, selects on click, drills on double click and links to the Graphs dashboard', () => {
     const selection = new Selection({ run: 'run <b>1</b>' });
     const view = new GraphView(selection, () => '/tb/data/plugin_entry.html');
