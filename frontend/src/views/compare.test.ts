@@ -46,6 +46,14 @@ describe('CompareView', () => {
     expect(document.querySelector('[data-testid=compare-delta]')!.textContent).toContain('+30 B');
   });
 
+  it('gives each side its rise and start beside its peak: the difference shown is the rises’', () => {
+    const view = new CompareView(new Selection());
+    mount(view);
+    view.setData({ ...body, a: { ...side('a', 200), start_bytes: 900, peak_bytes: 1300, peak_rise_bytes: 400 }, peak_rise_delta_bytes: 300 });
+    expect(document.querySelector('[data-testid=compare-a]')!.textContent).toBe('A a · step_3: peak 1.27 KiB (rise 400 B over a start of 900 B)');
+    expect(document.querySelector('[data-testid=compare-delta]')!.textContent).toBe('peak rise A − B: +300 B');
+  });
+
   it('gives the colour scale its ends only where some child differs', () => {
     const view = new CompareView(new Selection());
     mount(view);

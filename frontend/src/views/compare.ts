@@ -181,8 +181,13 @@ export class CompareView {
     clear(this.heading);
     const d = this.data;
     if (!d) return;
+    // The rise beside an absolute peak: the difference shown is the rises' (the starts may differ).
     const peak = (s: CompareSide) =>
-      s.has_curve ? (s.peak_bytes !== null ? formatBytes(s.peak_bytes) : `${formatBytesDelta(s.peak_rise_bytes ?? 0)} (relative)`) : 'no curve';
+      s.has_curve
+        ? s.peak_bytes !== null
+          ? `${formatBytes(s.peak_bytes)} (rise ${formatBytes(s.peak_rise_bytes ?? 0)} over a start of ${formatBytes(s.start_bytes ?? 0)})`
+          : `${formatBytesDelta(s.peak_rise_bytes ?? 0)} (relative)`
+        : 'no curve';
     const delta = d.peak_rise_delta_bytes;
     this.heading.append(
       el('span', { 'data-testid': 'compare-a', title: `${d.a.run} ${d.a.tag} on ${d.a.id}` }, el('b', {}, 'A '), `${sideLabel(d.a)}: peak ${peak(d.a)}`),
