@@ -1030,8 +1030,8 @@ class WhatIf:
             notes.append(
                 f"the start ({format_bytes(start)} in use before {base.tag}) is held as traced: a profile does not "
                 "show what it holds (tf.data's prefetched batches, Keras' input buffers), which may grow with the "
-                "batch, and the peak by as much (a trial's start grew from 0.9 to 10.7 MiB from batch 16 to 64; "
-                "its rise was predicted within 2%)")
+                "batch, and the peak by as much (a Keras fit's start can grow by several MiB from one batch size "
+                "to the next): read the predicted rise, or trace the batch asked")
         return notes
 
     @property
