@@ -538,8 +538,8 @@ class OneStep:
                         "this may predict too little; trace at batch 2 or more, or fit over two batch sizes")
         elif self._most_scaled_share < _FEW_SCALED:
             said.append(f"under {_FEW_SCALED:.0%} of the traced peak rise was found to carry the batch "
-                        f"({self.batch}) at any moment of the step: this one-step prediction stays near the "
-                        "traced peak at any batch; "
+                        f"({self.batch}) at any moment of the step: this one-step prediction moves with the batch "
+                        "by that share only, staying near the traced peak unless the batch grows many times over; "
                         f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
                         "over steps at two batch sizes")
         elif self.batch_in_parameter_shape:
