@@ -99,6 +99,18 @@ def test_conv_scratch_advice_depends_on_the_device(device, allocator, on_cpu):
         assert "smaller filter" in advice and "FFT" in advice and "split the batch" in advice
 
 
+def test_findings_holding_nothing_at_the_peak_come_last():
+    """A convolution's scratch freed before the peak ranks after a smaller finding the peak holds
+    (the Keras demo's fourteen 32 MiB scratch cards, twelve of them freed before its peak, had led the
+    list); of equal bytes, the one held at the peak first."""
+    def finding(kind, size, at_peak=None):
+        return findings.Finding(kind, size, "", [], "", "", details={} if at_peak is None else {"at_peak_bytes": at_peak})
+
+    freed, held = finding("conv_scratch", 32, 0), finding("conv_scratch", 32, 32)
+    transposes = finding("layout_transpose", 2)
+    assert findings.ranked([freed, transposes, held]) == [held, transposes, freed]
+
+
 def test_conv_scratch_is_for_convolutions_only():
     """An assign that gives a resource variable a new buffer records it as temp: not scratch, and
     no convolution's advice (as an embedding table updated by Adam showed, 48.8 MiB each)."""

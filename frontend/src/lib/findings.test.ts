@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../api';
 import { INITIAL_SELECTION } from '../selection';
-import { findingLabel, findingSelection, sortFindings } from './findings';
+import { findingLabel, findingSelection, notAtPeak, sortFindings } from './findings';
 
 const finding = (over: Partial<Finding>): Finding => ({
   kind: 'conv_scratch',
@@ -21,6 +21,14 @@ describe('findings', () => {
     const b = finding({ bytes: 9, message: 'b' });
     const c = finding({ bytes: 5, message: 'c' });
     expect(sortFindings([a, b, c]).map((f) => f.message)).toEqual(['b', 'a', 'c']);
+  });
+
+  it('puts findings that hold nothing at the peak after the rest, whatever their bytes', () => {
+    const freed = finding({ bytes: 32, message: 'freed', details: { at_peak_bytes: 0 } });
+    const held = finding({ bytes: 32, message: 'held', details: { at_peak_bytes: 32 } });
+    const small = finding({ kind: 'layout_transpose', bytes: 2, message: 'small' });
+    expect(sortFindings([freed, small, held]).map((f) => f.message)).toEqual(['held', 'small', 'freed']);
+    expect([freed, held, small].map(notAtPeak)).toEqual([true, false, false]);
   });
 
   it('selects the finding’s layer in the layer grouping, its parent focused, on its device', () => {

@@ -17,11 +17,16 @@ export function findingLabel(kind: string): string {
   return KIND_LABELS[kind] ?? kind.replace(/_/g, ' ');
 }
 
-/** Largest bytes first (the route's order; kept when equal). */
+/** Whether a finding says it holds nothing at the peak (a convolution's scratch freed before it). */
+export function notAtPeak(f: Finding): boolean {
+  return f.details['at_peak_bytes'] === 0;
+}
+
+/** Largest bytes first, those holding nothing at the peak last (the route's order; kept when equal). */
 export function sortFindings(findings: readonly Finding[]): Finding[] {
   return findings
     .map((f, i) => ({ f, i }))
-    .sort((a, b) => b.f.bytes - a.f.bytes || a.i - b.i)
+    .sort((a, b) => Number(notAtPeak(a.f)) - Number(notAtPeak(b.f)) || b.f.bytes - a.f.bytes || a.i - b.i)
     .map((x) => x.f);
 }
 

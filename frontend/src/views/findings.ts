@@ -4,7 +4,7 @@
 import type { DeviceSummary, Finding } from '../api';
 import { clear, el } from '../dom';
 import { formatBytes, formatExactBytes } from '../format';
-import { findingLabel, findingSelection, sortFindings } from '../lib/findings';
+import { findingLabel, findingSelection, notAtPeak, sortFindings } from '../lib/findings';
 import type { Selection } from '../selection';
 
 export class FindingsView {
@@ -34,7 +34,7 @@ export class FindingsView {
       return;
     }
     const sorted = sortFindings(findings);
-    this.caption.textContent = sorted.length ? 'largest first · click one to select its layer' : '';
+    this.caption.textContent = sorted.length ? 'largest first, those held at the peak before the rest · click one to select its layer' : '';
     if (sorted.length === 0) {
       this.list.append(el('div', { class: 'muted', 'data-testid': 'findings-none' }, 'Nothing to flag in this step: no layout transposes, large convolution scratch, constants in the graph, growth across steps or allocator gap.'));
       return;
@@ -54,6 +54,7 @@ export class FindingsView {
       el('b', {}, findingLabel(f.kind)),
       el('span', { class: 'finding-bytes', title: formatExactBytes(f.bytes) }, formatBytes(f.bytes)),
       f.scope ? el('code', { class: 'finding-scope', title: f.scope }, f.scope) : null,
+      notAtPeak(f) ? el('span', { class: 'muted', 'data-testid': 'finding-not-at-peak' }, 'none of it at the peak') : null,
       elsewhere ? el('span', { class: 'muted' }, `on ${f.device}`) : null,
     );
     const node = el(
