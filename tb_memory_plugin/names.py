@@ -398,11 +398,13 @@ def layer_of(layer_path: str) -> str:
 # --- categories --------------------------------------------------------------
 
 # Ops whose bytes are a variable's own buffer: the variable, its handle, a read that returns
-# its tensor, an assignment into it. Not `ResourceGather` (an embedding lookup): its output is
-# a new tensor of the gathered rows, sized by the batch, and takes the rules below like any op.
+# its tensor, an assignment into it (an add or subtract into a resource variable whose buffer
+# another tensor shares gives it a new one: a gradient accumulator's, kept after the op). Not
+# `ResourceGather` (an embedding lookup): its output is a new tensor of the gathered rows,
+# sized by the batch, and takes the rules below like any op.
 _VARIABLE_OPS = frozenset(
     {"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "_ReadVariablesOp",
-     "Assign", "AssignVariableOp"}
+     "Assign", "AssignVariableOp", "AssignAdd", "AssignSub", "AssignAddVariableOp", "AssignSubVariableOp"}
 )
 COPY_TO_DEVICE_OP_TYPE = "host-to-device copy"  # JAX's copies of arguments (sources/xplane)
 XLA_PROGRAM_OP_TYPE = "XLA program"  # a jitted function's run, holding its buffers (sources/xplane)

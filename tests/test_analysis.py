@@ -233,6 +233,38 @@ def test_categories_of_forward_gradient_and_optimizer_nodes(space):
     assert held and all(space.category_split([i])[figures.ACTIVATIONS] > 0 for i in held)
 
 
+def test_a_variables_new_buffer_from_an_add_is_a_parameters_not_an_activation():
+    """A gradient accumulator added into while a read still shares its buffer: the add gives the variable
+    a new buffer (copy on write), kept after the op. Those bytes are the variable's (a trial's 3.2 MiB
+    accumulator had read as activations, beside 7.5 MiB of real forward outputs)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (None, 256), name="x")
+        w = tf1.get_variable("w", (256, 512), use_resource=True)
+        acc = tf1.get_variable("acc", (256, 512), initializer=tf1.zeros_initializer(), use_resource=True,
+                               trainable=False)
+        (grad,) = tf.gradients(tf.reduce_mean(tf.square(tf.matmul(x, w))), [w])
+        before = acc.read_value()  # shares the accumulator's buffer past the add
+        with tf.control_dependencies([before]):
+            add = acc.assign_add(grad, read_value=False)
+        with tf.control_dependencies([add]):
+            out = tf.reduce_sum(before)
+        init = tf1.global_variables_initializer()
+    metadata = tf1.RunMetadata()
+    with tf1.Session(graph=graph) as session:
+        session.run(init)
+        feed = {x: np.ones((32, 256), np.float32)}
+        session.run(out, feed)
+        session.run(out, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=metadata)
+    space = store.analyse_bytes(metadata.SerializeToString()).space(None)
+    (row,) = [i for i, op in enumerate(space.names.op_types) if op == "AssignAddVariableOp"]
+    assert space.name_column(figures.ALLOCATED)[row] == 256 * 512 * 4  # the new buffer
+    assert CATEGORIES[space.names.category[row]] == "parameters"
+
+
 def test_layer_group_folds_backward_and_optimizer_into_the_layer(space):
     layer = space.tree("layer")
     node = layer.index["shared_model/unet_01"]

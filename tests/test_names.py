@@ -321,6 +321,12 @@ CATEGORY_CASES = [
     ("embedding/reads", "_ReadVariablesOp", names.OP, PARAMETERS),
     ("embedding/table/Assign", "Assign", names.OP, PARAMETERS),
     ("embedding/table/Assign_1", "AssignVariableOp", names.OP, PARAMETERS),
+    # An add into a resource variable whose buffer a read still shares gives it a new buffer, kept
+    # after the op (a gradient accumulator's: a trial's 3.2 MiB had read as activations).
+    ("while/AssignAddVariableOp_4", "AssignAddVariableOp", names.OP, PARAMETERS),
+    ("acc/AssignSubVariableOp", "AssignSubVariableOp", names.OP, PARAMETERS),
+    ("acc/AssignAdd", "AssignAdd", names.OP, PARAMETERS),
+    ("adam/AssignAddVariableOp", "AssignAddVariableOp", names.OP, OPTIMIZER),  # the optimizer's iteration count
     ("embedding/table/Adam", "VarHandleOp", names.OP, OPTIMIZER),  # a slot
     # A new bool about the variable, as Shape is about a tensor.
     ("embedding/table/IsInitialized/VarIsInitializedOp", "VarIsInitializedOp", names.OP, OTHER),
