@@ -262,7 +262,7 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
         print(f"   resident before the step{', the whole model' if scope else ''} ({space.trace.id}): "
               f"{resident.param_count:,} parameters "
               f"{format_bytes(resident.param_bytes)}, optimizer slots {format_bytes(resident.slot_bytes)}"
-              + (f", fed inputs {format_bytes(resident.fed_bytes)}" if resident.fed_bytes else "")
+              + (f", inputs {format_bytes(resident.fed_bytes)}" if resident.fed_bytes else "")
               + (f", other {format_bytes(other)} of start {format_bytes(resident.start_bytes)}" if other is not None
                  else ""))
         if other is not None and other < 0:

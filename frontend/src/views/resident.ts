@@ -66,7 +66,7 @@ export class ResidentView {
       ` (${formatBytes(resident.param_bytes)}) · optimizer slots ${formatBytes(resident.slot_bytes)}`,
     ];
     if (resident.start_bytes !== null) {
-      const fed = resident.fed_bytes ? ` · fed inputs ${formatBytes(resident.fed_bytes)}` : '';
+      const fed = resident.fed_bytes ? ` · inputs ${formatBytes(resident.fed_bytes)}` : '';
       parts.push(`${fed} · other ${formatBytes(resident.other_bytes)} · in use before the step ${formatBytes(resident.start_bytes)}`);
     }
     this.body.append(el('div', { class: 'resident-line' }, ...parts));

@@ -207,7 +207,7 @@ function peakTitle(device: DeviceSummary, riseBytes: Bytes, mode: PeakMode): str
   const lines = [`absolute memory at the peak ${formatExactBytes(device.peak_bytes)}`, `= in use before the step ${formatExactBytes(device.start_bytes)}`];
   const r = device.resident;
   if (r) {
-    const fed = r.fed_bytes ? `, fed inputs ${formatBytes(r.fed_bytes)}` : '';
+    const fed = r.fed_bytes ? `, inputs ${formatBytes(r.fed_bytes)}` : '';
     lines.push(`    parameters ${formatBytes(r.param_bytes)}, optimizer slots ${formatBytes(r.slot_bytes)}${fed}, other ${formatBytes(r.other_bytes)}`);
   }
   lines.push(`+ ${rise}`);
