@@ -27,7 +27,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
                        xla_programs_share)
-from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, format_bytes
+from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, OUTPUT, format_bytes
 from . import resident as resident_mod, store as store_mod
 from .findings import cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
@@ -714,7 +714,7 @@ class Fitted:
         if len(batches) < 2:
             raise WhatIfError("a fit needs steps at two batch sizes at least (got "
                               f"{', '.join(map(str, batches)) or 'none'})")
-        per_run = []
+        per_run, requested_runs = [], []
         # What each traced peak was made in: the category and the layer of the op running then (a
         # peak in the backward pass at one batch and in the optimizer's update at another is two
         # phases; a BatchNorm's backward pass peaking in one layer at 32 and another at 64, two layers).
@@ -722,10 +722,15 @@ class Fitted:
         for batch, space in points:
             names, of_name = _layers(space)
             program_rows.update(names[i] for i in np.unique(of_name[space.names.of_op_type(XLA_PROGRAM_OP_TYPE.__eq__)]))
-            held = scatter_sum(of_name[space.trace.name_code], space.exec_columns[AT_PEAK], len(names))
+            layer_of_exec = of_name[space.trace.name_code]
+            held = scatter_sum(layer_of_exec, space.exec_columns[AT_PEAK], len(names))
+            # The bytes the outputs of the ops holding bytes at the peak requested, per layer.
+            holding = space.exec_columns[AT_PEAK] > 0
+            requested = scatter_sum(layer_of_exec[holding], space.exec_columns[OUTPUT][holding], len(names))
             if per_run:  # each layer by the first step's name for it (a model built again is renumbered)
                 names = _as_first_names(list(per_run[0]), names)
             per_run.append(dict(zip(names, held.tolist())))
+            requested_runs.append(dict(zip(names, requested.tolist())))
             at = space.peak_exec()
             phases.add((batch, None if at is None else CATEGORIES[int(space.category[at])]))
             peak_layers.add((batch, None if at is None else names[int(of_name[space.name_code[at]])]))
@@ -733,6 +738,16 @@ class Fitted:
         held = np.array([[run.get(name, 0) for name in self.layer_names] for run in per_run], dtype=np.float64)
         design = np.column_stack([np.ones(len(points)), [batch for batch, _ in points]])
         self._coef = np.linalg.lstsq(design, held.reshape(len(points), -1), rcond=None)[0]  # (2, layers)
+        self._rise_slope = float(self._coef[1].sum())  # the traced peaks' own: their layers' lines as fitted
+        # A layer whose ops holding bytes at each traced peak requested as many bytes at every batch holds
+        # the same tensors: what changed is the allocator's chunks (a profile's BFC gave a [784, 512]
+        # weight gradient 1.5 MiB at one batch and 2.9 MiB at the next), not the batch. It is fixed, at
+        # its mean: a line through the chunks had read a stranger's 1.4 MiB of chunk as 22 KiB per
+        # sample, 59% over the real peak at twice the larger batch.
+        requested = np.array([[run.get(name, 0) for name in self.layer_names] for run in requested_runs],
+                             dtype=np.float64).reshape(len(points), -1)
+        chunks_only = (requested[0] > 0) & (requested == requested[0]).all(axis=0) & (held != held[0]).any(axis=0)
+        self._coef[:, chunks_only] = np.stack([held[:, chunks_only].mean(axis=0), np.zeros(int(chunks_only.sum()))])
         # An XLA program's own row (its bytes placed on no op: the allocator's rounding, values of no
         # op) stops at zero where it never held less at a traced peak: shrinking between the traced
         # batches (31.9 then 3.0 MiB) it would go on to take 56 MiB off the layers' at a batch beyond
@@ -763,7 +778,7 @@ class Fitted:
     def falls(self) -> bool:
         """Whether the traced peaks do not grow with the batch: a line through them cannot be trusted
         beyond them (a peak that moved to another phase of the step, allocator rounding)."""
-        return float(self._coef[1].sum()) <= 0
+        return self._rise_slope <= 0
 
     def _distinct(self, at_peak: list[tuple[int, str | None]]) -> list[str]:
         """Each phase or layer the traced peaks fall in, once, in batch order."""

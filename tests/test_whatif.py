@@ -753,6 +753,32 @@ def test_an_xla_programs_own_row_that_shrank_stops_at_zero_and_layers_do_not():
     assert rows == {"net/dense": 16 * mib}
 
 
+def test_a_layer_holding_the_same_requests_in_other_chunks_is_fixed():
+    """A layer whose ops holding bytes at each traced peak requested as many bytes at both batches holds
+    the same tensors in other chunks (a stranger's profiled [784, 512] weight gradient: 1.5 MiB at 64,
+    2.9 MiB at 128): it is fixed, at its mean, not fitted as per-sample growth (which had read 59% over
+    the real peak at 256). A layer whose requests grow with the batch is fitted as before."""
+    import protos
+
+    mib = 1024 * 1024
+
+    def space(batch, chunk):
+        act = batch * mib // 32
+        nodes = [
+            protos.Node("net/dense/MatMul", 0, 2, op="MatMul", outputs=[("GPU_0_bfc", mib)],
+                        memory=[protos.Mem("GPU_0_bfc", [(0, chunk), (9, -chunk)])]),
+            protos.Node("net/act/Relu", 3, 4, op="Relu", outputs=[("GPU_0_bfc", act)],
+                        memory=[protos.Mem("GPU_0_bfc", [(3, act), (9, -act)])]),
+        ]
+        return store.analyse_bytes(protos.serialized({protos.GPU0: nodes})).space(None)
+
+    fitted = whatif.Fitted([(32, space(32, mib)), (64, space(64, 2 * mib))], one_step_beside=False)
+    assert not fitted.falls and fitted.warning is None
+    assert fitted.peak_rise(128) == 3 * mib // 2 + 4 * mib  # dense at its mean chunk; act 4 MiB
+    rows = {row["layer"]: row for row in fitted.predict(128).layers}
+    assert rows["net/dense"]["per_sample_bytes"] == 0 and rows["net/act"]["per_sample_bytes"] == mib // 32
+
+
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():
     """Two readings of what a step starts with that fell by noise as the batch grew: the start is
     fixed memory, their mean at any batch, not a line heading below the model's own size."""
