@@ -461,7 +461,27 @@ class StepStore:
 
     def run_graph(self, ctx, experiment_id: str, run: str) -> graph_mod.RunGraph | None:
         """The run's `add_graph` GraphDef; else its function graphs or Keras model config
-        (`function_graph_of`); or None. A corrupt graph counts as none."""
+        (`function_graph_of`); else, for a run whose `train` run below holds one (tf_keras' callback
+        writes its profile in `<log_dir>`, its events in `<log_dir>/train`), that run's; or None. A
+        corrupt graph counts as none."""
+        graph = self._own_run_graph(ctx, experiment_id, run)
+        if graph is None:
+            below = self._train_run_below(ctx, experiment_id, run)
+            if below is not None:
+                graph = self._own_run_graph(ctx, experiment_id, below)
+        return graph
+
+    def _train_run_below(self, ctx, experiment_id: str, run: str) -> str | None:
+        """The `train` run below `run` (`run/train`; `train` where `run` is the logdir itself), where
+        one is listed."""
+        root = run == "." or (self._own_run_name is not None and run == self._own_run_name)
+        names = {r.run_name for r in self._provider.list_runs(ctx, experiment_id=experiment_id)}
+        for below in (f"{run}/train", "train" if root else None):
+            if below is not None and below in names:
+                return below
+        return None
+
+    def _own_run_graph(self, ctx, experiment_id: str, run: str) -> graph_mod.RunGraph | None:
         key = _latest_blob_key(self._provider, ctx, experiment_id, GRAPHS, run, RUN_GRAPH_TAG)
         if key is None:
             return self.function_graph_of(ctx, experiment_id, run)
@@ -479,7 +499,14 @@ class StepStore:
             except Exception:  # noqa: BLE001 - a bad graph must not break the memory view
                 return None
 
-        return self._graphs.get_or_compute(("graph", experiment_id, run, key), load)
+        graph = self._graphs.get_or_compute(("graph", experiment_id, run, key), load)
+        if graph is not None and graph.model is not None and not graph.model.tensors:
+            # A TF2 function's GraphDef (tf_keras' callback writes one beside its model config) takes
+            # its variables as arguments, and names none: the model config sizes them.
+            sized = self.function_graph_of(ctx, experiment_id, run)
+            if sized is not None and sized.model is not None and sized.model.tensors:
+                return sized
+        return graph
 
     def _graph_ops(self, ctx, experiment_id: str, run: str) -> dict[str, str] | None:
         """The run graph's op types, for a profiled step's names whose op events the profile lacks."""

@@ -344,6 +344,55 @@ def test_a_keras_fit_whose_profile_traced_other_functions_is_sized_from_its_mode
     assert device["resident"]["param_count"] == keras_unet.build(32, 0, 2, 8).count_params()
 
 
+_FUNCTION_GRAPH_EVENT = r'''
+import sys
+import tensorflow as tf
+
+w = tf.Variable(tf.ones((4, 4)))
+
+@tf.function
+def train_step(x):
+    return tf.reduce_sum(tf.matmul(x, w))
+
+graph = train_step.get_concrete_function(tf.TensorSpec((None, 4))).graph
+with tf.summary.create_file_writer(sys.argv[1]).as_default():
+    tf.summary.graph(graph)  # a TF2 function's GraphDef: its variables come in as arguments
+'''
+
+
+def test_a_profile_beside_a_train_run_is_sized_from_that_runs_model_config(tmp_path, capsys):
+    """tf_keras' callback writes its profile in `<log_dir>` and its events in `<log_dir>/train`, with the
+    model config and a TF2 function's GraphDef (`__run_graph__`), whose variables come in as arguments:
+    the profiled run's model is sized from the train run's config (it had said the run has neither a
+    GraphDef nor a model config, and advised write_graph=True, which was on; and a GraphDef naming no
+    variable had sized it at 0 parameters)."""
+    sys.path.insert(0, str(REPO / "demo_logs"))
+    import keras_unet
+
+    from tb_memory_plugin import cli
+
+    root = tmp_path / "tfk"
+    (root / "train").mkdir(parents=True)
+    for event in KERAS_RUN.glob("events.out.tfevents.*"):
+        shutil.copy(event, root / "train")
+    shutil.copytree(KERAS_RUN / "plugins", root / "plugins")
+    script = tmp_path / "function_graph_event.py"
+    script.write_text(_FUNCTION_GRAPH_EVENT)
+    subprocess.run([sys.executable, str(script), str(root / "train")], check=True, timeout=600)
+    from tensorboard.backend.event_processing import event_file_loader
+
+    assert any(event.WhichOneof("what") == "graph_def" for path in (root / "train").glob("events.out.tfevents.*")
+               for event in event_file_loader.LegacyEventFileLoader(str(path)).Load())
+    expected = keras_unet.build(32, 0, 2, 8).count_params()
+    client = memory_app_client(tmp_path)
+    tag = _profiled(client, "tfk")[0]
+    (device,) = _get(client, "summary", run="tfk", tag=tag)["devices"]
+    assert device["resident"]["param_count"] == expected and device["resident_note"] is None
+    assert cli.main(["summary", str(root), "--json"]) == 0  # the logdir itself: its own run and `train` below
+    steps = [s for s in json.loads(capsys.readouterr().out)["steps"] if s["status"] == "ok"]
+    assert steps and all(s["devices"][0]["resident"]["param_count"] == expected for s in steps)
+
+
 def test_a_keras_config_tensorboard_cannot_read_still_sizes_the_model():
     """TensorBoard's `keras_util` fails on some Keras 3 configs (attention fed a mask, dict outputs):
     the model is still sized from its config, and its layers are the graph's nodes, without edges."""
