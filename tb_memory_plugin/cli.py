@@ -832,7 +832,8 @@ def _print_whatif(body: dict) -> None:
             fits = prediction["max_batch"]
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
             print(f"     largest batch whose {what} fits in {format_bytes(limit)} ({body['limit_source']}): "
-                  + ("any (nothing grows with the batch)" if fits is None else str(fits)))
+                  + ("any (nothing grows with the batch)" if fits is None
+                     else "none: not even batch 1 fits" if fits == 0 else str(fits)))
     for note in body["notes"]:
         print(f"   note: {note}")
     print(f"   top layers at the predicted peak ({body['method'].replace('_', ' ')}; each layer's own ops, "

@@ -1035,7 +1035,8 @@ class WhatIf:
     @property
     def notes(self) -> list[str]:
         """What the answer should be read with: a step of the first's profile that peaked well above
-        it (`higher_sibling`), and a profile's start held as traced where the batch asked is larger."""
+        it (`higher_sibling`), a profile's start held as traced where the batch asked is larger, and an
+        allocator several devices share (its peak is not this device's alone)."""
         notes = [self._steps_note] if self._steps_note else []
         base = self.base
         start = base.space.start_bytes
@@ -1047,6 +1048,12 @@ class WhatIf:
                 "show what it holds (tf.data's prefetched batches, Keras' input buffers), which may grow with the "
                 "batch, and the peak by as much (a Keras fit's start can grow by several MiB from one batch size "
                 "to the next): read the predicted rise, or trace the batch asked")
+        trace = base.space.trace
+        if trace.shared_with:
+            notes.append(
+                f"{trace.allocator} is shared with {', '.join(trace.shared_with)}: this predicts the bytes of "
+                f"{trace.id}'s own ops; the allocator holds the other devices' too, so its peak at that batch "
+                "is higher, and a limit on it is reached sooner (ask for each device, or trace one device)")
         return notes
 
     @property

@@ -211,6 +211,40 @@ def _mlp(batch: int, hidden: int, inputs: int = 32) -> whatif.Traced:
     return _traced_real(f"mlp_b{batch}", build, [np.ones((batch, inputs), np.float32)])
 
 
+def test_a_what_if_on_an_allocator_two_devices_share_says_so():
+    """Two CPU devices of one session share one allocator (`mklcpu`): a device's what-if predicts its own
+    ops' bytes, and the allocator holds the other's too. The answer says so (a stranger's 'largest batch
+    that fits' had been 542 where the allocator's records, both devices', passed the limit at 512)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (None, 64), name="x")
+        with tf.device("/cpu:0"):
+            h = tf.nn.relu(tf.matmul(x, tf1.get_variable("a/w", (64, 256))))
+        with tf.device("/cpu:1"):
+            out = tf.nn.relu(tf.matmul(h, tf1.get_variable("b/w", (256, 256))))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(out)))
+        init = tf1.global_variables_initializer()
+    metadata = tf1.RunMetadata()
+    config = tf1.ConfigProto(device_count={"CPU": 2}, allow_soft_placement=False)
+    with tf1.Session(graph=graph, config=config) as session:
+        session.run(init)
+        feed = {x: np.ones((32, 64), np.float32)}
+        session.run(train, feed)
+        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=metadata)
+    step = store.analyse_bytes(metadata.SerializeToString())
+    shared = [space for space in step.spaces if space.trace.shared_with]
+    assert len(shared) == 2, [space.trace.id for space in step.spaces]
+    for space in shared:
+        answer = whatif.WhatIf([whatif.Traced("two_cpus", "step_1", 1, "run_metadata", step, space)], 64)
+        (note,) = [n for n in answer.notes if "is shared with" in n]
+        assert note.startswith(f"{space.trace.allocator} is shared with {space.trace.shared_with[0]}")
+    alone = whatif.WhatIf([_mlp(32, 48)], 64)
+    assert not any("is shared with" in n for n in alone.notes)
+
+
 def test_a_queues_batch_is_the_traced_batch_and_in_the_rise():
     """A TF1 queue pipeline: the dequeued batch tells the traced batch; it is allocated in the step,
     so it scales in the rise, not again as bytes held before the step."""
@@ -1244,6 +1278,10 @@ def test_cli_text():
     assert f"largest batch whose peak fits in 100.0 MiB (limit): {fit['max_batch']}" in out
     assert "top layers at the predicted peak (fit; each layer's own ops" in out and "shared_model/unet_00  (fixed" in out
     assert "(over a start of " in out  # the two predictions' peaks differ by their starts: said
+    # A limit under the peak at batch 1 is said so, not "largest batch ...: 0" (a stranger read 0 as an answer).
+    code, out, err = _whatif("--run", "unet_b2", "--tag", "step_3", "--batch", "8", "--limit", "1024")
+    assert code == 0, err
+    assert "largest batch whose peak fits in 1.0 KiB (limit): none: not even batch 1 fits" in out
 
 
 @pytest.mark.parametrize("argv, words", [
