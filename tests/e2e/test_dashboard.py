@@ -252,6 +252,11 @@ def test_a_graph_box_the_layer_grouping_lacks_is_shown_by_name_scope(dashboard):
     boxes = tb.api("graph", run=run, tag=tag, device=device, scope="", group="layer")["nodes"]
     assert [n["id"] for n in boxes if n.get("in_group") is False] == ["gradient_tape"]
     dash.graph_node("gradient_tape").wait_for()
+    # The top level's boxes, which no edge joins, fill rows in view (one row had run off the panel).
+    dash.wait_graph()
+    g = dash.frame.evaluate(GRAPH_JS)
+    assert g["boxes"] and all(b["inside"] for b in g["boxes"]), g["boxes"]
+    dash.screenshot("keras-graph-top-level")
     dash.watch_ready()
     dash.graph_node("gradient_tape").click()
     dash.wait_reloaded()

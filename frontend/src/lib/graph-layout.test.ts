@@ -45,6 +45,23 @@ describe('layoutGraph', () => {
     }
     expect(layout.nodes[0]!.height).toBe(BOX_HEIGHT);
   });
+  it('fills rows with boxes no edge touches, largest first, under the layered ones, not one long row', () => {
+    const ids = Array.from({ length: 18 }, (_, i) => `n${i}`);
+    const loose = layoutGraph(graph(ids, []));
+    expect(loose.width).toBeLessThan(4 * loose.height);
+    expect(loose.nodes[0]!.x).toBeLessThan(loose.nodes[1]!.x); // in the response's order, left to right
+    expect(new Set(loose.nodes.map((n) => n.y)).size).toBeGreaterThan(1);
+    const mixed = layoutGraph(graph(['a', 'b', ...ids], [['a', 'b']]));
+    const y = Object.fromEntries(mixed.nodes.map((n) => [n.node.id, n.y]));
+    expect(y['a']!).toBeLessThan(y['b']!);
+    for (const id of ids) expect(y[id]!).toBeGreaterThan(y['b']!);
+    for (const n of mixed.nodes) {
+      expect(n.x - n.width / 2).toBeGreaterThanOrEqual(0);
+      expect(n.x + n.width / 2).toBeLessThanOrEqual(mixed.width);
+      expect(n.y + n.height / 2).toBeLessThanOrEqual(mixed.height);
+    }
+    expect(mixed.edges).toHaveLength(1);
+  });
   it('sizes boxes by label within bounds', () => {
     expect(boxWidth('a')).toBe(70);
     expect(boxWidth('x'.repeat(500))).toBe(220);
