@@ -93,6 +93,8 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .curve-svg .reserved { fill: none; stroke: var(--muted); stroke-width: 0.75; }
 .curve-svg .capacity line { stroke: var(--peak); stroke-width: 1; }
 .curve-svg .capacity text { fill: var(--peak); font-size: 10px; }
+.curve-svg .capacity.host line { stroke: var(--muted); }
+.curve-svg .capacity.host text { fill: var(--muted); }
 .curve-svg .highlight { fill: var(--accent-soft); stroke: var(--accent); stroke-width: 1.2; }
 .curve-svg .span { fill: var(--select-soft); }
 .curve-svg .span-edge { stroke: var(--select); stroke-dasharray: 3 3; }

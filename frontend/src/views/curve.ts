@@ -349,7 +349,8 @@ export class CurveView {
     const title = `${host ? 'The CPU allocator’s cap (not the machine’s memory)' : 'The allocator’s limit'}: ${formatBytes(capacity)}${share === null ? '' : `; the peak fills ${formatPercent(share)} of it`}`;
     const g = this.svg
       .append('g')
-      .attr('class', 'capacity')
+      // A host allocator's cap is no limit the step is near (muted); a device's limit is (the peak's colour).
+      .attr('class', host ? 'capacity host' : 'capacity')
       .attr('data-testid', 'curve-capacity')
       .attr('data-placement', placement)
       .attr('data-bytes', String(capacity));

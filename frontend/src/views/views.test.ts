@@ -556,6 +556,9 @@ describe('CurveView allocator readings', () => {
     // A CPU allocator's capacity is a cap it was given: said so.
     view.setCurve({ ...profiled, capacity_bytes: 1e12, memory_kind: 'host' });
     expect(document.querySelector('[data-testid=curve-capacity]')!.textContent).toContain('allocator cap ');
+    // ... and muted: a cap the step is nowhere near is no warning (a device's limit keeps the peak's colour).
+    expect(document.querySelector('[data-testid=curve-capacity]')!.classList.contains('host')).toBe(true);
+    expect(far.classList.contains('host')).toBe(false);
     view.setCurve({ ...profiled, capacity_bytes: null });
     expect(document.querySelector('[data-testid=curve-capacity]')).toBeNull();
   });
