@@ -130,6 +130,10 @@ describe('parseLimit', () => {
     expect(parseLimit('')).toBeNull();
     expect(parseLimit('lots')).toBeNull();
     expect(parseLimit('0')).toBeNull();
+    // A bare number under 1 MiB is no limit anyone means in bytes: a unit is asked for.
+    expect(parseLimit('40')).toBeNull();
+    expect(parseLimit('40 GiB')).toBe(40 * 2 ** 30);
+    expect(parseLimit('40 B')).toBe(40);
     expect(parseLimit('3 parsecs')).toBeNull();
   });
 });

@@ -142,7 +142,7 @@ export function whatIfChart(w: WhatIfResponse): WhatIfChart {
 
 /** The largest batch that fits, in words: "largest batch that fits: 12", or why there is none. */
 export function maxBatchText(w: WhatIfResponse): string {
-  if (w.limit_bytes === null) return 'no limit known (a CPU allocator’s cap is none): type one under “limit” to find the largest batch that fits';
+  if (w.limit_bytes === null) return 'no limit given: type the memory the step must fit in under “limit” to find the largest batch that fits';
   if (w.max_batch === null) return 'nothing grows with the batch: every batch fits';
   if (w.max_batch === 0) return 'not even batch 1 fits';
   return `largest batch that fits: ${formatCount(w.max_batch)}`;
@@ -179,13 +179,18 @@ const UNIT_BYTES: Record<string, number> = { '': 1, b: 1 };
   for (const unit of [prefix, `${prefix}b`, `${prefix}i`, `${prefix}ib`]) UNIT_BYTES[unit] = 2 ** (10 * (i + 1));
 });
 
+/** A bare number under this is no memory limit anyone means in bytes ("40" for 40 GiB): a unit is asked for. */
+const BARE_BYTES_MIN = 2 ** 20;
+
 /**
  * A memory limit typed by the user ("16 GiB", "16GB", "512m", "1073741824"; binary
- * units): whole bytes in 1..2^62, null for empty or unreadable text.
+ * units): whole bytes in 1..2^62, null for empty or unreadable text, and for a bare
+ * number under 1 MiB ("40": 40 bytes is no limit; 40 GiB needs its unit).
  */
 export function parseLimit(text: string): number | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
   if (!m) return null;
+  if (m[2] === '' && Number(m[1]) < BARE_BYTES_MIN) return null;
   const unit = UNIT_BYTES[m[2]!.toLowerCase()];
   if (unit === undefined) return null;
   const bytes = Math.round(Number(m[1]) * unit);
