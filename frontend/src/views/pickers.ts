@@ -7,10 +7,16 @@ import { isPinnedHost } from '../lib/memory-kind';
 import type { AgainstStep, Selection, SelectionState } from '../selection';
 
 function option(value: string, label: string, selected: boolean, disabled = false): HTMLOptionElement {
-  const o = el('option', { value }, label);
+  // The title holds the whole label: a long run or step name is cut by the select's width.
+  const o = el('option', { value, title: label }, label);
   o.selected = selected;
   o.disabled = disabled;
   return o;
+}
+
+/** The select's title: its chosen option's whole label, which the closed select may cut. */
+function titleFromChoice(select: HTMLSelectElement): void {
+  select.title = select.selectedOptions[0]?.title ?? '';
 }
 
 export class PickersView {
@@ -79,6 +85,8 @@ export class PickersView {
       this.stepSelect.append(option(step.tag, stepLabel(step.tag, step.step), step.tag === state.tag));
     }
     this.stepSelect.disabled = !run || run.steps.length === 0;
+    titleFromChoice(this.runSelect);
+    titleFromChoice(this.stepSelect);
   }
 
   private renderCompare(state: Readonly<SelectionState>): void {
@@ -100,12 +108,14 @@ export class PickersView {
       this.compareSelect.append(group);
     }
     this.compareSelect.disabled = this.runs.length === 0;
+    titleFromChoice(this.compareSelect);
   }
 
   private renderDevices(state: Readonly<SelectionState>): void {
     clear(this.deviceSelect);
     for (const d of this.devices) this.deviceSelect.append(option(d.id, deviceLabel(d), d.id === state.device));
     this.deviceSelect.disabled = this.devices.length === 0;
+    titleFromChoice(this.deviceSelect);
   }
 }
 

@@ -784,6 +784,19 @@ describe('PickersView compare', () => {
     expect(options()).toEqual([['—', false], [`${EVIL} · a`, false], [`${EVIL} · b (this step)`, true], ['r2 · a', false], ['r2 · batch_3 (no memory to compare)', true]]);
     expect(document.querySelectorAll('img').length).toBe(0);
   });
+
+  it('gives each picker and option its whole label as a title, which a narrow select cuts', () => {
+    const selection = new Selection();
+    const view = new PickersView(selection);
+    mount(view.element);
+    const long = 'experiments/unet_batch_size_4_learning_rate_0.001_with_a_long_name';
+    view.setRuns([{ run: long, has_graph: false, latest_tag: 'step_3', steps: [{ tag: 'step_3', step: 3, wall_time: 1, devices: ['/device:CPU:0'] }] }]);
+    selection.set({ run: long, tag: 'step_3' });
+    const run = document.querySelector<HTMLSelectElement>('[data-testid=run-picker]')!;
+    expect(run.title).toBe(long);
+    expect(run.options[0]!.title).toBe(long);
+    expect(document.querySelector<HTMLSelectElement>('[data-testid=step-picker]')!.title).toBe('step_3');
+  });
 });
 
 describe('stepLabel', () => {
