@@ -130,6 +130,9 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .tile-inside { position: absolute; pointer-events: none; }
 .subtile { position: absolute; box-sizing: border-box; overflow: hidden; border: 1px solid rgba(255,255,255,0.55); padding: 0 2px; font-size: 10px; line-height: 1.2; color: var(--tile-text); }
 .subtile .name { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
+.subtile.clickable { cursor: pointer; pointer-events: auto; }
+.subtile.clickable:hover { border-color: var(--tile-text); }
+.subtile.selected { outline: 2px solid var(--accent); outline-offset: -2px; }
 .subtile.rest { background-image: repeating-linear-gradient(45deg, rgba(255,255,255,0.3) 0 3px, transparent 3px 6px); }
 .tile.holds { box-shadow: inset 0 0 0 1px rgba(0,0,0,0.25); }
 .tile.more { background: var(--panel) !important; color: var(--muted); border-style: dashed; border-color: var(--border); }

@@ -298,8 +298,9 @@ export class TreemapView {
 
   /**
    * A big scope tile's own children, drawn inside it below its name (a Keras model is one top
-   * scope: its layers show at once). A picture only: clicks go to the tile itself, which is
-   * selected or opened as before. What the list leaves out is one hatched area, so the parts
+   * scope: its layers show at once). A click on a part selects it, a double click opens the
+   * tile's scope with it selected; elsewhere (the tile's name, the hatched rest) clicks go to the
+   * tile itself (keyboard: the tile). What the list leaves out is one hatched area, so the parts
    * keep their share of the tile.
    */
   private insideElement(child: ScopeChild, w: number, h: number): HTMLElement | null {
@@ -336,6 +337,20 @@ export class TreemapView {
         'data-scope': item ? item.scope : null,
       });
       if (item && pw >= 34 && ph >= 13) sub.append(el('span', { class: 'name' }, item.name));
+      if (item) {
+        // A named part is selected by a click on it (it had taken three: the tile, a double click, then
+        // the part's own tile), and a double click opens the tile's scope with it selected.
+        sub.classList.add('clickable');
+        sub.title = `${item.name}: ${formatBytes(item.figures[figure])} · click to select it, double click to open ${child.name}`;
+        sub.addEventListener('click', (ev) => {
+          ev.stopPropagation();
+          this.selection.select(item.scope);
+        });
+        sub.addEventListener('dblclick', (ev) => {
+          ev.stopPropagation();
+          this.selection.set({ focus: child.scope, selected: item.scope });
+        });
+      }
       box.append(sub);
     }
     return box;
@@ -428,6 +443,9 @@ export class TreemapView {
       const on = scope === selected;
       node.classList.toggle('selected', on);
       node.setAttribute('aria-selected', on ? 'true' : 'false');
+    }
+    for (const part of this.element.querySelectorAll<HTMLElement>('.subtile.clickable')) {
+      part.classList.toggle('selected', part.dataset.scope === selected);
     }
     for (const item of this.moreList.querySelectorAll<HTMLElement>('.more-item')) {
       item.setAttribute('aria-pressed', item.dataset.scope === selected ? 'true' : 'false');

@@ -145,15 +145,26 @@ describe('TreemapView inside a big tile', () => {
     expect(shown.filter((p) => p.dataset.scope).map((p) => p.dataset.scope)).toContain(`${EVIL}/a/c`);
   });
 
-  it('leaves clicks to the tile: it is selected, and opened, as before', () => {
+  it('selects a named part on a click, opens the tile with it selected on a double click; the hatched rest is the tile’s', () => {
     const selection = new Selection();
     const view = new TreemapView(selection);
     mount(view.element);
     view.setData(withInside);
-    const part = tileFor(`${EVIL}/a`)!.querySelector<HTMLElement>('[data-testid=treemap-subtile]')!;
+    const tile = tileFor(`${EVIL}/a`)!;
+    const rest = tile.querySelector<HTMLElement>('[data-testid=treemap-subtile].rest')!;
+    rest.click();
+    expect(selection.get()).toMatchObject({ focus: '', selected: `${EVIL}/a` });
+    const part = [...tile.querySelectorAll<HTMLElement>('[data-testid=treemap-subtile]')].find((p) => p.dataset.scope === `${EVIL}/a/b`)!;
+    expect(part.title).toContain('click to select it');
     part.click();
-    expect(selection.get().selected).toBe(`${EVIL}/a`);
+    expect(selection.get()).toMatchObject({ focus: '', selected: `${EVIL}/a/b` });
+    expect(part.classList.contains('selected')).toBe(true);
     part.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
+    expect(selection.get()).toMatchObject({ focus: `${EVIL}/a`, selected: `${EVIL}/a/b` });
+    // The tile itself still opens on a double click.
+    selection.set({ focus: '', selected: null });
+    view.setData(withInside);
+    tileFor(`${EVIL}/a`)!.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
     expect(selection.get().focus).toBe(`${EVIL}/a`);
   });
 
