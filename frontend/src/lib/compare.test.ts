@@ -36,6 +36,11 @@ describe('diverging colour', () => {
     expect(divergingExtent([row('a', 10, 30), row('b', 50, 45)], 'bytes')).toBe(20);
     expect(divergingExtent([row('a', 5, 5)], 'bytes')).toBe(1);
   });
+  it('paints a change small against its scope pale: the extent is at least a tenth of the scope', () => {
+    const scope = row('', 40_000, 39_872);
+    expect(divergingExtent([row('a', 128, 0)], 'bytes', scope)).toBe(4000);
+    expect(divergingExtent([row('a', 19_000, 0)], 'bytes', scope)).toBe(19_000);
+  });
   it('is neutral for no change, red for growth, blue for shrinking, clamped past the extent', () => {
     const rgb = (hex: string) => `rgb(${parseInt(hex.slice(1, 3), 16)}, ${parseInt(hex.slice(3, 5), 16)}, ${parseInt(hex.slice(5, 7), 16)})`;
     expect(deltaColour(0, 20)).toBe(rgb(DIVERGING_COLOURS.same));

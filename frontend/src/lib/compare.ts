@@ -26,9 +26,16 @@ export function largerSide(row: CompareFigures, figure: CompareFigure): number {
   return Math.max(sideBytes(row, 'a', figure), sideBytes(row, 'b', figure));
 }
 
-/** The diverging scale's half-width: the largest absolute difference among the rows (at least 1 byte), so 0 sits in the middle. */
-export function divergingExtent(rows: readonly CompareFigures[], figure: CompareFigure): number {
-  let extent = 1;
+/** The share of the scope's bytes below which a change is never painted full strength. */
+export const DIVERGING_FLOOR_SHARE = 0.1;
+
+/**
+ * The diverging scale's half-width: the largest absolute difference among the rows, but at least a
+ * tenth of the scope's bytes (the larger step's) and 1 byte, so 0 sits in the middle and a change of
+ * 128 KiB in a 40 MiB scope is pale, not the red of a change of 19 MiB.
+ */
+export function divergingExtent(rows: readonly CompareFigures[], figure: CompareFigure, scope?: CompareFigures): number {
+  let extent = Math.max(1, scope ? DIVERGING_FLOOR_SHARE * largerSide(scope, figure) : 0);
   for (const row of rows) extent = Math.max(extent, Math.abs(deltaBytes(row, figure)));
   return extent;
 }

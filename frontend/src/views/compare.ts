@@ -246,7 +246,7 @@ export class CompareView {
     this.renderCrumbs(focus);
     if (!d) return;
     const figure = this.figure;
-    const extent = divergingExtent(d.children, figure);
+    const extent = divergingExtent(d.children, figure, d.scope);
     const width = this.area.clientWidth || 500;
     const height = this.area.clientHeight || 330;
     const agg = aggregateTiles(d.children, (r) => largerSide(r, figure), (r) => r.name, { areaPx: width * height, keep: (r) => r.kind === 'self' });
