@@ -281,6 +281,8 @@ export class DetailsView {
       );
     }
     if (!rows.firstChild) rows.append(el('div', { class: 'muted' }, 'nothing held at the peak'));
+    // A negative figure had stood unexplained: bytes the step freed that were there before it.
+    const negative = CATEGORY_NAMES.some((name) => (byName.get(name) ?? 0) < 0);
     return el(
       'div',
       { style: 'margin-top:8px' },
@@ -288,6 +290,10 @@ export class DetailsView {
       el('div', { class: 'muted', style: 'font-size:11px' }, 'Categories are heuristic: guessed from names, op types and lifetimes.'),
       bar,
       rows,
+      negative
+        ? el('div', { class: 'muted', style: 'font-size:11px', 'data-testid': 'details-negative-note' },
+            'A negative figure is bytes in use before the step that it freed by the peak: they count against its rise.')
+        : null,
     );
   }
 }

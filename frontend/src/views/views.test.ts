@@ -235,6 +235,15 @@ describe('DetailsView', () => {
     expect(document.querySelectorAll('img').length).toBe(0);
   });
 
+  it('says what a negative category is, only where there is one', () => {
+    const view = new DetailsView(new Selection());
+    mount(view.element);
+    view.setData(details);
+    expect(document.querySelector('[data-testid=details-negative-note]')).toBeNull();
+    view.setData({ ...details, scope: 'b', categories: [...details.categories, { name: 'other', at_peak_bytes: -45363 }] });
+    expect(document.querySelector('[data-testid=details-negative-note]')!.textContent).toContain('in use before the step that it freed');
+  });
+
   it('draws a preview at once, then fills in the tables without redrawing the head', () => {
     const view = new DetailsView(new Selection());
     mount(view.element);
