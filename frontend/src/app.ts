@@ -116,7 +116,13 @@ export class App {
       this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.', 'No traced steps', { howTo: true });
       return;
     }
-    const first = restorable(before, runs) ?? (await this.openingSelection(runs, opening ?? this.api.defaultStep()));
+    const restored = restorable(before, runs);
+    // The largest peak is found by analysing each run's latest step (32 runs at most): seconds on a big
+    // logdir, said while it runs (the page had stayed blank behind a small "Loading…").
+    const traced = runs.filter((r) => r.steps.length > 0).length;
+    if (!restored && traced > 1) this.readiness.loadingAs(`Finding the largest peak among ${traced} runs… (or pick a run)`);
+    const first = restored ?? (await this.openingSelection(runs, opening ?? this.api.defaultStep()));
+    this.readiness.loadingAs(null);
     if (this.selection.get().run !== null) {
       this.state.opening = null; // the user picked a run meanwhile: theirs wins
       return;

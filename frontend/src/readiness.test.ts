@@ -94,6 +94,21 @@ describe('afterReady', () => {
     expect(panel.dataset.ready).toBe('1');
   });
 
+  it('says what a long load waits for while it runs, then the note', async () => {
+    const page = new Readiness();
+    let finish = () => {};
+    const done = page.track(() => new Promise<void>((resolve) => (finish = resolve)));
+    expect(page.status.textContent).toBe('Loading…');
+    page.loadingAs('Finding the largest peak among 36 runs… (or pick a run)');
+    expect(page.status.textContent).toBe('Finding the largest peak among 36 runs… (or pick a run)');
+    page.loadingAs(null);
+    expect(page.status.textContent).toBe('Loading…');
+    page.note('ready', 'idle');
+    finish();
+    await done;
+    expect(page.status.textContent).toBe('ready');
+  });
+
   it('skips a load replaced while it waited', async () => {
     const page = new Readiness();
     const panelCounter = new LoadCounter();

@@ -95,16 +95,25 @@ export class Readiness extends LoadCounter {
   /** What the status line says when nothing loads: short, never the message the page shows below. */
   private statusNote: { text: string; kind: NoteKind } = { text: '', kind: 'idle' };
 
+  /** What the status line says while loads run (a long one says what it waits for). */
+  private loadingText = 'Loading…';
+
   /** The status line's text once loads end (it says "Loading…" meanwhile). */
   note(text: string, kind: NoteKind): void {
     this.statusNote = { text, kind };
     this.update();
   }
 
+  /** What the status line says while loads run, until `loadingAs(null)` ("Loading…"). */
+  loadingAs(text: string | null): void {
+    this.loadingText = text ?? 'Loading…';
+    this.update();
+  }
+
   protected override update(): void {
     super.update();
     document.body.dataset.ready = this.loading ? '0' : '1';
-    if (this.loading) this.setStatus('Loading…', 'loading');
+    if (this.loading) this.setStatus(this.loadingText, 'loading');
     else this.setStatus(this.statusNote.text, this.statusNote.kind);
   }
 
