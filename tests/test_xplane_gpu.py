@@ -337,6 +337,10 @@ def test_an_executor_step_holds_the_allocations_its_threads_made_without_a_step_
     analysed = [analysis.analyse(profile.trace(i)) for i in range(len(profile.steps))]
     noted = [step for step in analysed if "`(no op)` holds" in (step.message or "")]
     assert noted and all("jit_compile=False" in step.message for step in noted)
+    # Its op type is its own, not "(unknown)" (whose note sends the reader to host_tracer_level=3, which
+    # names no op for such an allocation).
+    names = noted[0].spaces[0].names
+    assert names.op_types[names.raw.index(xplane.UNATTRIBUTED)] == xplane.UNATTRIBUTED
     with pytest.raises(whatif.WhatIfError, match="no op"):
         whatif.traced_batch(noted[0])
 

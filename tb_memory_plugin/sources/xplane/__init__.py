@@ -1034,8 +1034,9 @@ class _PlaneSteps:
                     kernels[name] = kernel
             elif _EAGER_OP_RE.match(name):  # an eager op, which TensorFlow names by its op type
                 op_types.setdefault(name, name)
-            elif name == INPUT_PIPELINE:  # tf.data's own allocations, in no op: no op's type
-                op_types.setdefault(name, INPUT_PIPELINE)
+            elif name in (INPUT_PIPELINE, UNATTRIBUTED):  # allocations in no op: no op's type (a type
+                # "(unknown)" would send the reader after host_tracer_level=3, which names no such op)
+                op_types.setdefault(name, name)
         return op_types, kernels
 
 
