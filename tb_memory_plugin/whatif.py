@@ -748,6 +748,8 @@ class Fitted:
                              dtype=np.float64).reshape(len(points), -1)
         chunks_only = (requested[0] > 0) & (requested == requested[0]).all(axis=0) & (held != held[0]).any(axis=0)
         self._coef[:, chunks_only] = np.stack([held[:, chunks_only].mean(axis=0), np.zeros(int(chunks_only.sum()))])
+        # Those layers, by name: the fit goes through their mean, not through each traced peak.
+        self.chunk_layers = {self.layer_names[i] for i in np.flatnonzero(chunks_only).tolist()}
         # An XLA program's own row (its bytes placed on no op: the allocator's rounding, values of no
         # op) stops at zero where it never held less at a traced peak: shrinking between the traced
         # batches (31.9 then 3.0 MiB) it would go on to take 56 MiB off the layers' at a batch beyond

@@ -166,17 +166,26 @@ def test_one_keras_model_built_twice_in_one_process_is_fitted(tmp_path):
     layers = question.fitted.layer_names
     assert {"sequential/dense", "sequential/dense_1", "sequential/dense_2"} <= set(layers)
     assert not any(layer.startswith("sequential_1/") for layer in layers)
-    # Exact through both points: each step's own layers, the second's by the first's names.
+    # Exact through both points: each step's own layers, the second's by the first's names; but a layer
+    # holding the same requests in other chunks at both peaks (the allocator's, at random between runs)
+    # goes through their mean.
+    fitted, traced_held = question.fitted, {}
     for traced_step, renamed in ((steps[0], {}), (steps[1], {"sequential_1/dense_3": "sequential/dense",
                                                              "sequential_1/dense_4": "sequential/dense_1",
                                                              "sequential_1/dense_5": "sequential/dense_2"})):
         space = traced_step.space
         names, of_name = whatif._layers(space)
         held = np.bincount(of_name[space.trace.name_code], space.exec_columns[AT_PEAK], len(names)).astype(np.int64)
-        rows = {row["layer"]: row["at_peak_bytes"] for row in question.fitted.predict(traced_step.batch, top=10**6).layers}
+        rows = {row["layer"]: row["at_peak_bytes"] for row in fitted.predict(traced_step.batch, top=10**6).layers}
         for name, value in zip(names, held.tolist()):
             if value > 0 and name.startswith("sequential"):
-                assert rows[renamed.get(name, name)] == pytest.approx(value, abs=8), name
+                traced_held.setdefault(renamed.get(name, name), []).append((value, rows[renamed.get(name, name)]))
+    for name, pairs in traced_held.items():
+        if name in fitted.chunk_layers:
+            mean = sum(value for value, _ in pairs) / len(pairs)
+            assert all(row == pytest.approx(mean, abs=8) for _, row in pairs), name
+        else:
+            assert all(row == pytest.approx(value, abs=8) for value, row in pairs), name
 
 
 def _traced_real(name: str, build, feed, one_thread: bool = False) -> whatif.Traced:
@@ -807,7 +816,7 @@ def test_a_layer_holding_the_same_requests_in_other_chunks_is_fixed():
         return store.analyse_bytes(protos.serialized({protos.GPU0: nodes})).space(None)
 
     fitted = whatif.Fitted([(32, space(32, mib)), (64, space(64, 2 * mib))], one_step_beside=False)
-    assert not fitted.falls and fitted.warning is None
+    assert not fitted.falls and fitted.warning is None and fitted.chunk_layers == {"net/dense"}
     assert fitted.peak_rise(128) == 3 * mib // 2 + 4 * mib  # dense at its mean chunk; act 4 MiB
     rows = {row["layer"]: row for row in fitted.predict(128).layers}
     assert rows["net/dense"]["per_sample_bytes"] == 0 and rows["net/act"]["per_sample_bytes"] == mib // 32
@@ -1505,11 +1514,23 @@ def test_a_profiled_convolutions_fixed_scratch_does_not_scale(profiled):
     assert 0.05 < one.scaled_share < 0.5
 
 
+def _layer_held(space) -> dict[str, int]:
+    names, of_name = whatif._layers(space)
+    return dict(zip(names, np.bincount(of_name[space.trace.name_code], space.exec_columns[AT_PEAK],
+                                       len(names)).astype(np.int64).tolist()))
+
+
 def test_the_fit_through_two_profiled_runs(profiled):
     fit = whatif.Fitted([(batch, _clean(profiled, batch).space) for batch in PROFILED_BATCHES])
+    held = {batch: _layer_held(_clean(profiled, batch).space) for batch in PROFILED_BATCHES}
     for batch in PROFILED_BATCHES:
         prediction = fit.predict(batch)
-        assert prediction.peak_rise_bytes == _clean(profiled, batch).space.peak_rise_bytes
+        # Through each traced peak, but for a layer holding the same requests in other chunks at both (the
+        # allocator's, which vary from run to run): through their mean.
+        departure = sum(held[batch].get(layer, 0) - sum(h.get(layer, 0) for h in held.values()) / len(held)
+                        for layer in fit.chunk_layers)
+        assert prediction.peak_rise_bytes == pytest.approx(
+            _clean(profiled, batch).space.peak_rise_bytes - departure, abs=8 * (1 + len(fit.chunk_layers)))
         assert prediction.start_bytes == _clean(profiled, batch).space.start_bytes
     # Beyond the traced batches, the fit and the replay of either step agree: within 15%, as the
     # two-point fit doubles each measured peak's noise at batch 16 (measured: 0% to 8.5%).
@@ -1748,9 +1769,13 @@ def test_xla_steps_at_two_batch_sizes_are_fitted(jit_profiles):
     steps = [_jit_traced(jit_profiles, 64), _jit_traced(jit_profiles, 256)]
     question = whatif.WhatIf(steps, 512)
     assert question.one_step is None and list(question.predictors) == ["fit"]
+    held = {traced_step.batch: _layer_held(traced_step.space) for traced_step in steps}
     for traced_step in steps:  # a line through two points: each traced peak, to the rounding of each layer
         predicted = question.fitted.peak_rise(traced_step.batch)
-        assert abs(predicted - traced_step.space.peak_rise_bytes) <= len(question.fitted.layer_names)
+        # (but a layer holding the same requests in other chunks at both goes through their mean)
+        departure = sum(held[traced_step.batch].get(layer, 0) - sum(h.get(layer, 0) for h in held.values()) / 2
+                        for layer in question.fitted.chunk_layers)
+        assert abs(predicted - (traced_step.space.peak_rise_bytes - departure)) <= len(question.fitted.layer_names)
     body = whatif_report.whatif_dict(question, series=True)
     assert body["method"] == "fit" and body["predictions"]["one_step"] is None
     assert body["series"]["one_step"] is None and len(body["series"]["fit"]["peak_rise_bytes"]) == len(
