@@ -183,11 +183,13 @@ def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
     own_name = own_name_of(logdir)
     if run is not None:
         below = logdir.rstrip("/") + "/" + run
-        # The logdir's own run: `.`, or its directory's name where no sub-directory has that name
-        # (a sub-directory run of the logdir's own name is that run). Labelled as the listing labels it.
-        if (run == "." or (run == own_name and not _is_directory(below))) and _holds_event_files(logdir):
-            return {root_label(logdir, own_name): logdir}
-        return {run: below}
+        # The logdir's own run: `.`, or its directory's name where no run below has that name (a
+        # sub-directory run of the logdir's own name is that run). Labelled as the listing labels it.
+        if run == "." or (run == own_name and run not in _listed(logdir)):
+            # (A logdir of profiles alone, tf_keras': no run of its own, the `train` run below, if any.)
+            own = {root_label(logdir, own_name): logdir} if _holds_event_files(logdir) else {}
+            return {**own, **_train_below(logdir, "train")} or {run: below}
+        return {run: below, **_train_below(below, f"{run}/train")}
     names = _listed(logdir)
     if list(names) == ["."]:
         return {own_name: logdir}
@@ -208,13 +210,12 @@ def root_label(logdir: str, own_name: str) -> str:
     return own_name if list(_listed(logdir)) == ["."] else "."
 
 
-def _is_directory(path: str) -> bool:
-    from tensorboard.compat import tf
-
-    try:
-        return tf.io.gfile.isdir(path)
-    except Exception:  # noqa: BLE001 - an unreadable path is no run of its own
-        return False
+def _train_below(directory: str, name: str) -> dict[str, str]:
+    """The `train` run below a run's directory, as the listing names it, where it holds event files:
+    tf_keras' callback writes its profile in `<log_dir>` and its model config in `<log_dir>/train`,
+    so a run asked for alone (`--run`) is sized from it too (store.run_graph)."""
+    train = directory.rstrip("/") + "/train"
+    return {name: train} if _holds_event_files(train) else {}
 
 
 def _holds_event_files(directory: str) -> bool:

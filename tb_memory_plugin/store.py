@@ -335,6 +335,10 @@ class StepStore:
 
     def list_steps(self, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
         runs = list_steps(self._provider, ctx, experiment_id)
+        only = self._only_run
+        if only is not None:  # the CLI's --run: its provider may hold the `train` run below, for its graph
+            own = {".", self._own_run_name} if only in (".", self._own_run_name) else {only}
+            runs = {run: refs for run, refs in runs.items() if run in own}
         profiled = self._profile_steps(set(runs))
         for run, refs in profiled.items():
             runs[run] = sorted(runs.get(run, []) + refs, key=step_order)

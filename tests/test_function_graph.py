@@ -388,7 +388,14 @@ def test_a_profile_beside_a_train_run_is_sized_from_that_runs_model_config(tmp_p
     tag = _profiled(client, "tfk")[0]
     (device,) = _get(client, "summary", run="tfk", tag=tag)["devices"]
     assert device["resident"]["param_count"] == expected and device["resident_note"] is None
-    assert cli.main(["summary", str(root), "--json"]) == 0  # the logdir itself: its own run and `train` below
+    for run in ((), ("--run", "."), ("--run", "tfk")):  # the logdir itself, alone or asked for by name
+        assert cli.main(["summary", str(root), *run, "--json"]) == 0
+        steps = [s for s in json.loads(capsys.readouterr().out)["steps"] if s["status"] == "ok"]
+        assert steps and all(s["devices"][0]["resident"]["param_count"] == expected for s in steps), run
+    # A run below the logdir, asked for alone, reads the `train` run below it too.
+    (tmp_path / "parent").mkdir()
+    shutil.move(str(root), str(tmp_path / "parent" / "tfk"))
+    assert cli.main(["summary", str(tmp_path / "parent"), "--run", "tfk", "--json"]) == 0
     steps = [s for s in json.loads(capsys.readouterr().out)["steps"] if s["status"] == "ok"]
     assert steps and all(s["devices"][0]["resident"]["param_count"] == expected for s in steps)
 
