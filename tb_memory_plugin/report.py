@@ -363,8 +363,9 @@ def _from_function_graph(run_graph) -> bool:
 def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope: str,
                max_nodes: int = 200, group: str | None = None) -> dict:
     """The graph's boxes under `scope` (its name scopes); with `group`, each box says whether that
-    grouping's tree holds its path (`in_group`: grouped by layer, `gradient_tape` is no entry, its
-    ops being in their layers), so that a click on it is not a click on nothing."""
+    grouping's tree holds the trace's scope of its path (`in_group`: grouped by layer,
+    `gradient_tape` is no entry, its ops being in their layers; true where the trace has no such
+    scope), so that a click on it is not a click on nothing."""
     tree = space.tree("scope")
     if run_graph is None:  # no GraphDef: the trace's own scope tree, no edges
         _, node = _tree_node(space, "scope", scope)
@@ -409,9 +410,11 @@ def graph_view(space: SpaceAnalysis, run_graph: graph_mod.RunGraph | None, scope
                      "op_type": None if child in scopes else child_ops.get(child), "node_count": count,
                      "at_peak_bytes": at_peak, "allocated_bytes": allocated, "output_bytes": output})
     if group is not None:
+        # Not held by the grouping: a scope of the trace's that the grouping folds away. A box the
+        # trace never ran under (a placeholder, `init`) is in no tree, and is said to be in none.
         grouped = space.tree(group).index
         for row in rows:
-            row["in_group"] = row["id"] in grouped
+            row["in_group"] = row["id"] in grouped or row["id"] not in tree.index
     rows.sort(key=lambda r: (-r["at_peak_bytes"], -r["allocated_bytes"], r["id"]))
     kept, omitted, folded = graph_mod.fold(rows, edges, max_nodes)
     return {

@@ -346,6 +346,11 @@ def test_graph_with_run_graph(tb, logdir):
     assert one["omitted_nodes"] == len(body["nodes"]) - 1
     root = get_json(tb, "graph", run="unet", tag="step_1")
     assert {"shared_model", "gradients", "Adam"} <= {n["id"] for n in root["nodes"]}
+    # Every box of this TF1 graph the layer grouping holds, or the trace never ran under (a placeholder,
+    # `init`): none is said to be missing from it (they had been, sending a click to the scope grouping).
+    grouped = get_json(tb, "graph", run="unet", tag="step_1", group="layer")["nodes"]
+    never_ran = [n["id"] for n in grouped if n["kind"] != "other" and n["id"] not in tree.index]
+    assert never_ran and all(n["in_group"] for n in grouped if n["kind"] != "other")
 
 
 def test_graph_without_run_graph_uses_the_trace(tb):
