@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
-from .figures import ALLOCATED, AT_PEAK, OUTPUT
+from .figures import ALLOCATED, AT_PEAK, OUTPUT, other_chunks
 from .names import renumbering
 from .scope_tree import SELF, ScopeTree
 
@@ -75,16 +75,17 @@ class Table:
         if OUTPUT not in self.columns or ALLOCATED not in self.columns:
             return np.zeros(len(self.names), dtype=bool)
         output, allocated = self.column(OUTPUT), self.column(ALLOCATED)
-        chunks_only = (2 * self.a[:, output] >= self.a[:, allocated]) & (2 * self.b[:, output] >= self.b[:, allocated])
+        chunks = other_chunks(np.stack([self.a[:, output], self.b[:, output]]),
+                              np.stack([self.a[:, allocated], self.b[:, allocated]]))
         held = True
         if AT_PEAK in self.columns and self.counted[self.column(AT_PEAK)]:
             at_peak = self.column(AT_PEAK)
-            change, chunks = self.delta[:, at_peak], self.delta[:, allocated]
-            # ... and the chunks' change is as big as the change at the peak, the same way.
-            held = ((self.a[:, at_peak] > 0) & (self.b[:, at_peak] > 0) & (change * chunks >= 0)
-                    & (np.abs(change) <= np.abs(chunks)))
-        return (self.in_a & self.in_b & (self.a[:, output] > 0) & (self.delta[:, output] == 0)
-                & (self.delta[:, allocated] != 0) & chunks_only & held)
+            change, grown = self.delta[:, at_peak], self.delta[:, allocated]
+            # ... and the chunks' change is as big as the change at the peak, the same way (signs
+            # compared, not multiplied: two changes of a few GiB overflow int64).
+            held = ((self.a[:, at_peak] > 0) & (self.b[:, at_peak] > 0) & (np.sign(change) * np.sign(grown) >= 0)
+                    & (np.abs(change) <= np.abs(grown)))
+        return self.in_a & self.in_b & chunks & held
 
     def ranked_by_change(self, rows: np.ndarray | None = None) -> np.ndarray:
         """Rows (all, or those given) by absolute difference: at peak, allocated, output, then name."""

@@ -3,6 +3,8 @@
 What each one means: docs/figures.md.
 """
 
+import numpy as np
+
 # Per execution, per scope, per op type: one column each, in this order.
 FIGURES = (
     "at_peak_bytes",
@@ -39,3 +41,14 @@ def format_bytes(value: int | None) -> str:
             return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
         value /= 1024
     return f"{sign}{value:.1f} TiB"
+
+
+def other_chunks(requested, allocated):
+    """Per row of (sides, rows) arrays: the same requests on every side, other bytes allocated, and
+    requests that could be all of it (a BFC chunk is under twice its request, so the requests are at
+    least half of what was allocated, on each side): the allocator's chunks changed, not the
+    model's tensors (a [784, 512] weight gradient in 1.5 MiB at one batch, 2.9 MiB at the next).
+    Where `diff` says "the same requests" and the what-if's fit holds a layer fixed."""
+    requested, allocated = np.asarray(requested), np.asarray(allocated)
+    return ((requested[0] > 0) & (requested == requested[0]).all(axis=0) & (allocated != allocated[0]).any(axis=0)
+            & (2 * requested >= allocated).all(axis=0))

@@ -6,7 +6,8 @@ Two predictions (docs/figures.md, "Batch-size what-if"):
   are scaled by N / (traced batch) and the records replayed in their order;
 - **fit**: from steps of the same graph at several batch sizes, each layer's
   bytes at the peak are fitted as fixed + per-sample x N (least squares,
-  exact through two points).
+  exact through two points, but for a layer holding the same requests in other chunks,
+  fixed at its mean).
 
 With a memory limit (or a device allocator's capacity, where the trace reports
 one), the largest batch whose predicted peak fits. Plain Python + numpy.
@@ -27,7 +28,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
                        xla_programs_share)
-from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, OUTPUT, format_bytes
+from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, OUTPUT, format_bytes, other_chunks
 from . import resident as resident_mod, store as store_mod
 from .findings import cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
@@ -746,7 +747,7 @@ class Fitted:
         # sample, 59% over the real peak at twice the larger batch.
         requested = np.array([[run.get(name, 0) for name in self.layer_names] for run in requested_runs],
                              dtype=np.float64).reshape(len(points), -1)
-        chunks_only = (requested[0] > 0) & (requested == requested[0]).all(axis=0) & (held != held[0]).any(axis=0)
+        chunks_only = other_chunks(requested, held)  # not scratch held mid-op: that may grow
         self._coef[:, chunks_only] = np.stack([held[:, chunks_only].mean(axis=0), np.zeros(int(chunks_only.sum()))])
         # Those layers, by name: the fit goes through their mean, not through each traced peak.
         self.chunk_layers = {self.layer_names[i] for i in np.flatnonzero(chunks_only).tolist()}

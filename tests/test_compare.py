@@ -13,7 +13,7 @@ import pytest
 
 from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client
 from tb_memory_plugin import cli, compare, compare_report, names
-from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, PARAMETERS
+from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT, PARAMETERS
 from tb_memory_plugin.scope_tree import build_tree
 
 DEMO = REPO / "demo_logs"
@@ -647,6 +647,21 @@ def test_a_comparison_with_a_path_under_an_empty_scope():
     scopes = comparison.scopes
     assert "/x_1" not in scopes.names and scopes.b_own[scopes.names.index("/x")] == "/x_1"
     assert scopes.delta[comparison.children(0), 0].sum() == comparison.peak_rise_delta_bytes == 3
+
+
+def test_the_same_requests_of_several_gib_are_compared_without_overflow():
+    """A 6 GiB request given a 7 GiB chunk in one step and 6.5 GiB in the other: the allocator's, said so
+    (the change and the chunks' change had been multiplied, which wraps past int64 at a few GiB each)."""
+    gib = 1 << 30
+    a = np.array([[7 * gib, 7 * gib, 6 * gib]], dtype=np.int64)  # at peak, allocated, output
+    b = np.array([[6 * gib + gib // 2, 6 * gib + gib // 2, 6 * gib]], dtype=np.int64)
+    table = compare.Table(["big"], (AT_PEAK, ALLOCATED, OUTPUT), a, b, np.array([True]), np.array([True]),
+                          np.array([True, True, True]))
+    assert table.same_requests.tolist() == [True]
+    big = np.array([[4 * gib, 4 * gib, 3 * gib]], dtype=np.int64)  # -3.5 GiB x -3 GiB would have wrapped
+    table = compare.Table(["big"], (AT_PEAK, ALLOCATED, OUTPUT), big, big + np.array([[-3 * gib, -3 * gib, 0]]),
+                          np.array([True]), np.array([True]), np.array([True, True, True]))
+    assert table.same_requests.tolist() == [True]
 
 
 def test_the_same_requests_given_other_chunks_are_said_to_be_the_allocators(tmp_path, capsys):

@@ -1288,7 +1288,7 @@ def test_cli_text():
     assert "top layers at the predicted peak (fit; each layer's own ops" in out and "shared_model/unet_00  (fixed" in out
     assert "(over a start of " in out  # the two predictions' peaks differ by their starts: said
     # A limit under the peak at batch 1 is said so, not "largest batch ...: 0" (a stranger read 0 as an answer).
-    code, out, err = _whatif("--run", "unet_b2", "--tag", "step_3", "--batch", "8", "--limit", "1024")
+    code, out, err = _whatif("--run", "unet_b2", "--tag", "step_3", "--batch", "8", "--limit", "1KiB")
     assert code == 0, err
     assert "largest batch whose peak fits in 1.0 KiB (limit): none: not even batch 1 fits" in out
 
@@ -1306,7 +1306,8 @@ def test_cli_failures_are_one_line(argv, words):
     assert len(lines) == 1 and lines[0].startswith("tb-memory: ") and words in lines[0], err
 
 
-@pytest.mark.parametrize("argv", [["--batch", "0"], ["--batch", "8", "--limit", "lots"]])
+@pytest.mark.parametrize("argv", [["--batch", "0"], ["--batch", "8", "--limit", "lots"],
+                                  ["--batch", "8", "--limit", "40"]])  # 40 bytes: a unit is asked for
 def test_cli_refuses_bad_arguments(argv):
     with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()):
         cli.main(["whatif", str(DEMO), "--run", "unet_b2", *argv])
