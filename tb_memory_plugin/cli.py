@@ -694,7 +694,7 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
         print(f"   {absolute}peak rise {_signed(comparison.peak_rise_delta_bytes)} (A - B): top-level scopes, op types "
               "and categories each add up to it")
         for side, space in (("A", comparison.a), ("B", comparison.b)):
-            gap = compare_report.readings_gap(space)
+            gap = findings_mod.readings_gap(space)
             if gap is not None:
                 print(f"   note: {side}'s allocator readings and its records disagree by up to {format_bytes(gap)} "
                       f"(allocator_gap): its peak, and so the change, may be off by that much; `summary` on {side} "
@@ -758,11 +758,18 @@ def diff_command(args: argparse.Namespace) -> int:
 _BYTE_COUNT_RE = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>(?:[KMGT]i?)?B?)\s*$", re.IGNORECASE)
 
 
+_BARE_BYTES_MIN = 1 << 20  # a bare number under this is no limit anyone means in bytes (the page's rule too)
+
+
 def byte_count(text: str) -> int:
-    """`--limit`: bytes, or a number with a binary unit (`16GiB`, `512M`: powers of 1024)."""
+    """`--limit`: bytes (1 MiB or more, bare), or a number with a binary unit (`16GiB`, `512M`:
+    powers of 1024; `40B` for bytes under 1 MiB). A bare `40` is refused, as the page refuses it:
+    40 bytes is no limit, and 40 GiB needs its unit."""
     match = _BYTE_COUNT_RE.match(text)
     if not match:
         raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (bytes, or 16GiB, 512MiB)")
+    if match.group("unit") == "" and float(match.group("number")) < _BARE_BYTES_MIN:
+        raise argparse.ArgumentTypeError(f"{text!r} bytes is no limit: give its unit (16GiB, 512MiB; 40B for bytes)")
     unit = match.group("unit").upper()[:1]
     value = int(float(match.group("number")) * 1024 ** (" KMGT".index(unit) if unit not in ("", "B") else 0))
     if value < 1:
@@ -937,8 +944,8 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--traced-batch", type=_batch, action="append",
                       help="the batch each run's step ran at, once per --run in order, where the one read from "
                            "its shapes is wrong (a time-major or ragged feed)")
-    what.add_argument("--limit", type=byte_count, help="memory limit in bytes (or 16GiB; units are powers of 1024, "
-                                                       "16GB and 16G too, as memory sizes are quoted): the largest "
+    what.add_argument("--limit", type=byte_count, help="memory limit: 16GiB, or bytes from 1 MiB (units are powers of "
+                                                       "1024, 16GB and 16G too, as memory sizes are quoted): the largest "
                                                        "batch that fits (default: a GPU allocator's capacity, where "
                                                        "traced; none on a CPU)")
     what.add_argument("--device", help="the memory space (default: the step's main one)")

@@ -119,8 +119,10 @@ export class App {
     const restored = restorable(before, runs);
     // The largest peak is found by analysing each run's latest step (32 runs at most): seconds on a big
     // logdir, said while it runs (the page had stayed blank behind a small "Loading…").
-    const traced = runs.filter((r) => r.steps.length > 0).length;
-    if (!restored && traced > 1) this.readiness.loadingAs(`Finding the largest peak among ${traced} runs… (or pick a run)`);
+    // (Not counted: the server compares the 32 runs written last at most.)
+    if (!restored && runs.filter((r) => r.steps.length > 0).length > 1) {
+      this.readiness.loadingAs('Finding the run with the largest peak… (or pick a run)');
+    }
     const first = restored ?? (await this.openingSelection(runs, opening ?? this.api.defaultStep()));
     this.readiness.loadingAs(null);
     if (this.selection.get().run !== null) {
@@ -149,6 +151,7 @@ export class App {
   // ---- selection changes ----
 
   private onSelection(state: Readonly<SelectionState>, changed: ReadonlySet<SelectionKey>): void {
+    if (changed.has('run')) this.readiness.loadingAs(null); // a run is chosen: no longer finding one
     if (changed.has('run') && state.run !== null && state.tag === null) {
       const run = this.state.runs.find((r) => r.run === state.run);
       const step = run ? chooseStep(run, null) : null;

@@ -99,8 +99,8 @@ describe('afterReady', () => {
     let finish = () => {};
     const done = page.track(() => new Promise<void>((resolve) => (finish = resolve)));
     expect(page.status.textContent).toBe('Loading…');
-    page.loadingAs('Finding the largest peak among 36 runs… (or pick a run)');
-    expect(page.status.textContent).toBe('Finding the largest peak among 36 runs… (or pick a run)');
+    page.loadingAs('Finding the run with the largest peak… (or pick a run)');
+    expect(page.status.textContent).toBe('Finding the run with the largest peak… (or pick a run)');
     page.loadingAs(null);
     expect(page.status.textContent).toBe('Loading…');
     page.note('ready', 'idle');
