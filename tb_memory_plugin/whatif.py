@@ -229,8 +229,9 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
     entries, a ragged feed's flat values. Their rows are items of the examples, whose count the
     step cannot tell grows with the batch (or stays: a table fed at a size that divides by it),
     so tensors of that length are not scaled. {first dimension: (feed name, shape)}, the first
-    feed of each. None at batch 1, where every dimension is a multiple."""
-    if batch <= 1:
+    feed of each. None at batch 1, where every dimension is a multiple, and in a profile, which
+    holds no feed (its input ops are the pipeline's, example by example)."""
+    if batch <= 1 or step.trace.source in _CHUNK_SOURCES:
         return {}
     known = flattened_batches(step, batch) | time_major_steps(step, batch)
     found: dict[int, tuple[str, tuple]] = {}

@@ -1683,6 +1683,8 @@ def test_the_batch_of_a_profile_whose_pipeline_maps_examples_is_the_forward_pass
         inputs = whatif._leading_dims(step, INPUTS, 1, lambda shape: 1)
         mapped += bool(inputs) and max(inputs, key=inputs.get) == 32  # the images' height
         assert whatif.traced_batch(step) == 8
+        # The pipeline's images ([32, 32, 3], one by one) are no feed of items four per example.
+        assert whatif.per_item_feeds(step, 8) == {}
         one = whatif.one_step(step, space)
         assert one.scaled_share > 0.05 and one.peak_rise(32) > 1.2 * space.peak_rise_bytes, (one.scaled_share,)
     assert steps and mapped == len(steps), "a step without the pipeline's per-example ops"
