@@ -348,15 +348,19 @@ class _Outputs:
                 reads |= names.category == OPTIMIZER
             stacks = names.of_op_type(_STACK_OPS.__contains__)
             casts = names.of_op_type(_CAST_OPS.__contains__)
+            data = (names.category == ACTIVATIONS) | (names.category == INPUTS)  # the forward pass, its feeds
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
                               list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts),
-                              np.repeat(casts[fresh], counts)))
+                              np.repeat(casts[fresh], counts), np.repeat(data[fresh], counts),
+                              np.repeat(names.category[fresh] == INPUTS, counts)))
         self.count = len(self.names)
         out_row = np.concatenate([p[0] for p in per_space]) if per_space else np.zeros(0, np.int64)
         from_reads = np.concatenate([p[1] for p in per_space]) if per_space else np.zeros(0, bool)
         from_stacks = np.concatenate([p[3] for p in per_space]) if per_space else np.zeros(0, bool)
         from_casts = np.concatenate([p[4] for p in per_space]) if per_space else np.zeros(0, bool)
-        flat = [output for _, _, outputs, _, _ in per_space for output in outputs]
+        from_data = np.concatenate([p[5] for p in per_space]) if per_space else np.zeros(0, bool)
+        from_feeds = np.concatenate([p[6] for p in per_space]) if per_space else np.zeros(0, bool)
+        flat = [output for _, _, outputs, *_ in per_space for output in outputs]
         shapes = [shape for shape, _ in flat]
         sizes = np.fromiter((size for _, size in flat), dtype=np.int64, count=len(flat))
         parameter_shapes = {shape for shape in itertools.compress(shapes, from_reads.tolist()) if shape}
@@ -390,7 +394,15 @@ class _Outputs:
         # and their casts aside), as (row, requested bytes): where they are forward-pass tensors,
         # the batch is also a layer's width.
         look_alike = (rank > 0) & leads & parameter & ~from_reads & ~from_casts
+        # ... but a feed is data, never a parameter, and a forward-pass op fed the batch makes the
+        # batch: their look-alikes carry it (a model traced at batch 512 into layers 512 wide had
+        # scaled nothing). Found in the order the ops first ran, so a chain of such layers follows.
+        # (Said all the same: the backward pass's look-alikes, a gradient of the batch beside a weight's
+        # gradient, cannot be told apart, and are not scaled.)
         self.parameter_shaped = (out_row[look_alike], sizes[look_alike])
+        promoted = self._fed_the_batch(out_row, look_alike & from_data, from_feeds, batched)
+        if promoted.size:
+            batched |= look_alike & np.isin(out_row, promoted)
         # At batch 1 a first dimension that is a feed's sequence (`[seq, d]`) may be the batch
         # flattened with it, or the sequence's own (positions, masks): not scaled, and weighed.
         unsure = np.zeros(len(shapes), dtype=bool) if batch > 1 else np.isin(first_dim, sorted(_flattened(step, 1)))
@@ -423,6 +435,30 @@ class _Outputs:
         # Per row, and False last (for row -1: a name no space with shapes holds).
         self.carries = np.zeros(self.count + 1, dtype=bool)
         self.carries[self.batch_sizes.rows] = True
+
+    def _fed_the_batch(self, out_row: np.ndarray, candidates: np.ndarray, from_feeds: np.ndarray,
+                       batched: np.ndarray) -> np.ndarray:
+        """Rows among the `candidates`' (outputs shaped like a parameter whose first dimension is the
+        batch, of the forward pass or a feed) that carry the batch after all: a feed's, and an op's
+        with a data input (its label's) that carries it, in the order the rows first ran."""
+        rows = np.unique(out_row[candidates])
+        if not rows.size:
+            return rows
+        carrying = set(itertools.compress(self.names, np.bincount(out_row[batched], minlength=self.count).tolist()))
+        feeds = set(np.unique(out_row[candidates & from_feeds]).tolist())
+        by_source: dict[int, tuple] = {}
+        for row in rows.tolist():
+            if row not in feeds:
+                by_source.setdefault(id(self.label_of[row]), (self.label_of[row], []))[1].append(row)
+        inputs = {}
+        for label_of, asked in by_source.values():
+            inputs.update(zip(asked, map(label_inputs, labels_of(label_of, [self.names[r] for r in asked]))))
+        promoted = []
+        for row in rows.tolist():
+            if row in feeds or any(name in carrying for name in inputs.get(row, ())):
+                promoted.append(row)
+                carrying.add(self.names[row])
+        return np.asarray(promoted, dtype=np.int64)
 
     def rows(self, space: SpaceAnalysis) -> np.ndarray:
         """The row of each distinct name of a space (-1: no space with shapes holds it)."""
@@ -545,8 +581,9 @@ class OneStep:
                         f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
                         "over steps at two batch sizes")
         elif self.batch_in_parameter_shape:
-            said.append(f"at the traced batch ({self.batch}) some forward-pass tensors are shaped like the model's "
-                        "parameters, which are never scaled, so this may predict too little; trace at a batch size "
+            said.append(f"at the traced batch ({self.batch}) some tensors are shaped like the model's parameters: "
+                        "the forward pass's are scaled where they are fed the batch, but the backward pass's cannot "
+                        "be told from the weights' gradients and are not, so this may be off; trace at a batch size "
                         "that is no layer's width, or fit over two batch sizes")
         if self.per_item is not None and self.scales.any():
             feeds, held = self.per_item

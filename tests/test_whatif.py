@@ -21,7 +21,7 @@ import bench_whatif  # noqa: E402  (the Keras profiling script the accuracy benc
 from tb_memory_plugin import analysis, cli, findings, graph, store, whatif, whatif_report
 from tb_memory_plugin import names as names_mod, trace as trace_mod
 from tb_memory_plugin.names import XLA_PROGRAM_OP_TYPE
-from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER, OUTPUT
+from tb_memory_plugin.figures import ACTIVATIONS, ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER, OUTPUT
 from tb_memory_plugin.sources import xplane
 
 DEMO = REPO / "demo_logs"
@@ -288,11 +288,21 @@ def test_a_queues_batch_is_the_traced_batch_and_in_the_rise():
 
 
 def test_forward_tensors_shaped_like_parameters_are_warned_of():
-    """At a batch equal to a layer's input width, its activations are shaped like its weights and are
-    not scaled: the one-step prediction says it may be low; at another batch it says nothing."""
-    warned = whatif.WhatIf([_mlp(64, 48, inputs=64)], 128)  # x @ w0: [64, 48], shaped like w0
+    """At a batch equal to a layer's input width, its activations are shaped like its weights: fed the
+    batch (x @ w0, x a feed), they carry it and scale (they had not: a stranger's model traced at batch
+    512 into layers 512 wide had scaled nothing); the backward pass's look-alikes cannot be told from
+    the weights' gradients, so the one-step prediction says it may be off; at another batch it says
+    nothing."""
+    traced = _mlp(64, 48, inputs=64)
+    warned = whatif.WhatIf([traced], 128)  # x @ w0: [64, 48], shaped like w0
     assert warned.one_step.batch == 64 and "shaped like the model's parameters" in warned.one_step.warning
     assert 0 < warned.one_step.scales.sum() < warned.one_step.scales.size
+    trace = traced.space.trace
+    forward = [i for i, name in enumerate(trace.distinct_names)
+               if traced.space.names.op_types[i] == "MatMul" and not name.startswith("gradients/")]
+    fed = [e for e in range(trace.event_exec.size) if trace.name_code[trace.event_exec[e]] in forward
+           and abs(int(trace.event_bytes[e])) == 64 * 48 * 4]
+    assert fed and all(warned.one_step.scales[fed])  # x @ w0's [64, 48], fed the batch, scales
     body = whatif_report.whatif_dict(warned)
     assert body["predictions"]["one_step"]["warning"] == warned.one_step.warning
     clean = whatif.WhatIf([_mlp(40, 48, inputs=64)], 80)
@@ -899,7 +909,7 @@ def _reference_one_step(step, space) -> tuple[list[bool], int]:
     """(scales per event, resident batch bytes) by the rules of docs/figures.md applied one name and
     one event at a time (whatif.py before it was vectorised), `_best_match` per event."""
     batch = whatif.traced_batch(step)
-    shapes, labels, parameter_shapes = {}, {}, set()
+    shapes, labels, parameter_shapes, kind = {}, {}, set(), {}
     for other in step.spaces:
         if other.trace.outputs_of is None:
             continue
@@ -908,9 +918,14 @@ def _reference_one_step(step, space) -> tuple[list[bool], int]:
         labels.update(zip(wanted, trace_mod.labels_of(other.trace.label_of, wanted)))
         for (index, name), outputs in zip(fresh, other.trace.outputs_of(wanted)):
             shapes[name] = outputs
-            if other.names.op_types[index] in whatif._VARIABLE_READS or (
-                    other.names.category[index] == OPTIMIZER and step.trace.source == "xplane"):
+            read = other.names.op_types[index] in whatif._VARIABLE_READS or (
+                other.names.category[index] == OPTIMIZER and step.trace.source == "xplane")
+            if read:
                 parameter_shapes.update(shape for shape, _ in outputs if shape)
+            category = other.names.category[index]
+            # A feed, or a forward-pass op (not a read nor a cast): its look-alikes may carry the batch.
+            kind[name] = ("feed" if category == INPUTS else "forward" if category == ACTIVATIONS and not read
+                          and other.names.op_types[index] not in whatif._CAST_OPS else None)
     # The batch as a first dimension, or flattened with a feed's positions (all its dimensions
     # but the batch, or but the batch and the last where it has three or more).
     leads = {batch}
@@ -919,9 +934,21 @@ def _reference_one_step(step, space) -> tuple[list[bool], int]:
             if batch > 1 and other.names.category[index] == INPUTS and name in shapes:
                 leads.update(batch * int(np.prod(shape[1:] if len(shape) == 2 else shape[1:-1])) for shape, _ in
                              shapes[name] if len(shape) >= 2 and shape[0] == batch)
+    # Shaped like a parameter, with the batch first: a feed's carry it, and a forward-pass op's whose data
+    # input carries it (in the order the names first ran, so chains follow).
+    carrying = {name for name, outputs in shapes.items()
+                if any(shape and shape[0] in leads and shape not in parameter_shapes for shape, _ in outputs)}
+    promoted = set()
+    for name, outputs in shapes.items():
+        alike = any(shape and shape[0] in leads and shape in parameter_shapes for shape, _ in outputs)
+        if alike and (kind.get(name) == "feed" or (kind.get(name) == "forward" and any(
+                i in carrying for i in whatif.label_inputs(labels[name])))):
+            promoted.add(name)
+            carrying.add(name)
     batch_bytes, other_bytes = {}, {}
     for name, outputs in shapes.items():
-        batched = [shape for shape, _ in outputs if shape and shape[0] in leads and shape not in parameter_shapes]
+        batched = [shape for shape, _ in outputs if shape and shape[0] in leads and (
+            shape not in parameter_shapes or name in promoted)]
         channels = max((shape[-1] for shape in batched), default=None)
         batch_bytes[name] = {size for shape, size in outputs if shape in batched or (
             channels is not None and len(shape) == 1 and shape[0] % batch == 0 and shape[0] > channels
