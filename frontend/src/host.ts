@@ -83,3 +83,28 @@ function stringRecord(value: unknown): Record<string, string> | null {
   for (const [k, v] of Object.entries(value)) if (typeof v === 'string') out[k] = v;
   return out;
 }
+
+
+/**
+ * The page's theme as TensorBoard's own: its dark-mode toggle sets `dark-mode` on the host page's
+ * body (whatever the system's scheme), which the plugin's frame does not inherit. Followed as it
+ * changes; nothing outside TensorBoard or across origins (the system's scheme applies there).
+ */
+export function followHostTheme(root: HTMLElement = document.documentElement): void {
+  let body: HTMLElement | null = null;
+  try {
+    if (window.parent !== window) body = window.parent.document.body;
+  } catch {
+    return; // a parent of another origin
+  }
+  if (!body) return;
+  const hostBody = body;
+  const apply = () => themeFrom(hostBody, root);
+  apply();
+  new MutationObserver(apply).observe(hostBody, { attributes: true, attributeFilter: ['class'] });
+}
+
+/** Sets `root`'s data-theme from the host body's `dark-mode` class. */
+export function themeFrom(hostBody: HTMLElement, root: HTMLElement): void {
+  root.dataset.theme = hostBody.classList.contains('dark-mode') ? 'dark' : 'light';
+}

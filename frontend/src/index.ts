@@ -4,7 +4,7 @@
 import { Api } from './api';
 import { App } from './app';
 import { el } from './dom';
-import { hostPageUrl, linkData } from './host';
+import { followHostTheme, hostPageUrl, linkData } from './host';
 import { defaultStorage, hashPluginData, keepInStorage, savedSelection } from './lib/saved-selection';
 import { Readiness } from './readiness';
 import { Selection } from './selection';
@@ -41,6 +41,7 @@ export function render(): void {
   const page = new PageView(selection, readiness.status, link.element);
   readiness.mirrorOn(page.root);
   if (!document.getElementById('tb-memory-style')) document.head.append(el('style', { id: 'tb-memory-style' }, CSS));
+  followHostTheme();
   document.body.replaceChildren(page.root);
 
   // Chosen before: a link's selection (TensorBoard's address, when new to this browser) or the

@@ -1,5 +1,12 @@
 // The page's CSS, injected as one <style> element (no external files: TensorBoard's CSP allows no CDN).
 
+// The dark palette: the system's dark scheme, or TensorBoard's dark mode where it is on.
+const DARK = `
+    --bg: #1e1f22; --panel: #26282c; --fg: #e6e6e6; --muted: #a2a8b3; --border: #3c4048;
+    --accent: #ff9f43; --accent-soft: rgba(255,159,67,0.18); --select: #8ab4f8; --select-soft: rgba(138,180,248,0.18);
+    --curve: #8ab4f8; --curve-band: rgba(138,180,248,0.22); --peak: #f28b82; --error-bg: #5c1e1b; --error-fg: #f6aea9;
+    --focus: #8ab4f8; --tile-text: #111; --box: #2d3036; --edge: #80868b; --code-bg: #2f3238;`;
+
 export const CSS = `
 :root {
   color-scheme: light dark;
@@ -9,13 +16,11 @@ export const CSS = `
   --focus: #1a73e8; --tile-text: #111; --box: #ffffff; --edge: #9aa0a6; --code-bg: #eef0f3;
 }
 @media (prefers-color-scheme: dark) {
-  :root {
-    --bg: #1e1f22; --panel: #26282c; --fg: #e6e6e6; --muted: #a2a8b3; --border: #3c4048;
-    --accent: #ff9f43; --accent-soft: rgba(255,159,67,0.18); --select: #8ab4f8; --select-soft: rgba(138,180,248,0.18);
-    --curve: #8ab4f8; --curve-band: rgba(138,180,248,0.22); --peak: #f28b82; --error-bg: #5c1e1b; --error-fg: #f6aea9;
-    --focus: #8ab4f8; --tile-text: #111; --box: #2d3036; --edge: #80868b; --code-bg: #2f3238;
-  }
+  :root:not([data-theme="light"]) { ${DARK} }
 }
+/* TensorBoard's own dark-mode toggle (host.followHostTheme), whatever the system's scheme. */
+:root[data-theme="dark"] { color-scheme: dark; ${DARK} }
+:root[data-theme="light"] { color-scheme: light; }
 * { box-sizing: border-box; }
 html, body { margin: 0; background: var(--bg); color: var(--fg); }
 body { font: 13px/1.4 Roboto, "Segoe UI", system-ui, sans-serif; }

@@ -809,6 +809,16 @@ def test_first_screen_dark(browser, tb, scheme, request):
             assert _page_box(dash, name)["y"] < FIRST_SCREEN_TOP_PX
         dash.assert_fits_width()
         dash.screenshot("first-screen-dark")
+        # The tab follows TensorBoard's own dark-mode toggle (a class on its page's body), both ways.
+        dark = "() => document.documentElement.dataset.theme"
+        assert dash.frame.evaluate(dark) == "dark"
+        dash.page.evaluate("() => document.body.classList.remove('dark-mode')")
+        dash.frame.wait_for_function("() => document.documentElement.dataset.theme === 'light'")
+        background = "() => getComputedStyle(document.body).backgroundColor"
+        assert dash.frame.evaluate(background) == "rgb(255, 255, 255)"
+        dash.page.evaluate("() => document.body.classList.add('dark-mode')")
+        dash.frame.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
+        assert dash.frame.evaluate(background) != "rgb(255, 255, 255)"
         assert dash.page_errors == []
     finally:
         context.close()
