@@ -184,7 +184,8 @@ export class GraphView {
         transform: `translate(${(p.x - p.width / 2).toFixed(1)},${(p.y - p.height / 2).toFixed(1)})`,
         'data-testid': 'graph-node',
         'data-id': n.id,
-        tabindex: n.kind === 'other' ? -1 : 0,
+        // One Tab stop for the whole graph (the selected box, else the first): arrows move between boxes.
+        tabindex: -1,
         role: 'button',
       });
       g.append(
@@ -206,7 +207,7 @@ export class GraphView {
         boxFiguresText(n, hasCurve),
         `${countOf(n.node_count, 'node')}${n.op_type ? ` · ${n.op_type}` : ''}`,
         n.in_group === false ? 'no layer of the grouping by layer (its ops are in their layers): a click shows it grouped by name scope' : '',
-        n.kind === 'scope' ? 'double click to drill in' : '',
+        n.kind === 'scope' ? 'double click (Shift+Enter) to drill in' : '',
       ]
         .filter(Boolean)
         .join('\n');
@@ -225,6 +226,9 @@ export class GraphView {
           if (ev.key === 'Enter' || ev.key === ' ') {
             ev.preventDefault();
             this.pick(n, ev.shiftKey && n.kind === 'scope');
+          } else if (ARROW_STEP[ev.key] !== undefined) {
+            ev.preventDefault();
+            this.moveFocus(n.id, ARROW_STEP[ev.key]!);
           }
         });
         this.boxById.set(n.id, g);
@@ -283,5 +287,27 @@ export class GraphView {
       g.classList.toggle('selected', on);
       g.setAttribute('aria-pressed', on ? 'true' : 'false');
     }
+    this.setTabStop(selected !== null && this.boxById.has(selected) ? selected : this.boxById.keys().next().value ?? null);
+  }
+
+  /** The one box Tab reaches (roving tabindex): 60 Tab presses had crossed a 138-box graph. */
+  private setTabStop(id: string | null): void {
+    for (const [boxId, g] of this.boxById) g.setAttribute('tabindex', boxId === id ? '0' : '-1');
+  }
+
+  /** Moves the focus `step` boxes on (largest first, as drawn), or to the first or last. */
+  private moveFocus(from: string, step: number): void {
+    const ids = [...this.boxById.keys()];
+    const at = ids.indexOf(from);
+    const to = step === -Infinity ? 0 : step === Infinity ? ids.length - 1 : Math.min(ids.length - 1, Math.max(0, at + step));
+    const id = ids[to];
+    if (id === undefined) return;
+    this.setTabStop(id);
+    this.boxById.get(id)!.focus();
   }
 }
+
+/** Keys that move the focus between boxes, and by how many (Home and End: to either end). */
+const ARROW_STEP: Record<string, number> = {
+  ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity,
+};

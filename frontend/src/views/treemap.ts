@@ -257,7 +257,7 @@ export class TreemapView {
           `${countOf(child.exec_count, 'execution')}${child.top_op_type ? `, mostly ${child.top_op_type}` : ''}`,
           paramsText(child) ?? '',
           this.insideTitle(child),
-          child.has_children ? 'double click or Drill in to open' : '',
+          child.has_children ? 'double click (Shift+Enter) or Drill in to open' : '',
         ]
           .filter(Boolean)
           .join('\n'),

@@ -315,6 +315,22 @@ describe('GraphView', () => {
     expect(view.element.textContent).not.toContain('treemap folds');
   });
 
+  it('is one Tab stop, the selected box or the first, with arrows moving between boxes', () => {
+    const selection = new Selection({ run: 'r' });
+    const view = new GraphView(selection, () => '/data/plugin_entry.html');
+    mount(view.element);
+    view.setData(graph);
+    const stops = () => [...document.querySelectorAll<SVGGElement>('[data-testid=graph-node][tabindex="0"]')].map((b) => b.dataset.id);
+    expect(stops()).toEqual(['m']);
+    const first = document.querySelector<SVGGElement>('[data-testid=graph-node][data-id=m]')!;
+    first.focus();
+    first.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+    expect(stops()).toEqual(['loss']);
+    expect((document.activeElement as SVGGElement | null)?.dataset.id).toBe('loss');
+    selection.select('m');
+    expect(stops()).toEqual(['m']);
+  });
+
   it('shows a box the grouping by layer does not hold grouped by name scope, on click and double click', () => {
     const withTape: GraphResponse = {
       ...graph,
