@@ -1076,7 +1076,8 @@ class WhatIf:
     @property
     def notes(self) -> list[str]:
         """What the answer should be read with: a step of the first's profile that peaked well above
-        it (`higher_sibling`), a profile's start held as traced where the batch asked is larger, and an
+        it (`higher_sibling`), a profile's start held as traced where the batch asked is larger, a
+        profile's largest batch under a limit (its chunks may grow more than the batch), and an
         allocator several devices share (its peak is not this device's alone)."""
         notes = [self._steps_note] if self._steps_note else []
         base = self.base
@@ -1090,6 +1091,11 @@ class WhatIf:
                 "batch, and the peak by as much (a Keras fit's start can grow by several MiB from one batch size "
                 "to the next): read the predicted rise, or trace the batch asked")
         trace = base.space.trace
+        if self.limit is not None and base.source == XPLANE_SOURCE:
+            notes.append(
+                "the largest batch that fits scales the traced allocator chunks; at another batch the allocator "
+                "may give a request a chunk up to twice its size (a 194 MiB request in a 256 MiB chunk), so keep "
+                "a margin below the limit, or trace the batch found")
         if trace.shared_with:
             notes.append(
                 f"{trace.allocator} is shared with {', '.join(trace.shared_with)}: this predicts the bytes of "
