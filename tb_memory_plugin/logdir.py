@@ -185,9 +185,10 @@ def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
         below = logdir.rstrip("/") + "/" + run
         # The logdir's own run: `.`, or its directory's name where no run below has that name (a
         # sub-directory run of the logdir's own name is that run). Labelled as the listing labels it.
-        if run == "." or (run == own_name and run not in _listed(logdir)):
+        listed = _listed(logdir) if run in (".", own_name) else {}  # the logdir walked once
+        if run == "." or (run == own_name and run not in listed):
             # (A logdir of profiles alone, tf_keras': no run of its own, the `train` run below, if any.)
-            own = {root_label(logdir, own_name): logdir} if _holds_event_files(logdir) else {}
+            own = {root_label(logdir, own_name, listed): logdir} if _holds_event_files(logdir) else {}
             return {**own, **_train_below(logdir, "train")} or {run: below}
         return {run: below, **_train_below(below, f"{run}/train")}
     names = _listed(logdir)
@@ -204,10 +205,11 @@ def _listed(logdir: str) -> dict[str, str]:
     return {os.path.relpath(directory, logdir): directory for directory in io_wrapper.GetLogdirSubdirectories(logdir)}
 
 
-def root_label(logdir: str, own_name: str) -> str:
+def root_label(logdir: str, own_name: str, listed: dict[str, str] | None = None) -> str:
     """How a listing of the logdir labels its own run: by the directory's name where it is the only
-    run, else `.`, as TensorBoard names it beside the others."""
-    return own_name if list(_listed(logdir)) == ["."] else "."
+    run, else `.`, as TensorBoard names it beside the others (`listed`: the logdir's runs, where
+    the caller has walked it)."""
+    return own_name if list(_listed(logdir) if listed is None else listed) == ["."] else "."
 
 
 def _train_below(directory: str, name: str) -> dict[str, str]:

@@ -231,7 +231,7 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
     so tensors of that length are not scaled. {first dimension: (feed name, shape)}, the first
     feed of each. None at batch 1, where every dimension is a multiple, and in a profile, which
     holds no feed (its input ops are the pipeline's, example by example)."""
-    if batch <= 1 or step.trace.source in _CHUNK_SOURCES:
+    if batch <= 1 or step.trace.source == XPLANE_SOURCE:
         return {}
     known = flattened_batches(step, batch) | time_major_steps(step, batch)
     found: dict[int, tuple[str, tuple]] = {}
@@ -446,13 +446,8 @@ class _Outputs:
             return rows
         carrying = set(itertools.compress(self.names, np.bincount(out_row[batched], minlength=self.count).tolist()))
         feeds = set(np.unique(out_row[candidates & from_feeds]).tolist())
-        by_source: dict[int, tuple] = {}
-        for row in rows.tolist():
-            if row not in feeds:
-                by_source.setdefault(id(self.label_of[row]), (self.label_of[row], []))[1].append(row)
-        inputs = {}
-        for label_of, asked in by_source.values():
-            inputs.update(zip(asked, map(label_inputs, labels_of(label_of, [self.names[r] for r in asked]))))
+        asked = [row for row in rows.tolist() if row not in feeds]
+        inputs = dict(zip(asked, self._data_inputs(asked)))
         promoted = []
         for row in rows.tolist():
             if row in feeds or any(name in carrying for name in inputs.get(row, ())):
@@ -476,15 +471,21 @@ class _Outputs:
             return uses
         carrying = set(itertools.compress(self.names, self.carries.tolist()))
         rows = rows.tolist()
-        by_source: dict[int, tuple] = {}  # the names asked, by the space whose labels they have
-        for i in ask:
-            label_of = self.label_of[rows[i]]
-            by_source.setdefault(id(label_of), (label_of, []))[1].append(i)
-        for label_of, positions in by_source.values():
-            labels = labels_of(label_of, [self.names[rows[i]] for i in positions])
-            for i, label in zip(positions, labels):
-                uses[i] = any(name in carrying for name in label_inputs(label))
+        for i, inputs in zip(ask, self._data_inputs([rows[i] for i in ask])):
+            uses[i] = any(name in carrying for name in inputs)
         return uses
+
+    def _data_inputs(self, rows: list[int]) -> list[list[str]]:
+        """The data inputs of each row's name, from its label, read by the space whose labels it has
+        (one read per space)."""
+        by_source: dict[int, tuple] = {}
+        for position, row in enumerate(rows):
+            by_source.setdefault(id(self.label_of[row]), (self.label_of[row], []))[1].append(position)
+        out: list[list[str]] = [[] for _ in rows]
+        for label_of, positions in by_source.values():
+            for position, label in zip(positions, labels_of(label_of, [self.names[rows[p]] for p in positions])):
+                out[position] = label_inputs(label)
+        return out
 
 
 # -- one traced step ------------------------------------------------------------------------
@@ -1091,7 +1092,7 @@ class WhatIf:
                 "batch, and the peak by as much (a Keras fit's start can grow by several MiB from one batch size "
                 "to the next): read the predicted rise, or trace the batch asked")
         trace = base.space.trace
-        if self.limit is not None and base.source == XPLANE_SOURCE:
+        if self.limit is not None and base.source in _CHUNK_SOURCES:
             notes.append(
                 "the largest batch that fits scales the traced allocator chunks; at another batch the allocator "
                 "may give a request a chunk up to twice its size (a 194 MiB request in a 256 MiB chunk), so keep "
