@@ -64,6 +64,7 @@ class SpaceAnalysis:
         self.has_curve = space.has_records
         self._trees: dict[str, ScopeTree] = {}
         self._lock = threading.Lock()
+        self._memo: dict = {}
 
         n = space.exec_count
         at_peak = self._at_peak_by_exec()
@@ -80,6 +81,14 @@ class SpaceAnalysis:
         code = self.name_code
         self._one_name_each = len(names.raw) == code.size and bool((code == np.arange(code.size)).all())
         self.baseline, self.start_bytes, self.snapshot_gap = self._baseline()
+
+    def memoized(self, key, compute):
+        """Results derived from this (immutable) space, computed once: two threads asking at once
+        may both compute, and the first result stays."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            return self._memo.setdefault(key, compute())
 
     @cached_property
     def exec_figures(self) -> np.ndarray:

@@ -492,6 +492,11 @@ def readings_gap(space) -> int | None:
 
 
 def allocator_gap(space) -> list[Finding]:
+    """The finding, once per space: the findings pass, the summary and each side of a comparison ask."""
+    return list(space.memoized(ALLOCATOR_GAP, lambda: tuple(_allocator_gap(space))))
+
+
+def _allocator_gap(space) -> list[Finding]:
     trace, curve = space.trace, space.curve
     if trace.snapshot_bytes.size == 0 or curve.time_us.size == 0:
         return []
