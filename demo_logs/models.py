@@ -354,12 +354,14 @@ def build(model, batch, size, seed=0):
 # --------------------------------------------------------------------------
 
 
-def _session(graph):
+def _session(graph, memory_optimization=None):
     # Fixed thread counts keep traces comparable run to run on small CI boxes. Per session: the
     # process-wide pools are fixed by the first session made, which in a test run may be another
     # (with the machine's core count), so a step's schedule would depend on what ran before it.
     config = tf1.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2,
                              use_per_session_threads=True)
+    if memory_optimization is not None:  # grappler's memory optimizer (RewriterConfig.MemOptType)
+        config.graph_options.rewrite_options.memory_optimization = memory_optimization
     return tf1.Session(graph=graph, config=config)
 
 

@@ -58,6 +58,11 @@ _OPTIMIZER_COMPONENTS = frozenset(
     }
 )
 
+# Grappler's memory optimizer names the copies of nodes it runs again for the backward pass
+# `Recomputed/<node>`, and their NoOp triggers `RecomputeTrigger/<node>` (memory_optimizer.cc):
+# a prefix to the whole name, taken off without touching the node's own components.
+_RECOMPUTED_PREFIXES = ("Recomputed/", "RecomputeTrigger/")
+
 
 # `<node>-<port>[-<port>...]-TransposeNHWCToNCHW-LayoutOptimizer` and the
 # other layout helpers (DataFormatVecPermute, DimMap, ...) grappler inserts.
@@ -194,6 +199,8 @@ def classify(raw_name: str) -> NameInfo:
         if _OLD_LAYOUT_RE.match(name):
             return NameInfo(name, name, LAYOUT_TRANSPOSE, LAYOUT_OP_TYPE)
     cleaned = _SUFFIX_RE.sub("", name) if ("-" in name or "__cf__" in name) else name
+    while cleaned.startswith(_RECOMPUTED_PREFIXES):  # the node it is a copy of: its scope, its op type
+        cleaned = cleaned.split("/", 1)[1]
     if not _OPTIMIZER_COMPONENTS.isdisjoint(cleaned.split("/")):  # a path component names a grappler pass
         cleaned = _drop_optimizer_components(cleaned)
     return NameInfo(cleaned, _without_calls(cleaned), OP, None)
@@ -902,8 +909,8 @@ def _heads(texts, k: int) -> np.ndarray:
 
 # Path components that may make `classify` change a name, by their first 8 bytes (a
 # superset is fine: classify checks exactly). Every grappler component is that long.
-_OPTIMIZER_HEADS = _heads(_OPTIMIZER_COMPONENTS, 8)
-assert all(len(name) >= 8 and name[0].isupper() for name in _OPTIMIZER_COMPONENTS)
+_OPTIMIZER_HEADS = _heads([*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES], 8)
+assert all(len(name) >= 8 and name[0].isupper() for name in [*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES])
 # Optimizer slot names, by their first 4 bytes (every one is that long).
 _SLOT_HEADS = _heads(_SLOT_NAMES, 4)
 assert all(len(name) >= 4 for name in _SLOT_NAMES)

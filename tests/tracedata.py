@@ -39,15 +39,16 @@ class RealTrace:
         return store.analyse_bytes(self.run_metadata_bytes, graph.RunGraph.from_bytes(self.graph_def_bytes))
 
 
-def traced_graph_step(graph, init, train, feed) -> bytes:
+def traced_graph_step(graph, init, train, feed, memory_optimization=None) -> bytes:
     """The serialized RunMetadata of one FULL_TRACE run of `train` in `graph` (after its `init` and
-    one untraced warm-up run), in the suite's session settings (demo_logs/models.py)."""
+    one untraced warm-up run), in the suite's session settings (demo_logs/models.py), with grappler's
+    memory optimizer set where `memory_optimization` is given."""
     import models
     import tensorflow as tf
 
     tf1 = tf.compat.v1
     metadata = tf1.RunMetadata()
-    with models._session(graph) as session:
+    with models._session(graph, memory_optimization) as session:
         session.run(init)
         session.run(train, feed)
         session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
