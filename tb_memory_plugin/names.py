@@ -300,6 +300,19 @@ def _looked_through(path: str) -> str:
     return rest if sep and rest and _LOOKED_THROUGH_RE.match(first) else path
 
 
+_INITIALIZER = "/Initializer/"
+
+
+def _initializer_category(path: str) -> int | None:
+    """A tf.compat.v1 variable's initializer, run in the step (`<variable>/Initializer/...`): its
+    value becomes the variable's buffer, so its ops' bytes are the variable's, an optimizer slot's
+    (`<var>/Adam/Initializer/zeros`) optimizer state; None for any other path."""
+    variable, found, _ = path.partition(_INITIALIZER)
+    if not found or not variable:
+        return None
+    return OPTIMIZER if _SLOT_RE.match(variable.rsplit("/", 1)[-1]) else PARAMETERS
+
+
 def _updated_below_scope(path: str) -> bool:
     """An optimizer's update of a variable under a scope of the user's (`train/Adam/update_<var>/...`:
     tf.compat.v1's `minimize` inside a variable or name scope): the optimizer's, as the same update
@@ -546,6 +559,9 @@ def categorise(path: str, op_type: str, kind: str) -> int:
         return GRADIENTS if "/gradients" in path and _below_gradients(path) is not None else OPTIMIZER
     if _updated_below_scope(own):
         return OPTIMIZER
+    initialized = _initializer_category(own)
+    if initialized is not None:
+        return initialized
     if "/" in path and op_type in _VARIABLE_OPS and _SLOT_RE.match(path.rsplit("/", 1)[-1]):
         return OPTIMIZER
     if _gradient_path(own) or op_type in _GRADIENT_CHECK_OPS:
@@ -1567,10 +1583,16 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     if scope_lines.size:
         rows = np.unique(scope_lines[optimizer_first[scope_lines]]).tolist()
         is_gradient_below[[i for i in rows if _below_gradients(paths[i]) is not None]] = True
+    # A variable's initializer run in the step, by the one-name rule on the rows with an `Initiali`
+    # component after their first (found from the slashes).
+    initialized = np.full(n, -1, dtype=np.int64)
+    for i in lines.lines_with_component(_INITIALIZER[1:9].encode()).tolist():
+        category = _initializer_category(_looked_through(paths[i]))
+        initialized[i] = -1 if category is None else category
     return np.select(
-        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first | updated_below, slot, gradient | is_check,
-         is_variable, is_other],
-        [INPUTS, OTHER, OPTIMIZER, GRADIENTS, OPTIMIZER, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
+        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first | updated_below, initialized >= 0, slot,
+         gradient | is_check, is_variable, is_other],
+        [INPUTS, OTHER, OPTIMIZER, GRADIENTS, OPTIMIZER, initialized, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
         default=ACTIVATIONS,
     ).astype(np.int64)
 

@@ -645,6 +645,48 @@ def test_ops_grappler_recomputes_stay_in_their_layer():
         assert not any(path.startswith("Recompute") for path, _ in space.top_level(group))
 
 
+def test_a_variables_initializer_run_in_the_step_is_the_variables():
+    """A first step that also runs the initializers (control dependencies in the same Session.run):
+    what `<var>/Initializer/...` makes becomes the variable's buffer, so its bytes are parameters, a
+    slot's (`<var>/Momentum/Initializer/zeros`) optimizer state; a trial's RandomUniform outputs had
+    read as 48 MiB of activations."""
+    import tensorflow as tf
+    from tb_memory_plugin import names
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (32, 512), name="x")
+        with tf1.variable_scope("dense"):
+            w = tf1.get_variable("w", (512, 512))
+        optimizer = tf1.train.MomentumOptimizer(0.1, 0.9)
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
+        update = optimizer.minimize(loss)
+        slots = optimizer.get_slot_names()
+        with tf.control_dependencies([tf1.variables_initializer([w] + optimizer.variables())]):
+            h = tf.identity(x)
+        loss_after = tf.reduce_mean(tf.square(tf.matmul(h, w)))
+        with tf.control_dependencies([update]):
+            train = tf.identity(loss_after)
+        init = tf1.global_variables_initializer()
+    assert slots == ["momentum"]
+    feed = {x: np.random.RandomState(0).rand(32, 512).astype(np.float32)}
+    space = store.analyse_bytes(traced_graph_step(graph, init, train, feed)).space(None)
+    table = space.names
+    rows = [i for i, name in enumerate(table.raw) if "/Initializer/" in name]
+    by_row = {table.raw[i]: CATEGORIES[table.category[i]] for i in rows}
+    weights = [name for name in by_row if name.startswith("dense/w/Initializer/")]
+    slot = [name for name in by_row if name.startswith("dense/w/Momentum/Initializer/")]
+    assert weights and slot, sorted(by_row)
+    assert {by_row[name] for name in weights} == {"parameters"}
+    assert {by_row[name] for name in slot} == {"optimizer"}
+    # The one-name rule says the same, and the initializer's bytes are there to count.
+    for i in rows:
+        assert names.categorise(table.paths[i], table.op_type(i), table.kind(i)) == table.category[i]
+    execs = [e for e in range(space.trace.exec_count) if space.trace.name(e).startswith("dense/w/Initializer/")]
+    assert sum(int(space.trace.allocated[e]) for e in execs) >= 512 * 512 * 4
+
+
 def test_a_buffer_an_op_keeps_is_not_its_temporaries():
     """TensorFlow counts as temp what an op allocated beyond its outputs, a buffer it keeps too: a
     ResourceApplyAdagrad whose variable is still read elsewhere copies the variable and keeps the
