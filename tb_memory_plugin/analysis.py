@@ -449,6 +449,12 @@ NO_MEMORY_HELP = (
     "options=tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE) "
     "and run_metadata=tf.compat.v1.RunMetadata(), then writer.add_run_metadata(run_metadata, 'step_N')."
 )
+# TF2 and Keras write no step stats: their memory is in a profile (README, "TF2 and Keras").
+TF2_PROFILE_HELP = (
+    "TF2 and Keras: profile the step (tf.profiler.experimental.start(logdir) ... stop(), Keras' "
+    "TensorBoard(profile_batch=...), or tf.summary.trace_on(graph=True, profiler=True, "
+    "profiler_outdir=logdir) before trace_export)"
+)
 
 
 def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAnalysis:
@@ -456,7 +462,8 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     if trace.node_stat_count == 0:
         return StepAnalysis(trace, [], "empty",
                             "This step has no step stats: it was written without tracing "
-                            "(or by TF2 eager/Keras, whose memory is in profiler files). " + NO_MEMORY_HELP)
+                            "(or by TF2 eager/Keras, whose memory is in profiler files). " + NO_MEMORY_HELP
+                            + f" {TF2_PROFILE_HELP}.")
     spaces = [SpaceAnalysis(space, NameTable.build(space.distinct_names, space.label_of, trace.op_types, graph_ops,
                                                    space.input_names, trace.layers))
               for space in trace.spaces]

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from . import compare, compare_report, findings as findings_mod, logdir as logdir_mod, report, trace as trace_mod
-from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
+from .analysis import GROUPS, TF2_PROFILE_HELP, SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT, format_bytes
 from .names import UNKNOWN_OP
 
@@ -429,7 +429,8 @@ def summary_command(args: argparse.Namespace) -> int:
             what = _missing_run(args.logdir, args.run)
         else:
             hint = "; ".join(catcher.messages[:3])
-            what = (f"no traced steps in {args.logdir} (write them with FileWriter.add_run_metadata)"
+            what = (f"no traced steps in {args.logdir} (TF1: write them with FileWriter.add_run_metadata; "
+                    f"{TF2_PROFILE_HELP})"
                     + (f"; TensorBoard said: {hint}" if hint else ""))
         # One line: where a damaged record hid the step asked for, it says so.
         print(f"tb-memory: {catcher.with_damage(what)}", file=sys.stderr)
@@ -571,7 +572,8 @@ def _missing_run(logdir: str, run: str) -> str:
     except Exception:  # noqa: BLE001 - an unreadable logdir: say only what is missing
         names = []
     if run in names:
-        return f"run {run!r} in {logdir} has no traced steps (write them with FileWriter.add_run_metadata)"
+        return (f"run {run!r} in {logdir} has no traced steps (TF1: write them with FileWriter.add_run_metadata; "
+                f"{TF2_PROFILE_HELP})")
     # The directory given to a writer that adds its own (Keras' TensorBoard callback: `<dir>/train`).
     below = [name for name in names if name.startswith(run + "/")]
     if below:

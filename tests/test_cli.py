@@ -221,6 +221,8 @@ def test_logdir_without_traces(capsys, tmp_path):
     code, out, err = _run(capsys, tmp_path)
     _one_line_error(code, err)
     assert "no traced steps" in err
+    # TF2 and Keras users are told how their steps are traced too (a profile), not only TF1's way.
+    assert "add_run_metadata" in err and "tf.profiler.experimental.start" in err and "profiler_outdir" in err
     assert out == ""
 
 
@@ -231,7 +233,7 @@ def test_logdir_that_does_not_exist(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("run, words", [
-    ("notrace", ("empty", "FULL_TRACE")),
+    ("notrace", ("empty", "FULL_TRACE", "profile_batch")),
     ("nomem", ("no_memory", "FULL_TRACE")),
     ("corrupt", ("corrupt", "not a valid RunMetadata")),
 ])
