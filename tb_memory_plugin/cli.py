@@ -328,7 +328,8 @@ def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_n
     count = space.trace.exec_count
     print(f"   allocated {format_bytes(totals['allocated_bytes'])}, output {format_bytes(totals['output_bytes'])}"
           f" over {count} op execution{'' if count == 1 else 's'}"
-          + ("; no allocation records, so no curve and no peak" if say_no_curve else ""))
+          + (f"; {space.trace.allocator} recorded no allocations, so no curve and no peak of its own: "
+             "these bytes are in no other allocator's peak" if say_no_curve else ""))
     largest = _largest_allocation(space, group)
     if largest:
         print(f"   largest node: {largest['name']}{_op_type_suffix(largest['op_type'])}, allocated "

@@ -835,7 +835,11 @@ def test_no_curve_is_said_per_allocator_when_another_has_one(capsys, old_logdir)
     # No step-wide note of a missing curve (the run has no graph either, which is said apart).
     assert "note:" not in out.replace(f"note: {NO_MODEL_NOTE}", "") and out.count("no curve") == 1
     host = out.split("-- GPU:0/cuda_host_bfc")[1]
-    assert "no allocation records, so no curve and no peak" in host and "peak " not in host.replace("no peak", "")
+    # A feed's buffer on an allocator without records (a TF1 CPU step's mklcpu) reads as outside the peak
+    # above, not as a broken trace.
+    assert "cuda_host_bfc recorded no allocations, so no curve and no peak of its own" in host
+    assert "these bytes are in no other allocator's peak" in host
+    assert "peak " not in host.replace("no peak", "").replace("allocator's peak", "")
     device = out.split("-- GPU:0/cuda_host_bfc")[0]
     assert f"rise {cli.format_bytes(4096 + 1024)}" in device
 
