@@ -472,6 +472,39 @@ def test_unmarked_predict_and_evaluate_are_their_batches_not_one_step(unmarked_p
     assert len(headers) == 6 and all(re.search(r"/run_(\d+) \(function run \1, no step marker\)$", h) for h in headers)
 
 
+def test_steps_the_capture_cut_are_left_out(unmarked_profile):
+    """A profile taken from a running program (a profiler server's client.trace) starts inside one
+    step and stops inside another. Those steps' function runs are not in it (an event is recorded
+    where the capture saw it begin and end), and their windows hold part of their work: a trial's
+    first step read as a 71.5 KiB rise of Adam's, its activations in the start, its real peak before
+    the capture. The steps the capture cut at either end are left out; the others are as before."""
+    from tracedata import xplane_captured_between
+
+    data = unmarked_profile.read_bytes()
+    whole = xplane.decode(data)
+    first, last = whole.steps[0], whole.steps[-1]
+    start, stop = (first.start_ps + first.end_ps) // 2, (last.start_ps + last.end_ps) // 2
+    cut_bytes = xplane_captured_between(data, start, stop)
+    reference = _read_reference(cut_bytes)
+    times = sorted(event["time_ps"] for event in reference["memory"])
+    # The capture holds part of each cut step's memory events: they are there to be read as steps.
+    assert any(start <= t <= first.end_ps for t in times) and any(last.start_ps <= t <= stop for t in times)
+    cut = xplane.decode(cut_bytes)
+    # The functions' steps (the eager executor's work between predict and evaluate, which the whole
+    # profile's window for it held every function in, is read as it reads, apart).
+    functions = [i for i, s in enumerate(cut.steps) if s.step_id != xplane._NO_STEP_ID]
+    assert [(cut.steps[i].start_ps, cut.steps[i].end_ps) for i in functions] == [
+        (s.start_ps, s.end_ps) for s in whole.steps[1:-1]]
+    for index, whole_index in zip(functions, range(1, len(whole.steps) - 1)):
+        (space,) = analysis.analyse(cut.trace(index)).spaces
+        (whole_space,) = analysis.analyse(whole.trace(whole_index)).spaces
+        assert space.peak_rise_bytes == whole_space.peak_rise_bytes
+    assert not any(s.start_ps < whole.steps[1].start_ps or s.end_ps > whole.steps[-2].end_ps for s in cut.steps)
+    # A capture inside one step only keeps it: nothing else to show.
+    inside = xplane.decode(xplane_captured_between(data, start, first.end_ps))
+    assert len(inside.steps) == 1
+
+
 _EAGER_LOOP_SCRIPT = """
 import sys
 import numpy as np

@@ -163,6 +163,24 @@ def xplane_without_memory_events(data: bytes) -> bytes:
     return space.SerializeToString()
 
 
+def xplane_captured_between(data: bytes, start_ps: int, stop_ps: int) -> bytes:
+    """A serialized XSpace as a capture from start_ps to stop_ps would have recorded it (a profiler
+    server's client.trace on a running program): the events that began and ended inside it, in the
+    decoder's time (a line's timestamp_ns in ps plus the event's offset). A traced scope records its
+    event when it ends, and only where the capture was on when it began."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace.FromString(data)
+    for plane in space.planes:
+        for line in plane.lines:
+            base = line.timestamp_ns * 1000
+            kept = [e for e in line.events
+                    if start_ps <= base + e.offset_ps and base + e.offset_ps + e.duration_ps <= stop_ps]
+            del line.events[:]
+            line.events.extend(kept)
+    return space.SerializeToString()
+
+
 def decoded_without_hlo(monkeypatch, data: bytes):
     """A profile decoded as if its HloProtos could not be read: XLA programs whole (one node each)."""
     from tb_memory_plugin.sources import xplane

@@ -491,7 +491,7 @@ class _PlaneSteps:
         # Each program run whose blocks were read: (start, bytes it allocated, its module's shapes).
         self.program_runs: list[tuple[int, int, ProgramShapes]] = []
         self.split = self._split_programs(programs) if programs else {}
-        self.steps = self._find_steps(events.processes, events.markers)
+        self.steps = self._find_steps(events.processes, events.markers, events.function_runs)
 
     def _pair_frees(self) -> None:
         """paired[i]: for a free, the allocation it frees (same allocator and addr, latest before); else -1."""
@@ -685,7 +685,7 @@ class _PlaneSteps:
         pieces.append([program, own, requested - placed, program])  # last: the op running at that moment
         return [tuple(piece) for piece in pieces]
 
-    def _find_steps(self, processes: dict, markers: dict) -> list[ProfileStep]:
+    def _find_steps(self, processes: dict, markers: dict, function_runs: dict) -> list[ProfileStep]:
         memory = self.memory
         allocation_step = np.where(memory["is_allocation"], memory["id"], 0)
         ids = np.unique(allocation_step[allocation_step != 0])
@@ -739,11 +739,39 @@ class _PlaneSteps:
         input_only = [s.marked is None and self._input_only(s) for s in steps]
         if not all(input_only):
             steps = [s for s, only in zip(steps, input_only) if not only]
+        steps = self._uncut(steps, function_runs)
         for step in steps:
             low, high = self._window(step)
             allocators = np.unique(memory["allocator_name"][low:high])
             step.devices = sorted({_device_of(self._text(a))[0] for a in allocators.tolist()})
         return steps
+
+    def _uncut(self, steps: list[ProfileStep], function_runs: dict) -> list[ProfileStep]:
+        """The steps less those the capture cut, at its start or its end, where others are whole.
+
+        A profile taken from a running program (a profiler server's client.trace) starts inside one
+        step and stops inside another. An event is recorded where the capture saw it begin and end,
+        so such a step's function run (`KernelAndDeviceFunc::Run`) is not in the profile, while the
+        whole steps' are: an unmarked step at the capture's first (or last) memory event that
+        overlaps no function run, where another step overlaps one, is cut. Its window holds part of
+        its work: its activations read as the start, its peak may have come before the capture (a
+        71.5 KiB rise of Adam's was shown for a step whose peak rise is 83 MiB). Where no whole step
+        is left, the steps stay as they are."""
+        times = self.memory["time_ps"]
+        if len(steps) < 2 or not function_runs or not times.size:
+            return steps
+        run_start, run_end = function_runs["start_ps"], function_runs["end_ps"]
+
+        def overlaps_a_run(step: ProfileStep) -> bool:
+            return bool(((run_start < step.end_ps) & (run_end > step.start_ps)).any())
+
+        if not any(map(overlaps_a_run, steps)):
+            return steps  # no step is a function's (a tf.compat.v1 session's, eager work): nothing to tell by
+        first, last = min(steps, key=lambda s: s.start_ps), max(steps, key=lambda s: s.end_ps)
+        cut = {id(step) for step, at_edge in ((first, first.start_ps <= times[0]), (last, last.end_ps >= times[-1]))
+               if at_edge and step.marked is None and not overlaps_a_run(step)}
+        kept = [step for step in steps if id(step) not in cut]
+        return kept or steps
 
     def _marked_steps(self, marked: "_MarkedSteps", executor_steps: list[ProfileStep]) -> list[ProfileStep]:
         """Steps the profiler was told of (`jax.profiler.StepTraceAnnotation("train", step_num=n)`,
