@@ -174,8 +174,26 @@ class SpaceAnalysis:
         within_op = space.event_time_us[after_peak] <= end[execs]
         net_until_end = scatter_sum(execs[within_op], space.event_bytes[after_peak][within_op], n)
         running = (start <= peak) & (peak <= end)
+        # An XLA program's pieces that are ops' values (its HLO places them) run with the program, but
+        # a value lives from the op that made it to its last use, not inside one op: it keeps its op's
+        # category (a jit_compile fit's forward values, activations; its backward's, gradients). What
+        # the program frees of its own, its scratch no value holds and its rounding, is temporaries.
+        running &= ~self._xla_values()
         freed = np.where(running, -net_until_end, 0)
         return np.clip(freed, 0, np.maximum(at_peak, 0))
+
+    def _xla_values(self) -> np.ndarray:
+        """Per execution: whether it is a piece of an XLA program that is an op's value (not the
+        program's own node, nor its `(unused scratch)`)."""
+        trace = self.trace
+        values = np.zeros(trace.exec_count, dtype=bool)
+        if trace.xla_program_exec is None:
+            return values
+        for i in np.flatnonzero(trace.xla_program_exec >= 0).tolist():
+            name = trace.name(i)
+            values[i] = (name != trace.xla_program_names[int(trace.xla_program_exec[i])]
+                         and not name.endswith("/" + UNUSED_SCRATCH))
+        return values
 
     @cached_property
     def snapshot_offsets(self) -> np.ndarray:

@@ -403,8 +403,9 @@ def test_a_free_of_an_earlier_steps_block_stays_before_this_step():
 
 def test_two_programs_sharing_op_names_each_keep_their_own_run():
     """`jit_step` holds the peak while it runs; `jit_other`, compiled from the same ops, runs later.
-    The ops' values are placed in each by its own HLO, run within their own program's run (the
-    peak's scratch is temporaries), and named as the program holding most of them."""
+    The ops' values are placed in each by its own HLO, run within their own program's run, and named
+    as the program holding most of them. At the peak the program's own scratch and rounding are
+    temporaries; the op's value it holds keeps its op's category."""
     from protos import XSpaceBuilder
 
     space = XSpaceBuilder()
@@ -426,7 +427,11 @@ def test_two_programs_sharing_op_names_each_keep_their_own_run():
     assert (int(gpu.trace.start_us[dense["jit_step"]]), int(gpu.trace.end_us[dense["jit_step"]])) == (10, 110)
     assert (int(gpu.trace.start_us[dense["jit_other"]]), int(gpu.trace.end_us[dense["jit_other"]])) == (200, 300)
     categories = dict((name, held) for name, held, _ in gpu.by_category())
-    assert categories["temporaries"] == 1280 + 512  # both blocks are freed while the program runs
+    # Both blocks are freed while the program runs: what of them is no op's value (its scratch unused
+    # then, its rounding) is temporaries; dense/dot_general's value (1024 B) is activations and its
+    # gradient's (512 B) gradients, as a value lives from its op to its last use.
+    assert (categories["activations"], categories["gradients"]) == (1024, 512)
+    assert categories["temporaries"] == 1280 + 512 - 1024 - 512
     # Each program's total is its own: jit_step holds the peak, jit_other nothing then.
     totals = {p.name: (p.at_peak_bytes, p.allocated_bytes) for p in gpu.xla_programs()}
     assert totals == {"jit_step": (1792, 1792), "jit_other": (0, 1792)}
