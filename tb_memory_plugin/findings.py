@@ -28,7 +28,9 @@ GRAPH_CONSTANTS = "graph_constants"
 STEP_GROWTH = "step_growth"
 ALLOCATOR_GAP = "allocator_gap"
 UNDONATED_ARGUMENTS = "undonated_arguments"
-FINDING_KINDS = (LAYOUT_TRANSPOSE_KIND, CONV_SCRATCH, GRAPH_CONSTANTS, STEP_GROWTH, ALLOCATOR_GAP, UNDONATED_ARGUMENTS)
+VARIABLE_COPIES = "variable_copies"
+FINDING_KINDS = (LAYOUT_TRANSPOSE_KIND, CONV_SCRATCH, GRAPH_CONSTANTS, STEP_GROWTH, ALLOCATOR_GAP, UNDONATED_ARGUMENTS,
+                 VARIABLE_COPIES)
 
 KiB, MiB = 1 << 10, 1 << 20
 # Layout transposes: each is a full copy of an activation; 1% of the peak is memory that a
@@ -56,6 +58,12 @@ PEAK_SHORT_MIN_SHARE = 0.01
 # Undonated arguments: a JAX step's new parameters and optimizer state beside the old ones double
 # them at the peak; 5% of the peak rise is worth a one-line change (64 KiB floor, as above).
 DONATE_MIN_SHARE, DONATE_MIN_BYTES = 0.05, 64 * KiB
+# Variable copies: updates that gave a variable a new buffer, held at the peak; 5% of the peak rise is a
+# copy of weights worth moving a read for (64 KiB floor, as above).
+COPY_MIN_SHARE, COPY_MIN_BYTES = 0.05, 64 * KiB
+# Ops that read variables beside a training step when fetched with it: a checkpoint's save, weight summaries.
+_VARIABLE_READERS = frozenset({"SaveV2", "Save", "SaveSlices", "HistogramSummary", "WriteHistogramSummary",
+                               "ScalarSummary", "TensorSummary", "TensorSummaryV2", "WriteSummary"})
 TOP_NODES = 5  # nodes named per finding
 
 # TensorFlow's CPU kernels for these ops (Conv2DCustomBackpropFilterOp and its kin) stage im2col for a
@@ -108,6 +116,7 @@ def step_findings(step, model: Model | None = None, run_steps: Sequence[tuple[in
         found += step_growth(space, step, run_steps)
         found += allocator_gap(space)
         found += undonated_arguments(space)
+        found += variable_copies(space, step)
     if model is not None:
         found += graph_constants(model)
     return ranked(found)
@@ -622,6 +631,41 @@ def undonated_arguments(space) -> list[Finding]:
                   f"{format_bytes(held)} less at the peak. (Keras 3 on JAX donates its state itself.)")
     return [Finding(UNDONATED_ARGUMENTS, held, UPDATED_ARGUMENTS, [program], message, suggestion, trace.id,
                     {"program": program, "arguments": len(rows)})]
+
+
+def variable_copies(space, step) -> list[Finding]:
+    """Optimizer updates and assigns that gave their variable a new buffer, held at the peak: TensorFlow
+    updates a resource variable in place unless its buffer is shared when the update runs, and then
+    copies it first. A Saver's SaveV2 or a weight summary fetched with the train op reads the weights
+    while they are updated: a trial's step held both weight matrices twice (32 MiB against 14 MiB
+    without the save), shown as the optimizer's bytes with nothing to say why."""
+    at_peak = space.name_column(AT_PEAK)
+    rows = [(code, kept, int(at_peak[code])) for code, kept in _kept_variable_rows(space, COPY_MIN_BYTES, values=False)
+            if at_peak[code] > 0]
+    held = sum(bytes_at_peak for _, _, bytes_at_peak in rows)
+    if not rows or held < max(COPY_MIN_BYTES, COPY_MIN_SHARE * space.peak_rise_bytes):
+        return []
+    rows.sort(key=lambda row: -row[2])
+    names = space.names
+    nodes = [names.graph_names[code] for code, _, _ in rows]
+    readers = sorted({op for other in step.spaces for op in other.names.op_type_names if op in _VARIABLE_READERS})
+    listed = ", ".join(f"{names.graph_names[code]} ({format_bytes(b)})" for code, _, b in rows[:TOP_NODES])
+    message = (f"{len(rows)} variable update{'s' if len(rows) > 1 else ''} gave {'their variables' if len(rows) > 1 else 'its variable'} "
+               f"a new buffer, {format_bytes(held)} held at the peak ({held / space.peak_rise_bytes:.0%} of the peak "
+               f"rise): {listed}. TensorFlow updates a variable in place unless its buffer is shared when the update "
+               "runs (read by an op still using it, or shared with another variable since initialization), and "
+               "then copies it: the old buffer and the new are both held."
+               + (f" This step also ran {', '.join(readers)}, which read{'s' if len(readers) == 1 else ''} variables."
+                  if readers else ""))
+    suggestion = ("Run what reads the variables (a checkpoint's save, weight summaries, fetching the weights) in a "
+                  "Session.run of its own rather than beside the train op, or make those reads wait for the "
+                  f"updates (a control dependency): up to {format_bytes(held)} less at the peak. A copy in the first "
+                  "step after initialization only (slots sharing one initial buffer) does not recur.")
+    layers = [names.layer(code).split("/") for code, _, _ in rows]
+    scope = "/".join(os.path.commonprefix(layers)) or "/".join(layers[0])
+    return [Finding(VARIABLE_COPIES, held, scope, nodes[:TOP_NODES], message, suggestion, space.trace.id,
+                    {"at_peak_bytes": held, "updates": len(rows), "readers": readers,
+                     "copies": [{"name": names.graph_names[code], "bytes": b} for code, _, b in rows[:TOP_NODES]]})]
 
 
 # Ops that write a resource variable, giving it a new buffer where its old one is shared.

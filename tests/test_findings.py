@@ -181,6 +181,44 @@ def test_a_gap_the_variable_writes_explain_is_headed_by_their_layer():
     assert "Adam/update_table/AssignVariableOp" in gap.nodes
 
 
+def _copying_update_step(read_after: bool):
+    """(serialized RunMetadata, analysed step) of a real step that updates a 1 MiB resource variable
+    while a weight summary's read of it is still to run (`read_after`), or after that read."""
+    import tensorflow as tf
+    from tracedata import traced_graph_step
+
+    tf1 = tf.compat.v1
+    graph_ = tf.Graph()
+    with graph_.as_default():
+        var = tf1.get_variable("w", (512, 512), use_resource=True)
+        read = var.read_value()
+        summary_input = read if read_after else tf.identity(read) * 2.0
+        with tf.control_dependencies([summary_input]):
+            update = tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=0.1, delta=tf.ones((512, 512)),
+                                                             name="apply")
+        with tf.control_dependencies([update]):
+            train = tf1.summary.histogram("w", summary_input)
+        init = tf1.global_variables_initializer()
+    data = traced_graph_step(graph_, init, train, {})
+    return data, store.analyse_bytes(data)
+
+
+def test_an_update_that_copies_its_variable_says_what_read_it():
+    """A weight summary fetched with the update reads the variable while it is updated: TensorFlow
+    copies the variable first, and both buffers are held (a trial's Saver in the traced step held
+    its weights twice, shown as the optimizer's bytes with nothing to say why)."""
+    data, step = _copying_update_step(read_after=True)
+    (copies,) = [f for f in findings.step_findings(step, None) if f.kind == findings.VARIABLE_COPIES]
+    kept = sum(b for name, _, b in _records(data, "CPU:0", step.spaces[0].trace.allocator) if name == "apply")
+    assert kept == 512 * 512 * 4 == copies.bytes == copies.details["at_peak_bytes"]
+    assert copies.nodes == ["apply"] and copies.details["readers"] == ["HistogramSummary"]
+    assert "HistogramSummary" in copies.message and "Session.run of its own" in copies.suggestion
+    # The same update after the read is done: in place, no copy, no finding.
+    data, step = _copying_update_step(read_after=False)
+    assert not [name for name, _, _ in _records(data, "CPU:0", step.spaces[0].trace.allocator) if name == "apply"]
+    assert findings.VARIABLE_COPIES not in _kinds(findings.step_findings(step, None))
+
+
 def _traced_steps(build, count: int = 3) -> list:
     """(step number, analysed step) of `count` FULL_TRACE runs in one session of the graph `build(tf)`
     makes (it returns its train op; fed nothing), after a warm-up run."""

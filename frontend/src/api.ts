@@ -124,7 +124,8 @@ export interface Resident {
   layers: ResidentLayer[];
 }
 export type FindingKind =
-  | 'layout_transpose' | 'conv_scratch' | 'graph_constants' | 'step_growth' | 'allocator_gap' | 'undonated_arguments';
+  | 'layout_transpose' | 'conv_scratch' | 'graph_constants' | 'step_growth' | 'allocator_gap' | 'undonated_arguments'
+  | 'variable_copies';
 /** What to change so the step fits (docs/http_api.md, "Findings"). */
 export interface Finding {
   kind: FindingKind | string;

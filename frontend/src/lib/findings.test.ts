@@ -46,6 +46,7 @@ describe('findings', () => {
   it('names kinds in words', () => {
     expect(findingLabel('allocator_gap')).toBe('allocator gap');
     expect(findingLabel('undonated_arguments')).toBe('arguments not donated');
+    expect(findingLabel('variable_copies')).toBe('variables copied by their updates');
     expect(findingLabel('new_kind')).toBe('new kind');
   });
 });

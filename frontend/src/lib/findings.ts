@@ -11,6 +11,7 @@ const KIND_LABELS: Record<string, string> = {
   step_growth: 'memory left behind by the step',
   allocator_gap: 'allocator gap',
   undonated_arguments: 'arguments not donated',
+  variable_copies: 'variables copied by their updates',
 };
 
 export function findingLabel(kind: string): string {

@@ -36,7 +36,7 @@ export class FindingsView {
     const sorted = sortFindings(findings);
     this.caption.textContent = sorted.length ? 'largest first, those held at the peak before the rest · click one to select its layer' : '';
     if (sorted.length === 0) {
-      this.list.append(el('div', { class: 'muted', 'data-testid': 'findings-none' }, 'Nothing to flag in this step: no layout transposes, large convolution scratch, constants in the graph, growth across steps or allocator gap.'));
+      this.list.append(el('div', { class: 'muted', 'data-testid': 'findings-none' }, 'Nothing to flag in this step: no layout transposes, large convolution scratch, constants in the graph, growth across steps, allocator gap or variables copied by their updates.'));
       return;
     }
     // Findings of one kind often share their advice (a convolution per layer): said once, then "as above".
