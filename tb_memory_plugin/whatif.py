@@ -56,6 +56,9 @@ _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forw
 # note names them at (analysis.NOTED_PROGRAM_SHARE) and this, the programs are too big to leave
 # unscaled and the ops too big to ignore: the step's batch is not read, but asked for.
 _XLA_STEP_SHARE = 0.5
+# The fit and the one step this far apart at the batch asked (of the larger) are said to be: one of them
+# is off, and the traced steps alone cannot say which (a TF1 LSTM's fit had read 12% under the one step).
+_PREDICTIONS_APART = 0.10
 MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
 TOP_LAYERS = 10
 
@@ -1142,6 +1145,15 @@ class WhatIf:
                 "the largest batch that fits scales the traced allocator chunks; at another batch the allocator "
                 "may give a request a chunk up to twice its size (a 194 MiB request in a 256 MiB chunk), so keep "
                 "a margin below the limit, or trace the batch found")
+        if self.fitted is not None and self.one_step is not None and self.one_step.scales.any():
+            fit, one = self.fitted.peak_rise(self.batch), self.one_step.peak_rise(self.batch)
+            if abs(fit - one) > _PREDICTIONS_APART * max(fit, one, 1):
+                notes.append(
+                    f"at batch {self.batch} the fit and the one step are {abs(fit - one) / max(fit, one):.0%} apart "
+                    f"(peak rise {format_bytes(fit)} against {format_bytes(one)}): what the traced steps hold that "
+                    "does not follow the batch changed between them (the allocator's chunks, a schedule that "
+                    f"moved), which the fit's line carries on and the one step, from {base.run} {base.tag} alone, "
+                    f"does not; trace batch {self.batch} to settle it")
         if trace.shared_with:
             notes.append(
                 f"{trace.allocator} is shared with {', '.join(trace.shared_with)}: this predicts the bytes of "
