@@ -61,9 +61,9 @@ DONATE_MIN_SHARE, DONATE_MIN_BYTES = 0.05, 64 * KiB
 # Variable copies: updates that gave a variable a new buffer, held at the peak; 5% of the peak rise is a
 # copy of weights worth moving a read for (64 KiB floor, as above).
 COPY_MIN_SHARE, COPY_MIN_BYTES = 0.05, 64 * KiB
-# Ops that read variables beside a training step when fetched with it: a checkpoint's save, weight summaries.
-_VARIABLE_READERS = frozenset({"SaveV2", "Save", "SaveSlices", "HistogramSummary", "WriteHistogramSummary",
-                               "ScalarSummary", "TensorSummary", "TensorSummaryV2", "WriteSummary"})
+# Ops that read variables beside a training step when fetched with it: a checkpoint's save (every variable),
+# weight histograms. (Scalar summaries are a loss's, nearly always: they are not named.)
+_VARIABLE_READERS = frozenset({"SaveV2", "Save", "SaveSlices", "HistogramSummary", "WriteHistogramSummary"})
 TOP_NODES = 5  # nodes named per finding
 
 # TensorFlow's CPU kernels for these ops (Conv2DCustomBackpropFilterOp and its kin) stage im2col for a
@@ -640,32 +640,46 @@ def variable_copies(space, step) -> list[Finding]:
     while they are updated: a trial's step held both weight matrices twice (32 MiB against 14 MiB
     without the save), shown as the optimizer's bytes with nothing to say why."""
     at_peak = space.name_column(AT_PEAK)
-    rows = [(code, kept, int(at_peak[code])) for code, kept in _kept_variable_rows(space, COPY_MIN_BYTES, values=False)
-            if at_peak[code] > 0]
-    held = sum(bytes_at_peak for _, _, bytes_at_peak in rows)
+    codes = dict.fromkeys(code for code, _ in _kept_variable_rows(space, COPY_MIN_BYTES, values=False))
+    rows = [(code, int(at_peak[code])) for code in codes if at_peak[code] > 0]
+    held = _confirmed_at_peak(space, sum(bytes_at_peak for _, bytes_at_peak in rows))
     if not rows or held < max(COPY_MIN_BYTES, COPY_MIN_SHARE * space.peak_rise_bytes):
         return []
-    rows.sort(key=lambda row: -row[2])
+    rows.sort(key=lambda row: -row[1])
     names = space.names
-    nodes = [names.graph_names[code] for code, _, _ in rows]
+    nodes = [names.graph_names[code] for code, _ in rows]
     readers = sorted({op for other in step.spaces for op in other.names.op_type_names if op in _VARIABLE_READERS})
-    listed = ", ".join(f"{names.graph_names[code]} ({format_bytes(b)})" for code, _, b in rows[:TOP_NODES])
+    listed = ", ".join(f"{names.graph_names[code]} ({format_bytes(b)})" for code, b in rows[:TOP_NODES])
     message = (f"{len(rows)} variable update{'s' if len(rows) > 1 else ''} gave {'their variables' if len(rows) > 1 else 'its variable'} "
                f"a new buffer, {format_bytes(held)} held at the peak ({held / space.peak_rise_bytes:.0%} of the peak "
                f"rise): {listed}. TensorFlow updates a variable in place unless its buffer is shared when the update "
                "runs (read by an op still using it, or shared with another variable since initialization), and "
                "then copies it: the old buffer and the new are both held."
-               + (f" This step also ran {', '.join(readers)}, which read{'s' if len(readers) == 1 else ''} variables."
+               + (f" This step also ran {', '.join(readers)}, which may read the variables."
                   if readers else ""))
     suggestion = ("Run what reads the variables (a checkpoint's save, weight summaries, fetching the weights) in a "
                   "Session.run of its own rather than beside the train op, or make those reads wait for the "
                   f"updates (a control dependency): up to {format_bytes(held)} less at the peak. A copy in the first "
                   "step after initialization only (slots sharing one initial buffer) does not recur.")
-    layers = [names.layer(code).split("/") for code, _, _ in rows]
+    layers = [names.layer(code).split("/") for code, _ in rows]
     scope = "/".join(os.path.commonprefix(layers)) or "/".join(layers[0])
     return [Finding(VARIABLE_COPIES, held, scope, nodes[:TOP_NODES], message, suggestion, space.trace.id,
                     {"at_peak_bytes": held, "updates": len(rows), "readers": readers,
-                     "copies": [{"name": names.graph_names[code], "bytes": b} for code, _, b in rows[:TOP_NODES]]})]
+                     "copies": [{"name": names.graph_names[code], "bytes": b} for code, b in rows[:TOP_NODES]]})]
+
+
+def _confirmed_at_peak(space, held: int) -> int:
+    """`held`, the bytes the records put at the peak in variables' new buffers, where the allocator's
+    readings do not contradict them; else 0. A copy's old buffer goes back in no record (an earlier
+    step's), so where the reader gave it back before the peak the records count it still, the peak
+    shown is above the allocator's largest reading (`allocator_gap` says by how much), and the old
+    and new buffers were not both held then: a reader done before the peak costs nothing there."""
+    trace = space.trace
+    peak_bytes = space.peak_bytes
+    if trace.snapshot_bytes.size == 0 or peak_bytes is None:
+        return held
+    over = peak_bytes - int(trace.snapshot_bytes.max())
+    return held if over < max(GAP_MIN_BYTES, reading_unit(trace.snapshot_bytes)) else 0  # the readings' rounding
 
 
 # Ops that write a resource variable, giving it a new buffer where its old one is shared.

@@ -176,6 +176,8 @@ def _drop_optimizer_components(name: str) -> str:
 def classify(raw_name: str) -> NameInfo:
     """Map a raw node name from step stats to its graph node and scope."""
     name = strip_stream_suffix(raw_name)
+    while name.startswith(_RECOMPUTED_PREFIXES) and name.partition("/")[2]:  # its node's: scope, op type
+        name = name.partition("/")[2]
     if name.startswith("_"):
         arg = _ARG_RE.match(name)
         if arg:
@@ -199,8 +201,6 @@ def classify(raw_name: str) -> NameInfo:
         if _OLD_LAYOUT_RE.match(name):
             return NameInfo(name, name, LAYOUT_TRANSPOSE, LAYOUT_OP_TYPE)
     cleaned = _SUFFIX_RE.sub("", name) if ("-" in name or "__cf__" in name) else name
-    while cleaned.startswith(_RECOMPUTED_PREFIXES):  # the node it is a copy of: its scope, its op type
-        cleaned = cleaned.split("/", 1)[1]
     if not _OPTIMIZER_COMPONENTS.isdisjoint(cleaned.split("/")):  # a path component names a grappler pass
         cleaned = _drop_optimizer_components(cleaned)
     return NameInfo(cleaned, _without_calls(cleaned), OP, None)

@@ -1066,6 +1066,14 @@ def _ops_of(space: SpaceAnalysis) -> set[str]:
     return {name for name in space.names.graph_names if not name.startswith("(")}
 
 
+def _chunking(traced: Traced) -> bool:
+    """Whether the step's allocator hands out chunks bigger than requests (a BFC allocator: a GPU's,
+    the CPU's with TF_CPU_ALLOCATOR_USE_BFC, oneDNN's `mklcpu`), as a profile's always does: the plain
+    `cpu` allocator's records are the requests themselves."""
+    allocator = traced.space.trace.allocator
+    return traced.source == XPLANE_SOURCE or "bfc" in allocator.lower() or allocator == "mklcpu"
+
+
 class WhatIf:
     """The predictions for one batch size: one step from the traced step whose batch is nearest the
     one asked, a fit when the steps hold two batch sizes or more; the largest batch under a limit (a
@@ -1125,9 +1133,10 @@ class WhatIf:
     @property
     def notes(self) -> list[str]:
         """What the answer should be read with: a step of the first's profile that peaked well above
-        it (`higher_sibling`), a profile's start held as traced where the batch asked is larger, a
-        profile's largest batch under a limit (its chunks may grow more than the batch), and an
-        allocator several devices share (its peak is not this device's alone)."""
+        it (`higher_sibling`), a profile's start held as traced where the batch asked is larger, the
+        largest batch under a limit on a chunking allocator (its chunks may grow more than the batch),
+        a fit and a one step far apart, and an allocator several devices share (its peak is not this
+        device's alone)."""
         notes = [self._steps_note] if self._steps_note else []
         base = self.base
         start = base.space.start_bytes
@@ -1140,7 +1149,7 @@ class WhatIf:
                 "batch, and the peak by as much (a Keras fit's start can grow by several MiB from one batch size "
                 "to the next): read the predicted rise, or trace the batch asked")
         trace = base.space.trace
-        if self.limit is not None:  # a profile's chunks, or a trace's BFC records: the same allocator
+        if self.limit is not None and _chunking(base):
             notes.append(
                 "the largest batch that fits scales the traced allocator chunks; at another batch the allocator "
                 "may give a request a chunk up to twice its size (a 194 MiB request in a 256 MiB chunk), so keep "

@@ -24,6 +24,16 @@ def test_layout_transpose_other_direction_and_single_port():
     assert names.scope_of(info.path) == "gradients/shared_model/unet_02/Conv2D_grad"
 
 
+def test_a_recomputed_layout_transpose_is_charged_to_its_nodes_scope():
+    """Grappler's memory optimizer prefixes the whole name of a node it recomputes, a layout transpose's
+    too: the transpose is its node's, in that node's scope, not in a `Recomputed` scope."""
+    info = names.classify("Recomputed/block0/conv/Conv2D-0-TransposeNHWCToNCHW-LayoutOptimizer")
+    assert info.kind == names.LAYOUT_TRANSPOSE and info.graph_name == "block0/conv/Conv2D"
+    assert names.scope_of(info.path) == "block0/conv"
+    assert names.classify("RecomputeTrigger/block0/conv/Relu").graph_name == "block0/conv/Relu"
+    assert names.classify("Recomputed/").graph_name == "Recomputed/"  # nothing after the prefix: kept
+
+
 @pytest.mark.parametrize("raw, graph_name", [
     ("ConstantFolding/shared_model/unet_02/Conv2D", "shared_model/unet_02/Conv2D"),
     ("ConstantFolding/gradients/shared_model/unet_01/Conv2D_grad/ShapeN-matshapes-1",

@@ -878,6 +878,18 @@ def test_a_name_holding_the_same_requests_in_other_chunks_is_fixed_inside_its_la
     assert row["per_sample_bytes"] == mib // 32
 
 
+@pytest.mark.parametrize("allocator, chunks", [
+    ("cpu", False), ("mklcpu", True), ("bfc_cpu_allocator_for_gpu", True), ("GPU_0_bfc", True), ("cuda_host_bfc", True)])
+def test_the_margin_under_a_limit_is_for_allocators_that_hand_out_chunks(allocator, chunks):
+    """A BFC allocator may give a request a chunk up to twice its size at another batch: under a limit
+    the notes say to keep a margin. The plain `cpu` allocator's records are the requests: no margin."""
+    import protos
+
+    step = store.analyse_bytes(protos.three_node_trace(allocator=allocator))
+    traced_step = whatif.Traced("run", "step_1", 1, "run_metadata", step, step.space(None))
+    assert whatif._chunking(traced_step) == chunks
+
+
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():
     """Two readings of what a step starts with that fell by noise as the batch grew: the start is
     fixed memory, their mean at any batch, not a line heading below the model's own size."""
