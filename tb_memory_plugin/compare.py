@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from .analysis import GROUPS, SpaceAnalysis, StepAnalysis
-from .figures import ALLOCATED, AT_PEAK, OUTPUT, other_chunks
+from .figures import ALLOCATED, AT_PEAK, OUTPUT, TEMP, other_chunks
 from .names import renumbering
 from .scope_tree import SELF, ScopeTree
 
@@ -47,6 +47,8 @@ class Table:
     counted: np.ndarray  # bool per column: whether it can differ (at peak needs a curve on both sides)
     a_count: np.ndarray | None = None  # executions per row (op types)
     b_count: np.ndarray | None = None
+    a_temp: np.ndarray | None = None  # temp bytes per row (scopes, op types), for `same_requests`
+    b_temp: np.ndarray | None = None
 
     @cached_property
     def delta(self) -> np.ndarray:
@@ -70,17 +72,22 @@ class Table:
         so its outputs request at least half its allocated bytes, on each side: not an allocation
         that requests no output, the eager copy of a batch) and it holds bytes at the peak on
         both sides, changed no more than its chunks did (else the peak's moment moved, not the
-        chunks alone: a scope whose update ran after one side's peak). False where the table has no
-        output or allocated column."""
+        chunks alone: a scope whose update ran after one side's peak). The chunks are what its ops
+        allocated less their temp bytes, where the table has them: a buffer an op allocates beside
+        its outputs (its scratch, an optimizer's copy of the variable it updates: 3 x 32 MiB of
+        Adam's in a first step) is no output's chunk. False where the table has no output or
+        allocated column."""
         if OUTPUT not in self.columns or ALLOCATED not in self.columns:
             return np.zeros(len(self.names), dtype=bool)
         output, allocated = self.column(OUTPUT), self.column(ALLOCATED)
-        chunks = other_chunks(np.stack([self.a[:, output], self.b[:, output]]),
-                              np.stack([self.a[:, allocated], self.b[:, allocated]]))
+        a_chunks, b_chunks = self.a[:, allocated], self.b[:, allocated]
+        if self.a_temp is not None and self.b_temp is not None:
+            a_chunks, b_chunks = a_chunks - self.a_temp, b_chunks - self.b_temp
+        chunks = other_chunks(np.stack([self.a[:, output], self.b[:, output]]), np.stack([a_chunks, b_chunks]))
         held = True
         if AT_PEAK in self.columns and self.counted[self.column(AT_PEAK)]:
             at_peak = self.column(AT_PEAK)
-            change, grown = self.delta[:, at_peak], self.delta[:, allocated]
+            change, grown = self.delta[:, at_peak], a_chunks - b_chunks
             # ... and the chunks' change is as big as the change at the peak, the same way (signs
             # compared, not multiplied: two changes of a few GiB overflow int64).
             held = ((self.a[:, at_peak] > 0) & (self.b[:, at_peak] > 0) & (np.sign(change) * np.sign(grown) >= 0)
@@ -223,6 +230,8 @@ class Comparison:
                        _stack([f for _, _, f in b], COMPARED), self.has_at_peak)
         table.a_count = _place(len(names), rows_a, np.array([c for _, c, _ in a], dtype=np.int64))
         table.b_count = _place(len(names), rows_b, np.array([c for _, c, _ in b], dtype=np.int64))
+        table.a_temp = _place(len(names), rows_a, _stack([f for _, _, f in a], (TEMP,))[:, 0])
+        table.b_temp = _place(len(names), rows_b, _stack([f for _, _, f in b], (TEMP,))[:, 0])
         return table
 
     def categories(self, row: int = 0) -> Table:
@@ -344,7 +353,9 @@ def _scope_table(tree_a: ScopeTree, tree_b: ScopeTree, has_at_peak: bool,
                   tree_b.figures[entries_b][:, list(COMPARED)], has_at_peak, kind=ScopeTable, kinds=kinds,
                   parent=parent, entry_a=_place(count, rows_a, entries_a, fill=-1),
                   entry_b=_place(count, rows_b, entries_b, fill=-1),
-                  b_own=_own_paths(tree_b, b_paths, rows_b, entries_b))
+                  b_own=_own_paths(tree_b, b_paths, rows_b, entries_b),
+                  a_temp=_place(count, rows_a, tree_a.figures[entries_a][:, TEMP]),
+                  b_temp=_place(count, rows_b, tree_b.figures[entries_b][:, TEMP]))
 
 
 def _own_paths(tree_b: ScopeTree, b_paths: list[str], rows_b: np.ndarray, entries_b: np.ndarray) -> dict[int, str]:

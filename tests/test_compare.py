@@ -697,3 +697,28 @@ def test_the_same_requests_given_other_chunks_are_said_to_be_the_allocators(tmp_
     assert rows["net/copy"]["delta_bytes"] == mib and "same_requests" not in rows["net/copy"]
     assert cli.main(["diff", str(tmp_path), "--run", "a", "--against", "b", "--group", "scope"]) == 0
     assert "net/conv/BiasAdd  (8.0 MiB -> 14.5 MiB, the same requests: the allocator's chunks)" in capsys.readouterr().out
+
+
+def test_a_buffer_allocated_beside_the_outputs_is_no_chunk_of_theirs(tmp_path, capsys):
+    """A scope whose outputs request as much on both sides while one side's optimizer copied a variable
+    (an op's temp bytes, no output: Adam's 3 x 32 MiB in a first step) changed by that copy, not by
+    the allocator's chunks: the diff had said "the same requests" of a trial's -96.2 MiB."""
+    import protos
+
+    mib = 1024 * 1024
+
+    def step(copy):
+        nodes = [protos.Node("net/dense/MatMul", 0, 2, op="MatMul", outputs=[("GPU_0_bfc", 8 * mib)],
+                             memory=[protos.Mem("GPU_0_bfc", [(0, 8 * mib), (9, -8 * mib)])])]
+        if copy:  # the update's copy of its variable, kept (its old buffer goes in no record)
+            nodes.append(protos.Node("net/dense/apply", 3, 4, op="ResourceApplyAdam", temp=copy,
+                                     memory=[protos.Mem("GPU_0_bfc", [(3, copy)])]))
+        return protos.serialized({protos.GPU0: nodes})
+
+    protos.write_tagged_run_metadata(tmp_path / "a", "step_1", step(4 * mib), 1)
+    protos.write_tagged_run_metadata(tmp_path / "b", "step_1", step(0), 1)
+    assert cli.main(["diff", str(tmp_path), "--run", "a", "--against", "b", "--group", "scope", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["scopes"]}
+    dense = rows["net/dense"]
+    assert (dense["delta_bytes"], dense["delta_allocated_bytes"]) == (4 * mib, 4 * mib)
+    assert "same_requests" not in dense
