@@ -258,6 +258,35 @@ def test_tensorflow_executor_steps_beside_jax_steps_are_all_steps():
         (None, [("dense/MatMul", 100)]), (1, [("jit_step", 10_000)]), (2, [("jit_step", 10_000)])]
 
 
+def test_a_function_run_that_only_set_up_an_iterator_is_no_step():
+    """A function run whose every allocation is tf.data's work on its caller's thread (an iterator's
+    `range`, 13.5 KiB listed first in a profiler server's capture) is no step where training steps are;
+    a run that allocates for the model beside its iterator (an epoch's end, its validation) stays."""
+    from protos import XSpaceBuilder
+
+    def profile(model_bytes_in_first: int):
+        space = XSpaceBuilder()
+        space.event(1, "KernelAndDeviceFunc::Run", 0, 50)
+        space.event(1, "ExecutorState::Process", 1, 48, id=100)
+        space.event(1, "Iterator::Range", 2, 10)
+        space.free(1, 45, space.allocate(1, 5, 13_824, tf_op="range", id=100))
+        if model_bytes_in_first:
+            space.event(1, "head/MatMul:MatMul", 20, 10)
+            space.free(1, 40, space.allocate(1, 25, model_bytes_in_first, tf_op="head/MatMul", id=100))
+        for k, step_id in enumerate((200, 300)):
+            start = 100 + 200 * k
+            space.event(1, "KernelAndDeviceFunc::Run", start, 150)
+            space.event(1, "ExecutorState::Process", start + 1, 148, id=step_id)
+            space.event(1, "dense/MatMul:MatMul", start + 10, 20)
+            space.free(1, start + 100, space.allocate(1, start + 15, 1 << 20, tf_op="dense/MatMul", id=step_id))
+        return _steps(space)
+
+    steps = profile(0)
+    assert [spaces["GPU:0/GPU_0_bfc"] for _, _, spaces in steps] == [[("dense/MatMul", 1 << 20)]] * 2
+    steps = profile(4096)
+    assert len(steps) == 3 and ("head/MatMul", 4096) in steps[0][2]["GPU:0/GPU_0_bfc"]
+
+
 def test_a_repeated_keras_batch_number_in_tensorflow_is_another_step():
     """TF executor steps merge under one marked step, not under one number."""
     from protos import XSpaceBuilder

@@ -796,18 +796,19 @@ class _PlaneSteps:
         return int(memory["allocation_bytes"][mine].sum())
 
     def _input_only(self, step: ProfileStep) -> bool:
-        """Whether every allocation of the step's own executor steps (else, of its window) was made
-        on one of tf.data's threads: tf.data slicing the next batch whose run overlaps a training
-        step's window, ending a little after it, is no step of its own (where it ran inside the
-        window it was already part of that step). (By thread, not by tf.data's work on other
-        threads, `in_input_pipeline`: an epoch's iterator set-up on the caller's thread stays a
-        function run of its own, listed, as before.)"""
+        """Whether every allocation of the step's own executor steps (else, of its window) was tf.data's:
+        made on one of its threads, or in its work on the caller's (`in_input_pipeline`). tf.data slicing
+        the next batch whose run overlaps a training step's window, ending a little after it, is no step
+        of its own (where it ran inside the window it was already part of that step), nor is a run that
+        only set up an iterator (13.5 KiB of a dataset's `range`, listed first in a capture). An epoch's
+        end, its validation beside the next epoch's iterator, allocates for the model too: it stays."""
         low, high = self._window(step)
         allocating = self.memory["is_allocation"][low:high]
         own = allocating & np.isin(self.memory["id"][low:high], [i for i in step.step_ids if i != 0])
         if own.any():
             allocating = own
-        return bool(allocating.any() and self.on_input_thread[low:high][allocating].all())
+        tf_data = self.on_input_thread[low:high] | self.in_input_pipeline[low:high]
+        return bool(allocating.any() and tf_data[allocating].all())
 
     def _window(self, step: ProfileStep) -> tuple[int, int]:
         times = self.memory["time_ps"]
