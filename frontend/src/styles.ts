@@ -216,6 +216,8 @@ table.data.compact td.raw { min-width: 150px; }
 [data-stale] .whatif-headline, [data-stale] .whatif-meta, [data-stale] .whatif-svg { opacity: 0.5; }
 .whatif-headline b { font-size: 14px; }
 .whatif-meta { display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 12px; color: var(--muted); }
+.whatif-notes { margin: 2px 0 0; padding-left: 16px; font-size: 12px; color: var(--muted); }
+.whatif-notes:empty { display: none; }
 .curve-svg.whatif-svg { cursor: default; }
 .curve-svg .whatif-max line { stroke: var(--select); stroke-dasharray: 4 3; }
 .curve-svg .whatif-max text { fill: var(--select); font-size: 10px; }

@@ -37,7 +37,8 @@ export class WhatIfLoads {
 
   /** The step shown (null: none), and the other runs the user may fit with it. */
   setStep(step: WhatIfStep | null, otherRuns: readonly string[]): void {
-    this.view.setRuns(otherRuns);
+    // Runs picked to fit with are the shown run's model's: another run starts with none picked.
+    this.view.setRuns(otherRuns, step?.run === this.step?.run);
     const same = step && this.step && step.run === this.step.run && step.tag === this.step.tag && step.device === this.step.device;
     this.step = step;
     if (same) return;

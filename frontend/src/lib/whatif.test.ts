@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WhatIfResponse } from '../api';
-import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, otherRuns, quotedRun, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, notes, otherRuns, quotedRun, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
 
 function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
   return {
@@ -140,10 +140,10 @@ describe('parseLimit', () => {
 
 describe('runs left out', () => {
   it('names them, with each reason for a tooltip', () => {
-    expect(methodText(answer({ notes: ['run_4 of predict peaked 62% higher', 'the start is held'] }))).toContain(
-      ' · run_4 of predict peaked 62% higher · the start is held',
-    );
-    expect(methodText(answer({ notes: [] }))).not.toContain('·');
+    const noted = answer({ notes: ['run_4 of predict peaked 62% higher', 'the start is held'] });
+    expect(notes(noted)).toEqual(['run_4 of predict peaked 62% higher', 'the start is held']);
+    expect(methodText(noted)).not.toContain('peaked');  // said apart, one line each
+    expect(notes(answer({}))).toEqual([]);
     expect(skippedText(answer())).toEqual({ text: '', reasons: '' });
     const w = answer({ skipped_runs: [{ run: 'gan', tag: 'step_1', reason: 'share 8% of their layers' }, { run: 'bad', tag: 'profile/s', reason: 'not a valid XSpace' }] });
     expect(skippedText(w)).toEqual({ text: 'left out: gan, bad', reasons: 'gan step_1: share 8% of their layers\nbad profile/s: not a valid XSpace' });

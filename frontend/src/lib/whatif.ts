@@ -67,10 +67,14 @@ export function quotedRun(w: WhatIfResponse): WhatIfResponse['runs'][number] | u
   return w.runs[0];
 }
 
-/** "from one step (batch 2)" or "fitted over 2 runs (batches 2, 4)", then the answer's notes. */
+/** "from one step (batch 2)" or "fitted over 2 runs (batches 2, 4)", with the lead's warning (the answer's notes apart: `notes`). */
 export function methodText(w: WhatIfResponse): string {
-  const text = leadText(w);
-  return [text, ...(w.notes ?? [])].join(' · ');
+  return leadText(w);
+}
+
+/** What the answer should be read with, one line each (a margin under a limit, predictions far apart). */
+export function notes(w: WhatIfResponse): string[] {
+  return w.notes ?? [];
 }
 
 function leadText(w: WhatIfResponse): string {

@@ -764,6 +764,30 @@ describe('WhatIfView', () => {
     expect(note.textContent).toBe('');
   });
 
+  it('keeps the runs picked to fit with while they are listed, and drops them when told to', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    view.setRuns(['b16', 'b32', 'other']);
+    const select = view.element.querySelector<HTMLSelectElement>('[data-testid=whatif-runs]')!;
+    select.options[1]!.selected = true;
+    expect(view.request()?.runs).toEqual(['b32']);
+    view.setRuns(['b32', 'other']);  // another step of the same run
+    expect(view.request()?.runs).toEqual(['b32']);
+    view.setRuns(['b16', 'b32'], false);  // another run
+    expect(view.request()?.runs).toEqual([]);
+  });
+
+  it('shows the answer\'s notes one per line, as text', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    view.setData({ ...answer, notes: ['keep a margin below the limit', `at batch 8 the fit and the one step are 40% apart ${EVIL}`] });
+    const items = [...view.element.querySelectorAll('[data-testid=whatif-notes] li')].map((li) => li.textContent);
+    expect(items).toEqual(['keep a margin below the limit', `at batch 8 the fit and the one step are 40% apart ${EVIL}`]);
+    expect(document.querySelector('img')).toBeNull();
+    view.setData(null);
+    expect(view.element.querySelectorAll('[data-testid=whatif-notes] li').length).toBe(0);
+  });
+
   it('asks with the batch the step ran at where the user gives one, until another step is shown', () => {
     const view = new WhatIfView(() => ['x']);
     document.body.replaceChildren(view.element);

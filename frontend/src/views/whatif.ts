@@ -11,7 +11,7 @@ import type { WhatIfLayer, WhatIfResponse } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
 import type { Column } from '../lib/table';
-import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, parseBatch, parseLimit, quotedRun, skippedText, whatIfChart } from '../lib/whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, notes, parseBatch, parseLimit, quotedRun, skippedText, whatIfChart } from '../lib/whatif';
 import { DataTable } from './data-table';
 import { onResize } from './resize';
 
@@ -57,6 +57,8 @@ export class WhatIfView {
   private readonly tracedInput = el('input', { type: 'number', min: 1, step: 1, placeholder: 'as read', 'data-testid': 'whatif-traced-batch', 'aria-label': 'Batch the step ran at', class: 'whatif-batch', title: 'The batch this step ran at, where the one read from its shapes is wrong (a time-major or ragged feed); empty: as read' });
   private readonly runsSelect = el('select', { multiple: true, size: 3, 'data-testid': 'whatif-runs', 'aria-label': 'Other runs of the same model, fitted with this one', title: 'Other runs of the same model at other batch sizes: the peak is then fitted per layer (Ctrl/Cmd-click to pick several)' });
   private readonly inputNote = el('span', { class: 'muted whatif-input-note' });
+  /** The answer's notes, one line each. */
+  private readonly notesList = el('ul', { class: 'whatif-notes', 'data-testid': 'whatif-notes' });
   private readonly headline = el('div', { class: 'whatif-headline', 'data-testid': 'whatif-predicted' });
   private readonly method = el('span', { 'data-testid': 'whatif-method' });
   private readonly maxBatch = el('span', { 'data-testid': 'whatif-max-batch' });
@@ -86,6 +88,7 @@ export class WhatIfView {
       { class: 'panel-body' },
       this.headline,
       el('div', { class: 'whatif-meta' }, this.method, this.maxBatch),
+      this.notesList,
       this.skippedNote,
       el('div', { 'data-testid': 'whatif-chart' }, this.svgNode),
       el('div', { class: 'panel-toolbar', style: 'margin-top:4px' }, el('h2', {}, 'Layers at the predicted peak'), el('span', { class: 'spacer' }), this.layers.exports),
@@ -131,9 +134,10 @@ export class WhatIfView {
     this.tracedInput.removeAttribute('aria-invalid');
   }
 
-  /** The runs the user may add (the current one left out); those still listed stay picked. */
-  setRuns(runs: readonly string[]): void {
-    const picked = new Set([...this.runsSelect.selectedOptions].map((o) => o.value));
+  /** The runs the user may add (the current one left out); those still listed stay picked, unless
+   * `keepPicked` is false (another run shown: the runs picked were to fit with the one before). */
+  setRuns(runs: readonly string[], keepPicked = true): void {
+    const picked = new Set(keepPicked ? [...this.runsSelect.selectedOptions].map((o) => o.value) : []);
     clear(this.runsSelect);
     for (const run of runs) this.runsSelect.append(el('option', { value: run, selected: picked.has(run) }, run));
     this.runsSelect.disabled = runs.length === 0;
@@ -155,6 +159,7 @@ export class WhatIfView {
     this.element.toggleAttribute('data-stale', data !== null && this.request() === null);
     clear(this.headline);
     this.method.textContent = '';
+    clear(this.notesList);
     this.maxBatch.textContent = '';
     this.skippedNote.textContent = '';
     if (!data) {
@@ -182,6 +187,7 @@ export class WhatIfView {
     }
     const skipped = skippedText(data);
     this.method.textContent = skipped.text ? `${methodText(data)} · ${skipped.text}` : methodText(data);
+    for (const note of notes(data)) this.notesList.append(el('li', {}, note));
     if (skipped.reasons) this.method.title = skipped.reasons;
     else this.method.removeAttribute('title');
     this.skippedNote.textContent = skipped.reasons;
