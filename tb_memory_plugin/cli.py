@@ -90,9 +90,11 @@ def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces
             _print_space_without_curve(space, group, top, say_no_curve=curve_elsewhere, scope=scope)
 
 
-def _op_type_suffix(op_type: str | None) -> str:
-    """" (MatMul)" after a name; a made-up op type is in brackets already: " (unknown)"."""
-    if not op_type:
+def _op_type_suffix(op_type: str | None, name: str = "") -> str:
+    """" (MatMul)" after a name; a made-up op type is in brackets already: " (unknown)"; nothing where the
+    name's last component is its op type, or that in brackets (an XLA program's own `(XLA program)`)."""
+    leaf = name.rpartition("/")[2]
+    if not op_type or (leaf and leaf in (op_type, f"({op_type})")):
         return ""
     return f" {op_type}" if op_type.startswith("(") and op_type.endswith(")") else f" ({op_type})"
 
@@ -147,11 +149,12 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
           f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
     if summary["peak_node"]:
-        print(f"   op at peak: {summary['peak_node']['name']}{_op_type_suffix(summary['peak_node']['op_type'])}")
+        peak_node = summary['peak_node']
+        print(f"   op at peak: {peak_node['name']}{_op_type_suffix(peak_node['op_type'], peak_node['name'])}")
     if summary["largest_at_peak"]:
         largest = summary["largest_at_peak"]
         runs = f" over {largest['executions']} executions" if largest["executions"] > 1 else ""
-        print(f"   biggest holder at peak: {largest['name']}{_op_type_suffix(largest['op_type'])}, "
+        print(f"   biggest holder at peak: {largest['name']}{_op_type_suffix(largest['op_type'], largest['name'])}, "
               f"{format_bytes(largest['at_peak_bytes'])}{runs}")
     for program in summary["xla_programs"][:top]:  # its node and the pieces its HLO placed
         held = program["at_peak_bytes"]
@@ -332,7 +335,7 @@ def _print_space_without_curve(space: SpaceAnalysis, group: str, top: int, say_n
              "these bytes are in no other allocator's peak" if say_no_curve else ""))
     largest = _largest_allocation(space, group)
     if largest:
-        print(f"   largest node: {largest['name']}{_op_type_suffix(largest['op_type'])}, allocated "
+        print(f"   largest node: {largest['name']}{_op_type_suffix(largest['op_type'], largest['name'])}, allocated "
               f"{format_bytes(largest['allocated_bytes'])}, output {format_bytes(largest['output_bytes'])}")
     rows = _scope_rows(space, group, scope)
     if rows is None:

@@ -818,7 +818,9 @@ def test_no_curve_text_ranks_by_allocated_then_output(capsys, old_logdir):
     total_output = sum(o for _, o in by_node.values())
     assert f"   allocated {f(total_allocated)}, output {f(total_output)} over " in out
     name, (allocated, output) = min(by_node.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
-    assert f"   largest node: {name} (" in out and f"allocated {f(allocated)}, output {f(output)}" in out
+    # (its op type after it, but where the name's last component says it already: `conv1/Conv2D`)
+    assert f"   largest node: {name}, allocated {f(allocated)}, output {f(output)}" in out or (
+        f"   largest node: {name} (" in out and f"allocated {f(allocated)}, output {f(output)}" in out)
     # Said once (the step's note), and none of the figures a trace without records cannot have.
     assert out.count("no curve") == 1 and out.lstrip().startswith("== old / step_1")
     assert "0.000 ms" not in out and "at peak" not in out
@@ -1039,3 +1041,13 @@ def test_a_made_up_op_type_is_not_bracketed_twice():
     assert cli._op_type_suffix("(unknown)") == " (unknown)"
     assert cli._op_type_suffix("MatMul") == " (MatMul)"
     assert cli._op_type_suffix(None) == ""
+
+
+def test_an_op_type_follows_a_name_unless_the_name_says_it():
+    """As the page writes it: ` (MatMul)` after a name, nothing where its last component is the op type or
+    that in brackets (an XLA program's own `(XLA program)` had read "(XLA program) (XLA program)")."""
+    assert cli._op_type_suffix("MatMul", "dense/kernel_grad") == " (MatMul)"
+    assert cli._op_type_suffix("(unknown)", "dense/x") == " (unknown)"
+    assert cli._op_type_suffix("Conv2D", "conv1/Conv2D") == ""
+    assert cli._op_type_suffix("XLA program", "(XLA program)") == ""
+    assert cli._op_type_suffix(None, "x") == "" and cli._op_type_suffix("Relu") == " (Relu)"

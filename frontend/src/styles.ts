@@ -47,6 +47,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .summary { display: flex; flex-direction: column; gap: 1px; padding: 3px 10px; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; }
 .summary .summary-line { display: flex; gap: 0 18px; align-items: baseline; white-space: nowrap; overflow: hidden; line-height: 20px; }
 .summary .summary-line > * { flex: 0 0 auto; }
+.summary .summary-note-line { white-space: normal; line-height: 16px; padding: 1px 0 2px; }
 .summary .summary-line > .shrink { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 /* The op at the peak gives way first: the biggest holder's name is the more telling of the two. */
 .summary .summary-line > .shrink.yield { flex-shrink: 4; }

@@ -43,10 +43,11 @@ export class SummaryView {
         el('span', { class: 'figure', 'data-testid': 'summary-memory', title: `${device.id}: host memory pinned for the device (allocator ${device.allocator}), not the device's own memory` }, 'host memory'),
       );
     }
-    // What the trace misses (a GPU whose allocations were not recorded): first, in full on hover.
+    // What the trace misses (a GPU whose allocations were not recorded, XLA programs' buffers): a line
+    // of its own below, in full (it wraps: cut to one row it read "XLA pro…" at 1000 px).
     // A step without a curve says so on its own.
     if (summary.message && device.has_curve !== false) {
-      secondary.append(el('span', { class: 'note missing shrink', 'data-testid': 'summary-note', title: summary.message }, summary.message));
+      this.element.append(el('div', { class: 'summary-note-line note missing', 'data-testid': 'summary-note' }, summary.message));
     }
     if (opening) secondary.append(openingItem(opening));
     if (summary.source === 'xplane') {
@@ -254,7 +255,9 @@ function openingItem(opening: DefaultStepResponse): HTMLElement {
 
 /** " (OpType)", or nothing when the name's last part already says it ("…/Conv2D_grad/Conv2DBackpropInput"); titles keep it. */
 export function opSuffix(name: string, opType: string | null): string {
-  if (!opType || name.slice(name.lastIndexOf('/') + 1) === opType) return '';
+  const leaf = name.slice(name.lastIndexOf('/') + 1);
+  // A name that is its op type already (`MatMul`), or that in brackets (an XLA program's own `(XLA program)`).
+  if (!opType || leaf === opType || leaf === `(${opType})`) return '';
   return opTypeSuffix(opType);
 }
 

@@ -528,14 +528,14 @@ describe('SummaryView', () => {
     expect(document.querySelector('[data-testid=summary-source]')).toBeNull();
   });
 
-  it('says what the trace misses, in full on hover, and nothing when it misses nothing', () => {
+  it('says what the trace misses, in full on a line of its own, and nothing when it misses nothing', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
     const text = '/device:GPU:0 ran work in this profile, but none of its allocations are in it: only the BFC allocator records them.';
     view.setData({ ...summary, source: 'xplane', message: text }, device);
     const note = document.querySelector<HTMLElement>('[data-testid=summary-note]')!;
     expect(note.textContent).toBe(text);
-    expect(note.title).toBe(text);
+    expect(note.closest('.summary-line')).toBeNull();  // not cut to the one row of the figures' lines
     view.setData({ ...summary, message: null }, device);
     expect(document.querySelector('[data-testid=summary-note]')).toBeNull();
     // A step without a curve says so itself (its message is about that): no second note.
@@ -875,6 +875,7 @@ describe('opSuffix', () => {
     expect(opSuffix('a/MatMul', 'MatMul')).toBe('');
     expect(opSuffix('AddV2', '(unknown)')).toBe(' (unknown)');
     expect(opSuffix('x', null)).toBe('');
+    expect(opSuffix('(XLA program)', 'XLA program')).toBe('');  // not "(XLA program) (XLA program)"
     expect(opTypeSuffix('(unknown)')).toBe(' (unknown)'); // hover titles: no `((unknown))`
     expect(opTypeSuffix('Relu')).toBe(' (Relu)');
   });
