@@ -162,7 +162,7 @@ describe('App on opening the tab', () => {
     expect(ready('whatif')).toBe('1');
     expect(ready()).toBe('1');
     // The route's own error is shown in the panel.
-    expect(document.querySelector('[data-testid="whatif"] [data-testid="error"]')!.textContent).toBe('No what-if for r t: no feed with a shape (HTTP 422)');
+    expect(document.querySelector('[data-testid="whatif"] [data-testid="error"]')!.textContent).toBe('No what-if for r t: no feed with a shape');
   });
 });
 

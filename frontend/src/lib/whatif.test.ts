@@ -98,10 +98,13 @@ describe('words', () => {
   });
 
   it('says plainly why a step cannot answer', () => {
-    expect(whatIfErrorText({ run: 'r', tag: 't' }, 'no feed (HTTP 422)')).toBe('No what-if for r t: no feed (HTTP 422)');
+    expect(whatIfErrorText({ run: 'r', tag: 't' }, 'no feed (HTTP 422)')).toBe('No what-if for r t: no feed');
     // A profiled step is asked like any other: the server's own error is shown, not a refusal made up here.
-    const why = 'this profile records no output shapes (HTTP 422)';
-    expect(whatIfErrorText({ run: 'k', tag: 'profile/s/step_3' }, why)).toBe(`No what-if for k profile/s/step_3: ${why}`);
+    const why = 'this profile records no output shapes';
+    expect(whatIfErrorText({ run: 'k', tag: 'profile/s/step_3' }, `${why} (HTTP 422)`)).toBe(`No what-if for k profile/s/step_3: ${why}`);
+    // The step named once, and another status kept (a server error is news).
+    expect(whatIfErrorText({ run: 'x', tag: 'p/step_3' }, 'x p/step_3 ran XLA programs (HTTP 422)')).toBe('No what-if for x p/step_3: ran XLA programs');
+    expect(whatIfErrorText({ run: 'r', tag: 't' }, 'boom (HTTP 500)')).toBe('No what-if for r t: boom (HTTP 500)');
   });
 
   it('offers the other runs', () => {

@@ -154,7 +154,11 @@ export function maxBatchText(w: WhatIfResponse): string {
 
 /** The route's error for a step, as the server words it (it says why a step cannot be scaled, XPlane steps included). */
 export function whatIfErrorText(step: { run: string; tag: string }, error: string): string {
-  return `No what-if for ${step.run} ${step.tag}: ${error}`;
+  // A 422 is the what-if's "cannot answer this step", said in words: its status is no news. The server
+  // names the step first where it says why ("r t ran XLA programs"): named once here.
+  const said = error.replace(/ \(HTTP 422\)$/, '');
+  const named = `${step.run} ${step.tag} `;
+  return `No what-if for ${step.run} ${step.tag}: ${said.startsWith(named) ? said.slice(named.length) : said}`;
 }
 
 function sharedPrefix(a: string, b: string): number {
