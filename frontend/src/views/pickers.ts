@@ -82,7 +82,10 @@ export class PickersView {
     clear(this.stepSelect);
     const run = this.runs.find((r) => r.run === state.run);
     for (const step of run?.steps ?? []) {
-      this.stepSelect.append(option(step.tag, stepLabel(step.tag, step.step), step.tag === state.tag));
+      // A record that names no device (Keras' empty `batch_N` beside its profile): opened, it says where
+      // the step is; listed, it says it holds none.
+      const label = stepLabel(step.tag, step.step) + (step.devices.length === 0 ? ' (no memory)' : '');
+      this.stepSelect.append(option(step.tag, label, step.tag === state.tag));
     }
     this.stepSelect.disabled = !run || run.steps.length === 0;
     titleFromChoice(this.runSelect);

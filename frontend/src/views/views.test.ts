@@ -843,6 +843,10 @@ describe('PickersView compare', () => {
     selection.set({ tag: 'b' });
     expect(options()).toEqual([['—', false], [`${EVIL} · a`, false], [`${EVIL} · b (this step)`, true], ['r2 · a', false], ['r2 · batch_3 (no memory to compare)', true]]);
     expect(document.querySelectorAll('img').length).toBe(0);
+    // The step picker lists such a record too (opened, it says where the step is), marked as holding none.
+    selection.set({ run: 'r2', tag: 'a' });
+    const steps = [...document.querySelectorAll<HTMLOptionElement>('[data-testid=step-picker] option')].map((o) => o.textContent);
+    expect(steps).toEqual([expect.not.stringContaining('no memory'), expect.stringContaining('(no memory)')]);
   });
 
   it('gives each picker and option its whole label as a title, which a narrow select cuts', () => {
