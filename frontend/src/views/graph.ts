@@ -1,6 +1,7 @@
 // The model's graph collapsed to the focused scope's children: dagre layout
 // (once per response), boxes shaded by at-peak bytes, pan and wheel zoom.
 
+import { ARROW_STEP, steppedIndex } from '../lib/roving';
 import { select } from 'd3-selection';
 import { zoom, zoomIdentity, zoomTransform, type ZoomBehavior } from 'd3-zoom';
 import type { GraphNode, GraphResponse } from '../api';
@@ -298,16 +299,9 @@ export class GraphView {
   /** Moves the focus `step` boxes on (largest first, as drawn), or to the first or last. */
   private moveFocus(from: string, step: number): void {
     const ids = [...this.boxById.keys()];
-    const at = ids.indexOf(from);
-    const to = step === -Infinity ? 0 : step === Infinity ? ids.length - 1 : Math.min(ids.length - 1, Math.max(0, at + step));
-    const id = ids[to];
+    const id = ids[steppedIndex(ids.indexOf(from), ids.length, step)];
     if (id === undefined) return;
     this.setTabStop(id);
     this.boxById.get(id)!.focus();
   }
 }
-
-/** Keys that move the focus between boxes, and by how many (Home and End: to either end). */
-const ARROW_STEP: Record<string, number> = {
-  ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity,
-};

@@ -1,6 +1,7 @@
 // One level of the scope tree as a treemap of HTML tiles: the focused scope's
 // children sized by a chosen figure, small ones folded into "(N more)".
 
+import { ARROW_STEP, steppedIndex } from '../lib/roving';
 import { hierarchy, treemap, treemapSquarify } from 'd3-hierarchy';
 import { CATEGORY_NAMES, type FigureName, type ScopeChild, type ScopesResponse } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
@@ -40,7 +41,7 @@ interface Placed {
 
 export class TreemapView {
   readonly element: HTMLElement;
-  private readonly area = el('div', { class: 'treemap-area', role: 'listbox', 'aria-label': 'Scopes' });
+  private readonly area = el('div', { class: 'treemap-area', role: 'listbox', 'aria-label': 'Scopes: arrow keys move between tiles, Enter selects, Shift+Enter opens, Escape goes up' });
   private readonly crumbs = el('nav', { class: 'breadcrumbs shrink', 'data-testid': 'breadcrumbs', 'aria-label': 'Scope path' });
   private readonly sizeSelect = el('select', { 'aria-label': 'Size tiles by', 'data-testid': 'size-picker' });
   private readonly colorSelect = el('select', { 'aria-label': 'Colour tiles by', 'data-testid': 'color-picker' });
@@ -52,6 +53,8 @@ export class TreemapView {
   private readonly legend = el('div', { class: 'legend' });
   private data: ScopesResponse | null = null;
   private tileByScope = new Map<string, HTMLElement>();
+  /** The tiles (and the "(N more)" tile) in drawn order, largest first: one Tab stop, arrows between them. */
+  private stops: HTMLElement[] = [];
   /** Scopes of the tiles big enough to carry their name, largest first: the ones worth prefetching. */
   private labelled: string[] = [];
   /** A keyboard drill in: the next level drawn takes the focus (its first tile). */
@@ -84,11 +87,7 @@ export class TreemapView {
       const target = this.drillTarget();
       if (target) this.selection.drill(target.scope);
     });
-    this.upButton.addEventListener('click', () => {
-      const path = this.data?.path ?? [];
-      const parent = path[path.length - 2];
-      if (parent) this.selection.drill(parent.scope);
-    });
+    this.upButton.addEventListener('click', () => this.up(false));
     selection.subscribe((_state, changed) => {
       if (changed.has('selected')) this.updateSelected();
     });
@@ -139,6 +138,36 @@ export class TreemapView {
     return [...this.labelled];
   }
 
+  /** Opens the parent scope (the Up button; Escape or Backspace on a tile, whose next level takes the focus). */
+  private up(keyboard: boolean): boolean {
+    const path = this.data?.path ?? [];
+    const parent = path[path.length - 2];
+    if (!parent) return false;
+    if (keyboard) this.focusOnData = true;
+    this.selection.drill(parent.scope);
+    return true;
+  }
+
+  /** Keys every tile shares: arrows, Home and End move between tiles; Escape and Backspace go up a level. */
+  private navigate(ev: KeyboardEvent, node: HTMLElement): void {
+    const step = ARROW_STEP[ev.key];
+    if (step !== undefined) {
+      ev.preventDefault();
+      const next = this.stops[steppedIndex(this.stops.indexOf(node), this.stops.length, step)];
+      if (next) {
+        this.setTabStop(next);
+        next.focus();
+      }
+    } else if ((ev.key === 'Escape' || ev.key === 'Backspace') && this.up(true)) {
+      ev.preventDefault();
+    }
+  }
+
+  /** The one tile Tab reaches (roving tabindex): every tile had been a Tab stop of its own. */
+  private setTabStop(stop: HTMLElement | null): void {
+    for (const node of this.stops) node.tabIndex = node === stop ? 0 : -1;
+  }
+
   /** The child the Drill in button would open: the selected child if it has children. */
   private drillTarget(): ScopeChild | null {
     const selected = this.selection.get().selected;
@@ -151,6 +180,7 @@ export class TreemapView {
     clear(this.crumbs);
     clear(this.legend);
     this.tileByScope.clear();
+    this.stops = [];
     this.labelled = [];
     this.note.textContent = '';
     const data = this.data;
@@ -220,7 +250,7 @@ export class TreemapView {
         {
           class: 'tile more',
           style,
-          tabindex: 0,
+          tabindex: -1,
           role: 'button',
           'data-testid': 'treemap-more',
           title: `${label}: ${formatCount(tile.count)} smaller children, ${formatBytes(tile.value)} in all. Click to list them.`,
@@ -233,8 +263,9 @@ export class TreemapView {
         if (ev.key === 'Enter' || ev.key === ' ') {
           ev.preventDefault();
           this.toggleMoreList();
-        }
+        } else this.navigate(ev, node);
       });
+      this.stops.push(node);
       return node;
     }
     const child = tile.item;
@@ -245,7 +276,7 @@ export class TreemapView {
       {
         class: `tile ${child.kind}`,
         style: `${style}background:${colour};`,
-        tabindex: 0,
+        tabindex: -1,
         role: 'option',
         'aria-selected': 'false',
         'data-testid': 'treemap-tile',
@@ -284,9 +315,10 @@ export class TreemapView {
           this.focusOnData = true; // the level drawn next takes the focus, not the page's body
           this.selection.drill(child.scope);
         } else this.selection.select(child.scope);
-      }
+      } else this.navigate(ev, node);
     });
     this.tileByScope.set(child.scope, node);
+    this.stops.push(node);
     return node;
   }
 
@@ -444,6 +476,8 @@ export class TreemapView {
       node.classList.toggle('selected', on);
       node.setAttribute('aria-selected', on ? 'true' : 'false');
     }
+    // Tab comes back to the selected tile, else to the largest.
+    this.setTabStop((selected !== null ? this.tileByScope.get(selected) : undefined) ?? this.stops[0] ?? null);
     for (const part of this.element.querySelectorAll<HTMLElement>('.subtile.clickable')) {
       part.classList.toggle('selected', part.dataset.scope === selected);
     }

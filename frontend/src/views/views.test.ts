@@ -92,6 +92,32 @@ describe('TreemapView', () => {
     expect(selection.get().selected).toBe(tile.dataset.scope);
   });
 
+  it('is one Tab stop: arrows, Home and End move between tiles, Escape goes up a level', () => {
+    const selection = new Selection();
+    const view = new TreemapView(selection);
+    mount(view.element);
+    view.setData(level);
+    const stops = () => [...document.querySelectorAll<HTMLElement>('[data-testid=treemap-tile][tabindex="0"]')].map((t) => t.dataset.scope);
+    const order = [...document.querySelectorAll<HTMLElement>('[data-testid=treemap-tile]')].map((t) => t.dataset.scope!);
+    expect(stops()).toEqual([order[0]]);  // the largest, nothing selected
+    const key = (key: string) => document.activeElement!.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true }));
+    tileFor(order[0]!)!.focus();
+    key('ArrowRight');
+    expect((document.activeElement as HTMLElement).dataset.scope).toBe(order[1]);
+    expect(stops()).toEqual([order[1]]);
+    key('End');
+    expect((document.activeElement as HTMLElement).dataset.scope).toBe(order[order.length - 1]);
+    key('Home');
+    expect((document.activeElement as HTMLElement).dataset.scope).toBe(order[0]);
+    selection.select(order[2]!);  // Tab comes back to the selected tile
+    expect(stops()).toEqual([order[2]]);
+    // Escape opens the parent scope (the level above this one), and the level drawn next takes the focus.
+    key('Escape');
+    expect(selection.get().focus).toBe(level.path[level.path.length - 2]!.scope);
+    view.setData(level);
+    expect(document.activeElement?.getAttribute('data-testid')).toBe('treemap-tile');
+  });
+
   it('drills in with Shift+Enter and gives the level drawn next the focus', () => {
     const selection = new Selection();
     const view = new TreemapView(selection);
