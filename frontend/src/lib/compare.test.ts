@@ -3,6 +3,7 @@ import type { CompareScopeRow, CurveResponse } from '../api';
 import {
   DIVERGING_COLOURS,
   compareFigure,
+  holdsBytes,
   deltaColour,
   divergingExtent,
   largerSide,
@@ -106,5 +107,15 @@ describe('renumbered names', () => {
     const pairs = ['dense_2', 'dense_3', 'dense_4', 'dense_5'].map((b, i) => ({ b, a: i ? `dense_${i}` : 'dense' }));
     expect(renumberedText(pairs)).toBe('dense_2 → dense, dense_3 → dense_1, dense_4 → dense_2 and 1 more');
     expect(renumberedText(pairs, 4)).toBe('dense_2 → dense, dense_3 → dense_1, dense_4 → dense_2, dense_5 → dense_3');
+  });
+});
+
+
+describe('rows to compare', () => {
+  it('leaves out a row that holds no bytes in either step', () => {
+    const zero = { a_bytes: 0, b_bytes: null, delta_bytes: null, a_allocated_bytes: 0, b_allocated_bytes: 0, delta_allocated_bytes: 0, a_output_bytes: 0, b_output_bytes: 0, delta_output_bytes: 0 };
+    expect(holdsBytes(zero)).toBe(false);
+    expect(holdsBytes({ ...zero, b_output_bytes: 8 })).toBe(true);
+    expect(holdsBytes({ ...zero, a_bytes: -4 })).toBe(true);  // a negative at peak is bytes too
   });
 });

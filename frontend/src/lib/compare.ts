@@ -65,6 +65,13 @@ export function rankByChange<T extends CompareFigures & { name: string }>(rows: 
     .map((x) => x.row);
 }
 
+/** Whether a row holds any bytes in either step (at peak, allocated or output): a variable's read that
+ * allocates nothing in either, listed "A only" at 0 B, has nothing to compare. */
+export function holdsBytes(row: CompareFigures): boolean {
+  return [row.a_bytes, row.b_bytes, row.a_allocated_bytes, row.b_allocated_bytes, row.a_output_bytes, row.b_output_bytes]
+    .some((v) => (v ?? 0) !== 0);
+}
+
 /** One step's curve on the overlay: x in 0..1 of its own length, y in bytes (absolute, or over the step's start). */
 export interface OverlayCurve {
   x: number[];

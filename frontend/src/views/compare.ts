@@ -14,6 +14,7 @@ import {
   deltaBytes,
   deltaColour,
   divergingExtent,
+  holdsBytes,
   largerSide,
   rankByChange,
   renumberedText,
@@ -141,9 +142,12 @@ export class CompareView {
     }
     this.renderHeading();
     this.renderTreemap();
-    this.table.setRows(data ? rankByChange(data.scopes, this.figure) : []);
+    const rows = data ? data.scopes.filter(holdsBytes) : [];
+    this.table.setRows(data ? rankByChange(rows, this.figure) : []);
+    const empty = data ? data.scopes.length - rows.length : 0;
     this.tableCaption.textContent = data
       ? `${formatCount(data.scopes.length)} of ${formatCount(data.scope_count)} entries below ${data.scope.name || '(all)'}, by absolute difference ${figureLabel(this.figure)}`
+        + (empty ? ` (${formatCount(empty)} holding no bytes in either step left out)` : '')
       : '';
     this.updateSelected();
   }
