@@ -287,6 +287,24 @@ def test_a_function_run_that_only_set_up_an_iterator_is_no_step():
     assert len(steps) == 3 and ("head/MatMul", 4096) in steps[0][2]["GPU:0/GPU_0_bfc"]
 
 
+def test_steps_of_no_function_are_not_taken_for_steps_a_capture_cut():
+    """A step at the profile's either end that no function run overlaps is cut by the capture only where
+    every step between them is a function's: a tf.compat.v1 session's steps beside one tf.function in
+    one profile are all whole."""
+    from protos import XSpaceBuilder
+
+    space = XSpaceBuilder()
+    for k, step_id in enumerate((100, 200, 300, 400)):
+        start = 200 * k
+        if step_id == 200:
+            space.event(1, "KernelAndDeviceFunc::Run", start, 150)
+        space.event(1, "ExecutorState::Process", start + 1, 148, id=step_id)
+        space.event(1, "dense/MatMul:MatMul", start + 10, 20)
+        space.free(1, start + 100, space.allocate(1, start + 15, 1024 * (k + 1), tf_op="dense/MatMul", id=step_id))
+    assert [spaces["GPU:0/GPU_0_bfc"] for _, _, spaces in _steps(space)] == [
+        [("dense/MatMul", 1024 * (k + 1))] for k in range(4)]
+
+
 def test_a_repeated_keras_batch_number_in_tensorflow_is_another_step():
     """TF executor steps merge under one marked step, not under one number."""
     from protos import XSpaceBuilder

@@ -753,7 +753,8 @@ class _PlaneSteps:
         step and stops inside another. An event is recorded where the capture saw it begin and end,
         so such a step's function run (`KernelAndDeviceFunc::Run`) is not in the profile, while the
         whole steps' are: an unmarked step at the capture's first (or last) memory event that
-        overlaps no function run, where another step overlaps one, is cut. Its window holds part of
+        overlaps no function run, where every step between them overlaps one, is cut (a profile
+        that also holds steps of no function, a tf.compat.v1 session's, cuts none). Its window holds part of
         its work: its activations read as the start, its peak may have come before the capture (a
         71.5 KiB rise of Adam's was shown for a step whose peak rise is 83 MiB). Where no whole step
         is left, the steps stay as they are."""
@@ -765,9 +766,10 @@ class _PlaneSteps:
         def overlaps_a_run(step: ProfileStep) -> bool:
             return bool(((run_start < step.end_ps) & (run_end > step.start_ps)).any())
 
-        if not any(map(overlaps_a_run, steps)):
-            return steps  # no step is a function's (a tf.compat.v1 session's, eager work): nothing to tell by
         first, last = min(steps, key=lambda s: s.start_ps), max(steps, key=lambda s: s.end_ps)
+        between = [step for step in steps if step is not first and step is not last]
+        if not all(map(overlaps_a_run, between)) or not any(map(overlaps_a_run, steps)):
+            return steps  # steps of no function beside them (a session's, eager work): nothing to tell by
         cut = {id(step) for step, at_edge in ((first, first.start_ps <= times[0]), (last, last.end_ps >= times[-1]))
                if at_edge and step.marked is None and not overlaps_a_run(step)}
         kept = [step for step in steps if id(step) not in cut]
