@@ -129,11 +129,14 @@ def matching_step(refs: list[StepRef], like: StepRef,
                   devices_of: Callable[[StepRef], list[str]] | None = None) -> StepRef:
     """Another run's step to read beside `like` (a what-if fit): the same tag; else a step of
     the same source with the same step number (the Keras callback names each run's
-    profile after its own session); else that source's latest step; else the latest step."""
+    profile after its own session); else that source's latest step; else the latest step.
+    With `devices_of`, a step that holds none (the Keras callback's empty `batch_N` record) is
+    no step of its source to take: a step-stats step fitted with a Keras run had read that
+    record, and failed, rather than the run's profiled step."""
     for ref in refs:
         if ref.tag == like.tag:
             return ref
-    same_source = [ref for ref in refs if ref.source == like.source]
+    same_source = [ref for ref in refs if ref.source == like.source and (devices_of is None or devices_of(ref))]
     for ref in same_source:
         if ref.step == like.step:
             return ref

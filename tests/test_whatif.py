@@ -1828,6 +1828,10 @@ def test_the_other_runs_step_matches_the_first_runs():
     assert store.matching_step(keras_run, ref("host_b#2", store.PROFILE, 9)).tag == "host_b#2"  # same tag first
     assert store.matching_step(keras_run, ref("step_1", store.TAGGED_RUN_METADATA, 1)).tag == "batch_3"
     assert store.matching_step(keras_run[1:], ref("step_1", store.TAGGED_RUN_METADATA, 1)).tag == "host_b#3"
+    # Knowing which steps hold devices, the empty record is none to take: the profiled step is.
+    devices = {"batch_3": [], "host_b#2": ["/device:CPU:0"], "host_b#3": ["/device:CPU:0"]}
+    assert store.matching_step(keras_run, ref("step_1", store.TAGGED_RUN_METADATA, 1),
+                               lambda r: devices[r.tag]).tag == "host_b#3"
 
 
 # -- XLA programs (TensorFlow's jit_compile here; JAX's in test_xla_blocks.py) -----------------------
