@@ -767,6 +767,9 @@ _BYTE_COUNT_RE = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>(?:[KMGT]
 _BARE_BYTES_MIN = 1 << 20  # a bare number under this is no limit anyone means in bytes (the page's rule too)
 
 
+_LIMIT_MAX_BYTES = 2**62  # the what-if route's bound on `limit` (plugin.py)
+
+
 def byte_count(text: str) -> int:
     """`--limit`: bytes (1 MiB or more, bare), or a number with a binary unit (`16GiB`, `512M`:
     powers of 1024; `40B` for bytes under 1 MiB). A bare `40` is refused, as the page refuses it:
@@ -780,6 +783,8 @@ def byte_count(text: str) -> int:
     value = int(float(match.group("number")) * 1024 ** (" KMGT".index(unit) if unit not in ("", "B") else 0))
     if value < 1:
         raise argparse.ArgumentTypeError(f"a limit must be at least 1 byte, got {text!r}")
+    if value > _LIMIT_MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"{text!r} is past any memory (at most 4 EiB, as the page takes)")
     return value
 
 
@@ -820,6 +825,7 @@ def _whatif_steps(args: argparse.Namespace) -> tuple[list, list] | None:
 
 
 def _print_whatif(body: dict) -> None:
+    from .whatif import MAX_BATCH_SEARCHED
     runs = ", ".join(f"{r['run']} / {r['tag']} (batch {r['batch']})" for r in body["runs"])
     print(f"== what-if at batch {body['batch']}, from {runs} on {body['runs'][0]['device']}")
     if body["predictions"]["fit"] is None and len(body["runs"]) > 1:
@@ -845,7 +851,7 @@ def _print_whatif(body: dict) -> None:
             fits = prediction["max_batch"]
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
             print(f"     largest batch whose {what} fits in {format_bytes(limit)} ({body['limit_source']}): "
-                  + ("any (nothing grows with the batch)" if fits is None
+                  + (f"any: no batch up to {MAX_BATCH_SEARCHED:,} reaches it" if fits is None
                      else "none: not even batch 1 fits" if fits == 0 else str(fits)))
     for note in body["notes"]:
         print(f"   note: {note}")

@@ -59,7 +59,7 @@ _XLA_STEP_SHARE = 0.5
 # The fit and the one step this far apart at the batch asked (of the larger) are said to be: one of them
 # is off, and the traced steps alone cannot say which (a TF1 LSTM's fit had read 12% under the one step).
 _PREDICTIONS_APART = 0.10
-MAX_BATCH_SEARCHED = 1 << 24  # above this a batch "always fits" (nothing grows with the batch)
+MAX_BATCH_SEARCHED = 1 << 24  # no batch up to this one reaching the limit: any batch fits (max_batch None)
 TOP_LAYERS = 10
 
 
@@ -962,8 +962,8 @@ def predicted_bytes(predictor, batch: int, absolute: bool) -> int:
 
 
 def max_batch(predictor, limit: int, absolute: bool) -> int | None:
-    """The largest batch whose predicted peak is at most `limit` (0: not even 1);
-    None when nothing grows with the batch (every batch fits)."""
+    """The largest batch whose predicted peak is at most `limit` (0: not even 1); None when no batch up
+    to MAX_BATCH_SEARCHED reaches it (nothing grows with the batch, or a limit that far off)."""
     if predicted_bytes(predictor, 1, absolute) > limit:
         return 0
     low, high = 1, 2

@@ -1395,11 +1395,20 @@ def test_cli_failures_are_one_line(argv, words):
 
 
 @pytest.mark.parametrize("argv", [["--batch", "0"], ["--batch", "8", "--limit", "lots"],
-                                  ["--batch", "8", "--limit", "40"]])  # 40 bytes: a unit is asked for
+                                  ["--batch", "8", "--limit", "40"],  # 40 bytes: a unit is asked for
+                                  ["--batch", "8", "--limit", "5000000TiB"]])  # past the route's 2**62, as it refuses
 def test_cli_refuses_bad_arguments(argv):
     with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(io.StringIO()):
         cli.main(["whatif", str(DEMO), "--run", "unet_b2", *argv])
     assert exited.value.code == 2
+
+
+def test_no_batch_reaching_a_far_limit_is_said_so_not_that_nothing_grows():
+    """A limit no batch up to the search's end reaches: `max_batch` null, and the text says no batch up to
+    16,777,216 reaches it (it had said "nothing grows with the batch" of a peak that scales 4x from 2 to 8)."""
+    code, out, err = _whatif("--run", "unet_b2", "--tag", "step_3", "--batch", "8", "--limit", "4096TiB")
+    assert code == 0, err
+    assert "any: no batch up to 16,777,216 reaches it" in out and "nothing grows" not in out
 
 
 def test_cli_reads_a_keras_runs_profiled_step_by_default():
