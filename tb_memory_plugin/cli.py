@@ -829,8 +829,8 @@ def _print_whatif(body: dict) -> None:
     runs = ", ".join(f"{r['run']} / {r['tag']} (batch {r['batch']})" for r in body["runs"])
     print(f"== what-if at batch {body['batch']}, from {runs} on {body['runs'][0]['device']}")
     if body["predictions"]["fit"] is None and len(body["runs"]) > 1:
-        print(f"   no fit: every step read holds batch {body['runs'][0]['batch']} (pick steps at other batch "
-              "sizes with --tag)")
+        print(f"   no fit: every step read holds batch {body['runs'][0]['batch']} (a fit needs runs of the model "
+              "traced at other batch sizes)")
     names = {"fit": "fit (fixed + per-sample bytes per layer through batches {batches})",
              "one_step": "one step ({from_run} / {from_tag} at batch {traced_batch}, batch-carrying bytes scaled)"}
     limit = body["limit_bytes"]

@@ -50,7 +50,7 @@ def _route(handler):
     def wrapped(self, request):
         started = time.perf_counter()
         if request.method != "GET":
-            return _json(request, {"error": "only GET is allowed"}, 405)
+            return _json(request, {"error": "only GET is allowed"}, 405, started)
         try:
             with store.gc_paused():  # a cold request decodes a whole step: see gc_paused
                 body = handler(self, request)

@@ -417,6 +417,8 @@ def test_json_answers_say_how_long_the_server_worked(tb, route, params, expect):
 def test_post_is_refused(tb, route):
     response = tb.client.post(PREFIX + route, query_string={"run": "unet", "tag": "step_1"})
     assert response.status_code == 405
+    if route != "index.js":  # a JSON answer, timed as every other (docs/http_api.md)
+        assert response.headers.get("Server-Timing", "").startswith("app;dur=")
 
 
 def test_corrupt_step_only_breaks_itself(tb):

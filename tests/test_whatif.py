@@ -1423,7 +1423,7 @@ def test_cli_reads_a_keras_runs_profiled_step_by_default():
 def test_cli_says_why_there_is_no_fit():
     code, out, err = _whatif("--run", "unet_b2", "--run", "resnet9_b2", "--batch", "8")
     assert code == 0, err
-    assert "no fit: every step read holds batch 2 (pick steps at other batch sizes with --tag)" in out
+    assert "no fit: every step read holds batch 2 (a fit needs runs of the model traced at other batch sizes)" in out
     assert "   fit (" not in out
 
 
