@@ -1097,7 +1097,7 @@ class WhatIf:
         # step, only steps at several batch sizes to fit.
         self.one_step = None if ran_xla(base.step) else one_step(base.step, base.space, base.given_batch)
         batches = {s.batch for s in steps}
-        if len(batches) > 1:
+        if len(steps) > 1:  # at one batch too: another model's run is refused, not passed over as "no fit"
             check_one_model(steps)
         self.fitted = (Fitted([(s.batch, s.space) for s in steps], self.one_step is not None)
                        if len(batches) > 1 else None)

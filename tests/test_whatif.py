@@ -1421,10 +1421,15 @@ def test_cli_reads_a_keras_runs_profiled_step_by_default():
 
 
 def test_cli_says_why_there_is_no_fit():
-    code, out, err = _whatif("--run", "unet_b2", "--run", "resnet9_b2", "--batch", "8")
+    # Two runs of one model, both read as batch 2 (as given): nothing to fit.
+    code, out, err = _whatif("--run", "unet_b2", "--run", "unet_b4", "--traced-batch", "2", "--traced-batch", "2",
+                             "--batch", "8")
     assert code == 0, err
     assert "no fit: every step read holds batch 2 (a fit needs runs of the model traced at other batch sizes)" in out
     assert "   fit (" not in out
+    # Another model's run at the same batch is refused, as at another batch (it had been passed over as "no fit").
+    code, out, err = _whatif("--run", "unet_b2", "--run", "resnet9_b2", "--batch", "8")
+    assert code == 1 and "not one model" in err and out == "", err
 
 
 def test_cli_takes_the_traced_batch_once_per_run():
