@@ -44,12 +44,11 @@ _CAST_OPS = frozenset({"Cast"})
 # outputs): `[steps, ...]`, each step a tensor the loop's body made.
 _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGatherV2", "TensorArrayPack"})
 # GPU allocators round a request up (BFC: to 256 bytes): a record this much above an
-# output's requested bytes is still that output.
+# output's requested bytes is still that output. A BFC allocator's records (a profile's, a GPU's, the
+# CPU's with TF_CPU_ALLOCATOR_USE_BFC) are the chunks requests got: a chunk is split only when it is at
+# least twice the rounded request, so it can be up to twice the request (`chunking`).
 _ROUNDING = 256
-# Profiles record the BFC chunk an allocation got: a chunk is split only when it is at least
-# twice the rounded request, so it can be up to twice the request (rounded to 256 bytes).
 XPLANE_SOURCE = "xplane"  # a profile's steps (Trace.source, store.StepRef.source)
-_CHUNK_SOURCES = frozenset({XPLANE_SOURCE})
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
 # Share of the peak rise XLA programs hold, at least, for a step to be theirs. Between the share its
@@ -124,7 +123,7 @@ def traced_batch(step: StepAnalysis) -> int:
         raise WhatIfError(f"this step ran XLA clusters ({clusters[0]}{', ...' if len(clusters) > 1 else ''}), whose "
                           "allocations TensorFlow does not record: the what-if cannot scale memory it does not see "
                           f"({XLA_OFF_ADVICE})")
-    if step.trace.source in _CHUNK_SOURCES:
+    if step.trace.source == XPLANE_SOURCE:
         # In a profile the input ops in the step are the input pipeline's threads at work on the
         # next batches: a `map` runs per example (an image's [32, 32, 3] would read as batch 32),
         # so the forward pass decides, and the inputs only where it has no shaped tensor; but an
@@ -151,7 +150,7 @@ def traced_batch(step: StepAnalysis) -> int:
         if not any(space.trace.outputs_of for space in step.spaces):
             raise WhatIfError(f"a {step.trace.source} trace keeps no output shapes here: "
                               "the batch dimension cannot be found")
-        if step.trace.source in _CHUNK_SOURCES:
+        if step.trace.source == XPLANE_SOURCE:
             raise WhatIfError("no input op and no forward-pass tensor with a shape of rank 2 or more: "
                               "cannot tell the traced batch size")
         raise WhatIfError("no feed or input op with a shape: cannot tell the traced batch size")
@@ -347,7 +346,7 @@ class _Outputs:
             # gradient rows are [batch x seq, d].)
             names = space.names
             reads = names.of_op_type(_VARIABLE_READS.__contains__)
-            if step.trace.source in _CHUNK_SOURCES:
+            if step.trace.source == XPLANE_SOURCE:
                 reads |= names.category == OPTIMIZER
             stacks = names.of_op_type(_STACK_OPS.__contains__)
             casts = names.of_op_type(_CAST_OPS.__contains__)
@@ -523,7 +522,10 @@ class OneStep:
         rows = outputs.rows(space)
         event_row = rows[trace.name_code[trace.event_exec]] if trace.event_exec.size else np.zeros(0, np.int64)
         sizes = np.abs(trace.event_bytes).astype(np.int64)
-        chunks = step.trace.source in _CHUNK_SOURCES
+        # A BFC allocator's record is the chunk a request got, up to twice it (a TF1 MLP's [1024, 1024]
+        # weight gradient, 4 MiB asked, 5.9 MiB recorded, had read as a batch op's temporary and been
+        # scaled 8x from batch 8 to 64: +779%), in a profile as in a trace.
+        chunks = chunking(step.trace.source, trace.allocator)
         # The tensor an event holds: the closest-fitting of its op's sizes (none: a temporary).
         # A non-batch tensor of a batch op (a max-pool's indices, a profiled convolution's
         # fixed-size scratch) fits one of the op's other sizes better than its batch sizes.
@@ -1067,11 +1069,15 @@ def _ops_of(space: SpaceAnalysis) -> set[str]:
 
 
 def _chunking(traced: Traced) -> bool:
-    """Whether the step's allocator hands out chunks bigger than requests (a BFC allocator: a GPU's,
-    the CPU's with TF_CPU_ALLOCATOR_USE_BFC, oneDNN's `mklcpu`), as a profile's always does: the plain
+    """Whether the step's allocator hands out chunks bigger than requests (`chunking`)."""
+    return chunking(traced.source, traced.space.trace.allocator)
+
+
+def chunking(source: str, allocator: str) -> bool:
+    """Whether an allocator's records are chunks up to twice their requests (a BFC allocator: a GPU's,
+    the CPU's with TF_CPU_ALLOCATOR_USE_BFC, oneDNN's `mklcpu`), as a profile's always are: the plain
     `cpu` allocator's records are the requests themselves."""
-    allocator = traced.space.trace.allocator
-    return traced.source == XPLANE_SOURCE or "bfc" in allocator.lower() or allocator == "mklcpu"
+    return source == XPLANE_SOURCE or "bfc" in allocator.lower() or allocator == "mklcpu"
 
 
 class WhatIf:

@@ -890,6 +890,28 @@ def test_the_margin_under_a_limit_is_for_allocators_that_hand_out_chunks(allocat
     assert whatif._chunking(traced_step) == chunks
 
 
+def test_a_bfc_chunk_bigger_than_its_request_is_still_that_output():
+    """On the CPU's BFC allocator (TF_CPU_ALLOCATOR_USE_BFC, as the README sets it) a record is the chunk
+    a request got, up to twice it, in a trace as in a profile: a [1024, 1024] weight gradient (4 MiB
+    asked, 6.8 MiB recorded) had matched none of its op's outputs, read as a temporary of an op that
+    uses the batch, and been scaled 8x from batch 8 to 64 (a trial's MLP: +779%). It is the gradient,
+    which no batch changes (tests/data/cpu_bfc: a real step, as it cannot be made on demand)."""
+    data = (REPO / "tests" / "data" / "cpu_bfc" / "mlp_b8_chunks.run_metadata.pb").read_bytes()
+    step = store.analyse_bytes(data)
+    space = step.space(None)
+    trace = space.trace
+    assert trace.allocator == "bfc_cpu_allocator_for_gpu"
+    grads = [e for e in range(trace.exec_count) if trace.name(e).endswith("MatMul_grad/MatMul_1")
+             and int(trace.output[e]) == 1024 * 1024 * 4]
+    # The premise: their records are chunks bigger than the 4 MiB they asked for, under twice it.
+    assert len(grads) == 2 and all(4 << 20 < int(trace.allocated[e]) < 8 << 20 for e in grads)
+    one = whatif.one_step(step, space, 8)
+    held = np.isin(trace.event_exec, grads)
+    assert held.any() and not one.scales[held].any()
+    # So the peak barely moves with the batch: the model's activations are small beside its weights.
+    assert one.peak_rise(64) < 1.5 * space.peak_rise_bytes
+
+
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():
     """Two readings of what a step starts with that fell by noise as the batch grew: the start is
     fixed memory, their mean at any batch, not a line heading below the model's own size."""
