@@ -555,6 +555,11 @@ class _Steps:
         steps_store, ctx, _ = self._stores[ref.run]
         return steps_store.analysis(ctx, "", ref)
 
+    def run_graph(self, run: str):
+        """The run's graph (its resident tensors), as summary reads it; None without one."""
+        steps_store, ctx, _ = self._stores[run]
+        return steps_store.run_graph(ctx, "", run)
+
     def devices(self, ref) -> list[str]:
         """The step's devices, as the page's run picker lists them."""
         steps_store, ctx, _ = self._stores[ref.run]
@@ -682,7 +687,20 @@ def _print_changes(title: str, table: compare.Table, ranked, figure: int, top: i
 _RENUMBERED_SHOWN = 3  # B -> A renames the text diff names, as the page does; --json lists them all
 
 
-def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: int) -> None:
+def _start_change(a, b) -> str:
+    """What changed in the bytes in use before the step, A - B, by the runs' resident tensors where both
+    runs' graphs give them (an optimizer's slots: SGD against Adam had read +2 MiB of peak rise, while
+    the start grew 35 MiB)."""
+    if a is None or b is None:
+        return "the bytes in use before the step, in no listing below (`summary` on each splits them by the run's graph)"
+    parts = [("parameters", a.param_bytes - b.param_bytes), ("optimizer slots", a.slot_bytes - b.slot_bytes),
+             ("inputs", a.fed_bytes - b.fed_bytes), ("other", (a.other_bytes or 0) - (b.other_bytes or 0))]
+    return "the bytes in use before the step, in no listing below: " + ", ".join(
+        f"{name} {_signed(delta)}" for name, delta in parts if delta)
+
+
+def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: int,
+                residents: tuple = (None, None)) -> None:
     print(f"== {a_name} against {b_name}")
     for side, space in (("A", comparison.a), ("B", comparison.b)):
         print(f"   {side} {space.trace.id}: {_peak_text(space)}")
@@ -698,7 +716,9 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
         peak_delta = None if None in starts else starts[0] - starts[1] + comparison.peak_rise_delta_bytes
         absolute = "" if peak_delta is None else f"peak {_signed(peak_delta)}, "
         print(f"   {absolute}peak rise {_signed(comparison.peak_rise_delta_bytes)} (A - B): top-level scopes, op types "
-              "and categories each add up to it")
+              "and categories each add up to the peak rise's change")
+        if peak_delta is not None and starts[0] != starts[1]:
+            print(f"   start {_signed(starts[0] - starts[1])}: {_start_change(*residents)}")
         for side, space in (("A", comparison.a), ("B", comparison.b)):
             gap = findings_mod.readings_gap(space)
             if gap is not None:
@@ -753,8 +773,10 @@ def diff_command(args: argparse.Namespace) -> int:
         json.dump(body, sys.stdout, indent=1)
         print()
     else:
+        residents = tuple(report.space_resident(steps.analysis(ref), space, steps.run_graph(ref.run))
+                          for ref, space in sides)
         _print_diff(comparison, f"{a_ref.run} / {a_ref.tag} ({_step_label(a_ref.tag, a_ref.step)})",
-                    f"{b_ref.run} / {b_ref.tag} ({_step_label(b_ref.tag, b_ref.step)})", args.top)
+                    f"{b_ref.run} / {b_ref.tag} ({_step_label(b_ref.tag, b_ref.step)})", args.top, residents)
     return 0
 
 

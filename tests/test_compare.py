@@ -722,3 +722,43 @@ def test_a_buffer_allocated_beside_the_outputs_is_no_chunk_of_theirs(tmp_path, c
     dense = rows["net/dense"]
     assert (dense["delta_bytes"], dense["delta_allocated_bytes"]) == (4 * mib, 4 * mib)
     assert "same_requests" not in dense
+
+
+def test_a_diff_says_what_the_start_gained_by_the_runs_graphs(tmp_path, capsys):
+    """SGD against Adam: the peak rise barely moves, while Adam's slots, in memory before the step, add
+    to the start, which no listing of the peak rise holds. The diff says so, split by the runs' graphs
+    (a trial's "what did Adam cost?" had read +2 MiB of peak rise against a 35 MiB larger start)."""
+    import models
+    import tensorflow as tf
+    from tb_memory_plugin.figures import format_bytes
+
+    tf1 = tf.compat.v1
+    kernel_bytes = 256 * 1024 * 4
+    for run, optimizer in (("sgd", tf1.train.GradientDescentOptimizer(0.1)), ("adam", None)):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf1.placeholder(tf.float32, [16, 256], name="x")
+            with tf1.variable_scope("dense"):
+                h = tf.nn.relu(tf.matmul(x, tf1.get_variable("kernel", [256, 1024])))
+            loss = tf.reduce_mean(tf.square(h))
+            train = (optimizer if run == "sgd" else tf1.train.AdamOptimizer(1e-3)).minimize(loss)
+            init = tf1.global_variables_initializer()
+        feed = {x: np.ones((16, 256), np.float32)}
+        with models._session(graph) as session:
+            session.run(init)
+            session.run(train, feed)
+            metadata = tf1.RunMetadata()
+            session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                        run_metadata=metadata)
+        with graph.as_default():
+            writer = tf1.summary.FileWriter(str(tmp_path / run), graph)
+        writer.add_run_metadata(metadata, "step_1", global_step=1)
+        writer.close()
+    a, b = engine_step(tmp_path, "adam", "step_1"), engine_step(tmp_path, "sgd", "step_1")
+    grown = a.space(None).start_bytes - b.space(None).start_bytes
+    assert grown >= 2 * kernel_bytes  # the premise: Adam's two slots are in memory before its step
+    assert cli.main(["diff", str(tmp_path), "--run", "adam", "--against", "sgd"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if line.startswith("   start ")]
+    assert line.startswith(f"   start +{format_bytes(grown)}: the bytes in use before the step, in no listing below")
+    assert f"optimizer slots +{format_bytes(2 * kernel_bytes)}" in line
