@@ -873,7 +873,8 @@ def _print_whatif(body: dict) -> None:
             fits = prediction["max_batch"]
             what = "peak" if body["limit_applies_to"] == "peak_bytes" else "peak rise"
             print(f"     largest batch whose {what} fits in {format_bytes(limit)} ({body['limit_source']}): "
-                  + (f"any: no batch up to {MAX_BATCH_SEARCHED:,} reaches it" if fits is None
+                  + ("none read from a line that falls with the batch" if prediction.get("falls")
+                     else f"any: no batch up to {MAX_BATCH_SEARCHED:,} reaches it" if fits is None
                      else "none: not even batch 1 fits" if fits == 0 else str(fits)))
     for note in body["notes"]:
         print(f"   note: {note}")

@@ -1212,6 +1212,9 @@ class WhatIf:
         return predictor.start_bytes(self.batch) is not None
 
     def max_batch(self, predictor) -> int | None:
-        if self.limit is None:
+        """The largest batch under the limit (`max_batch`); None without a limit, and for a fit whose
+        traced peaks fall with the batch: the search reads a peak that never falls as the batch grows,
+        and such a line had said "not even batch 1 fits" beside a prediction under the limit."""
+        if self.limit is None or getattr(predictor, "falls", False):
             return None
         return max_batch(predictor, self.limit, self.absolute(predictor))

@@ -28,7 +28,7 @@ def _prediction_dict(question: WhatIf, predictor) -> dict:
         body.update(from_run=question.base.run, from_tag=question.base.tag, traced_batch=predictor.batch,
                     scaled_share=round(predictor.scaled_share, 4), warning=predictor.warning)
     else:
-        body.update(batches=predictor.batches, warning=question.fit_warning)
+        body.update(batches=predictor.batches, warning=question.fit_warning, falls=predictor.falls)
     return body
 
 

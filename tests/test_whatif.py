@@ -720,6 +720,13 @@ def test_a_fit_through_peaks_that_do_not_grow_says_so():
     # one step, the measured peak with the one step, and nothing said so).
     fit, one = body["predictions"]["fit"], body["predictions"]["one_step"]
     (apart,) = [note for note in body["notes"] if "apart" in note]
+    # Under a limit, no largest batch is read from a line that falls (it had said "not even batch 1 fits"
+    # beside a prediction under the limit); the one step's is.
+    limited = whatif_report.whatif_dict(whatif.WhatIf([small, large], 8, limit=1 << 30))
+    assert limited["predictions"]["fit"]["falls"] is True and limited["predictions"]["fit"]["max_batch"] is None
+    assert limited["predictions"]["one_step"]["max_batch"] and "falls" not in limited["predictions"]["one_step"]
+    assert whatif_report.whatif_dict(whatif.WhatIf([traced("unet_b2"), traced("unet_b4")], 8))["predictions"][
+        "fit"]["falls"] is False
     assert f"at batch 8 the fit and the one step are" in apart and "trace batch 8" in apart
     assert all(whatif.format_bytes(p["predicted_peak_rise_bytes"]) in apart for p in (fit, one))
 

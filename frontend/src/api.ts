@@ -477,7 +477,8 @@ export interface WhatIfResponse extends WhatIfPrediction {
     /** `warning`: what may make the one-step prediction low (the traced batch is also a parameter's dimension), or null. */
     one_step: (WhatIfPrediction & { from_run: string; from_tag: string; traced_batch: number; scaled_share: number; warning?: string | null }) | null;
     /** `warning`: the traced peaks do not grow with the batch (a line through them may be far off), or null. */
-    fit: (WhatIfPrediction & { batches: number[]; warning?: string | null }) | null;
+    /** `falls`: its traced peaks do not grow with the batch (no largest batch is read from it). */
+    fit: (WhatIfPrediction & { batches: number[]; warning?: string | null; falls?: boolean }) | null;
   };
   series: { batch: number[]; one_step?: WhatIfSeries | null; fit?: WhatIfSeries | null };
   /** Runs picked to fit with that were left out (unreadable, another memory space or model), and why; absent from older servers. */

@@ -93,6 +93,9 @@ describe('words', () => {
     expect(maxBatchText(answer())).toMatch(/no limit/);
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 0 }))).toBe('not even batch 1 fits');
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: null }))).toBe('any batch fits: none up to 16,777,216 reaches the limit');
+    const falling = answer({ limit_bytes: 10, max_batch: null });
+    falling.predictions.fit = { ...falling.predictions.fit!, falls: true };
+    expect(maxBatchText(falling)).toBe('no largest batch: the fit falls with the batch');
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 12 }))).toBe('largest batch that fits: 12');
     expect(maxBatchText(answer({ limit_bytes: 10, max_batch: 7351503 }))).toBe('largest batch that fits: 7,351,503');
   });

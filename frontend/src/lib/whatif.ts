@@ -147,6 +147,7 @@ export function whatIfChart(w: WhatIfResponse): WhatIfChart {
 /** The largest batch that fits, in words: "largest batch that fits: 12", or why there is none. */
 export function maxBatchText(w: WhatIfResponse): string {
   if (w.limit_bytes === null) return 'no limit given: type the memory the step must fit in under “limit” to find the largest batch that fits';
+  if (w.max_batch === null && w.method === 'fit' && w.predictions.fit?.falls) return 'no largest batch: the fit falls with the batch';
   if (w.max_batch === null) return 'any batch fits: none up to 16,777,216 reaches the limit';
   if (w.max_batch === 0) return 'not even batch 1 fits';
   return `largest batch that fits: ${formatCount(w.max_batch)}`;
