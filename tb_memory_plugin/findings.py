@@ -657,10 +657,12 @@ def variable_copies(space, step) -> list[Finding]:
                "then copies it: the old buffer and the new are both held."
                + (f" This step also ran {', '.join(readers)}, which may read the variables."
                   if readers else ""))
-    suggestion = ("Run what reads the variables (a checkpoint's save, weight summaries, fetching the weights) in a "
-                  "Session.run of its own rather than beside the train op, or make those reads wait for the "
-                  f"updates (a control dependency): up to {format_bytes(held)} less at the peak. A copy in the first "
-                  "step after initialization only (slots sharing one initial buffer) does not recur.")
+    where = ("outside the training step's function, after it returns" if step.trace.source == "xplane"
+             else "in a Session.run of its own rather than beside the train op")
+    suggestion = (f"Run what reads the variables (a checkpoint's save, weight summaries, fetching the weights) {where}, "
+                  "or make those reads wait for the updates (a control dependency): up to "
+                  f"{format_bytes(held)} less at the peak. A copy in the first step after initialization only (slots "
+                  "sharing one initial buffer) does not recur.")
     layers = [names.layer(code).split("/") for code, _ in rows]
     scope = "/".join(os.path.commonprefix(layers)) or "/".join(layers[0])
     return [Finding(VARIABLE_COPIES, held, scope, nodes[:TOP_NODES], message, suggestion, space.trace.id,
