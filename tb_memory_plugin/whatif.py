@@ -538,6 +538,9 @@ class OneStep:
         asked = np.unique(event_row[known & keep & ~outputs.carries[event_row]])
         uses[asked] = outputs.uses_batch(asked)
         self.scales = keep & uses[event_row]
+        # Per event, the batch-carrying output's request it holds (0: a temporary, or no output's):
+        # what a worst case of the allocator's chunks doubles (`worst_chunks`).
+        self._requested = np.where(self.scales, as_batch, 0).astype(np.int64)
         # TensorFlow's CPU convolution gradients size their scratch to a working set, not to the
         # batch (findings.CPU_SHARDED_CONV_GRADS): what fits none of their batch outputs stays.
         fixed = cpu_working_set_scratch(space)
@@ -646,6 +649,10 @@ class OneStep:
 
     def peak_rise(self, batch: int) -> int:
         return self._replay(batch)[2]
+
+    def worst_chunks(self) -> "_WorstChunks":
+        """The same replay, every scaled output given a chunk twice its request (`chunking`'s bound)."""
+        return _WorstChunks(self)
 
     def moved_peak(self, batch: int) -> str | None:
         """Where the replay at `batch` finds the peak, when that is another moment of the step than
@@ -955,6 +962,31 @@ class Fitted:
 # -- the largest batch that fits --------------------------------------------------------------
 
 
+class _WorstChunks:
+    """A one step's replay where each scaled event that holds a batch-carrying output is a chunk twice
+    that output's request at the new batch (rounded to 256 bytes), the most a BFC allocator gives one;
+    temporaries and everything unscaled as traced. A bound for the largest batch under a limit: the
+    replay scales the traced chunks, which at another batch may be bigger (a CNN's 25 MiB requests
+    got 32-46 MiB chunks at batches 72-100, and the largest batch said to fit was 20% over)."""
+
+    def __init__(self, one: "OneStep") -> None:
+        self.one = one
+
+    def peak_rise(self, batch: int) -> int:
+        one = self.one
+        curve = one.space.curve
+        if curve.group_end.size == 0:
+            return 0
+        events = one._events_at(batch)
+        requested = one._requested
+        doubled = 2 * -(-np.rint(requested * (batch / one.batch)).astype(np.int64) // _ROUNDING) * _ROUNDING
+        events = np.where(requested > 0, np.sign(events) * doubled, events)
+        return max(int(np.cumsum(events[curve.event_order])[curve.group_end].max()), 0)
+
+    def start_bytes(self, batch: int) -> int | None:
+        return self.one.start_bytes(batch)
+
+
 def predicted_bytes(predictor, batch: int, absolute: bool) -> int:
     """The predicted peak (absolute bytes in use, or the rise over the step's start)."""
     rise = predictor.peak_rise(batch)
@@ -1156,10 +1188,14 @@ class WhatIf:
                 "to the next): read the predicted rise, or trace the batch asked")
         trace = base.space.trace
         if self.limit is not None and _chunking(base):
+            safe = (max_batch(self.one_step.worst_chunks(), self.limit, self.absolute(self.one_step))
+                    if self.one_step is not None and self.one_step.scales.any() else None)
+            bound = (f": were every batch-sized request given a chunk twice its size, batch {safe:,} would still fit"
+                     if safe else "")
             notes.append(
                 "the largest batch that fits scales the traced allocator chunks; at another batch the allocator "
                 "may give a request a chunk up to twice its size (a 194 MiB request in a 256 MiB chunk), so keep "
-                "a margin below the limit, or trace the batch found")
+                f"a margin below the limit{bound}, or trace the batch found")
         if self.fitted is not None and self.one_step is not None and self.one_step.scales.any():
             fit, one = self.fitted.peak_rise(self.batch), self.one_step.peak_rise(self.batch)
             if abs(fit - one) > _PREDICTIONS_APART * max(fit, one, 1):

@@ -919,6 +919,24 @@ def test_a_bfc_chunk_bigger_than_its_request_is_still_that_output():
     assert one.peak_rise(64) < 1.5 * space.peak_rise_bytes
 
 
+def test_the_margin_under_a_limit_says_which_batch_fits_whatever_the_chunks():
+    """Under a limit on a chunking allocator (the demo's mklcpu), the note bounds the margin: the largest
+    batch that still fits were every batch-sized request given a chunk twice its size (a trial's CNN: 100
+    said to fit 120 MiB, 80 measured to, 57 by this bound), below the batch found."""
+    question = whatif.WhatIf([traced("unet_b2")], 8, limit=200 << 20)
+    one = question.one_step
+    worst = one.worst_chunks()
+    space = traced("unet_b2").space
+    # Twice a request is at least the chunk it got (BFC splits at twice): the traced step, and any batch, bound above.
+    assert worst.peak_rise(one.batch) >= space.peak_rise_bytes
+    assert all(worst.peak_rise(b) >= one.peak_rise(b) for b in (1, 2, 4, 8, 16))
+    found = question.max_batch(one)
+    safe = whatif.max_batch(worst, question.limit, question.absolute(one))
+    assert 0 < safe <= found
+    (note,) = [note for note in question.notes if "keep a margin" in note]
+    assert f"batch {safe:,} would still fit" in note
+
+
 def test_a_fitted_start_does_not_fall_as_the_batch_grows():
     """Two readings of what a step starts with that fell by noise as the batch grew: the start is
     fixed memory, their mean at any batch, not a line heading below the model's own size."""
