@@ -24,7 +24,7 @@ import numpy as np
 
 from . import compare, compare_report, findings as findings_mod, logdir as logdir_mod, report, trace as trace_mod
 from .analysis import GROUPS, TF2_PROFILE_HELP, SpaceAnalysis, StepAnalysis
-from .figures import ALLOCATED, AT_PEAK, FIGURES, OUTPUT, format_bytes
+from .figures import ALLOCATED, AT_PEAK, FIGURES, LIMIT_MAX_BYTES, OUTPUT, format_bytes
 from .names import UNKNOWN_OP
 
 
@@ -784,12 +784,7 @@ def diff_command(args: argparse.Namespace) -> int:
 
 
 _BYTE_COUNT_RE = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>(?:[KMGT]i?)?B?)\s*$", re.IGNORECASE)
-
-
 _BARE_BYTES_MIN = 1 << 20  # a bare number under this is no limit anyone means in bytes (the page's rule too)
-
-
-_LIMIT_MAX_BYTES = 2**62  # the what-if route's bound on `limit` (plugin.py)
 
 
 def byte_count(text: str) -> int:
@@ -805,7 +800,7 @@ def byte_count(text: str) -> int:
     value = int(float(match.group("number")) * 1024 ** (" KMGT".index(unit) if unit not in ("", "B") else 0))
     if value < 1:
         raise argparse.ArgumentTypeError(f"a limit must be at least 1 byte, got {text!r}")
-    if value > _LIMIT_MAX_BYTES:
+    if value > LIMIT_MAX_BYTES:
         raise argparse.ArgumentTypeError(f"{text!r} is past any memory (at most 4 EiB, as the page takes)")
     return value
 

@@ -30,6 +30,10 @@ CATEGORIES = (
 PARAMETERS, INPUTS, ACTIVATIONS, GRADIENTS, OPTIMIZER, TEMPORARIES, OTHER = range(len(CATEGORIES))
 
 
+# The largest memory limit a what-if takes (4 EiB): the route's bound on `limit` and the CLI's on `--limit`.
+LIMIT_MAX_BYTES = 2**62
+
+
 def format_bytes(value: int | None) -> str:
     """A byte figure as the CLI, findings and notes write it (`1.5 KiB`, `-2.0 KiB`; `n/a` for None)."""
     if value is None:

@@ -14,6 +14,7 @@ from werkzeug import wrappers
 
 from . import compare, compare_report, findings, report, store, whatif, whatif_report
 from .analysis import GROUPS
+from .figures import LIMIT_MAX_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -389,7 +390,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         _required(request, "batch")
         return self.whatif_impl(*self._context(request), _required(request, "run"), _required(request, "tag"),
                                 _int_arg(request, "batch", None, 1, whatif.MAX_BATCH_SEARCHED),
-                                [r for r in request.args.getlist("runs") if r], _int_arg(request, "limit", None, 1, 2**62),
+                                [r for r in request.args.getlist("runs") if r], _int_arg(request, "limit", None, 1, LIMIT_MAX_BYTES),
                                 request.args.get("device") or None,
                                 traced_batch=_int_arg(request, "traced_batch", None, 1, whatif.MAX_BATCH_SEARCHED))
 

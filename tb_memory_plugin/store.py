@@ -136,11 +136,14 @@ def matching_step(refs: list[StepRef], like: StepRef,
     for ref in refs:
         if ref.tag == like.tag:
             return ref
-    same_source = [ref for ref in refs if ref.source == like.source and (devices_of is None or devices_of(ref))]
+    same_source = [ref for ref in refs if ref.source == like.source]
     for ref in same_source:
-        if ref.step == like.step:
+        if ref.step == like.step and (devices_of is None or devices_of(ref)):
             return ref
-    return latest_step(same_source or refs, devices_of)
+    chosen = latest_step(same_source or refs, devices_of)  # asked lazily, newest first
+    if devices_of is not None and same_source and not devices_of(chosen):
+        chosen = latest_step(refs, devices_of)
+    return chosen
 
 
 def tag_order(tag: str) -> tuple:

@@ -635,10 +635,11 @@ class OneStep:
         # rint is symmetric, so an allocation and its free scale to the same bytes.
         return np.where(self.scales, np.rint(event_bytes * factor), event_bytes).astype(np.int64)
 
-    def _replay(self, batch: int) -> tuple[np.ndarray, int, int]:
-        """(scaled events, index into sorted events of the peak's last event or -1, peak rise)."""
+    def _replay(self, batch: int, events: np.ndarray | None = None) -> tuple[np.ndarray, int, int]:
+        """(scaled events, index into sorted events of the peak's last event or -1, peak rise); `events`:
+        the events to replay, where not those scaled to `batch` (`_WorstChunks`)."""
         curve = self.space.curve
-        events = self._events_at(batch)
+        events = self._events_at(batch) if events is None else events
         if curve.group_end.size == 0:
             return events, -1, 0
         rise = np.cumsum(events[curve.event_order])[curve.group_end]
@@ -974,14 +975,10 @@ class _WorstChunks:
 
     def peak_rise(self, batch: int) -> int:
         one = self.one
-        curve = one.space.curve
-        if curve.group_end.size == 0:
-            return 0
         events = one._events_at(batch)
         requested = one._requested
         doubled = 2 * -(-np.rint(requested * (batch / one.batch)).astype(np.int64) // _ROUNDING) * _ROUNDING
-        events = np.where(requested > 0, np.sign(events) * doubled, events)
-        return max(int(np.cumsum(events[curve.event_order])[curve.group_end].max()), 0)
+        return one._replay(batch, np.where(requested > 0, np.sign(events) * doubled, events))[2]
 
     def start_bytes(self, batch: int) -> int | None:
         return self.one.start_bytes(batch)
@@ -1100,11 +1097,6 @@ def _ops_of(space: SpaceAnalysis) -> set[str]:
     return {name for name in space.names.graph_names if not name.startswith("(")}
 
 
-def _chunking(traced: Traced) -> bool:
-    """Whether the step's allocator hands out chunks bigger than requests (`chunking`)."""
-    return chunking(traced.source, traced.space.trace.allocator)
-
-
 def chunking(source: str, allocator: str) -> bool:
     """Whether an allocator's records are chunks up to twice their requests (a BFC allocator: a GPU's,
     the CPU's with TF_CPU_ALLOCATOR_USE_BFC, oneDNN's `mklcpu`), as a profile's always are: the plain
@@ -1187,7 +1179,7 @@ class WhatIf:
                 "batch, and the peak by as much (a Keras fit's start can grow by several MiB from one batch size "
                 "to the next): read the predicted rise, or trace the batch asked")
         trace = base.space.trace
-        if self.limit is not None and _chunking(base):
+        if self.limit is not None and chunking(base.source, trace.allocator):
             safe = (max_batch(self.one_step.worst_chunks(), self.limit, self.absolute(self.one_step))
                     if self.one_step is not None and self.one_step.scales.any() else None)
             bound = (f": were every batch-sized request given a chunk twice its size, batch {safe:,} would still fit"

@@ -830,24 +830,31 @@ def test_an_xla_programs_own_row_that_shrank_stops_at_zero_and_layers_do_not():
     assert rows == {"net/dense": 16 * mib}
 
 
+def _fixed_and_batch_space(fixed_name: str, batch_name: str, batch: int, chunk: int):
+    """A hand-built GPU step at `batch`: `fixed_name` requests 1 MiB at any batch, in a `chunk`; then
+    `batch_name` 1 MiB per 32 samples; both held until the end."""
+    import protos
+
+    mib = 1024 * 1024
+    act = batch * mib // 32
+    nodes = [
+        protos.Node(fixed_name, 0, 2, op="MatMul", outputs=[("GPU_0_bfc", mib)],
+                    memory=[protos.Mem("GPU_0_bfc", [(0, chunk), (9, -chunk)])]),
+        protos.Node(batch_name, 3, 4, op="Relu", outputs=[("GPU_0_bfc", act)],
+                    memory=[protos.Mem("GPU_0_bfc", [(3, act), (9, -act)])]),
+    ]
+    return store.analyse_bytes(protos.serialized({protos.GPU0: nodes})).space(None)
+
+
 def test_a_layer_holding_the_same_requests_in_other_chunks_is_fixed():
     """A layer whose ops holding bytes at each traced peak requested as many bytes at both batches holds
     the same tensors in other chunks (a stranger's profiled [784, 512] weight gradient: 1.5 MiB at 64,
     2.9 MiB at 128): it is fixed, at its mean, not fitted as per-sample growth (which had read 59% over
     the real peak at 256). A layer whose requests grow with the batch is fitted as before."""
-    import protos
-
     mib = 1024 * 1024
 
     def space(batch, chunk):
-        act = batch * mib // 32
-        nodes = [
-            protos.Node("net/dense/MatMul", 0, 2, op="MatMul", outputs=[("GPU_0_bfc", mib)],
-                        memory=[protos.Mem("GPU_0_bfc", [(0, chunk), (9, -chunk)])]),
-            protos.Node("net/act/Relu", 3, 4, op="Relu", outputs=[("GPU_0_bfc", act)],
-                        memory=[protos.Mem("GPU_0_bfc", [(3, act), (9, -act)])]),
-        ]
-        return store.analyse_bytes(protos.serialized({protos.GPU0: nodes})).space(None)
+        return _fixed_and_batch_space("net/dense/MatMul", "net/act/Relu", batch, chunk)
 
     fitted = whatif.Fitted([(32, space(32, mib)), (64, space(64, 2 * mib))], one_step_beside=False)
     assert not fitted.falls and fitted.warning is None and fitted.chunk_layers == {"net/dense"}
@@ -861,19 +868,10 @@ def test_a_name_holding_the_same_requests_in_other_chunks_is_fixed_inside_its_la
     request at every batch) held 3.4 MB at batch 16 and 2.6 MB at 32 beside the loop's batch-sized
     stacks, and the layer's line came out 17% under the real peak at 64. The gradient is held at its
     mean, and the layer's slope is its stacks'."""
-    import protos
-
     mib = 1024 * 1024
 
     def space(batch, chunk):
-        act = batch * mib // 32
-        nodes = [
-            protos.Node("net/rnn/MatMul_grad", 0, 2, op="MatMul", outputs=[("GPU_0_bfc", mib)],
-                        memory=[protos.Mem("GPU_0_bfc", [(0, chunk), (9, -chunk)])]),
-            protos.Node("net/rnn/Relu", 3, 4, op="Relu", outputs=[("GPU_0_bfc", act)],
-                        memory=[protos.Mem("GPU_0_bfc", [(3, act), (9, -act)])]),
-        ]
-        return store.analyse_bytes(protos.serialized({protos.GPU0: nodes})).space(None)
+        return _fixed_and_batch_space("net/rnn/MatMul_grad", "net/rnn/Relu", batch, chunk)
 
     fitted = whatif.Fitted([(32, space(32, 3 * mib // 2)), (64, space(64, mib))], one_step_beside=False)
     assert fitted.chunk_layers == {"net/rnn"}
@@ -894,7 +892,7 @@ def test_the_margin_under_a_limit_is_for_allocators_that_hand_out_chunks(allocat
 
     step = store.analyse_bytes(protos.three_node_trace(allocator=allocator))
     traced_step = whatif.Traced("run", "step_1", 1, "run_metadata", step, step.space(None))
-    assert whatif._chunking(traced_step) == chunks
+    assert whatif.chunking(traced_step.source, traced_step.space.trace.allocator) == chunks
 
 
 def test_a_bfc_chunk_bigger_than_its_request_is_still_that_output():
