@@ -687,20 +687,17 @@ def _print_changes(title: str, table: compare.Table, ranked, figure: int, top: i
 _RENUMBERED_SHOWN = 3  # B -> A renames the text diff names, as the page does; --json lists them all
 
 
-def _start_change(a, b) -> str:
+def _start_change_text(change: compare.StartChange) -> str:
     """What changed in the bytes in use before the step, A - B, by the runs' resident tensors where both
-    runs' graphs give them (an optimizer's slots: SGD against Adam had read +2 MiB of peak rise, while
-    the start grew 35 MiB)."""
-    if a is None or b is None:
+    runs' graphs give them (compare.start_change)."""
+    if change.parts is None:
         return "the bytes in use before the step, in no listing below (`summary` on each splits them by the run's graph)"
-    parts = [("parameters", a.param_bytes - b.param_bytes), ("optimizer slots", a.slot_bytes - b.slot_bytes),
-             ("inputs", a.fed_bytes - b.fed_bytes), ("other", (a.other_bytes or 0) - (b.other_bytes or 0))]
     return "the bytes in use before the step, in no listing below: " + ", ".join(
-        f"{name} {_signed(delta)}" for name, delta in parts if delta)
+        f"{name} {_signed(delta)}" for name, delta in change.parts)
 
 
 def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: int,
-                residents: tuple = (None, None)) -> None:
+                start_change: compare.StartChange | None = None) -> None:
     print(f"== {a_name} against {b_name}")
     for side, space in (("A", comparison.a), ("B", comparison.b)):
         print(f"   {side} {space.trace.id}: {_peak_text(space)}")
@@ -712,13 +709,12 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
               + (f" and {more} more" if more > 0 else ""))
     if comparison.has_at_peak:
         figure, what = AT_PEAK, "at peak"
-        starts = (comparison.a.start_bytes, comparison.b.start_bytes)
-        peak_delta = None if None in starts else starts[0] - starts[1] + comparison.peak_rise_delta_bytes
-        absolute = "" if peak_delta is None else f"peak {_signed(peak_delta)}, "
+        absolute = "" if start_change is None else \
+            f"peak {_signed(start_change.delta_bytes + comparison.peak_rise_delta_bytes)}, "
         print(f"   {absolute}peak rise {_signed(comparison.peak_rise_delta_bytes)} (A - B): top-level scopes, op types "
               "and categories each add up to the peak rise's change")
-        if peak_delta is not None and starts[0] != starts[1]:
-            print(f"   start {_signed(starts[0] - starts[1])}: {_start_change(*residents)}")
+        if start_change is not None and start_change.delta_bytes:
+            print(f"   start {_signed(start_change.delta_bytes)}: {_start_change_text(start_change)}")
         for side, space in (("A", comparison.a), ("B", comparison.b)):
             gap = findings_mod.readings_gap(space)
             if gap is not None:
@@ -766,17 +762,18 @@ def diff_command(args: argparse.Namespace) -> int:
         return 1
     (a_ref, a_space), (b_ref, b_space) = sides
     comparison = compare.Comparison(a_space, b_space, args.group, renumber=compare.renumbers(a_ref.run, b_ref.run))
+    start_change = compare.start_change(comparison, *(
+        report.space_resident(steps.analysis(ref), space, steps.run_graph(ref.run)) for ref, space in sides))
     if args.json:
         body = compare_report.comparison_dict(
             comparison, compare_report.side_dict(a_space, a_ref.run, a_ref.tag, a_ref.step, a_ref.source),
-            compare_report.side_dict(b_space, b_ref.run, b_ref.tag, b_ref.step, b_ref.source))
+            compare_report.side_dict(b_space, b_ref.run, b_ref.tag, b_ref.step, b_ref.source),
+            start_change=start_change)
         json.dump(body, sys.stdout, indent=1)
         print()
     else:
-        residents = tuple(report.space_resident(steps.analysis(ref), space, steps.run_graph(ref.run))
-                          for ref, space in sides)
         _print_diff(comparison, f"{a_ref.run} / {a_ref.tag} ({_step_label(a_ref.tag, a_ref.step)})",
-                    f"{b_ref.run} / {b_ref.tag} ({_step_label(b_ref.tag, b_ref.step)})", args.top, residents)
+                    f"{b_ref.run} / {b_ref.tag} ({_step_label(b_ref.tag, b_ref.step)})", args.top, start_change)
     return 0
 
 

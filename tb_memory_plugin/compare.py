@@ -248,6 +248,35 @@ class Comparison:
         return table
 
 
+@dataclass(frozen=True)
+class StartChange:
+    """A - B of the bytes in use before the step, which no listing of the peak rise holds (an
+    optimizer's slots made before the step: SGD against Adam had read +2 MiB of peak rise while
+    the start grew 35 MiB), split by the runs' resident tensors where both runs' graphs give them."""
+
+    delta_bytes: int
+    parts: tuple[tuple[str, int], ...] | None  # (what, A - B), the non-zero ones; None: a side has no graph
+
+
+START_PARTS = ("parameters", "optimizer slots", "inputs", "other")
+
+
+def start_change(comparison: Comparison, a_resident=None, b_resident=None) -> StartChange | None:
+    """The change of start between the two sides (None where a side has no start: no curve, or a
+    relative one); `a_resident`, `b_resident`: each side's `resident.Resident`, where its run's graph
+    gives one."""
+    starts = (comparison.a.start_bytes, comparison.b.start_bytes)
+    if not comparison.has_at_peak or None in starts:
+        return None
+    parts = None
+    if a_resident is not None and b_resident is not None:
+        values = [(a_resident.param_bytes, b_resident.param_bytes), (a_resident.slot_bytes, b_resident.slot_bytes),
+                  (a_resident.fed_bytes, b_resident.fed_bytes),
+                  (a_resident.other_bytes or 0, b_resident.other_bytes or 0)]
+        parts = tuple((name, a - b) for name, (a, b) in zip(START_PARTS, values) if a != b)
+    return StartChange(starts[0] - starts[1], parts)
+
+
 def renumbers(a_run: str, b_run: str) -> bool:
     """Whether B's names numbered anew are matched to A's: not for two steps of one run, whose names
     are one graph's, where two names are two ops (a GAN's generator and discriminator steps)."""

@@ -6,7 +6,7 @@ Shapes answers only: every number comes from `compare`.
 from __future__ import annotations
 
 from .analysis import SpaceAnalysis
-from .compare import Comparison, Table
+from .compare import Comparison, StartChange, Table
 from .figures import ALLOCATED, AT_PEAK, OUTPUT
 from .findings import readings_gap
 from .report import NotFound, peak_fields
@@ -56,10 +56,18 @@ def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False) -
     return out
 
 
+def start_change_dict(change: StartChange | None) -> dict | None:
+    if change is None:
+        return None
+    parts = None if change.parts is None else [{"name": name, "delta_bytes": delta} for name, delta in change.parts]
+    return {"delta_bytes": change.delta_bytes, "parts": parts}
+
+
 def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: str = "",
-                    top: int | None = None) -> dict:
+                    top: int | None = None, start_change: StartChange | None = None) -> dict:
     """A against B under one scope: the scope, its children (largest first, for a treemap), every
-    entry below it by absolute difference (the `top` first), and its op types and categories."""
+    entry below it by absolute difference (the `top` first), and its op types and categories;
+    `start_change`: the change of start (compare.start_change), which no listing holds."""
     row = comparison.row(scope)
     if row is None:
         raise NotFound(f"unknown scope {scope!r} in group {comparison.group!r} of either step")
@@ -72,6 +80,7 @@ def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: s
         "b": b_side,
         "group": comparison.group,
         "peak_rise_delta_bytes": comparison.peak_rise_delta_bytes,
+        "start_change": start_change_dict(start_change),
         "renumbered": [{"b": b_path, "a": a_path} for b_path, a_path in comparison.renumbered],
         "scope": _rows(comparison, scopes, [row], with_tree=True)[0],
         "children": _rows(comparison, scopes, scopes.ranked_by_size(comparison.children(row)), with_tree=True),

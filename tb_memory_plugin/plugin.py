@@ -265,9 +265,12 @@ class MemoryPlugin(base_plugin.TBPlugin):
         comparison = self._comparisons.get_or_compute(
             (id(a_space), id(b_space), group),
             lambda: compare.Comparison(a_space, b_space, group, renumber=compare.renumbers(run, against_run)))
+        residents = [self._space_resident(ctx, experiment, side_run, side_tag, side_device)[1]
+                     for side_run, side_tag, side_device in ((run, tag, device), (against_run, against_tag, against_device))]
         return compare_report.comparison_dict(
             comparison, compare_report.side_dict(a_space, run, tag, a_ref.step, a_ref.source),
-            compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top)
+            compare_report.side_dict(b_space, against_run, against_tag, b_ref.step, b_ref.source), scope, top,
+            compare.start_change(comparison, *residents))
 
     def whatif_impl(self, ctx, experiment, run, tag, batch, runs=(), limit=None, device=None, series=True,
                     traced_batch=None):

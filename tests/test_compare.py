@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client
-from tb_memory_plugin import cli, compare, compare_report, names
+from tracedata import REPO, demo_runs_with_bad_steps, engine_step, memory_app_client, read_blob_bytes
+from tb_memory_plugin import cli, compare, compare_report, graph, names, report
 from tb_memory_plugin.figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT, PARAMETERS
 from tb_memory_plugin.scope_tree import build_tree
 
@@ -33,6 +33,13 @@ def demo_step(run: str, tag: str):
 
 def demo_comparison(a, b, group="layer") -> compare.Comparison:
     return compare.compare_steps(demo_step(*a), demo_step(*b), group)
+
+
+def demo_resident(run: str, tag: str):
+    """The run graph's resident tensors in the step's default memory space, as the routes read them."""
+    step = demo_step(run, tag)
+    run_graph = graph.RunGraph.from_bytes(read_blob_bytes(DEMO, run, "__run_graph__", ("graphs",)))
+    return report.space_resident(step, step.space(None), run_graph)
 
 
 def _rows(table, names):
@@ -268,7 +275,8 @@ def _expected(a, b, group="layer", scope="", top=50):
     comparison = demo_comparison(a, b, group)
     sides = [compare_report.side_dict(step.space(None), run, tag, int(tag.split("_")[1]), "run_metadata")
              for (run, tag), step in ((a, demo_step(*a)), (b, demo_step(*b)))]
-    return json.loads(json.dumps(compare_report.comparison_dict(comparison, *sides, scope, top)))
+    start_change = compare.start_change(comparison, demo_resident(*a), demo_resident(*b))
+    return json.loads(json.dumps(compare_report.comparison_dict(comparison, *sides, scope, top, start_change)))
 
 
 @pytest.mark.parametrize("group", ["layer", "scope"])
@@ -287,6 +295,21 @@ def test_route_equals_the_engine(tb, group):
     assert len(body["scopes"]) == 50 < body["scope_count"]
     changes = [abs(s["delta_bytes"]) for s in body["scopes"]]
     assert changes == sorted(changes, reverse=True)
+
+
+def test_route_says_what_the_start_gained(tb):
+    """The start's change, which no listing of the peak rise holds, split by the runs' graphs as the
+    summary's resident figures split each start; null where a side has no start (no baseline)."""
+    body = get_json(tb, run="unet_b4", tag="step_3", against_run="unet_b2", against_tag="step_3")
+    change = body["start_change"]
+    assert change["delta_bytes"] == body["a"]["start_bytes"] - body["b"]["start_bytes"] != 0
+    assert sum(part["delta_bytes"] for part in change["parts"]) == change["delta_bytes"]
+    a_res, b_res = demo_resident("unet_b4", "step_3"), demo_resident("unet_b2", "step_3")
+    inputs = {part["name"]: part["delta_bytes"] for part in change["parts"]}["inputs"]
+    assert inputs == a_res.fed_bytes - b_res.fed_bytes > 0  # twice the batch fed
+    assert "parameters" not in {part["name"] for part in change["parts"]}  # one model: the same weights
+    other = get_json(tb, run="unet_b2", tag="step_3", against_run="resnet9_b2", against_tag="step_3")
+    assert other["b"]["start_bytes"] is None and other["start_change"] is None
 
 
 def test_route_under_a_scope(tb):
@@ -762,3 +785,10 @@ def test_a_diff_says_what_the_start_gained_by_the_runs_graphs(tmp_path, capsys):
     (line,) = [line for line in out.splitlines() if line.startswith("   start ")]
     assert line.startswith(f"   start +{format_bytes(grown)}: the bytes in use before the step, in no listing below")
     assert f"optimizer slots +{format_bytes(2 * kernel_bytes)}" in line
+    # The JSON (as the compare route answers it) carries the same split, every part exact.
+    assert cli.main(["diff", str(tmp_path), "--run", "adam", "--against", "sgd", "--json"]) == 0
+    change = json.loads(capsys.readouterr().out)["start_change"]
+    assert change["delta_bytes"] == grown
+    parts = {part["name"]: part["delta_bytes"] for part in change["parts"]}
+    assert parts["optimizer slots"] == 2 * kernel_bytes + 2 * 4  # m and v, and Adam's two float32 beta powers
+    assert sum(parts.values()) == grown

@@ -385,6 +385,17 @@ export interface CompareScopeRow extends CompareFigures {
   /** Present (true) where both sides' outputs request as many bytes and the allocator gave them other chunks. */
   same_requests?: boolean;
 }
+/** One part of the change of start, split by the runs' graphs (as `resident` splits each start). */
+export interface StartChangePart {
+  name: 'parameters' | 'optimizer slots' | 'inputs' | 'other';
+  delta_bytes: Bytes;
+}
+/** A − B of the bytes in use before each step, which no listing holds (the listings add up to the peak rises). */
+export interface StartChange {
+  delta_bytes: Bytes;
+  /** The non-zero parts, adding up to delta_bytes; null where a run has no graph to split it. */
+  parts: StartChangePart[] | null;
+}
 /** A path of B and the path of A it was matched with by numbering. */
 export interface Renumbered {
   b: string;
@@ -405,6 +416,8 @@ export interface CompareResponse {
   b: CompareSide;
   group: Group;
   peak_rise_delta_bytes: Bytes | null;
+  /** Null where a side has no start (no curve, or no baseline). */
+  start_change: StartChange | null;
   /** B's paths numbered as A's (a model built again in one process or graph), outermost first; empty when B's names are A's. */
   renumbered: Renumbered[];
   scope: CompareScopeRow;

@@ -456,6 +456,10 @@ def test_compare_mode_and_back(dashboard, browser):
                   group="layer", scope="", top=200)
     assert body["peak_rise_delta_bytes"] > 0
     assert dash.loc(tid("compare-delta")).get_attribute("data-bytes") == str(body["peak_rise_delta_bytes"])
+    # The batch fed before the step is part of the start's change, which no listing holds: said beside the peaks.
+    start = dash.loc(tid("compare-start"))
+    assert start.get_attribute("data-bytes") == str(body["start_change"]["delta_bytes"]) != "0"
+    assert "inputs +" in start.text_content()
 
     # Tiles: the root's children, coloured on a diverging scale (A larger: red, B larger: blue).
     children = {c["name"]: c for c in body["children"]}

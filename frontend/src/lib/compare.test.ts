@@ -12,6 +12,7 @@ import {
   ownLengthFractions,
   rankByChange,
   renumberedText,
+  startChangeText,
 } from './compare';
 
 const row = (name: string, a: number | null, b: number | null, allocated = 0): CompareScopeRow => ({
@@ -110,6 +111,19 @@ describe('renumbered names', () => {
   });
 });
 
+
+describe('start change', () => {
+  it('says the change of start with its split, nothing when the starts are equal or unknown', () => {
+    expect(startChangeText(null)).toBeNull();
+    expect(startChangeText({ delta_bytes: 0, parts: [] })).toBeNull();
+    const mib = 1024 * 1024;
+    expect(startChangeText({ delta_bytes: 2 * mib + 8, parts: [{ name: 'optimizer slots', delta_bytes: 2 * mib + 8 }] }))
+      .toBe('start A − B: +2.00 MiB (optimizer slots +2.00 MiB)');
+    expect(startChangeText({ delta_bytes: -3 * mib, parts: [{ name: 'inputs', delta_bytes: -mib }, { name: 'other', delta_bytes: -2 * mib }] }))
+      .toBe('start A − B: -3.00 MiB (inputs -1.00 MiB, other -2.00 MiB)');
+    expect(startChangeText({ delta_bytes: 512, parts: null })).toBe('start A − B: +512 B (no graph to split it)');
+  });
+});
 
 describe('rows to compare', () => {
   it('leaves out a row that holds no bytes in either step', () => {

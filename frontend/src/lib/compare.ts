@@ -3,7 +3,8 @@
 // to its own length so that a short step and a long one overlay.
 
 import { scaleLinear } from 'd3-scale';
-import type { CompareFigures, CompareSide, CurveResponse, Renumbered } from '../api';
+import type { CompareFigures, CompareSide, CurveResponse, Renumbered, StartChange } from '../api';
+import { formatBytesDelta } from '../format';
 import { stepIndexAt } from './curve-data';
 
 /** Compared at each step's own peak when both have a curve; else by allocated bytes (a side without records has no peak). */
@@ -118,4 +119,14 @@ export function renumberedText(pairs: readonly Renumbered[], shown = 3): string 
   if (pairs.length === 0) return null;
   const listed = pairs.slice(0, shown).map((p) => `${p.b} → ${p.a}`).join(', ');
   return pairs.length > shown ? `${listed} and ${pairs.length - shown} more` : listed;
+}
+
+/** The change of start as the heading says it (null when the starts are equal or a side has none):
+ * the bytes in use before each step, in no listing, split by the runs' graphs where both have one. */
+export function startChangeText(change: StartChange | null): string | null {
+  if (change === null || change.delta_bytes === 0) return null;
+  const split = change.parts === null
+    ? 'no graph to split it'
+    : change.parts.map((p) => `${p.name} ${formatBytesDelta(p.delta_bytes)}`).join(', ');
+  return `start A − B: ${formatBytesDelta(change.delta_bytes)} (${split})`;
 }

@@ -17,7 +17,7 @@ const row = (name: string, a: number, b: number, status: CompareScopeRow['status
   a_allocated_bytes: a, b_allocated_bytes: b, delta_allocated_bytes: a - b, a_output_bytes: 0, b_output_bytes: 0, delta_output_bytes: 0,
 });
 const body: CompareResponse = {
-  a: side('big', 200), b: side(EVIL, 100), group: 'layer', peak_rise_delta_bytes: 30, renumbered: [],
+  a: side('big', 200), b: side(EVIL, 100), group: 'layer', peak_rise_delta_bytes: 30, start_change: null, renumbered: [],
   scope: row('', 130, 100),
   children: [row('grew', 100, 40), row(EVIL, 30, 60, 'changed')],
   scope_count: 3,
@@ -137,6 +137,25 @@ describe('CompareView with an allocator gap on a side', () => {
     note = document.querySelector<HTMLElement>('[data-testid=compare-gap]')!;
     expect(note.textContent).toBe('peak may be off by up to 2.00 KiB (A), 1.00 KiB (B): allocator gap');
     expect(document.querySelectorAll('[data-testid=compare-gap]').length).toBe(1);
+  });
+});
+
+describe('CompareView with the starts apart', () => {
+  it('says the change of start beside the peaks, split as the server splits it, once', () => {
+    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: 'small', tag: 'step_3' } });
+    const view = new CompareView(selection);
+    mount(view);
+    view.setData(body);
+    expect(document.querySelector('[data-testid=compare-start]')).toBeNull();
+    view.setData({ ...body, start_change: { delta_bytes: 0, parts: [] } });
+    expect(document.querySelector('[data-testid=compare-start]')).toBeNull();
+    const slots = 35 * 1024 * 1024;
+    view.setData({ ...body, start_change: { delta_bytes: slots, parts: [{ name: 'optimizer slots', delta_bytes: slots }] } });
+    const note = document.querySelector<HTMLElement>('[data-testid=compare-start]')!;
+    expect(note.dataset.bytes).toBe(String(slots));
+    expect(note.textContent).toBe('start A − B: +35.0 MiB (optimizer slots +35.0 MiB)');
+    expect(note.title).toContain('optimizer slots: 36,700,160 B');
+    expect(document.querySelectorAll('[data-testid=compare-start]').length).toBe(1);
   });
 });
 

@@ -18,6 +18,7 @@ import {
   largerSide,
   rankByChange,
   renumberedText,
+  startChangeText,
   sideBytes,
   type CompareFigure,
 } from '../lib/compare';
@@ -202,6 +203,26 @@ export class CompareView {
         delta === null ? 'no peak to compare (a step has no curve)' : `peak rise A − B: ${formatBytesDelta(delta)}`,
       ),
     );
+    const start = startChangeText(d.start_change);
+    if (start !== null && d.start_change !== null) {
+      const exact = (d.start_change.parts ?? []).map((p) => `${p.name}: ${formatExactBytes(p.delta_bytes)}`);
+      this.heading.append(
+        el(
+          'span',
+          {
+            class: 'muted',
+            'data-testid': 'compare-start',
+            'data-bytes': String(d.start_change.delta_bytes),
+            title: [
+              `In use before each step, A − B: ${formatExactBytes(d.start_change.delta_bytes)}`,
+              ...exact,
+              'No listing below holds it: they add up to the peak rises.',
+            ].join('\n'),
+          },
+          start,
+        ),
+      );
+    }
     const renumbered = renumberedText(d.renumbered);
     if (renumbered !== null) {
       this.heading.append(
