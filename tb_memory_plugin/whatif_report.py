@@ -5,7 +5,7 @@ Shapes answers only: every number comes from `whatif` (docs/http_api.md).
 
 from __future__ import annotations
 
-from .whatif import Traced, WhatIf, series_batches
+from .whatif import MAX_BATCH_SEARCHED, Traced, WhatIf, series_batches
 
 
 def _traced_dict(traced: Traced) -> dict:
@@ -50,6 +50,7 @@ def whatif_dict(question: WhatIf, series: bool = False) -> dict:
         "limit_applies_to": (None if question.limit is None else
                              "peak_bytes" if question.absolute(question.lead) else "peak_rise_bytes"),
         "max_batch": lead["max_batch"],
+        "max_batch_searched": MAX_BATCH_SEARCHED,
         "layers": lead["layers"],
         "predictions": {"one_step": predictions.get("one_step"), "fit": predictions.get("fit")},
         "notes": question.notes,

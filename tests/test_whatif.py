@@ -1454,6 +1454,10 @@ def test_no_batch_reaching_a_far_limit_is_said_so_not_that_nothing_grows():
     code, out, err = _whatif("--run", "unet_b2", "--tag", "step_3", "--batch", "8", "--limit", "4096TiB")
     assert code == 0, err
     assert "any: no batch up to 16,777,216 reaches it" in out and "nothing grows" not in out
+    # The JSON says how far the search read, which the page words the same way (not a number of its own).
+    code, out, err = _whatif("--run", "unet_b2", "--tag", "step_3", "--batch", "8", "--limit", "4096TiB", "--json")
+    body = json.loads(out)
+    assert body["max_batch"] is None and body["max_batch_searched"] == whatif.MAX_BATCH_SEARCHED == 16_777_216
 
 
 def test_cli_reads_a_keras_runs_profiled_step_by_default():

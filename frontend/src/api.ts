@@ -486,6 +486,8 @@ export interface WhatIfResponse extends WhatIfPrediction {
   limit_bytes: Bytes | null;
   limit_source: 'limit' | 'capacity' | null;
   limit_applies_to: 'peak_bytes' | 'peak_rise_bytes' | null;
+  /** The largest batch the search reads: max_batch null under a limit means none up to it reaches the limit. */
+  max_batch_searched: number;
   predictions: {
     /** `warning`: what may make the one-step prediction low (the traced batch is also a parameter's dimension), or null. */
     one_step: (WhatIfPrediction & { from_run: string; from_tag: string; traced_batch: number; scaled_share: number; warning?: string | null }) | null;

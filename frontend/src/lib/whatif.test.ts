@@ -14,6 +14,7 @@ function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
     predicted_start_bytes: 80,
     predicted_peak_bytes: 880,
     max_batch: null,
+    max_batch_searched: 16777216,
     limit_bytes: null,
     limit_source: null,
     limit_applies_to: null,

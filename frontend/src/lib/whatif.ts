@@ -30,7 +30,7 @@ const AXIS_CHAR_PX = 6;
 
 /**
  * How to anchor a label of `text` at x so that it stays within [lo, hi]: centred where it fits,
- * else flush with the edge it would cross (a batch of 16,777,216 at the right end of the axis).
+ * else flush with the edge it would cross (the largest batch searched at the right end of the axis).
  */
 export function edgeAnchor(x: number, text: string, lo: number, hi: number): 'start' | 'middle' | 'end' {
   const half = (text.length * AXIS_CHAR_PX) / 2;
@@ -148,7 +148,7 @@ export function whatIfChart(w: WhatIfResponse): WhatIfChart {
 export function maxBatchText(w: WhatIfResponse): string {
   if (w.limit_bytes === null) return 'no limit given: type the memory the step must fit in under “limit” to find the largest batch that fits';
   if (w.max_batch === null && w.method === 'fit' && w.predictions.fit?.falls) return 'no largest batch: the fit falls with the batch';
-  if (w.max_batch === null) return 'any batch fits: none up to 16,777,216 reaches the limit';
+  if (w.max_batch === null) return `any batch fits: none up to ${formatCount(w.max_batch_searched)} reaches the limit`;
   if (w.max_batch === 0) return 'not even batch 1 fits';
   return `largest batch that fits: ${formatCount(w.max_batch)}`;
 }

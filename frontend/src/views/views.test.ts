@@ -749,7 +749,7 @@ describe('GraphView fit', () => {
 describe('WhatIfView', () => {
   const answer: WhatIfResponse = {
     batch: 8, runs: [{ run: 'b2', tag: 't', step: 1, source: 'run_metadata', device: 'CPU:0/mklcpu', batch: 2, peak_rise_bytes: 200, start_bytes: null, peak_bytes: null }],
-    method: 'one_step', predicted_peak_rise_bytes: 800, predicted_start_bytes: null, predicted_peak_bytes: null, max_batch: null,
+    method: 'one_step', predicted_peak_rise_bytes: 800, predicted_start_bytes: null, predicted_peak_bytes: null, max_batch: null, max_batch_searched: 16777216,
     limit_bytes: null, limit_source: null, limit_applies_to: null, layers: [],
     predictions: { fit: null, one_step: { predicted_peak_rise_bytes: 800, predicted_start_bytes: null, predicted_peak_bytes: null, max_batch: null, layers: [], from_run: 'b2', from_tag: 't', traced_batch: 2, scaled_share: 0.9 } },
     series: { batch: [1, 2, 8], one_step: { peak_rise_bytes: [100, 200, 800], peak_bytes: null }, fit: null },
