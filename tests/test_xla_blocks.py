@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from tb_memory_plugin import analysis, figures, findings, report
 from tb_memory_plugin.figures import CATEGORIES
@@ -711,3 +712,42 @@ def test_a_function_tensorflow_ran_as_an_xla_program_is_split_by_its_module():
                                "__inference_train_step_781": 1280 - 1100}
     assert set(cpu.trace.xla_program_of.values()) == {"__inference_train_step_781"}
     assert step.trace.program_shapes.inputs == ((16, 4),) and whatif.traced_batch(step) == 16
+
+
+def _fused_computation(order: list[int], operands: dict[int, list[int]], parameters: dict[int, int], root: int,
+                       root_is_tuple: bool):
+    """A hand-built fused computation: instructions `order` (ids), each using `operands`, the ones in
+    `parameters` fused parameters (id -> number); its root `root` (a tuple of its operands where asked)."""
+    computation = hlo._hlo_class()().module.computations.add()
+    computation.root_id = root
+    for instruction_id in order:
+        instruction = computation.instructions.add()
+        instruction.id = instruction_id
+        if instruction_id in parameters:
+            instruction.opcode, instruction.parameter_number = "parameter", parameters[instruction_id]
+        else:
+            instruction.opcode = "tuple" if instruction_id == root and root_is_tuple else "add"
+            instruction.operand_ids.extend(operands.get(instruction_id, []))
+    return computation
+
+
+@given(st.data())
+@settings(max_examples=200, deadline=None)
+def test_a_fusions_parameters_read_backwards_are_those_a_walk_finds(data):
+    """The fused parameters a value reads, found in one backward pass where XLA lists a fused
+    computation's operands first (every real profile's), are those a walk from the value finds; in any
+    other order the pass declines (None) rather than miss one, and the walk answers."""
+    count = data.draw(st.integers(2, 12))
+    # A DAG over ids 0..count-1: each instruction uses some of the ones before it; the first few are parameters.
+    params = data.draw(st.integers(1, count - 1))
+    operands = {i: sorted(data.draw(st.sets(st.integers(0, i - 1), min_size=1, max_size=3)))
+                for i in range(params, count)}
+    parameters = {i: i for i in range(params)}
+    root, tuple_root = count - 1, data.draw(st.booleans())
+    element = [data.draw(st.integers(0, len(operands[root])))] if tuple_root else []  # one past the end too
+    ordered = _fused_computation(list(range(count)), operands, parameters, root, tuple_root)
+    walked = hlo._fused_parameters_walked(ordered, element)
+    assert hlo._fused_parameters(ordered, element) == walked
+    shuffled = _fused_computation(data.draw(st.permutations(range(count))), operands, parameters, root, tuple_root)
+    assert hlo._fused_parameters(shuffled, element) in (None, walked)
+    assert hlo._fused_parameters_walked(shuffled, element) == walked
