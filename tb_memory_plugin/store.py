@@ -233,6 +233,16 @@ def _gfile():
     return tf.io.gfile
 
 
+def _read_bytes(path: str) -> bytes:
+    """A file's bytes: a local one read directly (TensorFlow's GFile reads a 10 MiB profile 7x slower,
+    12 ms against 1.7), a remote one (`gs://`, `s3://`) through TensorFlow's file systems."""
+    if "://" not in path:
+        with open(path, "rb") as f:
+            return f.read()
+    with _gfile().GFile(path, "rb") as f:
+        return f.read()
+
+
 def _join(directory: str, name: str) -> str:
     return posixpath.join(directory, name) if "://" in directory else os.path.join(directory, name)
 
@@ -418,8 +428,7 @@ class StepStore:
 
     def _profile(self, path: str, length: int) -> xplane.Profile:
         def load():
-            with _gfile().GFile(path, "rb") as f:
-                data = f.read()
+            data = _read_bytes(path)
             with gc_paused():
                 return xplane.decode(data)
 
