@@ -50,7 +50,7 @@ def profile_training(logdir: str, run: str, train_step, state: list, *batch) -> 
 
 # -- Flax language model: blocks unrolled (flax_lm) or under nn.scan(nn.remat(...)) (flax_lm_scan) ----
 
-def build(scan: bool):
+def build(scan: bool, layers: int = 4, d: int = 256):
     import flax.linen as nn
 
     class Block(nn.Module):
@@ -93,16 +93,16 @@ def build(scan: bool):
             x = nn.LayerNorm(name="ln_f")(x)
             return nn.Dense(self.vocab, name="head")(x)
 
-    return LM()
+    return LM(d=d, layers=layers)
 
 
 
-def flax_lm(logdir: str, run: str = "flax_lm", scan: bool = False) -> None:
+def flax_lm(logdir: str, run: str = "flax_lm", scan: bool = False, layers: int = 4, d: int = 256) -> None:
     import jax
     import jax.numpy as jnp
     import optax
 
-    model = build(scan)
+    model = build(scan, layers, d)
     tokens = jax.random.randint(jax.random.PRNGKey(1), (16, 129), 0, 1000)
     params = model.init(jax.random.PRNGKey(0), tokens[:, :-1])["params"]
     tx = optax.adamw(1e-3)
@@ -126,6 +126,12 @@ def flax_lm(logdir: str, run: str = "flax_lm", scan: bool = False) -> None:
 
 def flax_lm_scan(logdir: str) -> None:
     flax_lm(logdir, "flax_lm_scan", scan=True)
+
+
+def flax_lm_deep(logdir: str) -> None:
+    """The language model 32 blocks deep and 512 wide, written out: a big program (every block's
+    forward, backward and AdamW update its own instructions) for the reader's speed on real HLO."""
+    flax_lm(logdir, "flax_lm_deep", layers=32, d=512)
 
 
 # -- Keras 3 on JAX ---------------------------------------------------------------------------------
@@ -308,8 +314,8 @@ def jax_remat_policy(logdir: str) -> None:
     del jnp
 
 
-RUNS = {run.__name__: run for run in (flax_lm, flax_lm_scan, keras_jax_transformer, keras_jax_spe, flax_cnn_bn,
-                                       equinox_mlp, jax_remat_policy)}
+RUNS = {run.__name__: run for run in (flax_lm, flax_lm_scan, flax_lm_deep, keras_jax_transformer, keras_jax_spe,
+                                       flax_cnn_bn, equinox_mlp, jax_remat_policy)}
 
 
 def main() -> int:
