@@ -22,7 +22,7 @@ from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER
 from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
                     XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
-from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace
+from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, readings_count_from
 
 GROUPS = ("layer", "scope")
 
@@ -205,8 +205,23 @@ class SpaceAnalysis:
             place[curve.event_order] = np.arange(curve.event_order.size)
             running = np.cumsum(space.event_bytes[curve.event_order])
             return space.snapshot_bytes - running[place[space.snapshot_event]]
+        rise = self.readings_rise
         at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
-        return space.snapshot_bytes - np.where(at >= 0, curve.rise_bytes[np.maximum(at, 0)], 0)
+        return space.snapshot_bytes - np.where(at >= 0, rise[np.maximum(at, 0)], 0)
+
+    @cached_property
+    def readings_rise(self) -> np.ndarray:
+        """The curve's rise (at `curve.time_us`) over the records the allocator's readings count: all
+        of them, but on an allocator whose readings leave small requests out (oneDNN's `mklcpu`:
+        `trace.readings_count_from`), only the others. A step of 5,000 small gradients had read as
+        readings 74 MiB short of the records, where the readings of the large ones never moved."""
+        space, curve = self.trace, self.curve
+        least = readings_count_from(space.allocator)
+        if not least or space.snapshot_event is not None:  # a profile's readings come with its events
+            return curve.rise_bytes
+        counted = space.event_bytes[curve.event_order]
+        counted = np.where(np.abs(counted) >= least, counted, 0)
+        return np.cumsum(counted)[curve.group_end] if counted.size else curve.rise_bytes
 
     def reading_excess(self, start: int, smallest: float) -> np.ndarray:
         """Each allocator reading over `start` plus the records' total when it was read
@@ -221,6 +236,7 @@ class SpaceAnalysis:
         Only the readings off by `smallest` or more are looked at again (a few: the rest need no
         second look)."""
         space, curve = self.trace, self.curve
+        rise = self.readings_rise
         excess = self.snapshot_offsets - start
         starts = space.snapshot_start_us
         off = np.flatnonzero(np.abs(excess) >= smallest)
@@ -230,12 +246,12 @@ class SpaceAnalysis:
         low = np.searchsorted(curve.time_us, starts[off], side="left")  # the total just before the op started on
         high = np.searchsorted(curve.time_us, space.snapshot_time_us[off], side="right")
         for row, first, last in zip(off.tolist(), low.tolist(), high.tolist()):
-            totals = curve.rise_bytes[max(first - 1, 0):last]
+            totals = rise[max(first - 1, 0):last]
             if first == 0:
                 totals = np.append(totals, 0)
             if not totals.size:
                 continue
-            reading = int(excess[row]) + (int(curve.rise_bytes[last - 1]) if last > 0 else 0)  # over `start`
+            reading = int(excess[row]) + (int(rise[last - 1]) if last > 0 else 0)  # over `start`
             candidates = reading - totals
             excess[row] = candidates[np.argmin(np.abs(candidates))]
         return excess

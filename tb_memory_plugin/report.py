@@ -16,6 +16,7 @@ from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
 from .findings import readings_gap
+from .trace import readings_count_from
 
 TOP_SCOPES = 10
 
@@ -77,6 +78,9 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "has_curve": space.has_curve,
         "no_curve": space.no_curve,
         "start_bytes": start,
+        # The smallest request the allocator counts in the readings the start comes from (oneDNN's
+        # mklcpu: 256 KiB): smaller tensors in use before the step are not in the start.
+        "start_counts_from_bytes": (readings_count_from(trace.allocator) or None) if start is not None else None,
         **peak_fields(space),
         "peak_node": node_ref(space, space.peak_exec(), group),
         "largest_at_peak": _largest_at_peak(space, group),

@@ -64,6 +64,19 @@ def memory_kind(device_type: str, allocator: str) -> str:
     return DEVICE_MEMORY
 
 
+# Allocators whose own bytes in use (their readings) count only requests of this size or more.
+# oneDNN's `mklcpu` (TensorFlow's CPU allocator on x86, oneDNN on by default) sends a request under
+# 256 KiB to malloc, and with its default settings counts it in no reading (mkl_cpu_allocator.h:
+# kSmallAllocationsThreshold, mkl_small_allocator_collect_stats false); TensorFlow's step stats
+# still record it, so the readings are compared with the records of those requests only.
+READINGS_COUNT_FROM = {"mklcpu": 256 * 1024}
+
+
+def readings_count_from(allocator: str) -> int:
+    """The smallest request an allocator's readings count (0: every one)."""
+    return READINGS_COUNT_FROM.get(allocator, 0)
+
+
 class JoinedNames(list):
     """Distinct names (a list of str) that also carry their UTF-8 bytes joined by newlines,
     where a source made those on the way (names.py then reads them without joining and

@@ -308,7 +308,8 @@ def test_route_says_what_the_start_gained(tb):
     inputs = {part["name"]: part["delta_bytes"] for part in change["parts"]}["inputs"]
     assert inputs == a_res.fed_bytes - b_res.fed_bytes > 0  # twice the batch fed
     assert "parameters" not in {part["name"] for part in change["parts"]}  # one model: the same weights
-    other = get_json(tb, run="unet_b2", tag="step_3", against_run="resnet9_b2", against_tag="step_3")
+    other = get_json(tb, run="unet_b2", tag="step_3", against_run="gpu", against_tag="step_1",
+                     against_device="CPU:0/cpu")
     assert other["b"]["start_bytes"] is None and other["start_change"] is None
 
 
@@ -331,8 +332,10 @@ def test_route_across_models_and_devices(tb):
     body = get_json(tb, run="unet_b2", tag="step_3", against_run="resnet9_b2", against_tag="step_3")
     status = {c["name"]: c["status"] for c in body["children"]}
     assert status["shared_model"] == "added" and status["generator"] == "removed"
-    assert body["b"]["baseline"] == "none" and body["b"]["peak_bytes"] is None
     assert sum(c["delta_bytes"] for c in body["children"]) == body["peak_rise_delta_bytes"]
+    plain = get_json(tb, run="unet_b2", tag="step_3", against_run="gpu", against_tag="step_1",
+                     against_device="CPU:0/cpu")
+    assert plain["b"]["baseline"] == "none" and plain["b"]["peak_bytes"] is None  # `cpu`: no readings
     gpu = get_json(tb, run="gpu", tag="step_1", against_run="unet_b2", against_tag="step_3",
                    device="GPU:0/cuda_host_bfc")
     assert gpu["a"]["id"] == "GPU:0/cuda_host_bfc" and gpu["b"]["id"] == "CPU:0/mklcpu"

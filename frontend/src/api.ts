@@ -169,6 +169,8 @@ export interface DeviceSummary {
   /** Why there is no curve: allocations without records (old TF 1.x), or nothing allocated; null with one. Absent from older servers. */
   no_curve?: 'no_records' | 'nothing_allocated' | null;
   start_bytes: Bytes | null;
+  /** The smallest request the allocator counts in the readings the start comes from (oneDNN's mklcpu: 256 KiB; null: all, or no start). Absent from older servers. */
+  start_counts_from_bytes?: Bytes | null;
   peak_bytes: Bytes | null;
   /** Null without a curve (`has_curve` false), as `peak_time_us` and `peak_bytes` are. */
   peak_rise_bytes: Bytes | null;

@@ -111,10 +111,11 @@ def test_whatif_predicts_the_peak_at_batch_8(dashboard):
 
 
 def test_whatif_without_a_baseline_predicts_the_rise(dashboard):
-    """A demo step whose allocator reports no bytes in use (resnet9): the route's series has no
-    absolute peaks (null), and the panel predicts and draws the rise over the step's start."""
+    """A demo step whose allocator reports no bytes in use (bigconv, oneDNN off: the plain `cpu`): the
+    route's series has no absolute peaks (null), and the panel predicts and draws the rise over the
+    step's start."""
     dash, tb = dashboard, dashboard.tb
-    run = "resnet9_b4"
+    run = "bigconv"
     tag, device = _open_run(dash, run)
     _type(dash, "whatif-batch", "8")
     answer = tb.api("whatif", run=run, tag=tag, device=device, batch=8)

@@ -75,8 +75,18 @@ export class SummaryView {
     );
     if (canShowAbsolute(device)) main.append(this.modeToggle(mode));
     if (absolute) {
+      const countsFrom = device.start_counts_from_bytes ?? null;
       main.append(
-        el('span', {}, `start ${formatBytes(device.start_bytes)} → rise ${formatBytesDelta(rise)} → end ${formatBytes(device.end_bytes)}`),
+        el(
+          'span',
+          countsFrom === null
+            ? {}
+            : {
+                'data-testid': 'summary-start-partial',
+                title: `${device.allocator} counts only its requests of ${formatBytes(countsFrom)} and more in its bytes in use: smaller tensors in use before the step are in neither the start nor the absolute peak (the rise counts every request of the step).`,
+              },
+          `start ${formatBytes(device.start_bytes)}${countsFrom === null ? '' : '*'} → rise ${formatBytesDelta(rise)} → end ${formatBytes(device.end_bytes)}`,
+        ),
       );
     } else {
       const shared = device.shared_with ?? [];

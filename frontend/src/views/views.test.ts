@@ -471,6 +471,17 @@ describe('SummaryView', () => {
     expect(op.title).toContain('(Conv2DBackpropInput)');
   });
 
+  it('marks a start that counts only the allocator’s larger requests, and says why in its title', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    view.setData(summary, device);
+    expect(document.querySelector('[data-testid=summary-start-partial]')).toBeNull();
+    view.setData(summary, { ...device, allocator: 'mklcpu', start_counts_from_bytes: 256 * 1024 });
+    const start = document.querySelector<HTMLElement>('[data-testid=summary-start-partial]')!;
+    expect(start.textContent).toMatch(/^start [^*]+\* → rise/);
+    expect(start.title).toContain('mklcpu counts only its requests of 256 KiB and more');
+  });
+
   it('shows no holder when there is none (a curve that never rises)', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
