@@ -140,8 +140,9 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     if start is not None:
         baseline = f"start {format_bytes(start)} (allocator_bytes_in_use)"
         if summary["start_counts_from_bytes"]:
-            baseline += (f", counting {space.trace.allocator}'s requests of {format_bytes(summary['start_counts_from_bytes'])}"
-                         " and more: smaller tensors in use before the step are not in it, nor in the peak")
+            least = format_bytes(summary["start_counts_from_bytes"])
+            baseline += (f", counting {space.trace.allocator}'s requests of {least} and more: smaller tensors in use "
+                         "before the step are not in it, nor in the peak")
     elif space.trace.shared_with:
         baseline = f"relative to the step's start ({space.trace.allocator} is shared with {', '.join(space.trace.shared_with)})"
     elif summary["snapshots"]["count"]:  # docs/figures.md: readings that imply a negative start

@@ -231,6 +231,34 @@ def test_an_update_that_copies_its_variable_says_what_read_it():
     assert findings.VARIABLE_COPIES not in _kinds(findings.step_findings(step, None))
 
 
+def _own_copy_step(reader: str | None):
+    """A hand-built step (the timing a real one shows in most runs, not all: an embedding under TF1's
+    sparse Adam, whose slots' assigns of `m * beta1` take new buffers): an assign's new 1 MiB buffer
+    held at the peak, and a `reader` op beside it, or none."""
+    mib = 1 << 20
+    nodes = [Node("Adam/update_emb/mul", 1, 2, op="Mul", outputs=[("cpu", mib)],
+                  memory=[Mem("cpu", [(1, mib), (5, -mib)])]),
+             Node("Adam/update_emb/AssignVariableOp", 3, 4, op="AssignVariableOp", memory=[Mem("cpu", [(3, mib)])]),
+             Node("loss/big", 6, 7, op="Mul", outputs=[("cpu", 2 * mib)],
+                  memory=[Mem("cpu", [(6, 2 * mib), (8, -2 * mib)])])]
+    if reader:
+        nodes.append(Node("save/reader", 0, 1, op=reader))
+    return store.analyse_bytes(protos.serialized({MKL_CPU0: nodes}), None)
+
+
+def test_an_updates_own_copies_do_not_send_the_user_after_a_reader():
+    """Nothing but the update reads the variable: the finding names no reader and sends the user to
+    none (a stranger's seq2seq under sparse Adam had been told to run its readers in a Session.run of
+    their own); beside a save, it says to move the save."""
+    (found,) = [f for f in findings.step_findings(_own_copy_step(None), None) if f.kind == findings.VARIABLE_COPIES]
+    assert found.bytes == 1 << 20 and found.nodes == ["Adam/update_emb/AssignVariableOp"]
+    assert found.details["readers"] == [] and "Session.run" not in found.suggestion
+    assert "the updates' own" in found.suggestion and "recur every step" in found.suggestion
+    (saved,) = [f for f in findings.step_findings(_own_copy_step("SaveV2"), None) if f.kind == findings.VARIABLE_COPIES]
+    assert saved.details["readers"] == ["SaveV2"] and "Session.run of its own" in saved.suggestion
+    assert "the updates' own" not in saved.suggestion
+
+
 def _traced_steps(build, count: int = 3) -> list:
     """(step number, analysed step) of `count` FULL_TRACE runs in one session of the graph `build(tf)`
     makes (it returns its train op; fed nothing), after a warm-up run."""
