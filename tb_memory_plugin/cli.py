@@ -274,6 +274,8 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
                  else ""))
         if other is not None and other < 0:
             print(f"   note: {report.resident_mod.OTHER_BELOW_ZERO_NOTE}")
+        if counted := report.resident_mod.counted_note(resident):
+            print(f"   note: {counted}")
         if resident.weight_constants_used:
             print(f"   note: {report.resident_mod.WEIGHT_CONSTANTS_NOTE}")
         elif resident.note:  # what the tensors may miss (a Keras config's layer it does not size), as the page says

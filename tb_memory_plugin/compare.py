@@ -269,10 +269,9 @@ def start_change(comparison: Comparison, a_resident=None, b_resident=None) -> St
     if not comparison.has_at_peak or None in starts:
         return None
     parts = None
-    if a_resident is not None and b_resident is not None:
-        values = [(a_resident.param_bytes, b_resident.param_bytes), (a_resident.slot_bytes, b_resident.slot_bytes),
-                  (a_resident.fed_bytes, b_resident.fed_bytes),
-                  (a_resident.other_bytes or 0, b_resident.other_bytes or 0)]
+    if a_resident is not None and b_resident is not None:  # each start's parts (Resident.in_start) and the rest
+        values = zip((*a_resident.in_start(), a_resident.other_bytes or 0),
+                     (*b_resident.in_start(), b_resident.other_bytes or 0))
         parts = tuple((name, a - b) for name, (a, b) in zip(START_PARTS, values) if a != b)
     return StartChange(starts[0] - starts[1], parts)
 

@@ -139,6 +139,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         "fed_bytes": resident.fed_bytes,
         "other_bytes": other,
         "other_note": resident_mod.OTHER_BELOW_ZERO_NOTE if other is not None and other < 0 else None,
+        "counted_note": resident_mod.counted_note(resident),
         "weight_constants": resident.weight_constants_used,
         "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else resident.note,
         "layers": [{key: row[key] for key in ("scope", "param_count", "param_bytes", "slot_bytes")}

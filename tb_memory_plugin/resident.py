@@ -20,11 +20,11 @@ from typing import Iterable, Sequence
 import numpy as np
 from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
-from .figures import ALLOCATED, INPUTS, OUTPUT
+from .figures import ALLOCATED, INPUTS, OUTPUT, format_bytes
 from .graph import graph_blobs
 from .names import _SLOT_RE, computes_gradient, is_apply_op, label_inputs, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
-from .trace import DEVICE_MEMORY, device_task, labels_of, parse_device, same_device
+from .trace import DEVICE_MEMORY, device_task, labels_of, parse_device, readings_count_from, same_device
 
 VARIABLE = "variable"
 SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
@@ -487,6 +487,16 @@ OTHER_BELOW_ZERO_NOTE = ("the graph's tensors exceed the bytes in use before the
                          "were not allocated yet, or the start (read from the allocator's readings) reads low")
 
 
+def counted_note(resident: "Resident") -> str | None:
+    """What `other_bytes` is read against where the start leaves small tensors out (None: it counts all)."""
+    if not resident.counts_from or resident.start_bytes is None:
+        return None
+    params, slots, fed = resident.in_start()
+    return (f"the start counts only the allocator's requests of {format_bytes(resident.counts_from)} and more, so "
+            f"other is read against the model's tensors of that size: parameters {format_bytes(params)}, optimizer "
+            f"slots {format_bytes(slots)}, inputs {format_bytes(fed)}")
+
+
 @dataclass
 class Resident:
     """The model's tensors living in one memory space, against the bytes in use before the step."""
@@ -497,6 +507,10 @@ class Resident:
     _indexes: dict = field(default_factory=dict, repr=False)
     note: str | None = None  # what the tensors may miss (Model.note)
     fed: int = 0  # the step's feeds, made before it (fed_before_step)
+    # The smallest tensor the start counts (the allocator's readings: oneDNN's mklcpu counts its requests of
+    # 256 KiB and more, trace.readings_count_from), and the feeds of that size or more; 0 and `fed`: all.
+    counts_from: int = 0
+    fed_counted: int | None = None
 
     @property
     def param_count(self) -> int:
@@ -517,14 +531,24 @@ class Resident:
         left = None if self.start_bytes is None else self.start_bytes - self.param_bytes - self.slot_bytes
         return self.fed if left is None or left < 0 else min(self.fed, left)
 
+    def in_start(self) -> tuple[int, int, int]:
+        """(parameters, optimizer slots, feeds) bytes the start counts: all of them, but where the
+        allocator's readings leave small requests out (`counts_from`), the tensors of that size and more."""
+        if not self.counts_from:
+            return self.param_bytes, self.slot_bytes, self.fed_bytes
+        least = self.counts_from
+        counted = [t for t in self.tensors if (t.bytes or 0) >= least]
+        return (sum(t.bytes for t in counted if t.kind != SLOT), sum(t.bytes for t in counted if t.kind == SLOT),
+                self.fed if self.fed_counted is None else self.fed_counted)
+
     @property
     def other_bytes(self) -> int | None:
         """Bytes in use before the step that the model's tensors and the step's feeds do not explain
         (negative when the GraphDef's tensors exceed them: some live elsewhere, or were not yet
-        allocated)."""
+        allocated), of those the start counts (`in_start`)."""
         if self.start_bytes is None:
             return None
-        return self.start_bytes - self.param_bytes - self.slot_bytes - self.fed_bytes
+        return self.start_bytes - sum(self.in_start())
 
     def index(self, group: str) -> ResidentIndex:
         if group not in self._indexes:
@@ -558,19 +582,22 @@ def resident_of_space(model: Model, step, space) -> Resident:
             home[key] = home_space(tensor, step)
         if home[key] == space.trace.id:
             tensors.append(tensor)
+    least = readings_count_from(space.trace.allocator) if space.start_bytes is not None else 0
     return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note,
-                    fed=fed_before_step(space))
+                    fed=fed_before_step(space), counts_from=least,
+                    fed_counted=fed_before_step(space, least) if least else None)
 
 
-def fed_before_step(space) -> int:
+def fed_before_step(space, at_least: int = 0) -> int:
     """Bytes of the step's feeds made before it (TF1's `_arg_<feed>`: the session copies a fed array
     into a tensor before the step starts, so its output holds bytes the step allocated none of): in
-    use before the step, as the step's input, not the model's."""
+    use before the step, as the step's input, not the model's; `at_least`: only the feeds of that
+    many bytes or more."""
     inputs = np.flatnonzero(feeds(space))
     if not inputs.size:
         return 0
-    made_before = space.name_column(OUTPUT)[inputs] - space.name_column(ALLOCATED)[inputs]
-    return int(made_before.clip(min=0).sum())
+    made_before = (space.name_column(OUTPUT)[inputs] - space.name_column(ALLOCATED)[inputs]).clip(min=0)
+    return int(made_before[made_before >= max(at_least, 1)].sum()) if at_least else int(made_before.sum())
 
 
 def feeds(space) -> np.ndarray:

@@ -119,6 +119,8 @@ export interface Resident {
   other_bytes: Bytes | null;
   /** Why other_bytes is negative, when it is (else null). */
   other_note: string | null;
+  /** Where the start counts only the allocator's larger requests (mklcpu): what `other_bytes` is read against. Absent from older servers. */
+  counted_note?: string | null;
   weight_constants: boolean;
   note: string | null;
   layers: ResidentLayer[];

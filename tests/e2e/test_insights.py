@@ -173,6 +173,10 @@ def test_resident_memory_and_the_peak_as_absolute_or_rise(dashboard):
     assert int(parameters.get_attribute("data-bytes")) == resident["param_bytes"] > 0
     # The whole step's details (nothing selected) name them beside its at-peak categories.
     assert f"parameters {format_bytes(resident['param_bytes'])}" in dash.loc(tid("details-resident")).text_content()
+    # mklcpu's start counts its requests of 256 KiB and more: said beside the start and under the resident line.
+    assert entry["start_counts_from_bytes"] == 256 * 1024 and resident["counted_note"]
+    assert dash.loc(tid("resident-counted-note")).text_content() == f"Note: {resident['counted_note']}."
+    assert "counts only its requests of 256 KiB" in dash.loc(tid("summary-start-partial")).get_attribute("title")
 
     peak = dash.loc(tid("summary-peak"))
     assert peak.get_attribute("data-mode") == "absolute"

@@ -72,6 +72,7 @@ export class ResidentView {
     this.body.append(el('div', { class: 'resident-line' }, ...parts));
     if (resident.note) this.body.append(el('div', { class: 'table-note', 'data-testid': 'resident-note' }, `Note: ${resident.note}.`));
     if (resident.other_note) this.body.append(el('div', { class: 'table-note', 'data-testid': 'resident-other-note' }, `Note: ${resident.other_note}.`));
+    if (resident.counted_note) this.body.append(el('div', { class: 'table-note', 'data-testid': 'resident-counted-note' }, `Note: ${resident.counted_note}.`));
     this.body.append(this.categories(device));
     this.table.setRows(resident.layers.map((layer, order) => ({ ...layer, order: order + 1 })));
     this.body.append(
