@@ -2057,3 +2057,14 @@ def test_whatif_and_diff_read_a_logdirs_one_run_without_run(command):
     assert err.getvalue().count("\n") == 1 and "give --run" in err.getvalue(), err.getvalue()
     assert "unet_b2" in err.getvalue() and "resnet9_b4" in err.getvalue()
 
+
+
+def test_a_limit_on_mklcpu_says_its_start_leaves_small_tensors_out():
+    """mklcpu's start counts its requests of 256 KiB and more: under a limit on absolute bytes, the
+    notes say the predicted peak leaves the smaller tensors in use before the step out; without a
+    limit, or on an allocator that counts every request, they say nothing of it."""
+    said = "counts only mklcpu's requests of 256.0 KiB and more"
+    limited = _expected(["unet_b2"], 8, limit=100 << 20)
+    assert limited["limit_applies_to"] == "peak_bytes" and any(said in note for note in limited["notes"])
+    assert not any(said in note for note in _expected(["unet_b2"], 8)["notes"])
+    assert not any("requests of" in note for note in _expected(["bigconv"], 8, limit=100 << 20)["notes"])
