@@ -22,7 +22,7 @@ from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER
 from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
                     XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
-from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, readings_count_from
+from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, readings_thresholds
 
 GROUPS = ("layer", "scope")
 
@@ -211,17 +211,41 @@ class SpaceAnalysis:
 
     @cached_property
     def readings_rise(self) -> np.ndarray:
-        """The curve's rise (at `curve.time_us`) over the records the allocator's readings count: all
-        of them, but on an allocator whose readings leave small requests out (oneDNN's `mklcpu`:
-        `trace.readings_count_from`), only the others. A step of 5,000 small gradients had read as
-        readings 74 MiB short of the records, where the readings of the large ones never moved."""
-        space, curve = self.trace, self.curve
-        least = readings_count_from(space.allocator)
-        if not least or space.snapshot_event is not None:  # a profile's readings come with its events
+        """The curve's rise (at `curve.time_us`) over the records the allocator's readings count: all of
+        them, but on an allocator whose readings leave small requests out (oneDNN's `mklcpu`:
+        `readings_count_from`), only the others. A step of 5,000 small gradients had read as readings
+        74 MiB short of the records, where the readings of the large ones never moved."""
+        return self._rise_counting(self.readings_count_from)
+
+    def _rise_counting(self, least: int) -> np.ndarray:
+        curve = self.curve
+        if not least:
             return curve.rise_bytes
-        counted = space.event_bytes[curve.event_order]
-        counted = np.where(np.abs(counted) >= least, counted, 0)
-        return np.cumsum(counted)[curve.group_end] if counted.size else curve.rise_bytes
+        counted = self.trace.event_bytes[curve.event_order]
+        return np.cumsum(np.where(np.abs(counted) >= least, counted, 0))[curve.group_end]
+
+    @cached_property
+    def readings_count_from(self) -> int:
+        """The smallest request the allocator's readings count (0: every one). Of the sizes its allocator's
+        readings may count from (`trace.readings_thresholds`: mklcpu's 256 KiB, 4 KiB before TensorFlow
+        2.12) and none, the one under which the most readings agree to the byte with the records'
+        total then (the earlier in that order where as many do): on TensorFlow 2.21 steps 256 KiB, with
+        32-100% of the readings exact against 0-38% for the others."""
+        space, curve = self.trace, self.curve
+        candidates = readings_thresholds(space.allocator)
+        if not candidates or space.snapshot_event is not None:  # a profile's readings come with its events
+            return 0
+        if space.snapshot_bytes.size == 0 or curve.time_us.size == 0:
+            return candidates[0]
+        at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
+        best, best_share = 0, -1
+        for least in (*candidates, 0):
+            rise = self._rise_counting(least)
+            offsets = space.snapshot_bytes - np.where(at >= 0, rise[np.maximum(at, 0)], 0)
+            share = int(np.unique(offsets, return_counts=True)[1].max())
+            if share > best_share:
+                best, best_share = least, share
+        return best
 
     def reading_excess(self, start: int, smallest: float) -> np.ndarray:
         """Each allocator reading over `start` plus the records' total when it was read

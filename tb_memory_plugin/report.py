@@ -16,7 +16,6 @@ from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
 from .findings import readings_gap
-from .trace import readings_count_from
 
 TOP_SCOPES = 10
 
@@ -80,7 +79,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "start_bytes": start,
         # The smallest request the allocator counts in the readings the start comes from (oneDNN's
         # mklcpu: 256 KiB): smaller tensors in use before the step are not in the start.
-        "start_counts_from_bytes": (readings_count_from(trace.allocator) or None) if start is not None else None,
+        "start_counts_from_bytes": (space.readings_count_from or None) if start is not None else None,
         **peak_fields(space),
         "peak_node": node_ref(space, space.peak_exec(), group),
         "largest_at_peak": _largest_at_peak(space, group),

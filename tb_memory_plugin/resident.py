@@ -24,7 +24,7 @@ from .figures import ALLOCATED, INPUTS, OUTPUT, format_bytes
 from .graph import graph_blobs
 from .names import _SLOT_RE, computes_gradient, is_apply_op, label_inputs, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
-from .trace import DEVICE_MEMORY, device_task, labels_of, parse_device, readings_count_from, same_device
+from .trace import DEVICE_MEMORY, device_task, labels_of, parse_device, same_device
 
 VARIABLE = "variable"
 SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
@@ -508,7 +508,7 @@ class Resident:
     note: str | None = None  # what the tensors may miss (Model.note)
     fed: int = 0  # the step's feeds, made before it (fed_before_step)
     # The smallest tensor the start counts (the allocator's readings: oneDNN's mklcpu counts its requests of
-    # 256 KiB and more, trace.readings_count_from), and the feeds of that size or more; 0 and `fed`: all.
+    # 256 KiB and more: SpaceAnalysis.readings_count_from), and the feeds of that size or more; 0 and `fed`: all.
     counts_from: int = 0
     fed_counted: int | None = None
 
@@ -582,7 +582,7 @@ def resident_of_space(model: Model, step, space) -> Resident:
             home[key] = home_space(tensor, step)
         if home[key] == space.trace.id:
             tensors.append(tensor)
-    least = readings_count_from(space.trace.allocator) if space.start_bytes is not None else 0
+    least = space.readings_count_from if space.start_bytes is not None else 0
     return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note,
                     fed=fed_before_step(space), counts_from=least,
                     fed_counted=fed_before_step(space, least) if least else None)

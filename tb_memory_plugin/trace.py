@@ -64,17 +64,19 @@ def memory_kind(device_type: str, allocator: str) -> str:
     return DEVICE_MEMORY
 
 
-# Allocators whose own bytes in use (their readings) count only requests of this size or more.
-# oneDNN's `mklcpu` (TensorFlow's CPU allocator on x86, oneDNN on by default) sends a request under
-# 256 KiB to malloc, and with its default settings counts it in no reading (mkl_cpu_allocator.h:
-# kSmallAllocationsThreshold, mkl_small_allocator_collect_stats false); TensorFlow's step stats
-# still record it, so the readings are compared with the records of those requests only.
-READINGS_COUNT_FROM = {"mklcpu": 256 * 1024}
+# Allocators whose own bytes in use (their readings) may count only requests of some size or more, and
+# the sizes, the likeliest first. oneDNN's `mklcpu` (TensorFlow's CPU allocator on x86, oneDNN on by
+# default) sends a smaller request to malloc and, with its default settings, counts it in no reading
+# (mkl_cpu_allocator.h: kSmallAllocationsThreshold, mkl_small_allocator_collect_stats false): 256 KiB
+# since TensorFlow 2.12, 4 KiB before. TensorFlow's step stats still record every request, so the
+# readings are compared with the records of the requests they count (SpaceAnalysis.readings_count_from
+# reads which size a step's readings agree with).
+READINGS_COUNT_FROM = {"mklcpu": (256 * 1024, 4 * 1024)}
 
 
-def readings_count_from(allocator: str) -> int:
-    """The smallest request an allocator's readings count (0: every one)."""
-    return READINGS_COUNT_FROM.get(allocator, 0)
+def readings_thresholds(allocator: str) -> tuple[int, ...]:
+    """The sizes an allocator's readings may count requests from, the likeliest first (empty: all)."""
+    return READINGS_COUNT_FROM.get(allocator, ())
 
 
 class JoinedNames(list):

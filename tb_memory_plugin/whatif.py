@@ -32,7 +32,7 @@ from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMI
 from . import resident as resident_mod, store as store_mod
 from .findings import cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
-from .trace import DEVICE_MEMORY, ProgramShapes, labels_of, readings_count_from
+from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
 # (or its gradient, or a slot), even when its first dimension equals the batch.
@@ -1197,7 +1197,7 @@ class WhatIf:
                     "does not follow the batch changed between them (the allocator's chunks, a schedule that "
                     f"moved), which the fit's line carries on and the one step, from {base.run} {base.tag} alone, "
                     f"does not; trace batch {self.batch} to settle it")
-        least = readings_count_from(trace.allocator)
+        least = base.space.readings_count_from
         if self.limit is not None and start is not None and least and self.absolute(self.lead):
             notes.append(
                 f"the start ({format_bytes(start)}) counts only {trace.allocator}'s requests of {format_bytes(least)} and "

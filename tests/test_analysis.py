@@ -857,3 +857,31 @@ def test_a_control_flow_ops_body_and_gradient_share_its_layer(kind, layer):
     # The tree still adds up: the top level's figures are the step's.
     for group in ("scope", "layer"):
         assert (sum(row for _, row in space.top_level(group)) == space.totals()).all()
+
+
+@pytest.mark.parametrize("counts_from", [256 * 1024, 4 * 1024, 0])
+def test_mklcpus_readings_are_read_against_the_requests_their_tensorflow_counted(counts_from):
+    """mklcpu counted its requests of 256 KiB and more in its readings since TensorFlow 2.12, of 4 KiB and
+    more before, and every one with its small allocator's statistics on: hand-built steps whose readings
+    each follow one rule read that rule (under which every reading agrees with the records), and
+    the start is the readings' own, exact."""
+    before = 3 << 20
+    sizes = [1024, 8 * 1024, 512 * 1024, 2048, 16 * 1024, 300 * 1024, 1 << 20]
+    nodes, counted, time = [], 0, 0
+    for i, size in enumerate(sizes):  # each op allocates; the first three free theirs two ops later
+        records = [(time, size)]
+        counted += size if size >= counts_from else 0
+        if 2 <= i <= 4:
+            freed = sizes[i - 2]
+            records.append((time + 1, -freed))
+            counted -= freed if freed >= counts_from else 0
+        nodes.append(protos.Node(f"op_{i}", time, time + 1, op="Mul", outputs=[("mklcpu", size)],
+                                 memory=[protos.Mem("mklcpu", records, bytes_in_use=before + counted)]))
+        time += 2
+    device = "/job:localhost/replica:0/task:0/device:CPU:0"
+    space = store.analyse_bytes(protos.serialized({device: nodes}), None).space(None)
+    assert space.readings_count_from == counts_from
+    assert space.start_bytes == before and space.snapshot_gap == 0
+    summary = report.device_summary(space, "layer")
+    assert summary["start_counts_from_bytes"] == (counts_from or None)
+    assert summary["peak_rise_bytes"] == records_peak([(t, b) for n in nodes for m in n.memory for t, b in m.records])[0]
