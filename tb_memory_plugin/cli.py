@@ -698,8 +698,10 @@ def _start_change_text(change: compare.StartChange) -> str:
     runs' graphs give them (compare.start_change)."""
     if change.parts is None:
         return "the bytes in use before the step, in no listing below (`summary` on each splits them by the run's graph)"
+    counted = (f" (of the tensors of {format_bytes(change.counts_from)} and more, which the starts count)"
+               if change.counts_from else "")
     return "the bytes in use before the step, in no listing below: " + ", ".join(
-        f"{name} {_signed(delta)}" for name, delta in change.parts)
+        f"{name} {_signed(delta)}" for name, delta in change.parts) + counted
 
 
 def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: int,

@@ -256,6 +256,9 @@ class StartChange:
 
     delta_bytes: int
     parts: tuple[tuple[str, int], ...] | None  # (what, A - B), the non-zero ones; None: a side has no graph
+    # The smallest tensor the parts count, where a start counts only its allocator's larger requests
+    # (mklcpu: Resident.in_start); 0: every one.
+    counts_from: int = 0
 
 
 START_PARTS = ("parameters", "optimizer slots", "inputs", "other")
@@ -273,6 +276,7 @@ def start_change(comparison: Comparison, a_resident=None, b_resident=None) -> St
         values = zip((*a_resident.in_start(), a_resident.other_bytes or 0),
                      (*b_resident.in_start(), b_resident.other_bytes or 0))
         parts = tuple((name, a - b) for name, (a, b) in zip(START_PARTS, values) if a != b)
+        return StartChange(starts[0] - starts[1], parts, max(a_resident.counts_from, b_resident.counts_from))
     return StartChange(starts[0] - starts[1], parts)
 
 

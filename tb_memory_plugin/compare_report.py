@@ -60,7 +60,7 @@ def start_change_dict(change: StartChange | None) -> dict | None:
     if change is None:
         return None
     parts = None if change.parts is None else [{"name": name, "delta_bytes": delta} for name, delta in change.parts]
-    return {"delta_bytes": change.delta_bytes, "parts": parts}
+    return {"delta_bytes": change.delta_bytes, "parts": parts, "counts_from_bytes": change.counts_from or None}
 
 
 def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: str = "",

@@ -663,13 +663,13 @@ def variable_copies(space, step) -> list[Finding]:
         suggestion = (f"Run what reads the variables (a checkpoint's save, weight summaries, fetching the weights) "
                       f"{where}, or make those reads wait for the updates (a control dependency): up to "
                       f"{format_bytes(held)} less at the peak.")
-    else:  # no reader to move: the updates' own (a trial's embedding under TF1's sparse Adam had been told to)
-        suggestion = ("Nothing else in this step reads these variables (no checkpoint save, no weight summary ran): "
-                      "the new buffers are the updates' own, an assign that could neither take over its value's "
-                      "buffer nor write into the variable's (TF1's Adam on a sparse gradient, an embedding's, "
-                      "assigns `m * beta1` to each slot before adding the rows' gradients), and they recur every "
-                      f"step: count them in the step's memory ({format_bytes(held)} at the peak) rather than look "
-                      "for a reader to move.")
+    else:  # no save or summary to move (a trial's embedding under TF1's sparse Adam had been told to move one)
+        suggestion = ("No checkpoint save or weight summary ran in this step. Where it fetches none of these "
+                      "variables either, the new buffers are the updates' own, an assign that could neither take "
+                      "over its value's buffer nor write into the variable's (TF1's Adam on a sparse gradient, an "
+                      "embedding's, assigns `m * beta1` to each slot before adding the rows' gradients): count them "
+                      f"in the step's memory ({format_bytes(held)} at the peak). Where it fetches them, fetch them "
+                      f"{where}, or after the updates (a control dependency).")
     suggestion += (" A copy in the first step after initialization only (slots sharing one initial buffer) does not "
                    "recur.")
     layers = [names.layer(code).split("/") for code, _ in rows]

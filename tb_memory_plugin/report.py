@@ -352,7 +352,9 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
         "node_names": [trace.name(int(i)) for i in unique_execs],
         "snapshots": {"t_us": snapshots.time_us.tolist(), "bytes": snapshots.max_bytes.tolist(),
                       # Other readings at the same times where the source has them (XPlane: reserved, fragmentation).
-                      "series": {name: values[snapshot_index].tolist() for name, values in trace.snapshot_series.items()}},
+                      "series": {name: values[snapshot_index].tolist() for name, values in trace.snapshot_series.items()},
+                      # The smallest request the readings count (mklcpu: 256 KiB), where they leave smaller ones out.
+                      "counts_from_bytes": space.readings_count_from or None},
         "capacity_bytes": trace.capacity_bytes,
         "memory_kind": trace.memory_kind,  # host: the capacity is a cap the allocator was given
         "series": series,

@@ -526,20 +526,22 @@ class Resident:
 
     @property
     def fed_bytes(self) -> int:
-        """The step's feeds in use before it, at most what the model's tensors leave of the start
-        where they leave any (the allocator's reading may round a few bytes off it)."""
-        left = None if self.start_bytes is None else self.start_bytes - self.param_bytes - self.slot_bytes
-        return self.fed if left is None or left < 0 else min(self.fed, left)
+        """The step's feeds in use before it, those the start counts at most what the model's tensors it
+        counts leave of it where they leave any (the allocator's reading may round a few bytes off it)."""
+        counted = self.fed if self.fed_counted is None else self.fed_counted
+        return self.fed - counted + self.in_start()[2]
 
     def in_start(self) -> tuple[int, int, int]:
         """(parameters, optimizer slots, feeds) bytes the start counts: all of them, but where the
-        allocator's readings leave small requests out (`counts_from`), the tensors of that size and more."""
-        if not self.counts_from:
-            return self.param_bytes, self.slot_bytes, self.fed_bytes
+        allocator's readings leave small requests out (`counts_from`), the tensors of that size and more;
+        the feeds at most what the other two leave of the start, where they leave any."""
         least = self.counts_from
-        counted = [t for t in self.tensors if (t.bytes or 0) >= least]
-        return (sum(t.bytes for t in counted if t.kind != SLOT), sum(t.bytes for t in counted if t.kind == SLOT),
-                self.fed if self.fed_counted is None else self.fed_counted)
+        counted = [t for t in self.tensors if (t.bytes or 0) >= least] if least else self.tensors
+        params = sum(t.bytes or 0 for t in counted if t.kind != SLOT)
+        slots = sum(t.bytes or 0 for t in counted if t.kind == SLOT)
+        fed = self.fed if self.fed_counted is None else self.fed_counted
+        left = None if self.start_bytes is None else self.start_bytes - params - slots
+        return params, slots, fed if left is None or left < 0 else min(fed, left)
 
     @property
     def other_bytes(self) -> int | None:

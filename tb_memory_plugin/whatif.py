@@ -1200,8 +1200,8 @@ class WhatIf:
         least = base.space.readings_count_from
         if self.limit is not None and start is not None and least and self.absolute(self.lead):
             notes.append(
-                f"the start ({format_bytes(start)}) counts only {trace.allocator}'s requests of {format_bytes(least)} and "
-                "more, as its readings do: smaller tensors in use before the step (a model's biases and small "
+                f"the start counts only {trace.allocator}'s requests of {format_bytes(least)} and more, as its "
+                "readings do: smaller tensors in use before the step (a model's biases and small "
                 "kernels) are in no predicted peak, so keep them as a margin below the limit")
         if trace.shared_with:
             notes.append(

@@ -308,6 +308,7 @@ def test_route_says_what_the_start_gained(tb):
     inputs = {part["name"]: part["delta_bytes"] for part in change["parts"]}["inputs"]
     assert inputs == a_res.in_start()[2] - b_res.in_start()[2] > 0  # twice the batch fed
     assert "parameters" not in {part["name"] for part in change["parts"]}  # one model: the same weights
+    assert change["counts_from_bytes"] == 256 * 1024  # mklcpu's starts: the parts count what they count
     other = get_json(tb, run="unet_b2", tag="step_3", against_run="gpu", against_tag="step_1",
                      against_device="CPU:0/cpu")
     assert other["b"]["start_bytes"] is None and other["start_change"] is None
@@ -806,6 +807,7 @@ def test_a_diff_says_what_the_start_gained_by_the_runs_graphs(tmp_path, capsys):
     (line,) = [line for line in out.splitlines() if line.startswith("   start ")]
     assert line.startswith(f"   start +{format_bytes(grown)}: the bytes in use before the step, in no listing below")
     assert f"optimizer slots +{format_bytes(2 * kernel_bytes)}" in line
+    assert line.endswith("(of the tensors of 256.0 KiB and more, which the starts count)")
     # The JSON (as the compare route answers it) carries the same split, every part exact.
     assert cli.main(["diff", str(tmp_path), "--run", "adam", "--against", "sgd", "--json"]) == 0
     change = json.loads(capsys.readouterr().out)["start_change"]

@@ -576,3 +576,19 @@ def test_a_placeholder_with_default_feeds_only_when_fed(fed):
         from tb_memory_plugin import whatif
 
         assert whatif.one_step(step, space).resident_batch_bytes == 16 * 64 * 64 * 4
+
+
+def test_feeds_in_the_start_are_capped_by_the_tensors_it_counts():
+    """On mklcpu the start counts 256 KiB and more: thirty 64 KiB weights are in none of it, so a 512 KiB
+    feed is all in a 2 MiB start (the feeds had been capped by every weight, 128 KiB, while the split
+    counted 512 KiB); the small feeds, in no reading, stay the user's."""
+    kib = 1024
+    weights = [resident.ModelTensor(f"w{i}", resident.VARIABLE, None, "float32", (16 * kib,), 16 * kib, 64 * kib, "")
+               for i in range(30)]
+    found = resident.Resident(weights, 2048 * kib, False, fed=512 * kib + 8 * kib, counts_from=256 * kib,
+                              fed_counted=512 * kib)
+    assert found.in_start() == (0, 0, 512 * kib)
+    assert found.fed_bytes == 512 * kib + 8 * kib  # the 8 KiB feed too: in use, though in no reading
+    assert found.other_bytes == 2048 * kib - 512 * kib
+    everything = resident.Resident(weights, 2048 * kib, False, fed=512 * kib)  # an allocator counting all
+    assert everything.in_start() == (30 * 64 * kib, 0, 128 * kib) and everything.fed_bytes == 128 * kib

@@ -264,6 +264,8 @@ def test_curve_equals_engine(tb, logdir):
     assert max(body["node_at"]) < len(body["node_names"])
     if body["baseline"] == "allocator_bytes_in_use":
         assert body["absolute"] is True and body["snapshots"]["bytes"]
+    # mklcpu's readings (the dotted line) count its requests of 256 KiB and more: the caption says so.
+    assert body["snapshots"]["counts_from_bytes"] == (256 * 1024 if engine.trace.allocator == "mklcpu" else None)
 
 
 def test_curve_zoom_window(tb, logdir):

@@ -309,7 +309,8 @@ export interface CurveResponse {
   node_at: number[];
   node_names: string[];
   /** `series`: the allocator's other readings at the same times (XPlane: reserved_bytes, fragmentation); {} otherwise. */
-  snapshots: { t_us: Micros[]; bytes: Bytes[]; series?: Record<string, number[]> };
+  /** `counts_from_bytes`: the smallest request the readings count (mklcpu: 256 KiB), where they leave smaller ones out; else null (absent from older servers). */
+  snapshots: { t_us: Micros[]; bytes: Bytes[]; series?: Record<string, number[]>; counts_from_bytes?: Bytes | null };
   capacity_bytes?: Bytes | null;
   /** Absent from older servers. `host`: the capacity is a cap the allocator was given, not the machine's memory. */
   memory_kind?: MemoryKind;
@@ -399,6 +400,8 @@ export interface StartChange {
   delta_bytes: Bytes;
   /** The non-zero parts, adding up to delta_bytes; null where a run has no graph to split it. */
   parts: StartChangePart[] | null;
+  /** Where a start counts only its allocator's larger requests (mklcpu), the smallest tensor the parts count; else null. Absent from older servers. */
+  counts_from_bytes?: Bytes | null;
 }
 /** A path of B and the path of A it was matched with by numbering. */
 export interface Renumbered {

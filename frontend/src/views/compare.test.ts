@@ -155,6 +155,9 @@ describe('CompareView with the starts apart', () => {
     expect(note.dataset.bytes).toBe(String(slots));
     expect(note.textContent).toBe('start A − B: +35.0 MiB (optimizer slots +35.0 MiB)');
     expect(note.title).toContain('optimizer slots: 36,700,160 B');
+    expect(note.title).not.toContain('which the starts count');
+    view.setData({ ...body, start_change: { delta_bytes: slots, parts: [{ name: 'optimizer slots', delta_bytes: slots }], counts_from_bytes: 256 * 1024 } });
+    expect(document.querySelector<HTMLElement>('[data-testid=compare-start]')!.title).toContain('tensors of 256 KiB and more, which the starts count (mklcpu)');
     expect(document.querySelectorAll('[data-testid=compare-start]').length).toBe(1);
   });
 });

@@ -216,6 +216,7 @@ export class CompareView {
             title: [
               `In use before each step, A − B: ${formatExactBytes(d.start_change.delta_bytes)}`,
               ...exact,
+              ...(d.start_change.counts_from_bytes ? [`The parts count the tensors of ${formatBytes(d.start_change.counts_from_bytes)} and more, which the starts count (${d.a.allocator}).`] : []),
               'No listing below holds it: they add up to the peak rises.',
             ].join('\n'),
           },

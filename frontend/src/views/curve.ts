@@ -201,7 +201,9 @@ export class CurveView {
 
     const captionText = [
       step.absolute ? 'absolute bytes in use (allocator baseline known)' : 'relative to the start of the step: the allocator gave no baseline',
-      c.snapshots.t_us.length > 1 && !stacked ? 'dotted: the allocator’s own bytes-in-use snapshots' : null,
+      c.snapshots.t_us.length > 1 && !stacked
+        ? `dotted: the allocator’s own bytes-in-use snapshots${c.snapshots.counts_from_bytes ? ` (which count only its requests of ${formatBytes(c.snapshots.counts_from_bytes)} and more)` : ''}`
+        : null,
       reserved ? 'thin: its reserved bytes' : null,
       placement === 'line' ? 'red line: the allocator’s limit' : null,
     ]

@@ -635,6 +635,17 @@ describe('CurveView allocator readings', () => {
     view.setCurve({ ...profiled, capacity_bytes: null });
     expect(document.querySelector('[data-testid=curve-capacity]')).toBeNull();
   });
+
+  it('says in the caption when the readings count only the allocator’s larger requests (mklcpu)', () => {
+    const view = new CurveView(new Selection());
+    mount(view.element);
+    view.setCurve(profiled);
+    const caption = () => view.element.querySelector('.panel-toolbar .muted.shrink')!.textContent!;
+    expect(caption()).toContain('dotted: the allocator’s own bytes-in-use snapshots');
+    expect(caption()).not.toContain('which count only');
+    view.setCurve({ ...profiled, snapshots: { ...profiled.snapshots, counts_from_bytes: 256 * 1024 } });
+    expect(caption()).toContain('snapshots (which count only its requests of 256 KiB and more)');
+  });
 });
 
 describe('CurveView zoom', () => {

@@ -43,7 +43,8 @@ import numpy as np
 from ..._numeric import scatter_sum
 from ...names import (BEFORE_STEP_OP_TYPE, COPY_TO_DEVICE_OP_TYPE, TF_XLA_PROGRAM, UNATTRIBUTED, UNUSED_SCRATCH,
                       UPDATED_ARGUMENTS, XLA_PROGRAM_OP_TYPE, graph_op_type)
-from ...trace import DEVICE_MEMORY, ProgramShapes, SpaceTrace, Trace, TraceDecodeError
+from ...figures import format_bytes
+from ...trace import DEVICE_MEMORY, ProgramShapes, SpaceTrace, Trace, TraceDecodeError, readings_thresholds
 from . import hlo
 from . import names as names_mod
 from . import wire
@@ -86,10 +87,10 @@ WHOLE_PROFILE_NOTE = (
 # oneDNN's CPU allocator (TensorFlow's default on x86 CPUs) records only its large allocations in a
 # profile: what it shows is a part of the step.
 MKLCPU = "mklcpu"
-MKLCPU_NOTE = (
-    "On CPU, oneDNN's allocator (mklcpu) records only allocations of 256 KiB and more in a profile: smaller "
-    "tensors are missing from these figures. Set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts "
-    "to record every allocation."
+MKLCPU_NOTE = (  # its larger requests are its BFC allocator's, which writes the profile's memory events
+    f"On CPU, oneDNN's allocator (mklcpu) records only allocations of {format_bytes(readings_thresholds(MKLCPU)[0])} "
+    "and more in a profile: smaller tensors are missing from these figures. Set TF_CPU_ALLOCATOR_USE_BFC=true "
+    "before TensorFlow starts to record every allocation."
 )
 _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its kernels and copies)
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
