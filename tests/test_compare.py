@@ -309,6 +309,7 @@ def test_route_says_what_the_start_gained(tb):
     assert inputs == a_res.in_start()[2] - b_res.in_start()[2] > 0  # twice the batch fed
     assert "parameters" not in {part["name"] for part in change["parts"]}  # one model: the same weights
     assert change["counts_from_bytes"] == 256 * 1024  # mklcpu's starts: the parts count what they count
+    assert body["a"]["start_counts_from_bytes"] == body["b"]["start_counts_from_bytes"] == 256 * 1024
     other = get_json(tb, run="unet_b2", tag="step_3", against_run="gpu", against_tag="step_1",
                      against_device="CPU:0/cpu")
     assert other["b"]["start_bytes"] is None and other["start_change"] is None

@@ -359,6 +359,8 @@ export interface CompareSide {
   baseline: Baseline;
   has_curve: boolean;
   start_bytes: Bytes | null;
+  /** Where the start counts only the allocator's larger requests (mklcpu), that size; else null. Absent from older servers. */
+  start_counts_from_bytes?: Bytes | null;
   peak_bytes: Bytes | null;
   peak_rise_bytes: Bytes | null;
   peak_time_us: Micros | null;

@@ -159,6 +159,9 @@ describe('CompareView with the starts apart', () => {
     view.setData({ ...body, start_change: { delta_bytes: slots, parts: [{ name: 'optimizer slots', delta_bytes: slots }], counts_from_bytes: 256 * 1024 } });
     expect(document.querySelector<HTMLElement>('[data-testid=compare-start]')!.title).toContain('tensors of 256 KiB and more, which the starts count (mklcpu)');
     expect(document.querySelectorAll('[data-testid=compare-start]').length).toBe(1);
+    expect(document.querySelector('[data-testid=compare-a]')!.textContent).not.toContain('of its requests');
+    view.setData({ ...body, a: { ...body.a, start_counts_from_bytes: 256 * 1024 } });
+    expect(document.querySelector('[data-testid=compare-a]')!.textContent).toContain('over a start of 0 B, of its requests of 256 KiB and more)');
   });
 });
 

@@ -190,7 +190,7 @@ export class CompareView {
     const peak = (s: CompareSide) =>
       s.has_curve
         ? s.peak_bytes !== null
-          ? `${formatBytes(s.peak_bytes)} (rise ${formatBytes(s.peak_rise_bytes ?? 0)} over a start of ${formatBytes(s.start_bytes ?? 0)})`
+          ? `${formatBytes(s.peak_bytes)} (rise ${formatBytes(s.peak_rise_bytes ?? 0)} over a start of ${formatBytes(s.start_bytes ?? 0)}${s.start_counts_from_bytes ? `, of its requests of ${formatBytes(s.start_counts_from_bytes)} and more` : ''})`
           : `${formatBytesDelta(s.peak_rise_bytes ?? 0)} (relative)`
         : 'no curve';
     const delta = d.peak_rise_delta_bytes;
