@@ -22,7 +22,7 @@ from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER
 from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
                     XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
-from .trace import DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, readings_thresholds
+from .trace import COUNTS_NONE, DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, readings_thresholds
 
 GROUPS = ("layer", "scope")
 
@@ -230,7 +230,8 @@ class SpaceAnalysis:
         readings may count from (`trace.readings_thresholds`: mklcpu's 256 KiB, 4 KiB before TensorFlow
         2.12) and none, the one under which the most readings agree to the byte with the records'
         total then (the earlier in that order where as many do): on TensorFlow 2.21 steps 256 KiB, with
-        32-100% of the readings exact against 0-38% for the others."""
+        32-100% of the readings exact against 0-38% for the others. Last, `trace.COUNTS_NONE`: readings
+        that count none of the step's requests (every one sent to malloc), which give no start."""
         space, curve = self.trace, self.curve
         candidates = readings_thresholds(space.allocator)
         if not candidates or space.snapshot_event is not None:  # a profile's readings come with its events
@@ -239,7 +240,7 @@ class SpaceAnalysis:
             return candidates[0]
         at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
         best, best_share = 0, -1
-        for least in (*candidates, 0):
+        for least in (*candidates, 0, COUNTS_NONE):
             rise = self._rise_counting(least)
             offsets = space.snapshot_bytes - np.where(at >= 0, rise[np.maximum(at, 0)], 0)
             share = int(np.unique(offsets, return_counts=True)[1].max())
@@ -304,8 +305,8 @@ class SpaceAnalysis:
         offsets = self.snapshot_offsets
         start = int(np.median(offsets))
         gap = int(np.max(np.abs(offsets - start)))
-        if start < 0:  # readings that cannot hold the step's own records: no usable baseline
-            return "none", None, gap
+        if start < 0 or self.readings_count_from == COUNTS_NONE:  # readings that cannot hold the step's records,
+            return "none", None, gap  # or count none of them: no usable baseline
         return "allocator_bytes_in_use", start, gap
 
     # -- trees ----------------------------------------------------------------

@@ -16,6 +16,7 @@ from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
 from .findings import readings_gap
+from .trace import COUNTS_NONE
 
 TOP_SCOPES = 10
 
@@ -354,7 +355,8 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
                       # Other readings at the same times where the source has them (XPlane: reserved, fragmentation).
                       "series": {name: values[snapshot_index].tolist() for name, values in trace.snapshot_series.items()},
                       # The smallest request the readings count (mklcpu: 256 KiB), where they leave smaller ones out.
-                      "counts_from_bytes": space.readings_count_from or None},
+                      "counts_from_bytes": space.readings_count_from if 0 < space.readings_count_from < COUNTS_NONE
+                      else None},
         "capacity_bytes": trace.capacity_bytes,
         "memory_kind": trace.memory_kind,  # host: the capacity is a cap the allocator was given
         "series": series,

@@ -72,6 +72,9 @@ def memory_kind(device_type: str, allocator: str) -> str:
 # readings are compared with the records of the requests they count (SpaceAnalysis.readings_count_from
 # reads which size a step's readings agree with).
 READINGS_COUNT_FROM = {"mklcpu": (256 * 1024, 4 * 1024)}
+# Readings that count none of a step's requests: oneDNN's allocator with TF_ONEDNN_USE_SYSTEM_ALLOCATOR
+# sends every one to malloc, and its readings (its unused BFC's) tell nothing of the step's start.
+COUNTS_NONE = 1 << 62
 
 
 def readings_thresholds(allocator: str) -> tuple[int, ...]:

@@ -885,3 +885,15 @@ def test_mklcpus_readings_are_read_against_the_requests_their_tensorflow_counted
     summary = report.device_summary(space, "layer")
     assert summary["start_counts_from_bytes"] == (counts_from or None)
     assert summary["peak_rise_bytes"] == records_peak([(t, b) for n in nodes for m in n.memory for t, b in m.records])[0]
+
+
+def test_mklcpu_readings_that_count_none_of_the_step_give_no_start():
+    """With TF_ONEDNN_USE_SYSTEM_ALLOCATOR every request goes to malloc: the readings (its unused BFC's)
+    never move while the step holds megabytes, and tell nothing of its start: no baseline."""
+    mib = 1 << 20
+    nodes = [protos.Node(f"op_{i}", 2 * i, 2 * i + 1, op="Mul", outputs=[("mklcpu", mib)],
+                         memory=[protos.Mem("mklcpu", [(2 * i, mib)] + ([(2 * i + 1, -mib)] if i == 3 else []),
+                                            bytes_in_use=4096)]) for i in range(4)]
+    space = store.analyse_bytes(protos.serialized({"/job:localhost/replica:0/task:0/device:CPU:0": nodes}), None).space(None)
+    assert space.baseline == "none" and space.start_bytes is None and space.peak_rise_bytes == 4 * mib
+    assert report.curve(space, "layer", 50)["snapshots"]["counts_from_bytes"] is None
