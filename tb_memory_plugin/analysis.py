@@ -205,9 +205,12 @@ class SpaceAnalysis:
             place[curve.event_order] = np.arange(curve.event_order.size)
             running = np.cumsum(space.event_bytes[curve.event_order])
             return space.snapshot_bytes - running[place[space.snapshot_event]]
-        rise = self.readings_rise
-        at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
-        return space.snapshot_bytes - np.where(at >= 0, rise[np.maximum(at, 0)], 0)
+        return self._offsets(self.readings_rise)
+
+    def _offsets(self, rise: np.ndarray) -> np.ndarray:
+        """Each reading (a RunMetadata one, at its op's end) minus `rise` (at `curve.time_us`) then."""
+        at = np.searchsorted(self.curve.time_us, self.trace.snapshot_time_us, side="right") - 1
+        return self.trace.snapshot_bytes - np.where(at >= 0, rise[np.maximum(at, 0)], 0)
 
     @cached_property
     def readings_rise(self) -> np.ndarray:
@@ -229,24 +232,36 @@ class SpaceAnalysis:
         """The smallest request the allocator's readings count (0: every one). Of the sizes its allocator's
         readings may count from (`trace.readings_thresholds`: mklcpu's 256 KiB, 4 KiB before TensorFlow
         2.12) and none, the one under which the most readings agree to the byte with the records'
-        total then (the earlier in that order where as many do): on TensorFlow 2.21 steps 256 KiB, with
-        32-100% of the readings exact against 0-38% for the others. Last, `trace.COUNTS_NONE`: readings
-        that count none of the step's requests (every one sent to malloc), which give no start."""
+        total then, the start the baseline would read (their median: the earlier in that order where as
+        many do): on every TensorFlow 2.21 step tried, 256 KiB, with 32-100% of the readings exact,
+        more than under any other size. Last, `trace.COUNTS_NONE`: readings that count none of the step's requests (every
+        one sent to malloc), which give no start. A median and a count per size: O(readings) each."""
         space, curve = self.trace, self.curve
         candidates = readings_thresholds(space.allocator)
         if not candidates or space.snapshot_event is not None:  # a profile's readings come with its events
             return 0
         if space.snapshot_bytes.size == 0 or curve.time_us.size == 0:
             return candidates[0]
-        at = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right") - 1
         best, best_share = 0, -1
         for least in (*candidates, 0, COUNTS_NONE):
-            rise = self._rise_counting(least)
-            offsets = space.snapshot_bytes - np.where(at >= 0, rise[np.maximum(at, 0)], 0)
-            share = int(np.unique(offsets, return_counts=True)[1].max())
+            offsets = self._offsets(self._rise_counting(least))
+            share = int(np.count_nonzero(offsets == np.median(offsets)))
             if share > best_share:
                 best, best_share = least, share
         return best
+
+    @property
+    def readings_partial_from(self) -> int | None:
+        """The smallest request the readings count, where they leave smaller ones out (mklcpu's 256 KiB);
+        None where they count every request, or none."""
+        least = self.readings_count_from
+        return least if 0 < least < COUNTS_NONE else None
+
+    @property
+    def start_counts_from(self) -> int | None:
+        """`readings_partial_from` of the readings the start is read from (None without a start): smaller
+        tensors in use before the step are in neither the start nor `peak_bytes`."""
+        return self.readings_partial_from if self.start_bytes is not None else None
 
     def reading_excess(self, start: int, smallest: float) -> np.ndarray:
         """Each allocator reading over `start` plus the records' total when it was read

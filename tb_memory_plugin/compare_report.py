@@ -23,7 +23,7 @@ def side_dict(space: SpaceAnalysis, run: str, tag: str, step: int, source: str) 
         "id": trace.id, "device": trace.device, "allocator": trace.allocator,
         "baseline": space.baseline, "has_curve": space.has_curve,
         "start_bytes": space.start_bytes,
-        "start_counts_from_bytes": (space.readings_count_from or None) if space.start_bytes is not None else None,
+        "start_counts_from_bytes": space.start_counts_from,
         **peak_fields(space),
         "duration_us": space.duration_us,
         "readings_gap_bytes": readings_gap(space),

@@ -16,7 +16,6 @@ from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
 from .findings import readings_gap
-from .trace import COUNTS_NONE
 
 TOP_SCOPES = 10
 
@@ -80,7 +79,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "start_bytes": start,
         # The smallest request the allocator counts in the readings the start comes from (oneDNN's
         # mklcpu: 256 KiB): smaller tensors in use before the step are not in the start.
-        "start_counts_from_bytes": (space.readings_count_from or None) if start is not None else None,
+        "start_counts_from_bytes": space.start_counts_from,
         **peak_fields(space),
         "peak_node": node_ref(space, space.peak_exec(), group),
         "largest_at_peak": _largest_at_peak(space, group),
@@ -355,8 +354,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
                       # Other readings at the same times where the source has them (XPlane: reserved, fragmentation).
                       "series": {name: values[snapshot_index].tolist() for name, values in trace.snapshot_series.items()},
                       # The smallest request the readings count (mklcpu: 256 KiB), where they leave smaller ones out.
-                      "counts_from_bytes": space.readings_count_from if 0 < space.readings_count_from < COUNTS_NONE
-                      else None},
+                      "counts_from_bytes": space.readings_partial_from},
         "capacity_bytes": trace.capacity_bytes,
         "memory_kind": trace.memory_kind,  # host: the capacity is a cap the allocator was given
         "series": series,

@@ -508,7 +508,7 @@ class Resident:
     note: str | None = None  # what the tensors may miss (Model.note)
     fed: int = 0  # the step's feeds, made before it (fed_before_step)
     # The smallest tensor the start counts (the allocator's readings: oneDNN's mklcpu counts its requests of
-    # 256 KiB and more: SpaceAnalysis.readings_count_from), and the feeds of that size or more; 0 and `fed`: all.
+    # 256 KiB and more: SpaceAnalysis.start_counts_from), and the feeds of that size or more; 0 and `fed`: all.
     counts_from: int = 0
     fed_counted: int | None = None
 
@@ -584,7 +584,7 @@ def resident_of_space(model: Model, step, space) -> Resident:
             home[key] = home_space(tensor, step)
         if home[key] == space.trace.id:
             tensors.append(tensor)
-    least = space.readings_count_from if space.start_bytes is not None else 0
+    least = space.start_counts_from or 0
     return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note,
                     fed=fed_before_step(space), counts_from=least,
                     fed_counted=fed_before_step(space, least) if least else None)

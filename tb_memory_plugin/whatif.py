@@ -1197,8 +1197,8 @@ class WhatIf:
                     "does not follow the batch changed between them (the allocator's chunks, a schedule that "
                     f"moved), which the fit's line carries on and the one step, from {base.run} {base.tag} alone, "
                     f"does not; trace batch {self.batch} to settle it")
-        least = base.space.readings_count_from
-        if self.limit is not None and start is not None and least and self.absolute(self.lead):
+        least = base.space.start_counts_from
+        if self.limit is not None and least and self.absolute(self.lead):
             notes.append(
                 f"the start counts only {trace.allocator}'s requests of {format_bytes(least)} and more, as its "
                 "readings do: smaller tensors in use before the step (a model's biases and small "
