@@ -881,8 +881,12 @@ def _print_whatif(body: dict) -> None:
     print(f"   top layers at the predicted peak ({body['method'].replace('_', ' ')}; each layer's own ops, "
           "a layer inside it a row of its own):")
     for layer in body["layers"]:
-        how = (f"  (fixed {format_bytes(layer['fixed_bytes'])} + {format_bytes(layer['per_sample_bytes'])} per sample)"
-               if "per_sample_bytes" in layer else f"  (traced {format_bytes(layer['traced_at_peak_bytes'])})")
+        if "per_sample_bytes" not in layer:
+            how = f"  (traced {format_bytes(layer['traced_at_peak_bytes'])})"
+        elif layer["from_batch"] is not None:  # grew faster than the batch: a negative fixed part says less
+            how = f"  ({format_bytes(layer['per_sample_bytes'])} per sample above batch {layer['from_batch']:g})"
+        else:
+            how = f"  (fixed {format_bytes(layer['fixed_bytes'])} + {format_bytes(layer['per_sample_bytes'])} per sample)"
         print(f"     {format_bytes(layer['at_peak_bytes']):>12}  {layer['layer'] or '(top level)'}{how}")
 
 

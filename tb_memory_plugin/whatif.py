@@ -784,6 +784,23 @@ def _chunk_names(points: list[tuple[int, SpaceAnalysis]]) -> list[dict[int, floa
             for p, point in enumerate(per_point)]
 
 
+def from_batch(fixed: float, per_sample: float) -> float | None:
+    """Where a layer's fitted line starts from zero, when its fixed part is below zero: it grew faster
+    than the batch between the traced batches (the peak moved into it), and fixed + per-sample x batch
+    is better read as per-sample x (batch - this). None where the fixed part is not below zero."""
+    if round(fixed) >= 0 or round(per_sample) <= 0:  # as the answer gives them: whole bytes
+        return None
+    return round(float(-fixed / per_sample), 1) or None  # a few bytes below zero: none to speak of
+
+
+def line_text(fixed: float, per_sample: float) -> str:
+    """A layer's fitted line in words, as the CLI and the warnings give it (bytes exact)."""
+    start = from_batch(fixed, per_sample)
+    if start is not None:
+        return f"{int(round(per_sample)):,} B per sample above batch {start:g}"
+    return f"{int(round(fixed)):,} B fixed + {int(round(per_sample)):,} B per sample"
+
+
 class Fitted:
     """Per layer, bytes at the peak = fixed + per-sample x batch, fitted over traced steps."""
 
@@ -927,8 +944,8 @@ class Fitted:
         if off[bent].sum() < 0.1 * max(rise for _, rise in self._traced):
             return ""
         shown = bent[np.argsort(-off[bent], kind="stable")][:most]
-        return ", ".join(f"{self.layer_names[i] or '(top level)'}: {int(round(fixed[i])):,} B fixed + "
-                         f"{int(round(per_sample[i])):,} B per sample" for i in shown.tolist())
+        return ", ".join(f"{self.layer_names[i] or '(top level)'}: {line_text(fixed[i], per_sample[i])}"
+                         for i in shown.tolist())
 
     def _layer_bytes(self, batch: int) -> np.ndarray:
         return np.maximum(np.rint(self._coef[0] + self._coef[1] * batch), self._floor).astype(np.int64)
@@ -955,7 +972,8 @@ class Fitted:
         held = self._layer_bytes(batch)
         order = np.lexsort((np.arange(held.size), -held))[:top]
         layers = [{"layer": self.layer_names[i], "at_peak_bytes": int(held[i]),
-                   "fixed_bytes": int(round(self._coef[0, i])), "per_sample_bytes": int(round(self._coef[1, i]))}
+                   "fixed_bytes": int(round(self._coef[0, i])), "per_sample_bytes": int(round(self._coef[1, i])),
+                   "from_batch": from_batch(self._coef[0, i], self._coef[1, i])}
                   for i in order.tolist() if held[i] > 0]
         return Prediction(batch, self.peak_rise(batch), self.start_bytes(batch), layers)
 

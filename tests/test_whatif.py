@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import io
 import json
+import re
 import sys
 
 import numpy as np
@@ -116,6 +117,28 @@ def test_the_fit_through_two_runs_reproduces_both(model):
                  or layer["layer"].endswith("/unet_00"))
     assert layer["per_sample_bytes"] > 0 and layer["at_peak_bytes"] == pytest.approx(
         layer["fixed_bytes"] + 8 * layer["per_sample_bytes"], abs=8)
+    # Where a layer's fixed part is below zero, its line is its per-sample bytes above `from_batch`.
+    for layer in fit.predict(8, top=10**6).layers:
+        if layer["from_batch"] is None:
+            assert layer["fixed_bytes"] >= -layer["per_sample_bytes"] * 0.05 or layer["per_sample_bytes"] <= 0
+        else:
+            assert type(layer["from_batch"]) is float and layer["fixed_bytes"] < 0
+            assert layer["per_sample_bytes"] * (8 - layer["from_batch"]) == pytest.approx(
+                layer["at_peak_bytes"], abs=layer["per_sample_bytes"] * 0.05 + 8)
+
+
+def test_a_fixed_part_below_zero_reads_as_where_the_line_starts():
+    """A layer the peak moved into between the traced batches (a GAN's discriminator: 0 B at batch
+    16's peak, 1.8 MiB at 64's) fits a fixed part below zero; it reads as per-sample bytes above the
+    batch where its line starts, which the CLI and the page show rather than a negative fixed cost."""
+    assert whatif.from_batch(-559104.0, 36992.0) == 15.1
+    assert whatif.line_text(-559104.0, 36992.0) == "36,992 B per sample above batch 15.1"
+    assert 36992 * (64 - 15.1) == pytest.approx(-559104 + 36992 * 64, rel=1e-3)
+    # A fixed part at or above zero, a few bytes below it, or a line that falls: said as fitted.
+    assert whatif.from_batch(0.0, 1024.0) is whatif.from_batch(-1e-9, 1024.0) is None
+    assert whatif.from_batch(-3.0, 2441216.0) is None
+    assert whatif.from_batch(-100.0, -5.0) is None
+    assert whatif.line_text(1648277.4, 2519.2) == "1,648,277 B fixed + 2,519 B per sample"
 
 
 def test_a_fit_needs_two_batch_sizes():
@@ -1297,7 +1320,9 @@ def test_a_fit_through_bytes_that_grow_faster_than_the_batch_says_so():
     (the demo U-Net's) says nothing."""
     question = whatif.WhatIf([_similarity(512), _similarity(1024)], 2048)
     warning = question.fitted.warning
-    assert warning and "do not grow in proportion to the batch (sim: -" in warning
+    # Its line, said as where it starts rather than as a negative fixed cost.
+    assert warning and re.search(r"do not grow in proportion to the batch \(sim: [\d,]+ B per sample above batch "
+                                 r"[1-9]\d*(\.\d)?[,)]", warning)
     real = _similarity(2048).space.peak_rise_bytes
     assert question.fitted.peak_rise(2048) < 0.8 * real  # what the warning is for
     assert whatif.Fitted([(2, traced("unet_b2").space), (4, traced("unet_b4").space)]).warning is None
@@ -1420,6 +1445,15 @@ def test_cli_text():
             f"rise {cli.format_bytes(fit['predicted_peak_rise_bytes'])}") in out
     assert f"largest batch whose peak fits in 100.0 MiB (limit): {fit['max_batch']}" in out
     assert "top layers at the predicted peak (fit; each layer's own ops" in out and "shared_model/unet_00  (fixed" in out
+    # A layer whose fixed part is below zero (the demo's fall outside the top 10: one set so, with the
+    # figures of a GAN's discriminator the peak moved into) is said as where its line starts.
+    moved = {"layer": "disc_1/fc1", "at_peak_bytes": 8910848, "fixed_bytes": -559104, "per_sample_bytes": 36992,
+             "from_batch": 15.1}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        cli._print_whatif({**body, "layers": [moved, *body["layers"]]})
+    assert "8.5 MiB  disc_1/fc1  (36.1 KiB per sample above batch 15.1)" in printed.getvalue()
+    assert "(fixed -" not in printed.getvalue()
     assert "(over a start of " in out  # the two predictions' peaks differ by their starts: said
     # A limit under the peak at batch 1 is said so, not "largest batch ...: 0" (a stranger read 0 as an answer).
     code, out, err = _whatif("--run", "unet_b2", "--tag", "step_3", "--batch", "8", "--limit", "1KiB")

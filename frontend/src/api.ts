@@ -473,6 +473,9 @@ export interface WhatIfLayer {
   traced_at_peak_bytes?: Bytes;
   fixed_bytes?: Bytes;
   per_sample_bytes?: Bytes;
+  /** Fit: where the line starts from zero when its fixed part is below zero (the layer grew faster
+   * than the batch between the traced batches); null elsewhere. */
+  from_batch?: number | null;
 }
 export interface WhatIfPrediction {
   predicted_peak_rise_bytes: Bytes;

@@ -836,6 +836,23 @@ describe('WhatIfView', () => {
     expect(view.element.querySelectorAll('[data-testid=whatif-notes] li').length).toBe(0);
   });
 
+  it('reads a fit\'s fixed part below zero as where the layer\'s line starts', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    const fit = { ...answer.predictions.one_step!, batches: [16, 64], layers: [] };
+    view.setData({
+      ...answer, method: 'fit', predictions: { ...answer.predictions, fit },
+      layers: [
+        { layer: 'disc_1/fc1', at_peak_bytes: 8910848, fixed_bytes: -559104, per_sample_bytes: 36992, from_batch: 15.1 },
+        { layer: 'gen/out', at_peak_bytes: 2293056, fixed_bytes: 1648277, per_sample_bytes: 2519, from_batch: null },
+      ],
+    });
+    const rows = [...view.element.querySelectorAll('[data-testid=whatif-layers] tbody tr')].map((tr) =>
+      [...tr.querySelectorAll('td')].map((td) => td.textContent));
+    expect(rows[0]).toEqual(['disc_1/fc1', '8.50 MiB', 'above batch 15.1', '36.1 KiB']);
+    expect(rows[1]).toEqual(['gen/out', '2.19 MiB', '1.57 MiB', '2.46 KiB']);
+  });
+
   it('asks with the batch the step ran at where the user gives one, until another step is shown', () => {
     const view = new WhatIfView(() => ['x']);
     document.body.replaceChildren(view.element);

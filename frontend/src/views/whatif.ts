@@ -42,7 +42,11 @@ const LAYER_COLUMNS: Column<WhatIfLayer>[] = [
   { key: 'layer', label: 'layer', value: (l) => l.layer },
   bytesColumn('at_peak_bytes', 'at predicted peak', (l) => l.at_peak_bytes),
   bytesColumn('traced_at_peak_bytes', 'at traced peak', (l) => l.traced_at_peak_bytes),
-  bytesColumn('fixed_bytes', 'fixed', (l) => l.fixed_bytes),
+  {
+    ...bytesColumn('fixed_bytes', 'fixed', (l) => l.fixed_bytes),
+    // A fixed part below zero says less than where the layer's line starts: per sample above that batch.
+    text: (l) => (l.from_batch != null ? `above batch ${l.from_batch}` : formatBytes(l.fixed_bytes)),
+  },
   bytesColumn('per_sample_bytes', 'per sample', (l) => l.per_sample_bytes),
 ];
 const ONE_STEP_ONLY = ['traced_at_peak_bytes'];
