@@ -981,6 +981,27 @@ class Fitted:
 # -- the largest batch that fits --------------------------------------------------------------
 
 
+class _FitWhereSeen:
+    """The fit, but at a batch where the one-step replay finds the peak at another moment of the step
+    (`OneStep.moved_peak`), which a line through the traced peaks cannot see, the one step: what the
+    answer asked at that batch leads with. The fit's largest batch under a limit is searched on it: on
+    the fit's line alone, a stranger's 8192-wide Dense layer traced at 64 and 256 was said to fit 2 GiB
+    up to batch 12,243, where the peak moves into the backward pass and the step took 2.28 GB (the one
+    step read 2,281,449,856 B there, and 10,881 as the largest)."""
+
+    def __init__(self, fitted: "Fitted", one: "OneStep") -> None:
+        self.fitted, self.one = fitted, one
+
+    def _at(self, batch: int):
+        return self.one if self.one.moved_peak(batch) else self.fitted
+
+    def peak_rise(self, batch: int) -> int:
+        return self._at(batch).peak_rise(batch)
+
+    def start_bytes(self, batch: int) -> int | None:
+        return self._at(batch).start_bytes(batch)
+
+
 class _WorstChunks:
     """A one step's replay where each scaled event that holds a batch-carrying output is a chunk twice
     that output's request at the new batch (rounded to 256 bytes), the most a BFC allocator gives one;
@@ -1266,7 +1287,15 @@ class WhatIf:
     def max_batch(self, predictor) -> int | None:
         """The largest batch under the limit (`max_batch`); None without a limit, and for a fit whose
         traced peaks fall with the batch: the search reads a peak that never falls as the batch grows,
-        and such a line had said "not even batch 1 fits" beside a prediction under the limit."""
+        and such a line had said "not even batch 1 fits" beside a prediction under the limit. Searched
+        `as_answered`."""
         if self.limit is None or getattr(predictor, "falls", False):
             return None
-        return max_batch(predictor, self.limit, self.absolute(predictor))
+        return max_batch(self.as_answered(predictor), self.limit, self.absolute(predictor))
+
+    def as_answered(self, predictor):
+        """A prediction as the answer at each batch reads it, for the largest batch under a limit and
+        the chart: a fit, where a one step scales, as `_FitWhereSeen`."""
+        if predictor is self.fitted and self.one_step is not None and self.one_step.scales.any():
+            return _FitWhereSeen(self.fitted, self.one_step)
+        return predictor

@@ -68,6 +68,7 @@ def _series(question: WhatIf, fits: int | None) -> dict:
         if predictor is None:
             out[method] = None
             continue
+        predictor = question.as_answered(predictor)  # as the answer at each batch, and the largest that fits
         rises = [predictor.peak_rise(b) for b in batches]
         starts = [predictor.start_bytes(b) for b in batches]
         out[method] = {"peak_rise_bytes": rises,

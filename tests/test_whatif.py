@@ -1300,6 +1300,33 @@ def test_a_peak_that_moves_beyond_the_traced_batches_leads_with_the_one_step():
     assert whatif_report.whatif_dict(whatif.WhatIf([small, large], 12))["method"] == "fit"
 
 
+def test_the_largest_batch_that_fits_is_one_the_answer_at_it_says_fits():
+    """The fit leads at batch 12, but past the batch where the peak moves into the backward pass its
+    line cannot see the peak: its largest batch under a limit is searched where the answer at each
+    batch would lead, so asked at the batch found the answer fits, and at the next it does not (a
+    stranger's Dense layer had been said to fit 2 GiB at a batch whose real step took 2.28 GB). The
+    chart's fit follows the same answers."""
+    small, large = _two_phases(4), _two_phases(8)
+    moved = whatif.WhatIf([small, large], 64)
+    limit = whatif.predicted_bytes(moved.one_step, 64, moved.absolute(moved.one_step))
+    question = whatif.WhatIf([small, large], 12, limit)
+    assert question.lead is question.fitted
+    fits = question.max_batch(question.fitted)
+    assert fits == 64  # the limit is what the one step reads at 64, where the peak has moved
+    # On the fit's line alone, well past where the step, replayed, outgrows the limit.
+    assert whatif.max_batch(question.fitted, limit, question.absolute(question.fitted)) > 2 * fits
+    key = None
+    for batch, expected in ((fits, True), (fits + 1, False)):
+        body = whatif_report.whatif_dict(whatif.WhatIf([small, large], batch, limit), series=True)
+        key = "predicted_peak_bytes" if body["limit_applies_to"] == "peak_bytes" else "predicted_peak_rise_bytes"
+        assert (body[key] <= limit) is expected, (batch, body["method"], body[key], limit)
+        assert body["max_batch"] == fits
+    series = whatif_report.whatif_dict(question, series=True)["series"]
+    drawn = series["fit"]["peak_bytes" if key == "predicted_peak_bytes" else "peak_rise_bytes"]
+    over = [batch for batch, value in zip(series["batch"], drawn) if value > limit]
+    assert over and min(over) == fits + 1
+
+
 def _similarity(batch: int) -> whatif.Traced:
     """A contrastive loss's [batch, batch] similarity matrix (and its gradient): bytes that grow with
     the square of the batch."""
