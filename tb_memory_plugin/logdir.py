@@ -170,7 +170,29 @@ def data_provider(logdir: str, run: str | None = None):
     for name, path in runs.items():
         multiplexer.AddRun(path, name)
     multiplexer.Reload()
+    _as_tensorboard_serves(multiplexer)
     return provider_mod.MultiplexerDataProvider(multiplexer, logdir)
+
+
+def _as_tensorboard_serves(multiplexer) -> None:
+    """Records written again at a step they already hold (a script run again into its run's
+    directory: two event files, one tag at one step) kept as `tensorboard --logdir` keeps them by
+    default: its Rust data server lets each record of a tag preempt the run's earlier records of
+    that tag at its step or later, so the one written last is served. TensorBoard's in-process
+    loader, which the CLI reads with, keeps them all and serves the first: trial N's CLI read
+    the older of two writes of `step_2` while the Memory tab showed the newer."""
+    for name in multiplexer.Runs():
+        for reservoir in multiplexer.GetAccumulator(name).tensors_by_tag.values():
+            for key in reservoir.Keys():
+                items = reservoir.Items(key)
+                kept: list = []
+                for item in items:
+                    while kept and kept[-1].step >= item.step:
+                        kept.pop()
+                    kept.append(item)
+                if len(kept) < len(items):
+                    ids = {id(item) for item in kept}
+                    reservoir.FilterItems(lambda item, ids=ids: id(item) in ids, key)
 
 
 def own_name_of(logdir: str) -> str:

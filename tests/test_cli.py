@@ -995,25 +995,35 @@ def _write_restarted_run(run_dir) -> None:
         time.sleep(1.1)  # the next event file's name (its time in seconds) sorts after this one's
 
 
-def test_a_restarted_run_reads_the_graph_tensorboard_serves(capsys, tmp_path):
-    """Two event files writing one run's graph and tag: the CLI reads the same graph and step as
-    the plugin under TensorBoard's own loading, so the resident parameters are the traced model's."""
-    from tracedata import memory_app_client
+def test_a_restarted_run_reads_the_graph_and_step_tensorboard_serves(capsys, tmp_path):
+    """Two event files writing one run's graph and tag at one step: the CLI reads the graph and step
+    that `tensorboard --logdir` serves by default (its Rust data server, --load_fast=true), the ones
+    written last, so the resident parameters are the traced model's. TensorBoard's in-process loader
+    (--load_fast=false) serves the first write of the step instead: a real server of each is asked."""
+    import tbserver
 
     _write_restarted_run(tmp_path / "restart")
     code, out, err = _run(capsys, tmp_path, "--run", "restart", "--json")
     assert code == 0, err
     (step,) = json.loads(out)["steps"]
     (cli_device,) = step["devices"]
-    client = memory_app_client(tmp_path)
-    served = json.loads(client.get("/data/plugin/memory/summary?run=restart&tag=step_1").get_data())
-    (served_device,) = served["devices"]
-    assert cli_device["resident"]["param_count"] == served_device["resident"]["param_count"]
-    assert cli_device["figures"] == served_device["figures"]
-    # And they are the traced step's own model's: the width its first matmul ran at is the graph's.
-    width = {64 * 256 + 256: 256, 64 * 4096 + 4096: 4096}[cli_device["resident"]["param_count"]]
+    # The traced step's own model's: the width its first matmul ran at is the graph's, the last written.
+    assert cli_device["resident"]["param_count"] == 64 * 4096 + 4096
     matmul = next(row for row in cli_device["scopes"] if row["name"] == "mlp/MatMul")
-    assert matmul["allocated_bytes"] == 64 * width * 4  # its output, 64 x width float32
+    assert matmul["allocated_bytes"] == 64 * 4096 * 4  # its output, 64 x 4096 float32
+    served = {}
+    for load_fast in ("true", "false"):
+        server = tbserver.TensorBoard.from_checkout(str(tmp_path), f"--load_fast={load_fast}", cwd=str(tmp_path),
+                                                    log_path=str(tmp_path / f"tb-{load_fast}.log"))
+        try:
+            server.wait_for_runs(120, ["restart"])
+            server.check_load_fast(load_fast)
+            (served[load_fast],) = server.api("summary", run="restart", tag="step_1")["devices"]
+        finally:
+            server.stop()
+    assert cli_device["figures"] == served["true"]["figures"]
+    assert cli_device["resident"]["param_count"] == served["true"]["resident"]["param_count"]
+    assert served["false"]["figures"]["allocated_bytes"] < served["true"]["figures"]["allocated_bytes"]
 
 
 def test_a_tag_may_be_named_by_its_last_part(capsys):
