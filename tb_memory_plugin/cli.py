@@ -272,8 +272,8 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
               + (f", inputs {format_bytes(resident.fed_bytes)}" if resident.fed_bytes else "")
               + (f", other {format_bytes(other)} of start {format_bytes(resident.start_bytes)}" if other is not None
                  else ""))
-        if other is not None and other < 0:
-            print(f"   note: {report.resident_mod.OTHER_BELOW_ZERO_NOTE}")
+        if note := report.resident_mod.other_note(resident):
+            print(f"   note: {note}")
         if counted := report.resident_mod.counted_note(resident):
             print(f"   note: {counted}")
         if resident.weight_constants_used:

@@ -670,8 +670,10 @@ def variable_copies(space, step) -> list[Finding]:
                       "embedding's, assigns `m * beta1` to each slot before adding the rows' gradients): count them "
                       f"in the step's memory ({format_bytes(held)} at the peak). Where it fetches them, fetch them "
                       f"{where}, or after the updates (a control dependency).")
-    suggestion += (" A copy in the first step after initialization only (slots sharing one initial buffer) does not "
-                   "recur.")
+    suggestion += (" A copy in the first step after initialization (a variable still sharing the constant it was "
+                   "initialized from: a slot's zeros, which grappler folds into one) is not made again, but the "
+                   "constant, which a TF1 session keeps for its initializer's run, stays in use beside the copy: "
+                   "later steps start with it (their resident split's other says so).")
     layers = [names.layer(code).split("/") for code, _ in rows]
     scope = "/".join(os.path.commonprefix(layers)) or "/".join(layers[0])
     return [Finding(VARIABLE_COPIES, held, scope, nodes[:TOP_NODES], message, suggestion, space.trace.id,

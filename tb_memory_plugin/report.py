@@ -137,7 +137,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         "slot_bytes": resident.slot_bytes,
         "fed_bytes": resident.fed_bytes,
         "other_bytes": other,
-        "other_note": resident_mod.OTHER_BELOW_ZERO_NOTE if other is not None and other < 0 else None,
+        "other_note": resident_mod.other_note(resident),
         "counted_note": resident_mod.counted_note(resident),
         "weight_constants": resident.weight_constants_used,
         "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else resident.note,

@@ -116,6 +116,19 @@ class ConvNode:
     # as one op under the last one's name, so the trace may show the conv's output there
 
 
+@dataclass(frozen=True)
+class InitialValue:
+    """A constant that variables are assigned as their initial value (a slot's zeros or ones, Adagrad's
+    initial accumulator, a bias's zeros), once per value: grappler folds a `Fill` into a constant and
+    merges equal ones (Adam's two slots of a weight read one), and the Const nodes of the graph are
+    constants already. A TF1 session keeps it for its initializer's run, and each variable shares its
+    buffer until its first update copies it: from then on both are in use, for the session's life."""
+
+    node: str  # the Const or Fill node (the first, where several are alike)
+    variables: tuple[str, ...]
+    bytes: int
+
+
 @dataclass
 class Model:
     """What the GraphDef says about the model's resident tensors, constants and convolutions."""
@@ -126,6 +139,7 @@ class Model:
     graph_bytes: int
     weight_constants_used: bool = False  # parameters came from Const nodes (a frozen graph)
     note: str | None = None  # what the tensors may miss, where the source says (keras_model.py)
+    initial_values: list[InitialValue] = field(default_factory=list)  # the model's variables' own
 
     @classmethod
     def from_nodes(cls, graph_nodes: Sequence, graph_bytes: int) -> "Model":
@@ -147,7 +161,8 @@ class Model:
             if node.input:
                 consumers.setdefault(node.input[0].split(":", 1)[0], []).append(node.name)
         convs = {node.name: _conv_node(node, nodes, consumers) for node in graph_nodes if node.op in CONV_OPS}
-        return cls(tensors, constants, convs, graph_bytes, bool(weights))
+        return cls(tensors, constants, convs, graph_bytes, bool(weights),
+                   initial_values=_initial_values(graph_nodes, nodes, by_name))
 
     @classmethod
     def from_bytes(cls, data: bytes, names: Sequence[str] | None = None, ops: Sequence[str] | None = None
@@ -162,6 +177,7 @@ class Model:
         wanted = set(_VARIABLE_OPS) | {"Const", "Placeholder", "PlaceholderWithDefault"} | CONV_OPS
         wanted |= {op for op in present if is_apply_op(op)}  # which variables are slots
         wanted |= _ASSIGN_ADD_OPS & present  # which accumulate gradients
+        wanted |= (_ASSIGN_OPS | {"Fill"}) & present  # the variables' initial values
         if not present & set(_VARIABLE_OPS):  # frozen: weights are Consts read by these ops
             wanted |= set(_WEIGHT_INPUTS) | _PASS_THROUGH
         if present & CONV_OPS:  # a conv's filter, and the ops fused after it
@@ -327,6 +343,69 @@ def _variable_tensor(node, variables: dict, applied: tuple[dict[str, str], froze
     return ModelTensor(node.name, kind, owner, dtype_name(dtype), shape, count, nbytes, node.device)
 
 
+_ASSIGN_OPS = frozenset({"Assign", "AssignVariableOp"})
+
+
+def _initial_values(graph_nodes, nodes: dict, variables: dict) -> list[InitialValue]:
+    """The constants the model's variables are assigned (`InitialValue`), once per value: a Const's
+    dtype, shape and tensor, a Fill's dtype, shape and fill value. Variables of no known size, and
+    values from other ops (a random initializer), none."""
+    found: dict[tuple, list] = {}
+    for node in graph_nodes:
+        if node.op not in _ASSIGN_OPS or len(node.input) < 2:
+            continue
+        target = node.input[0].lstrip("^").split(":", 1)[0]
+        value = nodes.get(node.input[1].lstrip("^").split(":", 1)[0])
+        if target not in variables or value is None:
+            continue
+        keyed = _constant_value(value, nodes)
+        if keyed is None or not keyed[1]:
+            continue
+        entry = found.setdefault(keyed[0], [value.name, [], keyed[1]])
+        if target not in entry[1]:
+            entry[1].append(target)
+    return [InitialValue(name, tuple(targets), nbytes) for name, targets, nbytes in found.values()]
+
+
+def _constant_value(node, nodes: dict) -> tuple[tuple, int] | None:
+    """(what tells the value apart, its bytes) of a Const, or of a Fill of a constant shape and value."""
+    if node.op == "Const":
+        tensor = node.attr["value"].tensor
+        shape = _shape(tensor.tensor_shape)
+        nbytes = _sized(tensor.dtype, shape)[1]
+        return (("Const", tensor.dtype, shape, hash(tensor.SerializeToString(deterministic=True))), nbytes or 0) \
+            if nbytes else None
+    if node.op != "Fill" or len(node.input) < 2:
+        return None
+    shape_node, fill = (nodes.get(name.lstrip("^").split(":", 1)[0]) for name in node.input[:2])
+    if shape_node is None or fill is None or shape_node.op != "Const" or fill.op != "Const":
+        return None
+    dims = _int_values(shape_node.attr["value"].tensor)
+    if dims is None or any(d < 0 for d in dims):
+        return None
+    dtype = node.attr["T"].type
+    nbytes = _sized(dtype, tuple(dims))[1]
+    fill_value = fill.attr["value"].tensor.SerializeToString(deterministic=True)
+    return (("Fill", dtype, tuple(dims), fill_value), nbytes or 0) if nbytes else None
+
+
+def _int_values(tensor) -> list[int] | None:
+    """An int32 or int64 TensorProto's values (a shape), as TensorFlow writes them: in `tensor_content`, or
+    one per element in `int_val`/`int64_val` (one for all, where the shape says more)."""
+    width = {3: np.int32, 9: np.int64}.get(tensor.dtype)
+    if width is None:
+        return None
+    shape = _shape(tensor.tensor_shape)
+    count = int(np.prod(shape)) if shape is not None else None
+    if tensor.tensor_content:
+        values = np.frombuffer(tensor.tensor_content, dtype=width).tolist()
+    else:
+        values = list(tensor.int_val if tensor.dtype == 3 else tensor.int64_val)
+        if count is not None and len(values) == 1 and count > 1:
+            values *= count
+    return values if count is None or len(values) == count else None
+
+
 def _constant_tensor(node) -> ModelTensor:
     tensor = node.attr["value"].tensor
     shape = _shape(tensor.tensor_shape)
@@ -487,6 +566,34 @@ OTHER_BELOW_ZERO_NOTE = ("the graph's tensors exceed the bytes in use before the
                          "were not allocated yet, or the start (read from the allocator's readings) reads low")
 
 
+def other_note(resident: "Resident") -> str | None:
+    """What to read `other` with: where the graph's tensors exceed the start, that; where the constants
+    the variables start from (`InitialValue`) come to most of it, that they may be held (trial N: a TF1
+    session's 8192-wide Dense layer under Momentum held 256.5 MiB before every step that no parameter,
+    slot or feed explained: its slot's zeros, folded into a constant the session keeps)."""
+    other = resident.other_bytes
+    if other is None:
+        return None
+    if other < 0:
+        return OTHER_BELOW_ZERO_NOTE
+    least = resident.counts_from
+    values = [value for value in resident.initial_values if value.bytes >= least]
+    held = sum(value.bytes for value in values)
+    if not held or other < 0.9 * held:
+        return None
+    values.sort(key=lambda value: -value.bytes)
+    shown = ", ".join(f"{value.node} ({format_bytes(value.bytes)})" for value in values[:3])
+    more = f" and {len(values) - 3} more" if len(values) > 3 else ""
+    return (f"{'other' if other < 1.1 * held else 'of other, ' + format_bytes(held)} may be the constants the "
+            f"model's variables were initialized from ({format_bytes(held)}): "
+            f"{shown}{more}. A TF1 session keeps each for its initializer's run, and a variable's first update "
+            "copies it away from it: both stay in use for the session's life. Grappler folds zeros and ones (an "
+            "optimizer slot's, a bias's) into such constants, and so does the session's own graph optimizer "
+            "under 10 MiB: with both off (GraphOptions(rewrite_options=RewriterConfig(constant_folding=OFF), "
+            "optimizer_options=OptimizerOptions(opt_level=L0)) in the session's ConfigProto) they are freed "
+            "once copied; a Const of the graph (Adagrad's initial accumulator) stays")
+
+
 def counted_note(resident: "Resident") -> str | None:
     """What `other_bytes` is read against where the start leaves small tensors out (None: it counts all)."""
     if not resident.counts_from or resident.start_bytes is None:
@@ -511,6 +618,7 @@ class Resident:
     # 256 KiB and more: SpaceAnalysis.start_counts_from), and the feeds of that size or more; 0 and `fed`: all.
     counts_from: int = 0
     fed_counted: int | None = None
+    initial_values: list[InitialValue] = field(default_factory=list)  # the constants its variables start from
 
     @property
     def param_count(self) -> int:
@@ -585,9 +693,11 @@ def resident_of_space(model: Model, step, space) -> Resident:
         if home[key] == space.trace.id:
             tensors.append(tensor)
     least = space.start_counts_from or 0
+    here = {tensor.name for tensor in tensors}
     return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note,
                     fed=fed_before_step(space), counts_from=least,
-                    fed_counted=fed_before_step(space, least) if least else None)
+                    fed_counted=fed_before_step(space, least) if least else None,
+                    initial_values=[value for value in model.initial_values if here.intersection(value.variables)])
 
 
 def fed_before_step(space, at_least: int = 0) -> int:
