@@ -45,7 +45,7 @@ export class GraphView {
     target: '_top',
     rel: 'noopener',
     href: '#',
-  }, 'Open in Graphs dashboard');
+  }, 'Graphs dashboard');
   private readonly info = el('div', { class: 'graph-note' });
   private readonly fitButton = el(
     'button',
@@ -157,6 +157,9 @@ export class GraphView {
     }
     this.link.removeAttribute('aria-disabled');
     this.link.setAttribute('href', graphsDashboardHref(this.locationPath(), run));
+    // TensorBoard 2.21's dashboard reads the run from the link but draws its first run: say which to pick.
+    this.link.textContent = `Graphs dashboard (run ${run})`;
+    this.link.title = `TensorBoard's Graphs dashboard. Where it opens on another run, pick ${run} in its Run menu.`;
   }
 
   private draw(graph: GraphResponse, layout: GraphLayout): void {

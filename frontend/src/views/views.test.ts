@@ -400,6 +400,9 @@ describe('GraphView', () => {
     const link = document.querySelector<HTMLAnchorElement>('[data-testid=graphs-dashboard-link]')!;
     expect(link.getAttribute('href')).toBe('/tb/#graphs&run=run%20%3Cb%3E1%3C%2Fb%3E');
     expect(link.getAttribute('target')).toBe('_top');
+    // The run it is for, as text: TensorBoard 2.21's dashboard may open on its first run instead.
+    expect(link.textContent).toBe('Graphs dashboard (run run <b>1</b>)');
+    expect(link.title).toContain('pick run <b>1</b> in its Run menu');
   });
 
   it('restyles on selection without re-laying out', () => {
