@@ -152,6 +152,11 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     peak = summary["peak_bytes"] if start is not None else summary["peak_rise_bytes"]
     print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
           f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
+    with_small = (summary["resident"] or {}).get("peak_with_uncounted_bytes")
+    if with_small is not None and summary["resident"]["uncounted_bytes"]:
+        print(f"   with the model's smaller tensors in use before the step "
+              f"({format_bytes(summary['resident']['uncounted_bytes'])}: parameters, slots and feeds the start does "
+              f"not count), the peak is {format_bytes(with_small)}")
     if summary["peak_node"]:
         peak_node = summary['peak_node']
         print(f"   op at peak: {peak_node['name']}{_op_type_suffix(peak_node['op_type'], peak_node['name'])}")

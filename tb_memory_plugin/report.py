@@ -139,6 +139,11 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         "other_bytes": other,
         "other_note": resident_mod.other_note(resident),
         "counted_note": resident_mod.counted_note(resident),
+        # The model's smaller tensors the start (and so the peak) leaves out, and the peak with them.
+        "uncounted_bytes": resident.uncounted_bytes,
+        "peak_with_uncounted_bytes": (summary["peak_bytes"] + resident.uncounted_bytes
+                                      if resident.uncounted_bytes is not None and summary["peak_bytes"] is not None
+                                      else None),
         "weight_constants": resident.weight_constants_used,
         "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else resident.note,
         "layers": [{key: row[key] for key in ("scope", "param_count", "param_bytes", "slot_bytes")}

@@ -99,6 +99,9 @@ def test_categories_show_resident_beside_the_at_peak_identity(unet_step, unet_re
                + sum(size for size in fed_sizes if size >= least))
     left_out = found.param_bytes + found.slot_bytes + fed - counted  # the smaller tensors, in no reading
     assert left_out > 0 and summary["resident"]["counted_note"]
+    # Said beside the peak, which leaves them out too: the peak with them.
+    assert summary["resident"]["uncounted_bytes"] == left_out
+    assert summary["resident"]["peak_with_uncounted_bytes"] == summary["peak_bytes"] + left_out
     assert start is not None and summary["resident"]["other_bytes"] == start - counted
     assert summary["resident"]["other_note"] == resident.other_note(found)
     assert (summary["resident"]["other_note"] == resident.OTHER_BELOW_ZERO_NOTE) == (summary["resident"]["other_bytes"] < 0)
@@ -147,6 +150,13 @@ def test_cli_text_lists_layers_by_parameters(capsys, logdir):
     out = capsys.readouterr().out
     assert "resident before the step" in out and "layers by parameters" in out
     assert f"{(3 * 3 * 128 + 1) * 128:,} params" in out  # shared_model/unet_05
+    # Beside the peak, the peak with the model's tensors that mklcpu's readings leave out.
+    assert cli.main(["summary", str(logdir), "--run", "unet", "--tag", "step_2", "--json"]) == 0
+    resident_json = json.loads(capsys.readouterr().out)["steps"][0]["devices"][0]["resident"]
+    assert resident_json["uncounted_bytes"] > 0
+    assert (f"   with the model's smaller tensors in use before the step "
+            f"({cli.format_bytes(resident_json['uncounted_bytes'])}: parameters, slots and feeds the start does not "
+            f"count), the peak is {cli.format_bytes(resident_json['peak_with_uncounted_bytes'])}") in out
 
 
 def test_scopes_and_scope_routes_carry_param_figures(tb, unet_trace):
