@@ -494,6 +494,11 @@ def test_step_growth_names_the_node_that_keeps_the_bytes(capsys, run_logdir):
         assert finding["details"]["holders"][0] == {"name": "mlp/hidden/Relu", "bytes": held}
         assert [s["step"] for s in finding["details"]["steps"]] == [1, 2, 3]
         assert "queue" in finding["suggestion"]
+        # 128 KiB a step is under mklcpu's 256 KiB: the starts do not grow, and the finding says why.
+        starts = [s["start_bytes"] for s in finding["details"]["steps"]]
+        assert len(set(starts)) == 1, starts
+        assert ("the bytes in use before them do not show it, as mklcpu's readings count only its requests of "
+                "256.0 KiB and more, and these are smaller.") in finding["message"]
 
 
 def test_no_step_growth_when_steps_end_where_they_start(capsys, logdir):
