@@ -16,7 +16,7 @@ import { DataTable } from './data-table';
 export const FIGURE_ROWS: { figure: FigureName; label: string; explain: string; testId?: string }[] = [
   { figure: 'at_peak_bytes', label: 'at peak', explain: 'what it holds at the step’s peak (net of its allocation records up to the peak time)', testId: 'details-at-peak-bytes' },
   { figure: 'allocated_bytes', label: 'allocated', explain: 'everything its ops allocated, frees ignored (TensorBoard’s “memory”)', testId: 'details-allocated-bytes' },
-  { figure: 'output_bytes', label: 'output', explain: 'tensors its ops produced', testId: 'details-output-bytes' },
+  { figure: 'output_bytes', label: 'output', explain: 'tensors its ops produced; one that reuses an input’s buffer (an in-place op, a reshape) or a variable’s allocates nothing, so output can be more than allocated', testId: 'details-output-bytes' },
   { figure: 'temp_bytes', label: 'temp', explain: 'what its ops allocated beside their outputs: scratch freed inside the op (im2col lives here), and a variable’s copy an update keeps' },
   { figure: 'persistent_bytes', label: 'persistent', explain: 'kept across steps' },
   { figure: 'live_bytes', label: 'live after op', explain: 'still held when each op finished' },
