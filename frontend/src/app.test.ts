@@ -187,3 +187,44 @@ describe('App in the grouping by layer', () => {
     expect(document.querySelector('[data-testid="graph-panel"] [data-testid="error"]')!.textContent).toContain('No graph for “(feeds)”');
   });
 });
+
+describe('App switching the grouping', () => {
+  const pickGroup = (group: string) => {
+    const select = document.querySelector<HTMLSelectElement>('#mem-group')!;
+    select.value = group;
+    select.dispatchEvent(new Event('change'));
+  };
+  const all = new Set(['runs', 'default_step', 'summary', 'scopes', 'scope', 'curve', 'graph', 'whatif']);
+
+  it('keeps the scope drilled into and the one selected where the other grouping has them', async () => {
+    const server = new FakeServer(all);
+    const selection = new Selection();
+    open(server, selection);
+    await settle();
+    selection.drill('m');
+    selection.select('m');
+    await settle(30);
+    pickGroup('scope');
+    await settle(30);
+    expect(selection.get()).toMatchObject({ group: 'scope', focus: 'm', selected: 'm' });
+    // Asked of the new grouping's routes before it was set.
+    expect(server.asked.filter((route) => route === 'scopes').length).toBeGreaterThan(1);
+  });
+
+  it('goes back to the top where the other grouping has no such scope', async () => {
+    const server = new FakeServer(all, (route, url) =>
+      url.includes('group=scope') && url.includes('scope=m') && (route === 'scope' || route === 'scopes')
+        ? [404, 'unknown scope']
+        : null,
+    );
+    const selection = new Selection();
+    open(server, selection);
+    await settle();
+    selection.drill('m');
+    selection.select('m');
+    await settle(30);
+    pickGroup('scope');
+    await settle(30);
+    expect(selection.get()).toMatchObject({ group: 'scope', focus: '', selected: null });
+  });
+});

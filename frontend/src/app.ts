@@ -7,7 +7,7 @@
 // graph and the what-if are secondary panels with their own readiness, asked
 // for only once the main views are ready, so that they never hold them back.
 
-import { Api, ApiError, type DefaultStepResponse, type DeviceParams, type RunInfo, type SummaryResponse } from './api';
+import { Api, ApiError, type DefaultStepResponse, type DeviceParams, type Group, type RunInfo, type SummaryResponse } from './api';
 import { AppState } from './app-state';
 import { CompareLoads } from './compare-loads';
 import { CurveLoads } from './curve-loads';
@@ -73,6 +73,29 @@ export class App {
     this.whatif = new WhatIfLoads(api, new LoadCounter(page.whatif.element), [readiness, this.graphReadiness], page.whatif);
     selection.subscribe((state, changed) => this.onSelection(state, changed));
     page.curve.onWidthChange = (width) => this.onCurveWidth(width);
+    page.pickers.onGroupChange = (group) => void this.switchGroup(group);
+  }
+
+  /**
+   * Another grouping, keeping the scope drilled into and the one selected where it has them (a layer is
+   * often a name scope too: `shared_model/unet_01`), asked of the routes the views then read (cached);
+   * where it has not, back to its top, as a new grouping's scopes are other paths.
+   */
+  private async switchGroup(group: Group): Promise<void> {
+    const before = this.selection.get();
+    const p = stepParams(before);
+    const selected = before.selected;
+    if (!p || (before.focus === '' && !selected)) {
+      this.selection.set({ group });
+      return;
+    }
+    const has = (ask: () => Promise<unknown>) => ask().then(() => true, () => false);
+    const [focusKept, selectedKept] = await Promise.all([
+      before.focus === '' || has(() => this.api.scopes({ ...p, group, scope: before.focus })),
+      !selected || has(() => this.api.scope({ ...p, group, scope: selected, top: TOP_NODES })),
+    ]);
+    const kept = focusKept && selectedKept && this.selection.get() === before; // nothing else picked meanwhile
+    this.selection.set(kept ? { group, focus: before.focus, selected: before.selected } : { group });
   }
 
   /**

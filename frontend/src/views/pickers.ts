@@ -20,6 +20,9 @@ function titleFromChoice(select: HTMLSelectElement): void {
 }
 
 export class PickersView {
+  /** Asked for a new grouping, where set (the controller keeps the scope shown where the grouping has it);
+   * else the grouping is set and the scope shown goes back to the top. */
+  onGroupChange: ((group: Group) => void) | null = null;
   readonly element: HTMLElement;
   private readonly runSelect = el('select', { 'data-testid': 'run-picker', id: 'mem-run', 'aria-label': 'Run' });
   private readonly stepSelect = el('select', { 'data-testid': 'step-picker', id: 'mem-step', 'aria-label': 'Traced step' });
@@ -50,7 +53,11 @@ export class PickersView {
     this.runSelect.addEventListener('change', () => this.selection.set({ run: this.runSelect.value }));
     this.stepSelect.addEventListener('change', () => this.selection.set({ tag: this.stepSelect.value }));
     this.deviceSelect.addEventListener('change', () => this.selection.set({ device: this.deviceSelect.value }));
-    this.groupSelect.addEventListener('change', () => this.selection.set({ group: this.groupSelect.value as Group }));
+    this.groupSelect.addEventListener('change', () => {
+      const group = this.groupSelect.value as Group;
+      if (this.onGroupChange) this.onGroupChange(group);
+      else this.selection.set({ group });
+    });
     this.compareSelect.addEventListener('change', () => this.selection.set({ against: againstOf(this.compareSelect.value) }));
     selection.subscribe((state, changed) => {
       if (changed.has('run') || changed.has('tag')) this.renderRunsAndSteps(state);
