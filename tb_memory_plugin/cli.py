@@ -714,6 +714,8 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
     print(f"== {a_name} against {b_name}")
     for side, space in (("A", comparison.a), ("B", comparison.b)):
         print(f"   {side} {space.trace.id}: {_peak_text(space)}")
+    if comparison.models_note:
+        print(f"   note: {comparison.models_note}")
     renumbered = comparison.renumbered
     if renumbered:
         shown = ", ".join(f"{b_path} -> {a_path}" for b_path, a_path in renumbered[:_RENUMBERED_SHOWN])

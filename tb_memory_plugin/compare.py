@@ -27,6 +27,7 @@ COMPARED = (AT_PEAK, ALLOCATED, OUTPUT)
 CATEGORY_COMPARED = (AT_PEAK, ALLOCATED)
 
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"  # added: in A only; removed: in B only
+SAME_MODEL_SHARE = 0.5  # entries two steps of one model have in common, at least (of the smaller's)
 SELF_KIND = "self"  # the kind of a `(self)` entry
 
 
@@ -198,6 +199,24 @@ class Comparison:
     @cached_property
     def scopes(self) -> ScopeTable:
         return _scope_table(self.a.tree(self.group), self.b.tree(self.group), self.has_at_peak, self._b_paths[0])
+
+    @property
+    def shared_share(self) -> float:
+        """Of the scopes, nodes and `(self)` entries of the side with fewer, the share the other has too
+        (matched by name, B's renumbered as A's): about 1 for two steps of one model, little for two models,
+        whose comparison then reads every entry as added or removed."""
+        table = self.scopes
+        fewer = min(int(table.in_a.sum()), int(table.in_b.sum()))
+        return float((table.in_a & table.in_b).sum()) / fewer if fewer else 1.0
+
+    @property
+    def models_note(self) -> str | None:
+        """Where the steps share under half of their entries (`SAME_MODEL_SHARE`): two models, said once."""
+        share = self.shared_share
+        if share >= SAME_MODEL_SHARE:
+            return None
+        return (f"A and B share {share:.0%} of their scopes: two different models? Scopes are matched by name, so "
+                "most of each step's read as added or removed")
 
     @cached_property
     def _row_of(self) -> dict[str, int]:

@@ -83,6 +83,8 @@ def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: s
         "peak_rise_delta_bytes": comparison.peak_rise_delta_bytes,
         "start_change": start_change_dict(start_change),
         "renumbered": [{"b": b_path, "a": a_path} for b_path, a_path in comparison.renumbered],
+        "shared_share": round(comparison.shared_share, 4),
+        "models_note": comparison.models_note,
         "scope": _rows(comparison, scopes, [row], with_tree=True)[0],
         "children": _rows(comparison, scopes, scopes.ranked_by_size(comparison.children(row)), with_tree=True),
         "scope_count": int(below.size),

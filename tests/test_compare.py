@@ -159,6 +159,14 @@ def test_another_model_adds_and_removes_scopes():
     assert comparison.op_types(row).b.sum() == 0 and comparison.op_types(row).a.sum() > 0
     assert not comparison.categories(row).in_b.any()
     assert set(comparison.categories(row).status) == {compare.ADDED}
+    # Said once: two models share few entries (the UX review compared them without a word).
+    table = comparison.scopes
+    shared = float((table.in_a & table.in_b).sum()) / min(table.in_a.sum(), table.in_b.sum())
+    assert comparison.shared_share == pytest.approx(shared) and shared < compare.SAME_MODEL_SHARE
+    assert comparison.models_note.startswith(f"A and B share {shared:.0%} of their scopes: two different models?")
+    for same in (demo_comparison(("unet_b4", "step_3"), ("unet_b2", "step_3")),
+                 demo_comparison(("unet_b2", "step_1"), ("unet_b2", "step_3"))):
+        assert same.shared_share > 0.9 and same.models_note is None
 
 
 def test_subtree_is_every_path_below_in_either_step():

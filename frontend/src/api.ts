@@ -429,6 +429,10 @@ export interface CompareResponse {
   start_change: StartChange | null;
   /** B's paths numbered as A's (a model built again in one process or graph), outermost first; empty when B's names are A's. */
   renumbered: Renumbered[];
+  /** Of the side with fewer entries, the share the other has too (matched by name); about 1 for one model. */
+  shared_share?: number;
+  /** Where the steps share under half their entries: two models, said once (else null). */
+  models_note?: string | null;
   scope: CompareScopeRow;
   /** The scope's children in the union of both trees, largest first by the larger side. */
   children: CompareScopeRow[];

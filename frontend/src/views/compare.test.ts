@@ -122,6 +122,22 @@ describe('CompareView with B numbered apart', () => {
   });
 });
 
+describe('CompareView of two models', () => {
+  it('says once that the steps share few scopes, as text, only where the server says so', () => {
+    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
+    const view = new CompareView(selection);
+    mount(view);
+    view.setData(body);
+    expect(document.querySelector('[data-testid=compare-models-note]')).toBeNull();
+    const said = `A and B share 8% of their scopes: two different models? ${EVIL}`;
+    view.setData({ ...body, shared_share: 0.08, models_note: said });
+    const notes = document.querySelectorAll<HTMLElement>('[data-testid=compare-models-note]');
+    expect(notes.length).toBe(1);
+    expect(notes[0]!.textContent).toBe(`Note: ${said}.`);
+    expect(document.querySelector('img')).toBeNull();
+  });
+});
+
 describe('CompareView with an allocator gap on a side', () => {
   it("says which side's peak may be off, and by how much, only where the server says so", () => {
     const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: 'small', tag: 'step_3' } });

@@ -224,6 +224,9 @@ export class CompareView {
         ),
       );
     }
+    if (d.models_note) {
+      this.heading.append(el('span', { class: 'muted compare-warning', 'data-testid': 'compare-models-note', title: d.models_note }, `Note: ${d.models_note}.`));
+    }
     const renumbered = renumberedText(d.renumbered);
     if (renumbered !== null) {
       this.heading.append(
