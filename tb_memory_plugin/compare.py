@@ -27,7 +27,7 @@ COMPARED = (AT_PEAK, ALLOCATED, OUTPUT)
 CATEGORY_COMPARED = (AT_PEAK, ALLOCATED)
 
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"  # added: in A only; removed: in B only
-SAME_MODEL_SHARE = 0.5  # entries two steps of one model have in common, at least (of the smaller's)
+SAME_MODEL_SHARE = 0.5  # what two steps of one model have in common, at least (of the smaller's): entries here, layers in the what-if
 SELF_KIND = "self"  # the kind of a `(self)` entry
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from ._numeric import scatter_sum
 from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
                        xla_programs_share)
+from .compare import SAME_MODEL_SHARE  # what two steps of one model share, at least
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, OUTPUT, format_bytes, other_chunks
 from . import resident as resident_mod, store as store_mod
 from .findings import cpu_working_set_scratch
@@ -713,7 +714,6 @@ def one_step(step: StepAnalysis, space: SpaceAnalysis, batch: int | None = None)
 
 # -- several batch sizes --------------------------------------------------------------------
 
-_SAME_MODEL_SHARE = 0.5  # layers two steps of one model have in common, at least (of the smaller's)
 _INSTANCE_SUFFIX = re.compile(r"_\d+(?=/|$)")  # Keras numbers a model built again: `dense_3`, `sequential_1`
 
 
@@ -743,7 +743,7 @@ def check_one_model(steps: list[Traced]) -> None:
     for other in steps[1:]:
         layers = _model_layers(other.space)
         share = len(first & layers) / max(min(len(first), len(layers)), 1)
-        if share < _SAME_MODEL_SHARE:
+        if share < SAME_MODEL_SHARE:
             raise WhatIfError(
                 f"{other.run} {other.tag} and {steps[0].run} {steps[0].tag} share {share:.0%} of their layers: "
                 "not one model at two batch sizes, so they cannot be fitted together (pick runs of the same model)")
