@@ -128,7 +128,7 @@ def _print_dominant_scope(space: SpaceAnalysis, group: str, rows: list[tuple[str
     if not rows or total <= 0:
         return
     path, row = max(rows, key=lambda entry: entry[1][figure])
-    if row[figure] >= DOMINANT_SHARE * total and space.names.any_leaf_starting_with(group, path + "/"):
+    if row[figure] >= report.DOMINANT_SHARE * total and space.names.any_leaf_starting_with(group, path + "/"):
         label = "at the peak" if figure == "at_peak_bytes" else "allocated"
         print(f"   {path} holds {row[figure] / total:.0%} of what the top level holds {label}: "
               f"--scope {path} lists what it holds")
@@ -322,7 +322,6 @@ def _print_findings(found: list[dict]) -> None:
 
 
 _SHOWN = ("at_peak_bytes", "allocated_bytes")  # a listed row holds or allocates bytes (the figures it shows)
-DOMINANT_SHARE = 0.9  # a top scope holding this share of a listing gets a pointer to what is inside it
 _FINDINGS_SPELT_OUT = 3  # findings sharing their advice printed in full before the rest are named
 
 

@@ -18,6 +18,9 @@ from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
 from .findings import readings_gap
 
 TOP_SCOPES = 10
+# A scope holding this share of what its level holds at the peak is looked inside: the CLI points to it, and
+# the curve's stack at that level shows its scopes (a Keras model's layers) rather than one band.
+DOMINANT_SHARE = 0.9
 
 
 class NotFound(LookupError):
@@ -319,6 +322,21 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50,
     }
 
 
+def _stacked(tree, node: int) -> list[int]:
+    """The entries a curve's stack splits `node` into, largest at the peak first: its children, but one that
+    holds `DOMINANT_SHARE` of them at the peak and has entries below it, those in its place (the UX review's
+    stack at the top level was one band, shared_model's 95%). They add up to `node` all the same."""
+    children = [int(child) for child in tree.children[node]]
+    held = tree.figures[children, AT_PEAK] if children else np.zeros(0)
+    if not children or held.max() <= 0:
+        return children
+    largest = children[int(np.argmax(held))]
+    if held.max() < DOMINANT_SHARE * np.clip(held, 0, None).sum() or not len(tree.children[largest]):
+        return children
+    entries = [child for child in children if child != largest] + [int(c) for c in tree.children[largest]]
+    return sorted(entries, key=lambda entry: -int(tree.figures[entry, AT_PEAK]))
+
+
 def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", top: int = 8,
           window: tuple[int, int] | None = None) -> dict:
     """The downsampled curve, split by the largest children of `breakdown`; `window`
@@ -331,7 +349,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
     unique_execs, node_at = np.unique(trace.event_exec[curve_data.last_event(sampled.position)], return_inverse=True)
     series = []
     explained = np.zeros(sampled.position.size, dtype=np.int64)
-    for child in tree.children[node][:top]:
+    for child in _stacked(tree, node)[:top]:
         values = curve_mod.held_by(trace, curve_data, tree.executions(child), sampled.position)
         explained += values
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})

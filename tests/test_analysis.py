@@ -383,6 +383,30 @@ def test_breakdown_series_is_what_the_scope_holds(space):
     assert series["shared_model/unet_01"] == int(tree.figures[tree.index["shared_model/unet_01"], AT_PEAK])
 
 
+def test_the_top_levels_stack_looks_inside_a_scope_that_holds_nearly_all():
+    """The demo U-Net's shared_model holds over 90% at the peak: stacked at the top level it was one
+    band. Its scopes stand in its place, the largest first, and the bands still add up."""
+    from tracedata import REPO, engine_step
+
+    space = engine_step(REPO / "demo_logs", "unet_b4", "step_3").space(None)
+    tree = space.tree("layer")
+    root = [int(c) for c in tree.children[0]]
+    held = {tree.paths[c]: int(tree.figures[c, AT_PEAK]) for c in root}
+    assert held["shared_model"] >= report.DOMINANT_SHARE * sum(max(v, 0) for v in held.values())
+    body = report.curve(space, "layer", 64, "", 50)
+    shown = [s["scope"] for s in body["series"][:-1]]
+    assert "shared_model" not in shown and "shared_model/unet_01" in shown
+    inside = {tree.paths[int(c)] for c in tree.children[tree.index["shared_model"]]}
+    assert set(shown) == inside | (set(held) - {"shared_model"})
+    at_peak = [int(tree.figures[tree.index[scope], AT_PEAK]) for scope in shown]
+    assert at_peak == sorted(at_peak, reverse=True)
+    stacked = np.sum([s["bytes"] for s in body["series"]], axis=0)
+    assert stacked.tolist() == [m - (body["start_bytes"] or 0) for m in body["max_bytes"]]
+    # Below it, where no child holds nearly all, a scope's own children.
+    below = report.curve(space, "layer", 64, "shared_model", 50)
+    assert {s["scope"] for s in below["series"][:-1]} == inside
+
+
 # -- a 3-node trace whose numbers are known by hand -----------------------------------------
 
 
