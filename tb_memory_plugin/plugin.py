@@ -247,8 +247,9 @@ class MemoryPlugin(base_plugin.TBPlugin):
         return report.scope_details(space, group, scope, top, resident)
 
     def curve_impl(self, ctx, experiment, run, tag, device=None, group="layer", points=800, breakdown="", top=8,
-                   window=None):
-        return report.curve(self._space(ctx, experiment, run, tag, device), group, points, breakdown, top, window)
+                   window=None, split=True):
+        return report.curve(self._space(ctx, experiment, run, tag, device), group, points, breakdown, top, window,
+                            split)
 
     def graph_impl(self, ctx, experiment, run, tag, device=None, scope="", max_nodes=200, group=None):
         space = self._space(ctx, experiment, run, tag, device)
@@ -373,7 +374,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
     def curve_route(self, request):
         return self.curve_impl(*self._space_args(request), _group(request),
                                _int_arg(request, "points", 800, 16, 20000), request.args.get("breakdown", ""),
-                               _int_arg(request, "top", 8, 0, 50), _window(request))
+                               _int_arg(request, "top", 8, 0, 50), _window(request),
+                               bool(_int_arg(request, "split", 1, 0, 1)))
 
     @_route
     def graph_route(self, request):

@@ -338,9 +338,10 @@ def _stacked(tree, node: int) -> list[int]:
 
 
 def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", top: int = 8,
-          window: tuple[int, int] | None = None) -> dict:
-    """The downsampled curve, split by the largest children of `breakdown`; `window`
-    (start_us, end_us) zooms in (curve.sample_window)."""
+          window: tuple[int, int] | None = None, split: bool = True) -> dict:
+    """The downsampled curve, split by the largest children of `breakdown` (`_stacked`; with `split` False,
+    its children as they are: a scope's own series, to highlight it); `window` (start_us, end_us) zooms in
+    (curve.sample_window)."""
     tree, node = _tree_node(space, group, breakdown)
     trace, curve_data = space.trace, space.curve
     offset = space.start_bytes or 0
@@ -349,7 +350,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
     unique_execs, node_at = np.unique(trace.event_exec[curve_data.last_event(sampled.position)], return_inverse=True)
     series = []
     explained = np.zeros(sampled.position.size, dtype=np.int64)
-    for child in _stacked(tree, node)[:top]:
+    for child in (_stacked(tree, node) if split else [int(c) for c in tree.children[node]])[:top]:
         values = curve_mod.held_by(trace, curve_data, tree.executions(child), sampled.position)
         explained += values
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})

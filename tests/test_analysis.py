@@ -402,6 +402,9 @@ def test_the_top_levels_stack_looks_inside_a_scope_that_holds_nearly_all():
     assert at_peak == sorted(at_peak, reverse=True)
     stacked = np.sum([s["bytes"] for s in body["series"]], axis=0)
     assert stacked.tolist() == [m - (body["start_bytes"] or 0) for m in body["max_bytes"]]
+    # Unsplit (the page highlights a selected scope from its parent's series): the children as they are.
+    whole = report.curve(space, "layer", 64, "", 50, split=False)
+    assert {s["scope"] for s in whole["series"][:-1]} == set(held)
     # Below it, where no child holds nearly all, a scope's own children.
     below = report.curve(space, "layer", 64, "shared_model", 50)
     assert {s["scope"] for s in below["series"][:-1]} == inside

@@ -384,6 +384,8 @@ def test_unknown_things_are_404_json(tb, route, params):
     ("curve", {"points": "5"}),
     ("curve", {"points": "20001"}),
     ("curve", {"top": "-1"}),
+    ("curve", {"split": "2"}),
+    ("curve", {"split": "no"}),
     ("scopes", {"group": "nope"}),
     ("summary", {"group": "nope"}),
     ("scope", {"top": "-1"}),

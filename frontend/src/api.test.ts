@@ -88,6 +88,9 @@ describe('Api', () => {
       breakdown: 'm/a',
       top: '10',
     });
+    // A scope's own series, to highlight it: its parent's children as they are (split=0); stacked is the default.
+    await api.curve({ ...base, points: 750, breakdown: 'm', top: 10, split: false });
+    expect(new URL(fetcher.mock.calls[1]![0], 'http://x/').searchParams.get('split')).toBe('0');
   });
 
   it('sends a zoomed window as start_us and end_us, and caches each window apart', async () => {

@@ -602,7 +602,7 @@ export class Api {
 
   /** The step's curve, or with `window` only that span bucketed (its own `points` buckets; `peak` stays the step's). */
   curve(
-    p: DeviceParams & { points: number; breakdown?: string; top?: number; window?: CurveWindow | null },
+    p: DeviceParams & { points: number; breakdown?: string; top?: number; window?: CurveWindow | null; split?: boolean },
   ): Promise<CurveResponse> {
     return this.get(
       routeUrl('curve', {
@@ -610,6 +610,8 @@ export class Api {
         points: p.points,
         breakdown: p.breakdown,
         top: p.top,
+        // Children as they are (a scope's own series, to highlight it), not a dominant one's entries in its place.
+        split: p.split === false ? 0 : undefined,
         start_us: p.window?.start_us,
         end_us: p.window?.end_us,
       }),

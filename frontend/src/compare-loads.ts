@@ -122,6 +122,7 @@ export class CompareLoads {
           group: data.group,
           points: curves.points,
           breakdown: parentScope(selected),
+          split: false,
           top: HIGHLIGHT_SERIES,
         });
         return highlightOf(parent, selected);

@@ -160,6 +160,7 @@ export class CurveLoads {
         ...p,
         points: this.state.requestedPoints,
         breakdown: parentScope(selected),
+        split: false,
         top: HIGHLIGHT_SERIES,
       });
       if (isLatest()) this.view.setHighlight(highlightOf(parent, selected));
