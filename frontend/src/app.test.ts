@@ -189,23 +189,25 @@ describe('App in the grouping by layer', () => {
 });
 
 describe('App switching the grouping', () => {
-  const pickGroup = (group: string) => {
-    const select = document.querySelector<HTMLSelectElement>('#mem-group')!;
-    select.value = group;
-    select.dispatchEvent(new Event('change'));
-  };
   const all = new Set(['runs', 'default_step', 'summary', 'scopes', 'scope', 'curve', 'graph', 'whatif']);
-
-  it('keeps the scope drilled into and the one selected where the other grouping has them', async () => {
-    const server = new FakeServer(all);
+  /** Opens the tab, drills into and selects `m`, then picks the grouping by name scope. */
+  const switchFromM = async (server: FakeServer): Promise<Selection> => {
     const selection = new Selection();
     open(server, selection);
     await settle();
     selection.drill('m');
     selection.select('m');
     await settle(30);
-    pickGroup('scope');
+    const picker = document.querySelector<HTMLSelectElement>('#mem-group')!;
+    picker.value = 'scope';
+    picker.dispatchEvent(new Event('change'));
     await settle(30);
+    return selection;
+  };
+
+  it('keeps the scope drilled into and the one selected where the other grouping has them', async () => {
+    const server = new FakeServer(all);
+    const selection = await switchFromM(server);
     expect(selection.get()).toMatchObject({ group: 'scope', focus: 'm', selected: 'm' });
     // Asked of the new grouping's routes before it was set.
     expect(server.asked.filter((route) => route === 'scopes').length).toBeGreaterThan(1);
@@ -217,14 +219,7 @@ describe('App switching the grouping', () => {
         ? [404, 'unknown scope']
         : null,
     );
-    const selection = new Selection();
-    open(server, selection);
-    await settle();
-    selection.drill('m');
-    selection.select('m');
-    await settle(30);
-    pickGroup('scope');
-    await settle(30);
+    const selection = await switchFromM(server);
     expect(selection.get()).toMatchObject({ group: 'scope', focus: '', selected: null });
   });
 });
