@@ -31,7 +31,7 @@ button:disabled { opacity: 0.5; }
 :focus-visible { outline: 2px solid var(--focus); outline-offset: 2px; }
 code, pre { font-family: "Roboto Mono", ui-monospace, Menlo, monospace; font-size: 12px; }
 pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflow-x: auto; white-space: pre-wrap; }
-.mem-root { display: flex; flex-direction: column; gap: 6px; padding: 6px 12px 16px; min-width: 960px; }
+.mem-root { display: flex; flex-direction: column; gap: 6px; padding: 6px 12px 16px; min-width: 0; }
 .mem-header { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; }
 .mem-header h1 { font-size: 16px; margin: 0 8px 0 0; font-weight: 500; }
 .picker { display: inline-flex; gap: 6px; align-items: center; }
@@ -43,30 +43,45 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .status { color: var(--muted); flex: 1 1 auto; min-width: 0; text-align: right; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .status[data-kind="error"] { color: var(--error-fg); }
 .view-link { flex: 0 0 auto; font-size: 12px; }
-/* Two lines at most: each line stays on one row and its longest item is cut with an ellipsis (full text in its title). */
-.summary { display: flex; flex-direction: column; gap: 1px; padding: 3px 10px; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; }
-.summary .summary-line { display: flex; gap: 0 18px; align-items: baseline; white-space: nowrap; overflow: hidden; line-height: 20px; }
-.summary .summary-line > * { flex: 0 0 auto; }
+/* Line 1 (the peak, the op at it, the biggest holder) wraps rather than cut an item: the names
+   must show their layer and their own name. Line 2 (how the figures hold together, notes) stays
+   one row from 1000 px, its notes cut with an ellipsis (full text in their titles). */
+.summary { display: flex; flex-direction: column; gap: 1px; padding: 3px 10px; background: var(--panel); border: 1px solid var(--border); border-radius: 6px; min-width: 0; }
+.summary .summary-line { display: flex; flex-wrap: wrap; gap: 0 18px; align-items: baseline; line-height: 20px; min-width: 0; }
+.summary .summary-line > * { flex: 0 1 auto; min-width: 0; max-width: 100%; }
+.summary .summary-line.secondary { flex-wrap: nowrap; white-space: nowrap; overflow: hidden; }
+.summary .summary-line.secondary > * { flex: 0 0 auto; }
 .summary .summary-note-line { white-space: normal; line-height: 16px; padding: 1px 0 2px; }
 .summary .summary-line > .shrink { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
-/* The op at the peak gives way first: the biggest holder's name is the more telling of the two. */
-.summary .summary-line > .shrink.yield { flex-shrink: 4; }
 .summary .summary-line > .opening { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; flex-shrink: 0.1; }
-/* A name between a label and a suffix: the path before its last "/" gives way first, then the last part. */
-.summary .summary-line > .summary-name-item { min-width: 9em; }
+/* A name between a label and a suffix, on a row too narrow for it alone: the path before its
+   last "/" gives way first, then the last part. */
 .summary .summary-name-item { display: inline-flex; align-items: baseline; white-space: pre; }
 .summary .summary-name-item > .label { flex: 0 0 auto; }
 .summary .summary-name-item > .name { flex: 0 1 auto; min-width: 0; display: inline-flex; overflow: hidden; }
 .summary .summary-name-item .name-head { flex: 0 1000 auto; min-width: 1.5em; overflow: hidden; text-overflow: ellipsis; }
-.summary .summary-name-item .name-tail { flex: 0 0 auto; max-width: 100%; overflow: hidden; text-overflow: ellipsis; }
+.summary .summary-name-item .name-tail { flex: 0 1 auto; min-width: 3em; overflow: hidden; text-overflow: ellipsis; }
 .summary .clickable { cursor: pointer; }
-.summary .clickable:hover .name, .summary .clickable:focus-visible .name { text-decoration: underline; }
+.summary .clickable:hover .name, .summary .summary-name-item:focus-visible .name { text-decoration: underline; }
 .summary .summary-line.secondary { font-size: 12px; line-height: 17px; }
 .summary .figure b { font-size: 15px; font-weight: 600; }
 .summary .note { color: var(--muted); }
 .summary .note.missing { color: var(--error-fg); }
 .summary .identity[data-holds="false"] { color: var(--error-fg); }
 .layout { display: grid; grid-template-columns: minmax(0, 1fr) 400px; gap: 8px; align-items: start; }
+/* The single step's panels are the grid's own items (not a column of its own), so that below
+   1000 px the details can go between the treemap and the panels on what to change. The last
+   row takes what the details need beyond the other rows: those keep their own heights. */
+.single-layout {
+  grid-template-areas: "curve side" "maps side" "fit side" "resident side" "ops side";
+  grid-template-rows: auto auto auto auto 1fr;
+}
+.area-curve { grid-area: curve; min-width: 0; }
+.area-maps { grid-area: maps; }
+.area-side { grid-area: side; }
+.area-fit { grid-area: fit; }
+.area-resident { grid-area: resident; min-width: 0; }
+.area-ops { grid-area: ops; min-width: 0; }
 .main-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
 .side-column { display: flex; flex-direction: column; gap: 8px; min-width: 0; }
 .panel { contain: layout style; position: relative; background: var(--bg); border: 1px solid var(--border); border-radius: 6px; padding: 6px 8px; min-width: 0; }
@@ -243,4 +258,17 @@ table.data.compact td.raw { min-width: 150px; }
 .legend .swatch-b { background: repeating-linear-gradient(90deg, var(--accent) 0 5px, transparent 5px 8px); }
 .compare-table { max-height: 360px; overflow: auto; }
 table.data tr.selected td { background: var(--select-soft); }
+
+/* Narrow (TensorBoard's iframe at 800 px): one column, the details under the curve and the
+   treemap; the summary's lines wrap rather than cut what they say. Nothing scrolls sideways. */
+@media (max-width: 999px) {
+  .layout, .single-layout { grid-template-columns: minmax(0, 1fr); }
+  .single-layout { grid-template-areas: "curve" "maps" "side" "fit" "resident" "ops"; grid-template-rows: none; }
+  .summary .summary-line.secondary { flex-wrap: wrap; white-space: normal; overflow: visible; }
+  .summary .summary-line.secondary > * { flex: 0 1 auto; }
+}
+/* Narrower still: two panels side by side would be too thin to read. */
+@media (max-width: 639px) {
+  .two-up { grid-template-columns: minmax(0, 1fr); }
+}
 `;

@@ -50,20 +50,18 @@ export class PageView {
     this.whatif = new WhatIfView(fileBase);
     this.resident = new ResidentView(fileBase);
     this.compare = new CompareView(selection);
+    // One grid: the details beside the other panels, or below 1000 px (TensorBoard's iframe at
+    // 800) stacked under the curve and the treemap, before the panels on what to change.
     this.singleStep = el(
       'div',
-      { class: 'layout', 'data-testid': 'single-step' },
-      el(
-        'div',
-        { class: 'main-column' },
-        this.curve.element,
-        el('div', { class: 'two-up' }, this.treemap.element, this.graph.element),
-        // What to change so it fits, below the first screen: findings, the batch what-if, the model's own memory.
-        el('div', { class: 'two-up' }, this.findings.element, this.whatif.element),
-        this.resident.element,
-        this.stepOps.element,
-      ),
-      el('div', { class: 'side-column' }, this.details.element),
+      { class: 'layout single-layout', 'data-testid': 'single-step' },
+      el('div', { class: 'area-curve' }, this.curve.element),
+      el('div', { class: 'two-up area-maps' }, this.treemap.element, this.graph.element),
+      el('div', { class: 'side-column area-side' }, this.details.element),
+      // What to change so it fits, below the first screen: findings, the batch what-if, the model's own memory.
+      el('div', { class: 'two-up area-fit' }, this.findings.element, this.whatif.element),
+      el('div', { class: 'area-resident' }, this.resident.element),
+      el('div', { class: 'area-ops' }, this.stepOps.element),
     );
     this.dashboard = el('div', { class: 'dashboard hidden' }, this.singleStep, this.compare.element);
     this.root = el(
