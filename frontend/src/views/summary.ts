@@ -8,6 +8,7 @@ import { shareOfCapacity } from '../lib/allocator-readings';
 import { peakIdentity } from '../lib/identity';
 import { noCurveReason } from '../lib/peak-figures';
 import { isPinnedHost, memoryKind } from '../lib/memory-kind';
+import { elideLeading } from '../lib/path-elide';
 import { canShowAbsolute, peakMode, type PeakMode } from '../lib/resident';
 import type { Selection } from '../selection';
 
@@ -17,6 +18,13 @@ export const TRACE_HOWTO = [
   'sess.run(train_op, feed_dict=feed, options=run_options, run_metadata=run_metadata)',
   "writer.add_run_metadata(run_metadata, 'step_%d' % i)",
 ].join('\n');
+
+/**
+ * A node's name in the summary is shortened past this many characters by leaving out its first
+ * components ("…/unet_11/Conv2D_grad/Conv2DBackpropInput"): its layer and its own name stay, and
+ * the whole name is in the item's title (the item takes the focus, so the title can be read).
+ */
+export const SUMMARY_NAME_CHARS = 48;
 
 export class SummaryView {
   readonly element = el('section', { class: 'summary', 'data-testid': 'summary', 'aria-label': 'Step summary' });
@@ -105,7 +113,7 @@ export class SummaryView {
       const node = device.peak_node;
       const op = opTypeSuffix(node.op_type);
       main.append(
-        nameItem('op at peak: ', node.name, opSuffix(node.name, node.op_type), { class: 'shrink yield', title: `op at peak: ${node.name}${op}\nscope: ${node.scope || '(root)'}` }),
+        nameItem('op at peak: ', node.name, opSuffix(node.name, node.op_type), { 'data-testid': 'summary-op', title: `op at peak: ${node.name}${op}\nscope: ${node.scope || '(root)'}` }),
       );
     }
     if (device.largest_at_peak) main.append(this.largestItem(device.largest_at_peak));
@@ -189,7 +197,6 @@ export class SummaryView {
       .filter(Boolean)
       .join('\n');
     const item = nameItem('biggest at peak: ', largest.name, `${opSuffix(largest.name, largest.op_type)} ${formatBytes(largest.at_peak_bytes)}`, {
-      class: 'shrink',
       'data-testid': 'summary-largest',
       'data-scope': largest.scope,
       'data-bytes': String(largest.at_peak_bytes),
@@ -199,7 +206,6 @@ export class SummaryView {
     if (!selection) return item;
     item.classList.add('clickable');
     item.setAttribute('role', 'button');
-    item.setAttribute('tabindex', '0');
     const choose = () => selection.select(largest.scope === '' ? null : largest.scope);
     item.addEventListener('click', choose);
     item.addEventListener('keydown', (ev) => {
@@ -278,21 +284,24 @@ export function opTypeSuffix(opType: string | null): string {
 }
 
 /**
- * "label <code>a/b/</code><code>leaf</code> suffix" on one row: when space runs
- * short the name's path gives way first (an ellipsis in its middle), then its
- * last component; the label and the suffix (op type, bytes) stay whole.
+ * "label <code>…/layer/</code><code>leaf</code> suffix": the name shortened from its start
+ * (`elideLeading`), the full name in the title; the item is a Tab stop so that the title can be
+ * read. The summary's line wraps before it cuts an item; on a row too narrow for one item alone
+ * its path gives way first, then its last component; the label and the suffix (op type, bytes)
+ * stay whole.
  */
 function nameItem(label: string, name: string, suffix: string, attrs: Record<string, string>): HTMLElement {
-  const cut = name.lastIndexOf('/') + 1;
+  const shown = elideLeading(name, SUMMARY_NAME_CHARS);
+  const cut = shown.lastIndexOf('/') + 1;
   return el(
     'span',
-    { ...attrs, class: `${attrs.class ?? ''} summary-name-item`.trim() },
+    { ...attrs, class: `${attrs.class ?? ''} summary-name-item`.trim(), tabindex: 0 },
     el('span', { class: 'label' }, label),
     el(
       'code',
       { class: 'name' },
-      cut > 0 ? el('span', { class: 'name-head' }, name.slice(0, cut)) : null,
-      el('span', { class: 'name-tail' }, name.slice(cut)),
+      cut > 0 ? el('span', { class: 'name-head' }, shown.slice(0, cut)) : null,
+      el('span', { class: 'name-tail' }, shown.slice(cut)),
     ),
     suffix ? el('span', { class: 'label' }, suffix) : null,
   );

@@ -8,7 +8,7 @@ import { DataTable } from './data-table';
 import { DetailsView } from './details';
 import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
-import { EmptyStateView, SummaryView, openingText, opSuffix, opTypeSuffix } from './summary';
+import { EmptyStateView, SUMMARY_NAME_CHARS, SummaryView, openingText, opSuffix, opTypeSuffix } from './summary';
 import { PickersView, deviceLabel, stepLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
@@ -472,6 +472,30 @@ describe('SummaryView', () => {
     const op = [...document.querySelectorAll<HTMLElement>('.summary-name-item')].find((e) => e.textContent!.startsWith('op at peak'))!;
     expect(op.textContent).toBe('op at peak: grad/Conv2DBackpropInput');
     expect(op.title).toContain('(Conv2DBackpropInput)');
+  });
+
+  it('shortens long names from their start, keeping the layer and the op’s own name; the full name in a focusable title', () => {
+    const view = new SummaryView(null);
+    mount(view.element);
+    const opName = 'gradients/shared_model/unet_11/Conv2D_grad/Conv2DBackpropInput';
+    const bigName = 'gradient_tape/small_unet/dec_1/convolution/Conv2DBackpropFilter';
+    view.setData(summary, {
+      ...device,
+      peak_node: { name: opName, scope: 'shared_model/unet_11/Conv2D_grad', op_type: 'Conv2DBackpropInput' },
+      largest_at_peak: { name: bigName, scope: 'small_unet/dec_1/convolution', op_type: 'Conv2DBackpropFilter', graph_name: bigName, at_peak_bytes: 1048576, executions: 1 },
+    });
+    const op = document.querySelector<HTMLElement>('[data-testid=summary-op]')!;
+    expect(op.querySelector('code')!.textContent).toBe('…/unet_11/Conv2D_grad/Conv2DBackpropInput');
+    expect(op.querySelector('.name-tail')!.textContent).toBe('Conv2DBackpropInput');
+    expect(op.title).toContain(`op at peak: ${opName}`);
+    expect(op.getAttribute('tabindex')).toBe('0');
+    const big = document.querySelector<HTMLElement>('[data-testid=summary-largest]')!;
+    expect(big.querySelector('code')!.textContent).toMatch(/^…\/.*dec_1\/convolution\/Conv2DBackpropFilter$/);
+    expect(big.querySelector('code')!.textContent!.length).toBeLessThanOrEqual(SUMMARY_NAME_CHARS);
+    expect(big.title).toContain(bigName);
+    // Not clickable without a selection, but still a Tab stop for its title.
+    expect(big.getAttribute('tabindex')).toBe('0');
+    expect(big.getAttribute('role')).toBeNull();
   });
 
   it('marks a start that counts only the allocator’s larger requests, and says why in its title', () => {
