@@ -192,14 +192,17 @@ a.link { color: var(--select); }
 table.data { width: 100%; border-collapse: collapse; font-size: 12px; }
 table.data th { position: sticky; top: 0; background: var(--panel); text-align: left; padding: 0; border-bottom: 1px solid var(--border); }
 table.data th button { width: 100%; border: none; border-radius: 0; background: none; text-align: inherit; padding: 3px 6px; font-weight: 600; }
-table.data.compact th button { padding: 3px 4px; white-space: nowrap; }
-table.data.compact td { padding: 2px 4px; overflow-wrap: anywhere; }
+table.data.compact th button { padding: 3px 3px; white-space: nowrap; }
+/* Names and op types break only where breakableText put a <wbr> (after "/", inside a long
+   component after "_"), never inside a word ("Conv2DBackpropFilte r"): what is still too wide
+   scrolls sideways in the table's box. */
+table.data.compact td { padding: 2px 3px; }
 .table-note { font-size: 11px; color: var(--muted); margin-top: 2px; }
 table.data th.num, table.data td.num { text-align: right; }
-table.data td { padding: 2px 6px; border-bottom: 1px solid var(--border); vertical-align: top; }
+table.data td { padding: 2px 6px; border-bottom: 1px solid var(--border); vertical-align: top; overflow-wrap: normal; word-break: normal; }
 table.data td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
-table.data td.raw { font-family: "Roboto Mono", ui-monospace, monospace; font-size: 11px; overflow-wrap: anywhere; min-width: 230px; }
-table.data.compact td.raw { min-width: 150px; }
+table.data td.raw { font-family: "Roboto Mono", ui-monospace, monospace; font-size: 11px; min-width: 230px; }
+table.data.compact td.raw { min-width: 130px; }
 .bar { height: 8px; border-radius: 2px; background: var(--accent); display: inline-block; vertical-align: middle; }
 .cat-row { display: grid; grid-template-columns: 100px 1fr 80px; gap: 6px; align-items: center; font-size: 12px; }
 .stack-bar { display: flex; height: 12px; border-radius: 3px; overflow: hidden; background: var(--panel); margin: 4px 0; }
@@ -257,6 +260,9 @@ table.data.compact td.raw { min-width: 150px; }
 .legend .swatch-a { background: var(--curve); }
 .legend .swatch-b { background: repeating-linear-gradient(90deg, var(--accent) 0 5px, transparent 5px 8px); }
 .compare-table { max-height: 360px; overflow: auto; }
+/* The table of changes gets the wider half: its scope names break only after "/", and its four
+   figure columns should fit beside them without scrolling at 800 px and up. */
+.compare-two-up { grid-template-columns: minmax(0, 3fr) minmax(0, 5fr); }
 table.data tr.selected td { background: var(--select-soft); }
 
 /* Narrow (TensorBoard's iframe at 800 px): one column, the details under the curve and the

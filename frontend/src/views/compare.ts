@@ -103,7 +103,7 @@ export class CompareView {
       el(
         'div',
         { class: 'layout' },
-        el('div', { class: 'main-column' }, this.curve.element, el('div', { class: 'two-up' }, this.treemapPanel, this.tablePanel)),
+        el('div', { class: 'main-column' }, this.curve.element, el('div', { class: 'two-up compare-two-up' }, this.treemapPanel, this.tablePanel)),
         el('div', { class: 'side-column' }, this.details),
       ),
     );
