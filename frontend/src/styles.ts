@@ -214,7 +214,12 @@ table.data.compact td.raw { min-width: 130px; }
 .exports { display: flex; gap: 6px; }
 
 /* findings, what-if, model memory */
-.findings-list { display: flex; flex-direction: column; gap: 6px; max-height: 420px; overflow: auto; }
+/* The list takes the panel's height, which its row gets from the what-if beside it: its cards
+   scroll only past that (a flex basis of 0 adds nothing to the row's height), at least 200 px. */
+.findings-panel { display: flex; flex-direction: column; }
+.findings-toolbar { gap: 0 10px; }
+.findings-toolbar .findings-caption { font-size: 12px; }
+.findings-list { display: flex; flex-direction: column; gap: 6px; flex: 1 1 0px; min-height: 200px; overflow: auto; }
 .finding { border: 1px solid var(--border); border-radius: 4px; padding: 4px 8px; font-size: 12px; overflow-wrap: anywhere; }
 .finding.clickable { cursor: pointer; }
 .finding.clickable:hover { background: var(--select-soft); }
@@ -276,5 +281,6 @@ table.data tr.selected td { background: var(--select-soft); }
 /* Narrower still: two panels side by side would be too thin to read. */
 @media (max-width: 639px) {
   .two-up { grid-template-columns: minmax(0, 1fr); }
+  .findings-list { flex: 0 0 auto; max-height: 480px; }
 }
 `;

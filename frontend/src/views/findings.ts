@@ -10,14 +10,17 @@ import type { Selection } from '../selection';
 export class FindingsView {
   readonly element: HTMLElement;
   private readonly list = el('div', { class: 'findings-list panel-body', 'data-testid': 'findings' });
-  private readonly caption = el('span', { class: 'muted shrink' });
+  private readonly caption = el('span', { class: 'muted findings-caption' });
+  /** "click one to select its layer": only where some finding names a layer to select. */
+  private readonly hint = el('span', { class: 'muted findings-caption hidden', 'data-testid': 'findings-hint' }, 'click one to select its layer');
   private items: { scope: string | null; node: HTMLElement }[] = [];
 
   constructor(private readonly selection: Selection) {
     this.element = el(
       'section',
       { class: 'panel findings-panel', 'aria-label': 'Findings: what to change so the step fits' },
-      el('div', { class: 'panel-toolbar one-row' }, el('h2', {}, 'Findings'), this.caption),
+      // The toolbar wraps: its caption and hint are read in full, never cut with an ellipsis.
+      el('div', { class: 'panel-toolbar findings-toolbar' }, el('h2', {}, 'Findings'), this.caption, this.hint),
       this.list,
     );
     selection.subscribe((_state, changed) => {
@@ -29,12 +32,13 @@ export class FindingsView {
   setData(findings: Finding[] | undefined, device: DeviceSummary | null): void {
     clear(this.list);
     this.items = [];
+    this.hint.classList.add('hidden');
     if (findings === undefined) {
       this.caption.textContent = 'this server sends no findings';
       return;
     }
     const sorted = sortFindings(findings);
-    this.caption.textContent = sorted.length ? 'largest first, those held at the peak before the rest · click one to select its layer' : '';
+    this.caption.textContent = sorted.length > 1 ? 'largest first, those held at the peak before the rest' : '';
     if (sorted.length === 0) {
       this.list.append(el('div', { class: 'muted', 'data-testid': 'findings-none' }, 'Nothing to flag in this step: no layout transposes, large convolution scratch, constants in the graph, growth across steps, allocator gap or variables copied by their updates.'));
       return;
@@ -43,6 +47,7 @@ export class FindingsView {
     sorted.forEach((finding, i) => {
       this.list.append(this.item(finding, device, i > 0 && sorted[i - 1]?.suggestion === finding.suggestion));
     });
+    this.hint.classList.toggle('hidden', !this.list.querySelector('.finding.clickable'));
     this.markSelected();
   }
 

@@ -917,6 +917,38 @@ describe('FindingsView', () => {
   });
 });
 
+describe('FindingsView hint', () => {
+  const finding = (scope: string | null, bytes: number): Finding => ({
+    kind: scope ? 'conv_scratch' : 'allocator_gap', bytes, scope, nodes: [], message: 'm', suggestion: 's', device: null, details: {},
+  });
+  const hint = () => document.querySelector<HTMLElement>('[data-testid=findings-hint]')!;
+
+  it('says a click selects a layer only when some finding has one to select', () => {
+    const view = new FindingsView(new Selection());
+    mount(view.element);
+    view.setData([finding(null, 10)], null);
+    expect(document.querySelector('.finding.clickable')).toBeNull();
+    expect(hint().classList.contains('hidden')).toBe(true);
+    view.setData([finding(null, 10), finding('model/conv', 5)], null);
+    expect(document.querySelectorAll('.finding.clickable').length).toBe(1);
+    expect(hint().classList.contains('hidden')).toBe(false);
+    expect(hint().textContent).toBe('click one to select its layer');
+    view.setData([], null);
+    expect(hint().classList.contains('hidden')).toBe(true);
+    view.setData(undefined, null);
+    expect(hint().classList.contains('hidden')).toBe(true);
+  });
+
+  it('keeps its caption and hint out of a one-row toolbar that would cut them', () => {
+    const view = new FindingsView(new Selection());
+    mount(view.element);
+    view.setData([finding('a/b', 10), finding('a/c', 5)], null);
+    const toolbar = hint().closest('.panel-toolbar')!;
+    expect(toolbar.classList.contains('one-row')).toBe(false);
+    expect(toolbar.querySelector('.shrink')).toBeNull();
+  });
+});
+
 describe('PickersView compare', () => {
   it('offers every traced step but the one shown, which it names as this step', () => {
     const selection = new Selection();
