@@ -164,6 +164,8 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .more-list .more-item[aria-pressed="true"] { border-color: var(--select); background: var(--select-soft); }
 .more-list .more-item .name { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .treemap-note { font-size: 12px; color: var(--muted); margin-top: 4px; }
+.more-button { margin-left: auto; font-size: 11px; padding: 1px 6px; color: var(--muted); border-style: dashed; }
+.more-button[aria-expanded="true"] { border-style: solid; color: var(--fg); }
 
 /* graph */
 .graph-area { contain: strict; position: relative; height: 330px; overflow: hidden; border-radius: 4px; background: var(--panel); }

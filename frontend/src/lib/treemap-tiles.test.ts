@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { aggregateTiles, moreLabel } from './treemap-tiles';
+import { TILE_BORDER, TILE_PADDING_X, TILE_PADDING_Y, aggregateTiles, moreLabel, tileBox, tileBoxStyle } from './treemap-tiles';
 
 interface Child {
   scope: string;
@@ -88,5 +88,35 @@ describe('aggregateTiles', () => {
 
   it('labels the folded tile', () => {
     expect(moreLabel(12)).toBe('(12 more)');
+  });
+});
+
+describe('tileBox', () => {
+  /** The outer width a border-box element takes: never less than its padding and border. */
+  const drawnWidth = (b: ReturnType<typeof tileBox>) => Math.max(b.width, 2 * (b.paddingX + b.border));
+  const drawnHeight = (b: ReturnType<typeof tileBox>) => Math.max(b.height, 2 * (b.paddingY + b.border));
+
+  it('keeps the CSS padding and border where the tile has room', () => {
+    const box = tileBox(10, 20, 110, 80);
+    expect(box).toEqual({ left: 10, top: 20, width: 100, height: 60, paddingX: TILE_PADDING_X, paddingY: TILE_PADDING_Y, border: TILE_BORDER });
+    expect(tileBoxStyle(box)).toBe('left:10px;top:20px;width:100px;height:60px;');
+  });
+
+  it('keeps a thin tile at the right edge inside the treemap (the review’s "(N more)" tile drew 10 px past it)', () => {
+    const area = 600;
+    for (let w = 0; w <= 12; w++) {
+      const box = tileBox(area - w, 0, area, 330);
+      expect(box.left + drawnWidth(box), `width ${w}`).toBeLessThanOrEqual(area);
+      expect(box.paddingX).toBeGreaterThanOrEqual(0);
+    }
+    expect(tileBoxStyle(tileBox(598, 0, 600, 330))).toBe('left:598px;top:0px;width:2px;height:330px;padding:2px 0px;');
+    expect(tileBoxStyle(tileBox(599, 0, 600, 330))).toBe('left:599px;top:0px;width:1px;height:330px;padding:2px 0px;border-width:0px;');
+  });
+
+  it('keeps a flat tile at the bottom inside too', () => {
+    for (let h = 0; h <= 6; h++) {
+      const box = tileBox(0, 330 - h, 200, 330);
+      expect(box.top + drawnHeight(box), `height ${h}`).toBeLessThanOrEqual(330);
+    }
   });
 });

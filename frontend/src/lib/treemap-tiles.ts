@@ -105,3 +105,49 @@ export function aggregateTiles<T>(
 export function moreLabel(count: number): string {
   return `(${count} more)`;
 }
+
+/** A tile's padding (x, y) and border, as the page's CSS gives a tile with room for them. */
+export const TILE_PADDING_X = 4;
+export const TILE_PADDING_Y = 2;
+export const TILE_BORDER = 1;
+
+export interface TileBox {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+  /** Padding and border for this tile: less than the CSS's where the tile is too small for them. */
+  paddingX: number;
+  paddingY: number;
+  border: number;
+}
+
+/**
+ * Where a tile laid out at [x0, x1] x [y0, y1] is drawn. Tiles are border-box, but a box
+ * cannot be narrower than its padding and border: a 2 px "(N more)" tile with the CSS's 4 px
+ * padding was drawn 10 px wide and spilled past the treemap's right edge (and a click, which
+ * focuses it, scrolled the treemap sideways). A small tile gets less padding and border, so it
+ * stays inside its rectangle.
+ */
+export function tileBox(x0: number, y0: number, x1: number, y1: number): TileBox {
+  const width = Math.max(0, x1 - x0);
+  const height = Math.max(0, y1 - y0);
+  const border = Math.min(TILE_BORDER, Math.floor(width / 2), Math.floor(height / 2));
+  return {
+    left: x0,
+    top: y0,
+    width,
+    height,
+    paddingX: Math.min(TILE_PADDING_X, Math.floor((width - 2 * border) / 2)),
+    paddingY: Math.min(TILE_PADDING_Y, Math.floor((height - 2 * border) / 2)),
+    border,
+  };
+}
+
+/** The inline style of a tile's box: its place and size, and its padding and border where the CSS's do not fit. */
+export function tileBoxStyle(box: TileBox): string {
+  let style = `left:${box.left}px;top:${box.top}px;width:${box.width}px;height:${box.height}px;`;
+  if (box.paddingX < TILE_PADDING_X || box.paddingY < TILE_PADDING_Y) style += `padding:${box.paddingY}px ${box.paddingX}px;`;
+  if (box.border < TILE_BORDER) style += `border-width:${box.border}px;`;
+  return style;
+}

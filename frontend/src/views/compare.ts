@@ -23,7 +23,7 @@ import {
   type CompareFigure,
 } from '../lib/compare';
 import type { Column } from '../lib/table';
-import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
+import { aggregateTiles, moreLabel, tileBox, tileBoxStyle, type Tile } from '../lib/treemap-tiles';
 import { parentScope, type Selection } from '../selection';
 import { CompareCurveView } from './compare-curve';
 import { DataTable } from './data-table';
@@ -307,7 +307,7 @@ export class CompareView {
   }
 
   private tileElement(tile: Tile<CompareScopeRow>, x: number, y: number, w: number, h: number, extent: number): HTMLElement {
-    const style = `left:${x}px;top:${y}px;width:${w}px;height:${h}px;`;
+    const style = tileBoxStyle(tileBox(x, y, x + w, y + h));
     if (tile.type === 'more') {
       return el('div', { class: 'tile more', style, title: `${moreLabel(tile.count)}: ${formatBytes(tile.value)} in all (in the table)` }, el('span', { class: 'name' }, moreLabel(tile.count)));
     }

@@ -8,7 +8,7 @@ import { clear, el, setLoading, showPanelError } from '../dom';
 import { countOf, formatBytes, formatCount, formatPercent, shareOf } from '../format';
 import { CATEGORY_COLORS, colorForName, dominantCategory } from '../lib/colors';
 import { paramsText } from '../lib/resident';
-import { aggregateTiles, moreLabel, type Tile } from '../lib/treemap-tiles';
+import { aggregateTiles, moreLabel, tileBox, tileBoxStyle, type Tile } from '../lib/treemap-tiles';
 import type { Selection } from '../selection';
 import { onResize } from './resize';
 import { placeholderText } from '../lib/placeholders';
@@ -28,6 +28,8 @@ const INSIDE_MIN_WIDTH = 90;
 const INSIDE_MIN_HEIGHT = 64;
 /** Room kept at the top of such a tile for its name and bytes. */
 const INSIDE_HEADER = 30;
+/** A "(N more)" tile thinner than this is not drawn: the button below the treemap stands for it. */
+const MORE_MIN_PX = 8;
 /** Names of what a tile holds given in its tooltip. */
 const INSIDE_TITLE_NAMES = 5;
 
@@ -49,6 +51,8 @@ export class TreemapView {
   private readonly upButton = el('button', { type: 'button', title: 'Back to the parent scope' }, 'Up');
   private readonly note = el('div', { class: 'treemap-note' });
   private readonly moreList = el('div', { class: 'more-list hidden', 'data-testid': 'treemap-more-list' });
+  /** "(N more)" below the treemap, where its tile would be too thin to see or click. */
+  private readonly moreButton = el('button', { type: 'button', class: 'more-button hidden', 'data-testid': 'treemap-more', 'aria-controls': 'mem-treemap-more-list' });
   private folded: ScopeChild[] = [];
   private readonly legend = el('div', { class: 'legend' });
   private data: ScopesResponse | null = null;
@@ -74,7 +78,7 @@ export class TreemapView {
       el('div', { class: 'panel-toolbar one-row' }, el('h2', {}, 'Scopes'), this.crumbs, el('span', { class: 'spacer' }), this.upButton, this.drillButton),
       body,
       this.moreList,
-      el('div', { class: 'panel-toolbar bottom' }, el('label', {}, 'size', this.sizeSelect), el('label', {}, 'colour', this.colorSelect)),
+      el('div', { class: 'panel-toolbar bottom' }, el('label', {}, 'size', this.sizeSelect), el('label', {}, 'colour', this.colorSelect), this.moreButton),
       this.note,
       this.legend,
     );
@@ -83,6 +87,8 @@ export class TreemapView {
       this.render();
     });
     this.colorSelect.addEventListener('change', () => this.render());
+    this.moreList.id = 'mem-treemap-more-list';
+    this.moreButton.addEventListener('click', () => this.toggleMoreList());
     this.drillButton.addEventListener('click', () => {
       const target = this.drillTarget();
       if (target) this.selection.drill(target.scope);
@@ -183,6 +189,7 @@ export class TreemapView {
     this.stops = [];
     this.labelled = [];
     this.note.textContent = '';
+    this.moreButton.classList.add('hidden');
     const data = this.data;
     this.upButton.disabled = !data || data.path.length < 2;
     if (!data) {
@@ -203,6 +210,7 @@ export class TreemapView {
     const more = agg.tiles.find((t) => t.type === 'more');
     this.folded = more && more.type === 'more' ? more.items : [];
     this.moreList.classList.add('hidden');
+    this.moreButton.setAttribute('aria-expanded', 'false');
     // A level of many tiny children (one flat scope of thousands of ops) is mostly the
     // "(N more)" tile: list them at once so each stays one click away.
     if (more && agg.total > 0 && more.value / agg.total > OPEN_LIST_SHARE) this.toggleMoreList();
@@ -226,7 +234,10 @@ export class TreemapView {
         y1: n.y1,
       }));
       const fragment = document.createDocumentFragment();
-      for (const p of placed) fragment.append(this.tileElement(p, total));
+      for (const p of placed) {
+        if (p.tile.type === 'more' && (p.x1 - p.x0 < MORE_MIN_PX || p.y1 - p.y0 < MORE_MIN_PX)) this.showMoreButton(p.tile.count, p.tile.value);
+        else fragment.append(this.tileElement(p, total));
+      }
       this.area.append(fragment);
     }
     this.renderNotes(agg.nonPositive.length, data);
@@ -241,7 +252,7 @@ export class TreemapView {
   private tileElement(p: Placed, total: number): HTMLElement {
     const w = p.x1 - p.x0;
     const h = p.y1 - p.y0;
-    const style = `left:${p.x0}px;top:${p.y0}px;width:${w}px;height:${h}px;`;
+    const style = tileBoxStyle(tileBox(p.x0, p.y0, p.x1, p.y1));
     const tile = p.tile;
     if (tile.type === 'more') {
       const label = moreLabel(tile.count);
@@ -320,6 +331,14 @@ export class TreemapView {
     this.tileByScope.set(child.scope, node);
     this.stops.push(node);
     return node;
+  }
+
+  /** The folded children's button below the treemap, in place of a tile too thin to see or click. */
+  private showMoreButton(count: number, value: number): void {
+    const label = moreLabel(count);
+    this.moreButton.textContent = `${label} ${formatBytes(value)}`;
+    this.moreButton.title = `${label}: ${formatCount(count)} smaller children, ${formatBytes(value)} in all, too small for a tile. Click to list them.`;
+    this.moreButton.classList.remove('hidden');
   }
 
   /** What a child holds, sized by the figure in use: the parts it lists with bytes, in a treemap of their own. */
@@ -402,6 +421,7 @@ export class TreemapView {
     const list = this.moreList;
     if (!list.classList.contains('hidden')) {
       list.classList.add('hidden');
+      this.moreButton.setAttribute('aria-expanded', 'false');
       return;
     }
     clear(list);
@@ -424,6 +444,7 @@ export class TreemapView {
       list.append(el('div', { class: 'muted' }, `and ${formatCount(this.folded.length - shown.length)} smaller`));
     }
     list.classList.remove('hidden');
+    this.moreButton.setAttribute('aria-expanded', 'true');
     this.updateSelected();
   }
 

@@ -138,6 +138,44 @@ describe('TreemapView', () => {
   });
 });
 
+describe('TreemapView tile bounds', () => {
+  it('draws every tile, the "(N more)" one too, inside the treemap with its padding and border', () => {
+    const many: ScopesResponse = {
+      ...level,
+      children: [
+        { ...level.children[0]!, scope: 'big', name: 'big', figures: figures(10_000_000) },
+        { ...level.children[0]!, scope: 'mid', name: 'mid', figures: figures(2_000_000) },
+        ...Array.from({ length: 40 }, (_, i) => ({ ...level.children[1]!, scope: `tiny${i}`, name: `tiny${i}`, figures: figures(40) })),
+      ],
+    };
+    const view = new TreemapView(new Selection());
+    mount(view.element);
+    view.setData(many);
+    // The folded children's share here is too small for a visible tile: a button below the treemap stands for it.
+    const more = document.querySelector<HTMLElement>('[data-testid=treemap-more]')!;
+    expect(more.tagName).toBe('BUTTON');
+    expect(more.classList.contains('hidden')).toBe(false);
+    expect(more.closest('.treemap-area')).toBeNull();
+    expect(more.textContent).toContain('(40 more)');
+    const list = document.querySelector<HTMLElement>('[data-testid=treemap-more-list]')!;
+    expect(list.classList.contains('hidden')).toBe(true);
+    more.click();
+    expect(list.classList.contains('hidden')).toBe(false);
+    expect(list.querySelectorAll('[data-testid=treemap-more-item]').length).toBe(40);
+    expect(more.getAttribute('aria-expanded')).toBe('true');
+    // jsdom lays nothing out: the view takes 600 x 330, and the CSS gives a tile 2px 4px padding and a 1px border.
+    for (const tile of document.querySelectorAll<HTMLElement>('.treemap-area > .tile')) {
+      const st = tile.style;
+      const px = (v: string, fallback: number) => (v === '' ? fallback : parseFloat(v));
+      const border = px(st.borderWidth, 1);
+      const outerW = Math.max(px(st.width, 0), 2 * (px(st.paddingLeft, 4) + border));
+      const outerH = Math.max(px(st.height, 0), 2 * (px(st.paddingTop, 2) + border));
+      expect(px(st.left, 0) + outerW, tile.dataset.scope ?? 'more').toBeLessThanOrEqual(600);
+      expect(px(st.top, 0) + outerH, tile.dataset.scope ?? 'more').toBeLessThanOrEqual(330);
+    }
+  });
+});
+
 describe('TreemapView inside a big tile', () => {
   const inner = [
     { scope: `${EVIL}/a/${EVIL}`, name: EVIL, kind: 'scope' as const, has_children: true, exec_count: 2, top_op_type: 'MatMul', figures: figures(120), categories: cats },
