@@ -249,6 +249,8 @@ table.data.compact td.raw { min-width: 130px; }
 .curve-svg .whatif-max text { fill: var(--select); font-size: 10px; }
 .curve-svg .whatif-points circle { fill: var(--curve); }
 .curve-svg .whatif-traced rect { fill: var(--accent); }
+/* The asked batch's label may cross the line it labels: a halo of the background keeps it legible. */
+.curve-svg.whatif-svg .peak text { paint-order: stroke; stroke: var(--bg); stroke-width: 3px; stroke-linejoin: round; }
 .resident-line { font-size: 12px; }
 .peak-mode { padding: 0 6px; font-size: 11px; }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WhatIfResponse } from '../api';
-import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, notes, otherRuns, quotedRun, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, labelBaseline, pointLabelPlace, maxBatchText, methodText, notes, otherRuns, quotedRun, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
 
 function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
   return {
@@ -167,6 +167,26 @@ describe('axis labels at the chart edges', () => {
   it('sets a mark label after the mark unless it would run past the right edge', () => {
     expect(besideAnchor(100, 'max 1,024', 480)).toBe('start');
     expect(besideAnchor(440, 'max 1,024', 480)).toBe('end');
+  });
+
+  it('keeps a point’s label inside the plot area, above the x axis (the review’s "batch 32: 324 MiB" by "0 B")', () => {
+    const plot = { left: 66, right: 464, top: 14, bottom: 148 };
+    const text = 'batch 32: 324 MiB';
+    // A point on the axis at the left edge: the label goes after it, its baseline clear of the axis.
+    const low = pointLabelPlace(67, 147.5, text, plot);
+    expect(low.anchor).toBe('start');
+    expect(low.x).toBeGreaterThanOrEqual(plot.left);
+    expect(low.y).toBeLessThanOrEqual(plot.bottom - 8);
+    // A point in the middle: a little above it, unchanged.
+    expect(pointLabelPlace(200, 80, text, plot)).toEqual({ x: 206, y: 72, anchor: 'start' });
+    // At the right edge it goes before the point; at the top it stays below the plot's top.
+    const high = pointLabelPlace(460, 14, text, plot);
+    expect(high).toEqual({ x: 454, y: plot.top + 11, anchor: 'end' });
+    expect(high.x - text.length * 7).toBeGreaterThanOrEqual(plot.left);
+    // Wider than either side: flush with the right edge, never over the y axis's labels.
+    expect(pointLabelPlace(200, 80, 'x'.repeat(60), { ...plot, right: 300 })).toEqual({ x: 300, y: 72, anchor: 'end' });
+    expect(labelBaseline(200, plot)).toBe(140);
+    expect(labelBaseline(0, plot)).toBe(25);
   });
 
   it('asks for fewer ticks when the batches are long numbers', () => {

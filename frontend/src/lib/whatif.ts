@@ -44,6 +44,40 @@ export function besideAnchor(x: number, text: string, hi: number): 'start' | 'en
   return x + 6 + text.length * AXIS_CHAR_PX > hi ? 'end' : 'start';
 }
 
+/** About how wide a character of a point's label is (11 px, bold). */
+const LABEL_CHAR_PX = 7;
+/** A point label's font size, and the room kept between its baseline and the x axis (descenders, the dots on the axis). */
+const LABEL_FONT_PX = 11;
+const LABEL_AXIS_GAP_PX = 8;
+
+/** The chart's plot area: inside the axes, in the SVG's pixels (y grows downwards: `bottom` is the x axis). */
+export interface PlotArea {
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
+/**
+ * Where the label of a point at (x, y) goes: a little above it, after it where it fits before
+ * the right edge, else before it, and always inside the plot area: never below the x axis's
+ * line or on it (a point near 0 B had its label across the axis, by the "0 B" tick), never
+ * over the y axis's labels. Returns the text's x, its baseline and its anchor.
+ */
+export function pointLabelPlace(x: number, y: number, text: string, plot: PlotArea): { x: number; y: number; anchor: 'start' | 'end' } {
+  const width = text.length * LABEL_CHAR_PX;
+  let place: { x: number; anchor: 'start' | 'end' };
+  if (x + 6 + width <= plot.right) place = { x: Math.max(x + 6, plot.left), anchor: 'start' };
+  else if (x - 6 - width >= plot.left) place = { x: x - 6, anchor: 'end' };
+  else place = { x: plot.right, anchor: 'end' }; // wider than either side: flush with the right edge
+  return { ...place, y: labelBaseline(y - 8, plot) };
+}
+
+/** A label's baseline moved inside the plot area: its top below `top`, its descenders clear above the x axis. */
+export function labelBaseline(baseline: number, plot: PlotArea): number {
+  return Math.min(Math.max(baseline, plot.top + LABEL_FONT_PX), plot.bottom - LABEL_AXIS_GAP_PX);
+}
+
 /** How many batch ticks fit along `px` without their labels touching, the largest batch's label the widest. */
 export function batchTickCount(px: number, largest: number): number {
   return Math.max(2, Math.floor(px / (formatCount(largest).length * AXIS_CHAR_PX + 24)));

@@ -866,6 +866,24 @@ describe('WhatIfView', () => {
     expect(view.request()).toEqual({ batch: expect.any(Number), runs: [], limit: 8 * 2 ** 30, tracedBatch: null });
   });
 
+  it('keeps the asked batch’s label inside the plot, above the x axis, when the limit dwarfs it', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    // The review's case: batch 32 asked, the series up to 3,300, a 16 GiB limit: the point sits on the axis.
+    const big = 16 * 2 ** 30;
+    view.setData({
+      ...answer, batch: 32, limit_bytes: big, limit_source: 'limit', limit_applies_to: 'peak_rise_bytes', max_batch: 1668, max_batch_searched: 3300,
+      series: { batch: [1, 32, 1668, 3300], one_step: { peak_rise_bytes: [10 * 2 ** 20, 324 * 2 ** 20, big, 2 * big], peak_bytes: null }, fit: null },
+    });
+    const label = view.element.querySelector<SVGTextElement>('[data-testid=whatif-asked] text')!;
+    const circle = view.element.querySelector<SVGCircleElement>('[data-testid=whatif-asked] circle')!;
+    const axisY = Math.max(...[...view.element.querySelectorAll<SVGLineElement>('.axis line')].map((l) => Number(l.getAttribute('y1'))));
+    expect(Number(circle.getAttribute('cy'))).toBeGreaterThan(axisY - 5); // the point is on the axis
+    expect(Number(label.getAttribute('y'))).toBeLessThanOrEqual(axisY - 8);
+    expect(label.getAttribute('text-anchor')).toBe('start');
+    expect(Number(label.getAttribute('x'))).toBeGreaterThanOrEqual(66);
+  });
+
   it('says in words why a run picked to fit with was left out, names as text', () => {
     const view = new WhatIfView(() => ['x']);
     document.body.replaceChildren(view.element);

@@ -11,7 +11,7 @@ import type { WhatIfLayer, WhatIfResponse } from '../api';
 import { clear, el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '../format';
 import type { Column } from '../lib/table';
-import { batchTickCount, besideAnchor, edgeAnchor, maxBatchText, methodText, notes, parseBatch, parseLimit, quotedRun, skippedText, whatIfChart } from '../lib/whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, labelBaseline, maxBatchText, methodText, notes, parseBatch, parseLimit, pointLabelPlace, quotedRun, skippedText, whatIfChart, type PlotArea } from '../lib/whatif';
 import { DataTable } from './data-table';
 import { onResize } from './resize';
 
@@ -237,6 +237,7 @@ export class WhatIfView {
     const bytes = byteAxis(chart.yDomain[0], chart.yDomain[1], 4);
     const y = scaleLinear().domain(bytes.domain).range([HEIGHT - MARGIN.bottom, MARGIN.top]);
     const label = (b: number) => (chart.absolute ? formatBytes(b) : formatBytesDelta(b));
+    const plot: PlotArea = { left: MARGIN.left, right: width - MARGIN.right, top: MARGIN.top, bottom: HEIGHT - MARGIN.bottom };
 
     const grid = svg.append('g').attr('class', 'grid');
     const axis = svg.append('g').attr('class', 'axis');
@@ -254,7 +255,7 @@ export class WhatIfView {
     if (chart.limitBytes !== null) {
       const g = svg.append('g').attr('class', 'capacity').attr('data-testid', 'whatif-limit-line');
       g.append('line').attr('x1', MARGIN.left).attr('x2', width - MARGIN.right).attr('y1', y(chart.limitBytes)).attr('y2', y(chart.limitBytes));
-      g.append('text').attr('x', width - MARGIN.right - 2).attr('y', y(chart.limitBytes) - 3).attr('text-anchor', 'end').text(`limit ${formatBytes(chart.limitBytes)}`);
+      g.append('text').attr('x', width - MARGIN.right - 2).attr('y', labelBaseline(y(chart.limitBytes) - 3, plot)).attr('text-anchor', 'end').text(`limit ${formatBytes(chart.limitBytes)}`);
     }
     if (chart.maxBatch !== null && chart.maxBatch > 0) {
       const g = svg.append('g').attr('class', 'whatif-max').attr('data-testid', 'whatif-max-marker');
@@ -286,12 +287,8 @@ export class WhatIfView {
       const g = svg.append('g').attr('class', 'peak').attr('data-testid', 'whatif-asked');
       g.append('circle').attr('cx', x(chart.asked.batch)).attr('cy', y(chart.asked.bytes)).attr('r', 4);
       const text = `batch ${formatCount(chart.asked.batch)}: ${label(chart.asked.bytes)}`;
-      const anchor = besideAnchor(x(chart.asked.batch), text, width);
-      g.append('text')
-        .attr('x', x(chart.asked.batch) + (anchor === 'end' ? -6 : 6))
-        .attr('y', y(chart.asked.bytes) - 6)
-        .attr('text-anchor', anchor)
-        .text(text);
+      const place = pointLabelPlace(x(chart.asked.batch), y(chart.asked.bytes), text, plot);
+      g.append('text').attr('x', place.x).attr('y', place.y).attr('text-anchor', place.anchor).text(text);
     }
   }
 }
