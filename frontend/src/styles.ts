@@ -39,7 +39,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .picker select { max-width: 200px; }
 .picker #mem-compare { max-width: 140px; }
 /* One line whatever it says (the full text is its title): a long message never pushes the page down. */
-.header-end { margin-left: auto; flex: 1 1 120px; min-width: 120px; display: flex; gap: 10px; align-items: baseline; justify-content: flex-end; }
+.header-end { margin-left: auto; flex: 1 1 60px; min-width: 60px; display: flex; gap: 10px; align-items: baseline; justify-content: flex-end; }
 .status { color: var(--muted); flex: 1 1 auto; min-width: 0; text-align: right; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .status[data-kind="error"] { color: var(--error-fg); }
 .view-link { flex: 0 0 auto; font-size: 12px; }
@@ -60,7 +60,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .summary .summary-name-item > .label { flex: 0 0 auto; }
 .summary .summary-name-item > .name { flex: 0 1 auto; min-width: 0; display: inline-flex; overflow: hidden; }
 .summary .summary-name-item .name-head { flex: 0 1000 auto; min-width: 1.5em; overflow: hidden; text-overflow: ellipsis; }
-.summary .summary-name-item .name-tail { flex: 0 1 auto; min-width: 3em; overflow: hidden; text-overflow: ellipsis; }
+.summary .summary-name-item .name-tail { flex: 0 0 auto; max-width: 100%; overflow: hidden; text-overflow: ellipsis; }
 .summary .clickable { cursor: pointer; }
 .summary .clickable:hover .name, .summary .summary-name-item:focus-visible .name { text-decoration: underline; }
 .summary .summary-line.secondary { font-size: 12px; line-height: 17px; }
