@@ -117,10 +117,13 @@ export interface Resident {
   fed_bytes?: Bytes;
   /** start_bytes minus those: null without a baseline, negative when the GraphDef's tensors exceed it. */
   other_bytes: Bytes | null;
-  /** Why other_bytes is negative, when it is (else null). */
+  /** What to read other_bytes with: why it is negative, or the constants it may hold (else null). */
   other_note: string | null;
   /** Where the start counts only the allocator's larger requests (mklcpu): what `other_bytes` is read against. Absent from older servers. */
   counted_note?: string | null;
+  /** There: the model's smaller tensors in use before the step, in neither the start nor the peak, and the peak with them. */
+  uncounted_bytes?: Bytes | null;
+  peak_with_uncounted_bytes?: Bytes | null;
   weight_constants: boolean;
   note: string | null;
   layers: ResidentLayer[];

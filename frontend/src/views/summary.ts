@@ -96,6 +96,22 @@ export class SummaryView {
           `start ${formatBytes(device.start_bytes)}${countsFrom === null ? '' : '*'} → rise ${formatBytesDelta(rise)} → end ${formatBytes(device.end_bytes)}`,
         ),
       );
+      // The model's smaller tensors, which that allocator counts in no reading: the peak with them.
+      const small = device.resident?.uncounted_bytes ?? null;
+      const withSmall = device.resident?.peak_with_uncounted_bytes ?? null;
+      if (mode === 'absolute' && countsFrom !== null && small && withSmall !== null) {
+        main.append(
+          el(
+            'span',
+            {
+              'data-testid': 'summary-peak-with-small',
+              'data-bytes': String(withSmall),
+              title: `The model’s parameters, optimizer slots and feeds under ${formatBytes(countsFrom)} (${formatExactBytes(small)}), from the run’s graph: in use before the step, but ${device.allocator} counts them in no reading, so they are in neither the start nor the peak above. With them the peak is ${formatExactBytes(withSmall)}.`,
+            },
+            `with smaller tensors ${formatBytes(withSmall)}`,
+          ),
+        );
+      }
     } else {
       const shared = device.shared_with ?? [];
       main.append(

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CurveResponse, DefaultStepResponse, DeviceSummary, Figures, Finding, GraphResponse, ScopeDetails, ScopesResponse, SummaryResponse, WhatIfResponse } from '../api';
 import { el } from '../dom';
+import { formatBytes } from '../format';
 import { Selection } from '../selection';
 import { previewOfChild } from '../lib/scope-preview';
 import { DataTable } from './data-table';
@@ -545,6 +546,27 @@ describe('SummaryView', () => {
     const start = document.querySelector<HTMLElement>('[data-testid=summary-start-partial]')!;
     expect(start.textContent).toMatch(/^start [^*]+\* → rise/);
     expect(start.title).toContain('mklcpu counts only its requests of 256 KiB and more');
+    // No run graph: the smaller tensors are not known, and nothing is added.
+    expect(document.querySelector('[data-testid=summary-peak-with-small]')).toBeNull();
+  });
+
+  it('gives the peak with the model’s smaller tensors beside a start that leaves them out', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const resident = {
+      source: 'run_graph' as const, start_bytes: 0, param_count: 716963, param_bytes: 2867852, slot_bytes: 5735704,
+      fed_bytes: 393216, other_bytes: 0, other_note: null, weight_constants: false, note: null, layers: [],
+      uncounted_bytes: 8996772, peak_with_uncounted_bytes: 28313700,
+    };
+    const partial = { ...device, allocator: 'mklcpu', start_counts_from_bytes: 256 * 1024, resident };
+    view.setData(summary, partial);
+    const withSmall = document.querySelector<HTMLElement>('[data-testid=summary-peak-with-small]')!;
+    expect(withSmall.textContent).toBe(`with smaller tensors ${formatBytes(28313700)}`);
+    expect(withSmall.dataset.bytes).toBe('28313700');
+    expect(withSmall.title).toContain('mklcpu counts them in no reading');
+    // Shown as a rise, the peak has nothing to add them to.
+    document.querySelector<HTMLButtonElement>('[data-testid=summary-peak-mode]')!.click();
+    expect(document.querySelector('[data-testid=summary-peak-with-small]')).toBeNull();
   });
 
   it('shows no holder when there is none (a curve that never rises)', () => {
