@@ -956,6 +956,8 @@ describe('WhatIfView', () => {
       [...tr.querySelectorAll('td')].map((td) => td.textContent));
     expect(rows[0]).toEqual(['disc_1/fc1', '8.50 MiB', 'above batch 15.1', '36.1 KiB']);
     expect(rows[1]).toEqual(['gen/out', '2.19 MiB', '1.57 MiB', '2.46 KiB']);
+    // What a row counts, said beside the table (the treemap's tile of a scope holds its layers too).
+    expect(view.element.querySelector('[data-testid=whatif-layers-note]')!.textContent).toBe('each layer’s own ops; a layer inside it is a row of its own');
   });
 
   it('asks with the batch the step ran at where the user gives one, until another step is shown', () => {

@@ -95,7 +95,10 @@ export class WhatIfView {
       this.notesList,
       this.skippedNote,
       el('div', { 'data-testid': 'whatif-chart' }, this.svgNode),
-      el('div', { class: 'panel-toolbar', style: 'margin-top:4px' }, el('h2', {}, 'Layers at the predicted peak'), el('span', { class: 'spacer' }), this.layers.exports),
+      el('div', { class: 'panel-toolbar', style: 'margin-top:4px' }, el('h2', {}, 'Layers at the predicted peak'),
+        // As the CLI says it: a layer's row is its own ops, so a scope holding layers (a Keras model) reads less here than its treemap tile.
+        el('span', { class: 'muted', 'data-testid': 'whatif-layers-note', title: 'A layer is a scope with its gradients and optimizer updates folded in; its row counts its own ops only, and each layer inside it is a row of its own, so a scope that holds layers (a Keras model) reads less here than its treemap tile, which holds them all.' }, 'each layer’s own ops; a layer inside it is a row of its own'),
+        el('span', { class: 'spacer' }), this.layers.exports),
       this.layers.element,
     );
     this.element = el(
