@@ -853,7 +853,7 @@ def _whatif_steps(args: argparse.Namespace) -> tuple[list, list] | None:
 
 
 def _print_whatif(body: dict) -> None:
-    from .whatif import MAX_BATCH_SEARCHED
+    from .whatif import MAX_BATCH_SEARCHED, batch_text
     runs = ", ".join(f"{r['run']} / {r['tag']} (batch {r['batch']})" for r in body["runs"])
     print(f"== what-if at batch {body['batch']}, from {runs} on {body['runs'][0]['device']}")
     if body["predictions"]["fit"] is None and len(body["runs"]) > 1:
@@ -890,7 +890,7 @@ def _print_whatif(body: dict) -> None:
         if "per_sample_bytes" not in layer:
             how = f"  (traced {format_bytes(layer['traced_at_peak_bytes'])})"
         elif layer["from_batch"] is not None:  # grew faster than the batch: a negative fixed part says less
-            how = f"  ({format_bytes(layer['per_sample_bytes'])} per sample above batch {layer['from_batch']:g})"
+            how = f"  ({format_bytes(layer['per_sample_bytes'])} per sample above batch {batch_text(layer['from_batch'])})"
         else:
             how = f"  (fixed {format_bytes(layer['fixed_bytes'])} + {format_bytes(layer['per_sample_bytes'])} per sample)"
         print(f"     {format_bytes(layer['at_peak_bytes']):>12}  {layer['layer'] or '(top level)'}{how}")

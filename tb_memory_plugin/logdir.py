@@ -161,9 +161,10 @@ def data_provider(logdir: str, run: str | None = None):
 
     from . import store
 
-    # Graphs kept as TensorBoard's own loading keeps them (its default reservoir): a run written
-    # twice (a restarted script: two event files, one tag) then gives the CLI the graph and the
-    # step that the plugin reads inside TensorBoard.
+    # Every record of the graphs' tags kept (their reservoirs unbounded), then those written again at a
+    # step they already hold dropped as `tensorboard`'s Rust data server drops them (_as_tensorboard_serves):
+    # a run written twice (a restarted script: two event files, one tag) gives the CLI the graph and the
+    # step that the plugin reads inside `tensorboard --logdir`.
     multiplexer = plugin_event_multiplexer.EventMultiplexer(
         tensor_size_guidance={store.TAGGED_RUN_METADATA: 0, store.RUN_METADATA: 0})
     runs = run_directories(logdir, run)

@@ -350,7 +350,7 @@ def _initial_values(graph_nodes, nodes: dict, variables: dict) -> list[InitialVa
     """The constants the model's variables are assigned (`InitialValue`), once per value: a Const's
     dtype, shape and tensor, a Fill's dtype, shape and fill value. Variables of no known size, and
     values from other ops (a random initializer), none."""
-    found: dict[tuple, list] = {}
+    found: dict[tuple, tuple[str, dict, int]] = {}
     for node in graph_nodes:
         if node.op not in _ASSIGN_OPS or len(node.input) < 2:
             continue
@@ -361,10 +361,12 @@ def _initial_values(graph_nodes, nodes: dict, variables: dict) -> list[InitialVa
         keyed = _constant_value(value, nodes)
         if keyed is None or not keyed[1]:
             continue
-        entry = found.setdefault(keyed[0], [value.name, [], keyed[1]])
-        if target not in entry[1]:
-            entry[1].append(target)
+        # The variables in order, once each (a dict: thousands of biases or slots may share one value).
+        found.setdefault(keyed[0], (value.name, {}, keyed[1]))[1][target] = None
     return [InitialValue(name, tuple(targets), nbytes) for name, targets, nbytes in found.values()]
+
+
+_HASHED_CONTENT = 1 << 20  # a Const's tensor up to this size is told apart by its bytes; a bigger one by its node
 
 
 def _constant_value(node, nodes: dict) -> tuple[tuple, int] | None:
@@ -373,8 +375,13 @@ def _constant_value(node, nodes: dict) -> tuple[tuple, int] | None:
         tensor = node.attr["value"].tensor
         shape = _shape(tensor.tensor_shape)
         nbytes = _sized(tensor.dtype, shape)[1]
-        return (("Const", tensor.dtype, shape, hash(tensor.SerializeToString(deterministic=True))), nbytes or 0) \
-            if nbytes else None
+        if not nbytes:
+            return None
+        # A splat (Adagrad's 0.1: one value for all) or a small tensor by its bytes; a big one (an embedding
+        # given as a numpy array) by its node, rather than copying and hashing it.
+        small = tensor.ByteSize() <= _HASHED_CONTENT
+        value = tensor.SerializeToString(deterministic=True) if small else node.name
+        return ("Const", tensor.dtype, shape, value), nbytes
     if node.op != "Fill" or len(node.input) < 2:
         return None
     shape_node, fill = (nodes.get(name.lstrip("^").split(":", 1)[0]) for name in node.input[:2])
@@ -585,7 +592,7 @@ def other_note(resident: "Resident") -> str | None:
     shown = ", ".join(f"{value.node} ({format_bytes(value.bytes)})" for value in values[:3])
     more = f" and {len(values) - 3} more" if len(values) > 3 else ""
     return (f"{'other' if other < 1.1 * held else 'of other, ' + format_bytes(held)} may be the constants the "
-            f"model's variables were initialized from ({format_bytes(held)}): "
+            f"model's variables were initialized from{f' ({format_bytes(held)})' if other < 1.1 * held else ''}: "
             f"{shown}{more}. A TF1 session keeps each for its initializer's run, and a variable's first update "
             "copies it away from it: both stay in use for the session's life. Grappler folds zeros and ones (an "
             "optimizer slot's, a bias's) into such constants, and so does the session's own graph optimizer "

@@ -650,7 +650,22 @@ class OneStep:
         return events, int(curve.group_end[peak]), int(rise[peak])
 
     def peak_rise(self, batch: int) -> int:
-        return self._replay(batch)[2]
+        return self._peak_at(batch)[1]
+
+    def _peak_at(self, batch: int) -> tuple[int, int, int]:
+        """(the replay's peak's last event as `_replay` gives it, its rise, the replay's bytes at the traced
+        peak's moment) at `batch`, once per batch: the largest batch under a limit and the chart ask the
+        same batches of `peak_rise` and `moved_peak` many times, and a replay passes over every event."""
+        cache = self.__dict__.setdefault("_peaks", {})
+        if batch not in cache:
+            curve = self.space.curve
+            events, last, rise = self._replay(batch)
+            traced_last = int(curve.group_end[curve.peak_index]) if curve.peak_index >= 0 else -1
+            at_traced = int(np.cumsum(events[curve.event_order])[traced_last]) if last >= 0 <= traced_last else 0
+            if len(cache) >= 512:  # a bound: a long-lived step answers many questions
+                cache.clear()
+            cache[batch] = (last, rise, at_traced)
+        return cache[batch]
 
     def worst_chunks(self) -> "_WorstChunks":
         """The same replay, every scaled output given a chunk twice its request (`chunking`'s bound)."""
@@ -664,10 +679,9 @@ class OneStep:
         curve = self.space.curve
         # The traced batch's own replay is the curve itself: its peak.
         traced_last = int(curve.group_end[curve.peak_index]) if curve.peak_index >= 0 else -1
-        events, last, rise = self._replay(batch)
+        last, rise, at_traced_moment = self._peak_at(batch)
         if last < 0 or traced_last < 0 or last == traced_last:
             return None
-        at_traced_moment = int(np.cumsum(events[curve.event_order])[traced_last])
         if rise < 1.05 * at_traced_moment:
             return None
         trace = self.space.trace
@@ -793,11 +807,17 @@ def from_batch(fixed: float, per_sample: float) -> float | None:
     return round(float(-fixed / per_sample), 1) or None  # a few bytes below zero: none to speak of
 
 
+def batch_text(batch: float) -> str:
+    """A batch `from_batch` gives, in words: one decimal, none where it is whole (15.1, 2, 2,097,152)."""
+    text = f"{batch:,.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
 def line_text(fixed: float, per_sample: float) -> str:
     """A layer's fitted line in words, as the CLI and the warnings give it (bytes exact)."""
     start = from_batch(fixed, per_sample)
     if start is not None:
-        return f"{int(round(per_sample)):,} B per sample above batch {start:g}"
+        return f"{int(round(per_sample)):,} B per sample above batch {batch_text(start)}"
     return f"{int(round(fixed)):,} B fixed + {int(round(per_sample)):,} B per sample"
 
 
@@ -982,24 +1002,32 @@ class Fitted:
 
 
 class _FitWhereSeen:
-    """The fit, but at a batch where the one-step replay finds the peak at another moment of the step
-    (`OneStep.moved_peak`), which a line through the traced peaks cannot see, the one step: what the
-    answer asked at that batch leads with. The fit's largest batch under a limit is searched on it: on
-    the fit's line alone, a stranger's 8192-wide Dense layer traced at 64 and 256 was said to fit 2 GiB
-    up to batch 12,243, where the peak moves into the backward pass and the step took 2.28 GB (the one
-    step read 2,281,449,856 B there, and 10,881 as the largest)."""
+    """The fit, but at a batch where the one-step replay (from the traced step nearest that batch, as the
+    answer asked there is made) finds the peak at another moment of the step (`OneStep.moved_peak`),
+    which a line through the traced peaks cannot see, the higher of the two: what the answer there
+    leads with, never under the fit's line, so that the largest batch under a limit, found by doubling
+    and bisecting, reads a peak that does not fall as the batch grows (the fit's line and the one step's
+    replay each grow with it). On the fit's line alone, a stranger's 8192-wide Dense layer traced at
+    64 and 256 was said to fit 2 GiB up to batch 12,243, where the peak moves into the backward pass and
+    the step took 2.28 GB (the one step read 2,281,449,856 B there, and 10,881 as the largest)."""
 
-    def __init__(self, fitted: "Fitted", one: "OneStep") -> None:
-        self.fitted, self.one = fitted, one
+    def __init__(self, fitted: "Fitted", one_at: Callable[[int], "OneStep"]) -> None:
+        self.fitted, self.one_at = fitted, one_at
 
-    def _at(self, batch: int):
-        return self.one if self.one.moved_peak(batch) else self.fitted
+    def _moved(self, batch: int) -> "OneStep | None":
+        one = self.one_at(batch)
+        return one if one.moved_peak(batch) else None
 
     def peak_rise(self, batch: int) -> int:
-        return self._at(batch).peak_rise(batch)
+        one = self._moved(batch)
+        fit = self.fitted.peak_rise(batch)
+        return fit if one is None else max(fit, one.peak_rise(batch))
 
     def start_bytes(self, batch: int) -> int | None:
-        return self._at(batch).start_bytes(batch)
+        one = self._moved(batch)
+        if one is None or one.peak_rise(batch) <= self.fitted.peak_rise(batch):
+            return self.fitted.start_bytes(batch)
+        return one.start_bytes(batch)
 
 
 class _WorstChunks:
@@ -1076,6 +1104,13 @@ class Traced:
     @cached_property
     def batch(self) -> int:
         return self.given_batch or traced_batch(self.step)
+
+
+def nearest_traced(steps: list[Traced], batch: int) -> Traced:
+    """The traced step (with a curve) a one step to `batch` scales: the one whose batch is nearest it, the
+    larger where two are as near, the first given among equals (from batch 8 and 16 to 32, batch 8's step
+    had predicted a CNN's peak 16% low)."""
+    return min((s for s in steps if s.space.has_curve), key=lambda s: (abs(s.batch - batch), -s.batch))
 
 
 STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
@@ -1158,10 +1193,7 @@ class WhatIf:
         first = steps[0]
         if not first.space.has_curve:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")
-        # Scaled from the nearest batch (the larger where two are as near; the first given among
-        # equals): from batch 8 and 16 to 32, batch 8's step had predicted a CNN's peak 16% low.
-        with_curve = [s for s in steps if s.space.has_curve]
-        self.base = base = min(with_curve, key=lambda s: (abs(s.batch - batch), -s.batch))
+        self.base = base = nearest_traced(steps, batch)
         # XLA lays a program's values out again for each batch size: there is nothing to scale in one
         # step, only steps at several batch sizes to fit.
         self.one_step = None if ran_xla(base.step) else one_step(base.step, base.space, base.given_batch)
@@ -1297,5 +1329,10 @@ class WhatIf:
         """A prediction as the answer at each batch reads it, for the largest batch under a limit and
         the chart: a fit, where a one step scales, as `_FitWhereSeen`."""
         if predictor is self.fitted and self.one_step is not None and self.one_step.scales.any():
-            return _FitWhereSeen(self.fitted, self.one_step)
+            return _FitWhereSeen(self.fitted, self.one_step_at)
         return predictor
+
+    def one_step_at(self, batch: int) -> "OneStep":
+        """The one step an answer asked at `batch` makes: from the traced step nearest it (`nearest_traced`)."""
+        near = nearest_traced(self.steps, batch)
+        return one_step(near.step, near.space, near.given_batch)

@@ -139,6 +139,7 @@ def test_a_fixed_part_below_zero_reads_as_where_the_line_starts():
     assert whatif.from_batch(-3.0, 2441216.0) is None
     assert whatif.from_batch(-100.0, -5.0) is None
     assert whatif.line_text(1648277.4, 2519.2) == "1,648,277 B fixed + 2,519 B per sample"
+    assert [whatif.batch_text(b) for b in (15.1, 2.0, 2097152.0, 123456.7)] == ["15.1", "2", "2,097,152", "123,456.7"]
 
 
 def test_a_fit_needs_two_batch_sizes():
@@ -1315,6 +1316,13 @@ def test_the_largest_batch_that_fits_is_one_the_answer_at_it_says_fits():
     assert fits == 64  # the limit is what the one step reads at 64, where the peak has moved
     # On the fit's line alone, well past where the step, replayed, outgrows the limit.
     assert whatif.max_batch(question.fitted, limit, question.absolute(question.fitted)) > 2 * fits
+    # What the search reads never falls as the batch grows (it doubles, then bisects), and is never under
+    # the fit's line; where the replay finds the peak moved it is the one step's, from the nearest step.
+    searched = question.as_answered(question.fitted)
+    rises = [searched.peak_rise(batch) for batch in range(1, 3 * fits)]
+    assert all(a <= b for a, b in zip(rises, rises[1:]))
+    assert all(rise >= question.fitted.peak_rise(batch) for batch, rise in enumerate(rises, start=1))
+    assert rises[fits - 1] == question.one_step_at(fits).peak_rise(fits) > question.fitted.peak_rise(fits)
     key = None
     for batch, expected in ((fits, True), (fits + 1, False)):
         body = whatif_report.whatif_dict(whatif.WhatIf([small, large], batch, limit), series=True)
