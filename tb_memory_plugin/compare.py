@@ -12,6 +12,7 @@ exactly. Plain Python + numpy.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -206,8 +207,10 @@ class Comparison:
         (matched by name, B's renumbered as A's): about 1 for two steps of one model, little for two models,
         whose comparison then reads every entry as added or removed."""
         table = self.scopes
-        fewer = min(int(table.in_a.sum()), int(table.in_b.sum()))
-        return float((table.in_a & table.in_b).sum()) / fewer if fewer else 1.0
+        entries = np.array([name != "" for name in table.names])  # the root is every step's: not counted
+        in_a, in_b = table.in_a & entries, table.in_b & entries
+        fewer = min(int(in_a.sum()), int(in_b.sum()))
+        return float((in_a & in_b).sum()) / fewer if fewer else 1.0
 
     @property
     def models_note(self) -> str | None:
@@ -215,8 +218,9 @@ class Comparison:
         share = self.shared_share
         if share >= SAME_MODEL_SHARE:
             return None
-        return (f"A and B share {share:.0%} of their scopes: two different models? Scopes are matched by name, so "
-                "most of each step's read as added or removed")
+        shown = math.floor(share * 100)  # "50%" would read as half, which is not under it
+        return (f"A and B share {shown}% of their scopes and nodes: two different models? They are matched by "
+                "name, so most of each step's read as added or removed")
 
     @cached_property
     def _row_of(self) -> dict[str, int]:

@@ -160,10 +160,13 @@ def test_another_model_adds_and_removes_scopes():
     assert not comparison.categories(row).in_b.any()
     assert set(comparison.categories(row).status) == {compare.ADDED}
     # Said once: two models share few entries (the UX review compared them without a word).
-    table = comparison.scopes
-    shared = float((table.in_a & table.in_b).sum()) / min(table.in_a.sum(), table.in_b.sum())
+    # Counted from the two trees' own paths (no renumbering between these two models), the root left out.
+    a_paths = set(demo_step("unet_b2", "step_3").space(None).tree("layer").paths) - {""}
+    b_paths = set(demo_step("resnet9_b2", "step_3").space(None).tree("layer").paths) - {""}
+    shared = len(a_paths & b_paths) / min(len(a_paths), len(b_paths))
     assert comparison.shared_share == pytest.approx(shared) and shared < compare.SAME_MODEL_SHARE
-    assert comparison.models_note.startswith(f"A and B share {shared:.0%} of their scopes: two different models?")
+    assert comparison.models_note.startswith(f"A and B share {int(shared * 100)}% of their scopes and nodes: two "
+                                             "different models?")
     for same in (demo_comparison(("unet_b4", "step_3"), ("unet_b2", "step_3")),
                  demo_comparison(("unet_b2", "step_1"), ("unet_b2", "step_3"))):
         assert same.shared_share > 0.9 and same.models_note is None

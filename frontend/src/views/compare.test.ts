@@ -129,7 +129,7 @@ describe('CompareView of two models', () => {
     mount(view);
     view.setData(body);
     expect(document.querySelector('[data-testid=compare-models-note]')).toBeNull();
-    const said = `A and B share 8% of their scopes: two different models? ${EVIL}`;
+    const said = `A and B share 8% of their scopes and nodes: two different models? ${EVIL}`;
     view.setData({ ...body, shared_share: 0.08, models_note: said });
     const notes = document.querySelectorAll<HTMLElement>('[data-testid=compare-models-note]');
     expect(notes.length).toBe(1);
