@@ -213,6 +213,23 @@ describe('App switching the grouping', () => {
     expect(server.asked.filter((route) => route === 'scopes').length).toBeGreaterThan(1);
   });
 
+  it('applies only the last of two quick switches', async () => {
+    const server = new FakeServer(all);
+    const selection = new Selection();
+    open(server, selection);
+    await settle();
+    selection.drill('m');
+    selection.select('m');
+    await settle(30);
+    const picker = document.querySelector<HTMLSelectElement>('#mem-group')!;
+    for (const group of ['scope', 'layer']) {
+      picker.value = group;
+      picker.dispatchEvent(new Event('change'));
+    }
+    await settle(30);
+    expect(selection.get()).toMatchObject({ group: 'layer', focus: 'm', selected: 'm' });
+  });
+
   it('goes back to the top where the other grouping has no such scope', async () => {
     const server = new FakeServer(all, (route, url) =>
       url.includes('group=scope') && url.includes('scope=m') && (route === 'scope' || route === 'scopes')

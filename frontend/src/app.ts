@@ -57,6 +57,8 @@ export class App {
   private readonly curves: CurveLoads;
   private readonly compare: CompareLoads;
   private readonly whatif: WhatIfLoads;
+  /** Grouping switches asked for (`switchGroup`): only the last one asked is applied. */
+  private groupSwitches = 0;
   /** The graph panel's own readiness (data-ready on its element). */
   private readonly graphReadiness: LoadCounter;
 
@@ -82,6 +84,7 @@ export class App {
    * where it has not, back to its top, as a new grouping's scopes are other paths.
    */
   private async switchGroup(group: Group): Promise<void> {
+    const token = ++this.groupSwitches; // a later switch supersedes this one
     const before = this.selection.get();
     const p = stepParams(before);
     const selected = before.selected;
@@ -94,8 +97,11 @@ export class App {
       before.focus === '' || has(() => this.api.scopes({ ...p, group, scope: before.focus })),
       !selected || has(() => this.api.scope({ ...p, group, scope: selected, top: TOP_NODES })),
     ]);
-    const kept = focusKept && selectedKept && this.selection.get() === before; // nothing else picked meanwhile
-    this.selection.set(kept ? { group, focus: before.focus, selected: before.selected } : { group });
+    if (token !== this.groupSwitches) return;
+    const now = this.selection.get();
+    // Another step, device or scope picked meanwhile: the grouping asked for, over what is shown now.
+    const moved = stepKey(stepParams(now)) !== stepKey(p) || now.focus !== before.focus || now.selected !== selected;
+    this.selection.set(!moved && focusKept && selectedKept ? { group, focus: before.focus, selected } : { group });
   }
 
   /**
