@@ -124,11 +124,12 @@ def _print_no_scope(space: SpaceAnalysis, group: str, scope: str) -> None:
 
 def _print_dominant_scope(space: SpaceAnalysis, group: str, rows: list[tuple[str, dict]], figure: str) -> None:
     """Where one scope holds nearly all of a listing (a Keras model, one top scope): how to see inside it."""
-    total = sum(max(row[figure], 0) for _, row in rows)
-    if not rows or total <= 0:
+    found = report.dominant([row[figure] for _, row in rows]) if rows else None
+    if found is None:
         return
-    path, row = max(rows, key=lambda entry: entry[1][figure])
-    if row[figure] >= report.DOMINANT_SHARE * total and space.names.any_leaf_starting_with(group, path + "/"):
+    path, row = rows[found]
+    total = sum(max(other[figure], 0) for _, other in rows)
+    if space.names.any_leaf_starting_with(group, path + "/"):
         label = "at the peak" if figure == "at_peak_bytes" else "allocated"
         print(f"   {path} holds {row[figure] / total:.0%} of what the top level holds {label}: "
               f"--scope {path} lists what it holds")

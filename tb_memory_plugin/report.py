@@ -322,16 +322,24 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50,
     }
 
 
+def dominant(values) -> int | None:
+    """The index of the value that holds `DOMINANT_SHARE` of the positive ones (None: none does)."""
+    values = np.asarray(values, dtype=np.float64)
+    total = float(np.clip(values, 0, None).sum())
+    if total <= 0:
+        return None
+    largest = int(np.argmax(values))
+    return largest if values[largest] >= DOMINANT_SHARE * total else None
+
+
 def _stacked(tree, node: int) -> list[int]:
     """The entries a curve's stack splits `node` into, largest at the peak first: its children, but one that
-    holds `DOMINANT_SHARE` of them at the peak and has entries below it, those in its place (the UX review's
-    stack at the top level was one band, shared_model's 95%). They add up to `node` all the same."""
+    holds `DOMINANT_SHARE` of them at the peak (`dominant`) and has entries below it, those in its place (the
+    UX review's stack at the top level was one band, shared_model's 95%). They add up to `node` all the same."""
     children = [int(child) for child in tree.children[node]]
-    held = tree.figures[children, AT_PEAK] if children else np.zeros(0)
-    if not children or held.max() <= 0:
-        return children
-    largest = children[int(np.argmax(held))]
-    if held.max() < DOMINANT_SHARE * np.clip(held, 0, None).sum() or not len(tree.children[largest]):
+    found = dominant(tree.figures[children, AT_PEAK]) if children else None
+    largest = children[found] if found is not None else None
+    if largest is None or not len(tree.children[largest]):
         return children
     entries = [child for child in children if child != largest] + [int(c) for c in tree.children[largest]]
     return sorted(entries, key=lambda entry: -int(tree.figures[entry, AT_PEAK]))
