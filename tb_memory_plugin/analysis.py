@@ -8,6 +8,8 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
+import collections
+
 import functools
 from dataclasses import dataclass
 import threading
@@ -25,6 +27,7 @@ from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_lea
 from .trace import COUNTS_NONE, DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, readings_thresholds
 
 GROUPS = ("layer", "scope")
+_FEW_READINGS = 64  # readings_count_from reads a few that never move within their ops, one by one
 
 
 def _check_group(group: str) -> None:
@@ -248,7 +251,35 @@ class SpaceAnalysis:
             share = int(np.count_nonzero(offsets == np.median(offsets)))
             if share > best_share:
                 best, best_share = least, share
+        if best == COUNTS_NONE and space.snapshot_bytes.size <= _FEW_READINGS and space.snapshot_start_us is not None:
+            # A few readings that never move agree with counting none at their ops' ends. Read anywhere in their
+            # ops (a reading taken before an input's free: `reading_excess`), they may agree as well under a size
+            # that counts: that size, as an allocator counting none is the rarer (trial N's inference step, two
+            # readings 2 MiB apart in the records, had been read as counting none, and given no start).
+            for least in (*candidates, 0):
+                start, share = self._agreeing_within_ops(self._rise_counting(least))
+                if share >= best_share:
+                    self.__dict__["_start_within_ops"] = start  # the baseline's (`_baseline`)
+                    return least
         return best
+
+    def _agreeing_within_ops(self, rise: np.ndarray) -> tuple[int, int]:
+        """(the start the most readings agree with, how many), each reading read at its op's end or at a moment
+        of its op when the records' running total `rise` was higher (before a temporary's or an input's free,
+        as `reading_excess` allows; not before the op's own allocations, which its reading follows). The
+        lower start where two have as many. For a few readings only."""
+        space, curve = self.trace, self.curve
+        low = np.searchsorted(curve.time_us, space.snapshot_start_us, side="left")
+        high = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right")
+        votes: collections.Counter = collections.Counter()
+        for reading, first, last in zip(space.snapshot_bytes.tolist(), low.tolist(), high.tolist()):
+            at_end = int(rise[last - 1]) if last > 0 else 0
+            totals = {total for total in rise[max(first - 1, 0):last].tolist() if total >= at_end} | {at_end}
+            votes.update({reading - total for total in totals})
+        if not votes:
+            return 0, 0
+        start, share = min(votes.items(), key=lambda item: (-item[1], item[0]))
+        return start, share
 
     @property
     def readings_partial_from(self) -> int | None:
@@ -318,7 +349,9 @@ class SpaceAnalysis:
         if curve.time_us.size == 0:
             return "allocator_bytes_in_use", int(np.median(space.snapshot_bytes)), None
         offsets = self.snapshot_offsets
-        start = int(np.median(offsets))
+        # A few readings agreeing only when read within their ops give that start (readings_count_from).
+        within = self.__dict__.get("_start_within_ops") if self.readings_count_from != COUNTS_NONE else None
+        start = int(np.median(offsets)) if within is None else int(within)
         gap = int(np.max(np.abs(offsets - start)))
         if start < 0 or self.readings_count_from == COUNTS_NONE:  # readings that cannot hold the step's records,
             return "none", None, gap  # or count none of them: no usable baseline

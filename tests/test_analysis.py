@@ -914,6 +914,24 @@ def test_mklcpus_readings_are_read_against_the_requests_their_tensorflow_counted
     assert summary["peak_rise_bytes"] == records_peak([(t, b) for n in nodes for m in n.memory for t, b in m.records])[0]
 
 
+def test_two_mklcpu_readings_that_agree_only_within_their_ops_give_the_start():
+    """Trial N's inference step: a Dense layer's 2 MiB output, then the head's op, read before its input's free
+    (which the layer's op records inside the head's window). Both readings are the same bytes, which had read
+    as an allocator counting none of the step, and no start; within their ops they agree on the real start."""
+    mib, start = 1 << 20, 271_056_896
+    cpu = "/job:localhost/replica:0/task:0/device:CPU:0"
+    nodes = [
+        protos.Node("huge/Relu", 90, 52492, op="Relu", outputs=[("mklcpu", 2 * mib)],
+                    memory=[protos.Mem("mklcpu", [(182, 2 * mib), (52994, -2 * mib)], bytes_in_use=start + 2 * mib)]),
+        protos.Node("head/add", 52521, 53004, op="AddV2", outputs=[("mklcpu", 4096)],
+                    memory=[protos.Mem("mklcpu", [(52722, 4096)], bytes_in_use=start + 2 * mib)]),
+    ]
+    space = store.analyse_bytes(protos.serialized({cpu: nodes}), None).space(None)
+    assert space.readings_count_from == 256 * 1024
+    assert space.baseline == "allocator_bytes_in_use" and space.start_bytes == start
+    assert space.peak_bytes == start + 2 * mib + 4096 and findings.readings_gap(space) is None
+
+
 def test_mklcpu_readings_that_count_none_of_the_step_give_no_start():
     """With TF_ONEDNN_USE_SYSTEM_ALLOCATOR every request goes to malloc: the readings (its unused BFC's)
     never move while the step holds megabytes, and tell nothing of its start: no baseline."""
