@@ -4,6 +4,7 @@
 // selection (kept apart, so that leaving compare mode finds the single-step view as it was).
 
 import type { DeviceParams, Group } from './api';
+import type { PeakMode } from './lib/resident';
 
 export interface TimeRange {
   start_us: number;
@@ -32,6 +33,8 @@ export interface SelectionState {
   /** Compare mode's focused scope (in the union of both steps' trees) and selected scope. */
   compareFocus: string;
   compareSelected: string | null;
+  /** The peak and the curve in absolute bytes in use, or as the rise over the step's start (where both are known). */
+  peakMode: PeakMode;
 }
 
 export type SelectionKey = keyof SelectionState;
@@ -48,6 +51,7 @@ export const INITIAL_SELECTION: Readonly<SelectionState> = Object.freeze({
   against: null,
   compareFocus: '',
   compareSelected: null,
+  peakMode: 'absolute',
 });
 
 /** What a change to a key invalidates: scope paths belong to one run/step/device/grouping. */

@@ -178,12 +178,21 @@ def test_resident_memory_and_the_peak_as_absolute_or_rise(dashboard):
     assert dash.loc(tid("resident-counted-note")).text_content() == f"Note: {resident['counted_note']}."
     assert "counts only its requests of 256 KiB" in dash.loc(tid("summary-start-partial")).get_attribute("title")
 
+    # Beside that start, the peak with the model's smaller tensors, which no reading counts.
+    assert resident["uncounted_bytes"] > 0
+    assert int(dash.loc(tid("summary-peak-with-small")).get_attribute("data-bytes")) == \
+        resident["peak_with_uncounted_bytes"] == entry["peak_bytes"] + resident["uncounted_bytes"]
+
     peak = dash.loc(tid("summary-peak"))
+    curve_peak = dash.loc(f'{tid("curve-peak")} text')
     assert peak.get_attribute("data-mode") == "absolute"
     assert peak.text_content() == format_bytes(entry["peak_bytes"])
+    assert curve_peak.text_content().startswith(f"peak {format_bytes(entry['peak_bytes'])} at ")
     dash.loc(tid("summary-peak-mode")).click()
     assert peak.get_attribute("data-mode") == "rise"
     assert peak.text_content() == "+" + format_bytes(entry["peak_rise_bytes"])
+    # The curve follows: its peak is the rise over the step's start.
+    assert curve_peak.text_content().startswith(f"peak +{format_bytes(entry['peak_rise_bytes'])} over step start")
     dash.loc(tid("summary-peak-mode")).click()
     assert peak.text_content() == format_bytes(entry["peak_bytes"])
     dash.loc(tid("resident")).scroll_into_view_if_needed()

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { CurveResponse } from '../api';
 import {
   OTHER_SERIES,
+  asRise,
   highlightOf,
   curvePointsFor,
   nearestIndex,
@@ -135,5 +137,26 @@ describe('highlightOf', () => {
   it('is null when the curve has no series of that scope', () => {
     expect(highlightOf(curve, 'a')).toBeNull();
     expect(highlightOf(curve, OTHER_SERIES)).toBeNull();
+  });
+});
+
+describe('asRise', () => {
+  const absolute: CurveResponse = {
+    window: null, baseline: 'allocator_bytes_in_use', start_bytes: 10, absolute: true,
+    peak: { time_us: 50, bytes: 100, rise_bytes: 90, node: null }, duration_us: 100,
+    t_us: [0, 50], min_bytes: [10, 12], max_bytes: [10, 100], node_at: [0, 0], node_names: ['a'],
+    snapshots: { t_us: [0, 50], bytes: [10, 100], series: { reserved_bytes: [16, 128], fragmentation: [0.5, 0.25] } },
+    capacity_bytes: 150, series: [{ scope: null, name: '(other)', bytes: [0, 90] }],
+  };
+
+  it('takes the start off every value in bytes, and leaves what is no bytes or relative as it is', () => {
+    const rise = asRise(absolute);
+    expect(rise).toMatchObject({ absolute: false, start_bytes: null, rise_from: 10, capacity_bytes: null });
+    expect([rise.min_bytes, rise.max_bytes, rise.snapshots.bytes]).toEqual([[0, 2], [0, 90], [0, 90]]);
+    expect(rise.snapshots.series).toEqual({ reserved_bytes: [6, 118], fragmentation: [0.5, 0.25] });
+    expect(rise.peak!.bytes).toBe(90);
+    expect(rise.series).toBe(absolute.series); // already relative
+    const relative = { ...absolute, absolute: false, start_bytes: null };
+    expect(asRise(relative)).toBe(relative);
   });
 });

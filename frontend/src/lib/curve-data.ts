@@ -1,5 +1,7 @@
 // Pure transforms behind the memory curve: relative bytes, stacking, lookups.
 
+import type { CurveResponse } from '../api';
+
 export interface SeriesInput {
   scope: string | null;
   name: string;
@@ -145,4 +147,29 @@ export function zoomRange(
   const end = Math.round(invert(hi));
   if (end <= start) return null;
   return { start_us: start, end_us: end };
+}
+
+/** A curve answer shown as the rise over the step's start, where it came in absolute bytes (the summary's
+ * "show rise"): every value less the start, the peak its rise, no allocator limit (a limit on absolute
+ * bytes has no place on that axis); `rise_from` keeps the start, for the caption. Relative answers as they are. */
+export function asRise(c: CurveResponse): CurveResponse & { rise_from?: number } {
+  const start = c.start_bytes;
+  if (!c.absolute || start === null) return c;
+  const less = (values: readonly number[]) => values.map((v) => v - start);
+  const series = c.snapshots.series;
+  return {
+    ...c,
+    absolute: false,
+    start_bytes: null,
+    rise_from: start,
+    min_bytes: less(c.min_bytes),
+    max_bytes: less(c.max_bytes),
+    snapshots: {
+      ...c.snapshots,
+      bytes: less(c.snapshots.bytes),
+      ...(series ? { series: Object.fromEntries(Object.entries(series).map(([k, v]) => [k, k === 'reserved_bytes' ? less(v) : v])) } : {}),
+    },
+    peak: c.peak ? { ...c.peak, bytes: c.peak.rise_bytes } : null,
+    capacity_bytes: null,
+  };
 }

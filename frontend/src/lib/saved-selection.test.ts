@@ -46,6 +46,7 @@ const full = state({
   focus: 'shared_model',
   selected: 'shared_model/unet_01',
   timeRange: { start_us: 10, end_us: 2000 },
+  peakMode: 'rise',
 });
 /** What storage carries: everything but compare mode, which a reload leaves (the single-step view comes back). */
 const { against: _against, compareFocus: _compareFocus, compareSelected: _compareSelected, ...carried } = full;
@@ -61,7 +62,7 @@ describe('encodeSelection / decodeSelection', () => {
   it('round-trips every key a link carries', () => {
     const text = encodeSelection(full);
     expect(text).toBe(
-      'run=unet_b2&tag=step_2&device=CPU%3A0%2Fmklcpu&group=scope&focus=shared_model&selected=shared_model%2Funet_01&start_us=10&end_us=2000',
+      'run=unet_b2&tag=step_2&device=CPU%3A0%2Fmklcpu&group=scope&focus=shared_model&selected=shared_model%2Funet_01&start_us=10&end_us=2000&peak=rise',
     );
     const { run, tag, ...rest } = carried;
     expect(decodeSelection(text)).toEqual({ run, tag, ...rest });
@@ -102,11 +103,16 @@ describe('restorable', () => {
     const { run, tag, ...rest } = carried;
     expect(restorable(decodeSelection(encodeSelection(full)), runs)).toEqual({ run, tag, ...rest });
   });
-  it('falls back to the run’s latest step, keeping only the grouping, when the step is gone', () => {
+  it('falls back to the run’s latest step, keeping only the grouping and the peak’s mode, when the step is gone', () => {
     expect(restorable({ run: 'unet_b2', tag: 'step_9', group: 'scope', selected: 'a' }, runs)).toEqual({
       run: 'unet_b2',
       tag: 'step_3',
       group: 'scope',
+    });
+    expect(restorable({ run: 'unet_b2', tag: 'step_9', peakMode: 'rise', selected: 'a' }, runs)).toEqual({
+      run: 'unet_b2',
+      tag: 'step_3',
+      peakMode: 'rise',
     });
   });
   it('opens compare mode where its baseline step is still there, and the single-step view where it is gone', () => {

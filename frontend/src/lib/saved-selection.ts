@@ -16,7 +16,7 @@ export type SavedSelection = Partial<Omit<SelectionState, 'run' | 'tag'>> & { ru
 /** The selection's keys in a link, in this order. */
 const KEYS = [
   'run', 'tag', 'device', 'group', 'focus', 'selected', 'start_us', 'end_us',
-  'against_run', 'against_tag', 'compare_focus', 'compare_selected',
+  'against_run', 'against_tag', 'compare_focus', 'compare_selected', 'peak',
 ] as const;
 const GROUPS: readonly Group[] = ['layer', 'scope'];
 
@@ -39,6 +39,7 @@ export function encodeSelection(s: Readonly<SelectionState>, compare = false): s
     q.set('start_us', String(s.timeRange.start_us));
     q.set('end_us', String(s.timeRange.end_us));
   }
+  if (s.peakMode !== 'absolute') q.set('peak', s.peakMode);
   if (compare && s.against) {
     q.set('against_run', s.against.run);
     q.set('against_tag', s.against.tag);
@@ -65,6 +66,7 @@ export function decodeSelection(source: string | Readonly<Record<string, string>
   const start = integer(q.get('start_us'));
   const end = integer(q.get('end_us'));
   if (start !== null && end !== null && start < end) saved.timeRange = { start_us: start, end_us: end };
+  if (q.get('peak') === 'rise') saved.peakMode = 'rise';
   const againstRun = q.get('against_run');
   const againstTag = q.get('against_tag');
   if (againstRun && againstTag) {
@@ -126,7 +128,9 @@ export function restorable(saved: SavedSelection | null, runs: readonly RunInfo[
   const sameStep = saved.tag !== null && run.steps.some((s) => s.tag === saved.tag);
   const tag = sameStep ? saved.tag : (chooseStep(run, null)?.tag ?? null);
   const { run: _run, tag: _tag, against, compareFocus, compareSelected, ...inside } = saved;
-  if (!sameStep) return { run: run.run, tag, ...(saved.group ? { group: saved.group } : {}) };
+  if (!sameStep) {
+    return { run: run.run, tag, ...(saved.group ? { group: saved.group } : {}), ...(saved.peakMode ? { peakMode: saved.peakMode } : {}) };
+  }
   // Compare mode comes back where its baseline step is still there; its scopes only with it.
   const baseline = against && runs.some((r) => r.run === against.run && r.steps.some((s) => s.tag === against.tag));
   const compare = baseline

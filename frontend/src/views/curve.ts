@@ -13,7 +13,7 @@ import { el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatPercent, formatTime } from '../format';
 import { capacityPlacement, readingsAt, reservedSeries, shareOfCapacity } from '../lib/allocator-readings';
 import { colorForRank } from '../lib/colors';
-import { nearestIndex, relativeBytes, stackSeries, zoomRange, type HighlightSeries, type StackedLayer } from '../lib/curve-data';
+import { asRise, nearestIndex, relativeBytes, stackSeries, zoomRange, type HighlightSeries, type StackedLayer } from '../lib/curve-data';
 import { curveToDraw, highlightOn, type DrawnCurve } from '../lib/curve-window';
 import type { Selection } from '../selection';
 import { onResize } from './resize';
@@ -46,7 +46,10 @@ export class CurveView {
   private spanLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
   private highlightLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
   /** The whole step's curve: the extent, the peak, the scale, and what is drawn when no window data fits. */
-  private curve: CurveResponse | null = null;
+  /** The step's curve and the zoomed window's as the routes answered them; `curve`/`windowed` as drawn (`shown`). */
+  private answered: CurveResponse | null = null;
+  private answeredWindow: CurveResponse | null = null;
+  private curve: (CurveResponse & { rise_from?: number }) | null = null;
   /** The curve of a zoomed window (route asked with start_us/end_us), or null. */
   private windowed: CurveResponse | null = null;
   /** What the last draw drew (the hover and the highlight read it). */
@@ -88,7 +91,8 @@ export class CurveView {
     this.resetButton.addEventListener('click', () => this.selection.set({ timeRange: null }));
     this.installPointer();
     selection.subscribe((_state, changed) => {
-      if (changed.has('timeRange')) this.draw();
+      if (changed.has('peakMode')) this.shown();
+      if (changed.has('timeRange') || changed.has('peakMode')) this.draw();
     });
     onResize(this.svgNode, () => {
       this.draw();
@@ -117,15 +121,25 @@ export class CurveView {
   }
 
   setCurve(curve: CurveResponse | null): void {
-    this.curve = curve;
+    this.answered = curve;
+    this.shown();
     this.draw();
   }
 
   /** The curve of a zoomed window: drawn while the visible range lies inside its window; null drops it. */
   setWindowCurve(windowed: CurveResponse | null): void {
-    if (windowed === this.windowed) return;
-    this.windowed = windowed;
+    if (windowed === this.answeredWindow) return;
+    this.answeredWindow = windowed;
+    this.shown();
     this.draw();
+  }
+
+  /** The answers as drawn: in absolute bytes as they came, or as the rise over the step's start where the
+   * summary shows the rise (`peakMode`). */
+  private shown(): void {
+    const rise = this.selection.get().peakMode === 'rise';
+    this.curve = this.answered && rise ? asRise(this.answered) : this.answered;
+    this.windowed = this.answeredWindow && rise ? asRise(this.answeredWindow) : this.answeredWindow;
   }
 
   setHighlight(series: HighlightSeries | null): void {
@@ -200,7 +214,11 @@ export class CurveView {
     const y = this.y;
 
     const captionText = [
-      step.absolute ? 'absolute bytes in use (allocator baseline known)' : 'relative to the start of the step: the allocator gave no baseline',
+      step.absolute
+        ? 'absolute bytes in use (allocator baseline known)'
+        : step.rise_from !== undefined
+          ? `the rise over the step’s start (${formatBytes(step.rise_from)} in use before it: “show absolute” in the summary adds it back)`
+          : 'relative to the start of the step: the allocator gave no baseline',
       c.snapshots.t_us.length > 1 && !stacked
         ? `dotted: the allocator’s own bytes-in-use snapshots${c.snapshots.counts_from_bytes ? ` (which count only its requests of ${formatBytes(c.snapshots.counts_from_bytes)} and more)` : ''}`
         : null,

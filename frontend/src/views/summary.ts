@@ -28,12 +28,17 @@ export const SUMMARY_NAME_CHARS = 48;
 
 export class SummaryView {
   readonly element = el('section', { class: 'summary', 'data-testid': 'summary', 'aria-label': 'Step summary' });
-  /** The peak as absolute memory (resident + rise) where the start is known, or as the rise alone; the user switches. */
-  private wantedMode: PeakMode = 'absolute';
+  /** The peak as absolute memory (resident + rise) where the start is known, or as the rise alone; the user switches
+   * (kept in the shared selection where there is one: the curve follows it). */
+  private ownMode: PeakMode = 'absolute';
   private shown: Parameters<SummaryView['setData']> | null = null;
 
   /** With a selection, the biggest holder at the peak selects its scope when clicked. */
   constructor(private readonly selection: Selection | null = null) {}
+
+  private get wantedMode(): PeakMode {
+    return this.selection ? this.selection.get().peakMode : this.ownMode;
+  }
 
   /** `opening`: why the page opened on this step, while it still shows it (said at the start of line 2). */
   setData(summary: SummaryResponse | null, device: DeviceSummary | null, opening: DefaultStepResponse | null = null): void {
@@ -167,12 +172,13 @@ export class SummaryView {
         class: 'peak-mode',
         'data-testid': 'summary-peak-mode',
         'aria-pressed': mode === 'rise' ? 'true' : 'false',
-        title: mode === 'absolute' ? 'Show the rise over the step’s start (what the step itself allocates)' : 'Show absolute memory at the peak: resident before the step + the rise',
+        title: mode === 'absolute' ? 'Show the rise over the step’s start (what the step itself allocates), here and on the curve' : 'Show absolute memory at the peak: resident before the step + the rise, here and on the curve',
       },
       mode === 'absolute' ? 'show rise' : 'show absolute',
     );
     button.addEventListener('click', () => {
-      this.wantedMode = next;
+      if (this.selection) this.selection.set({ peakMode: next });
+      else this.ownMode = next;
       if (this.shown) this.setData(...this.shown);
     });
     return button;

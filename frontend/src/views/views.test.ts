@@ -685,6 +685,32 @@ describe('SummaryView', () => {
     view.setData(summary, device);
     expect(document.querySelector('[data-testid=summary-reason]')).toBeNull();
   });
+
+  it('makes the curve follow its “show rise”: values less the start, the peak its rise, no limit, said in the caption', () => {
+    const profiled: CurveResponse = {
+      window: null, baseline: 'allocator_bytes_in_use', start_bytes: 10, absolute: true,
+      peak: { time_us: 50, bytes: 100, rise_bytes: 90, node: null }, duration_us: 100,
+      t_us: [0, 50, 100], min_bytes: [10, 10, 20], max_bytes: [10, 100, 20], node_at: [0, 0, 0], node_names: ['a'],
+      snapshots: { t_us: [0, 50, 100], bytes: [10, 100, 20] }, capacity_bytes: 150,
+      series: [{ scope: null, name: '(other)', bytes: [0, 90, 10] }],
+    };
+    const selection = new Selection();
+    const view = new CurveView(selection);
+    const summaryView = new SummaryView(selection);
+    mount(el('div', {}, summaryView.element, view.element));
+    view.setCurve(profiled);
+    const peak = () => document.querySelector('[data-testid=curve-peak] text')!.textContent!;
+    expect(peak()).toContain('peak 100 B');
+    expect(document.querySelector('[data-testid=curve-capacity]')).not.toBeNull();
+    summaryView.setData(summary, device);
+    document.querySelector<HTMLButtonElement>('[data-testid=summary-peak-mode]')!.click();
+    expect(selection.get().peakMode).toBe('rise');
+    expect(peak()).toContain('peak +90 B over step start');
+    expect(document.querySelector('[data-testid=curve-capacity]')).toBeNull();
+    expect(view.element.querySelector('.panel-toolbar .muted.shrink')!.textContent).toContain('the rise over the step’s start (10 B in use before it');
+    selection.set({ peakMode: 'absolute' });
+    expect(peak()).toContain('peak 100 B');
+  });
 });
 
 describe('CurveView allocator readings', () => {
