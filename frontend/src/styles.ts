@@ -231,6 +231,8 @@ table.data.compact td.raw { min-width: 130px; }
 .finding-scope { color: var(--muted); }
 .finding-message { margin-top: 2px; }
 .finding-suggestion { margin-top: 2px; }
+.findings-more > summary { cursor: pointer; font-size: 12px; color: var(--muted); padding: 2px 0; }
+.findings-more-list { display: flex; flex-direction: column; gap: 6px; margin-top: 4px; }
 .whatif-batch { width: 80px; }
 .whatif-limit { width: 90px; }
 .panel-toolbar input { padding: 1px 4px; border: 1px solid var(--border); border-radius: 4px; background: var(--panel); }

@@ -7,6 +7,20 @@ import { formatBytes, formatExactBytes } from '../format';
 import { findingLabel, findingSelection, notAtPeak, sortFindings } from '../lib/findings';
 import type { Selection } from '../selection';
 
+/** Findings sharing their advice shown in full before the rest fold into one line (the CLI spells out as many). */
+export const ALIKE_SPELT_OUT = 3;
+
+/** How many findings from `at` on share the advice of the one at `at`, and their bytes. */
+function countAlike(sorted: readonly Finding[], at: number): { count: number; bytes: number } {
+  let count = 0;
+  let bytes = 0;
+  for (let i = at; i < sorted.length && sorted[i]!.suggestion === sorted[at]!.suggestion; i++) {
+    count += 1;
+    bytes += sorted[i]!.bytes;
+  }
+  return { count, bytes };
+}
+
 export class FindingsView {
   readonly element: HTMLElement;
   private readonly list = el('div', { class: 'findings-list panel-body', 'data-testid': 'findings' });
@@ -43,9 +57,32 @@ export class FindingsView {
       this.list.append(el('div', { class: 'muted', 'data-testid': 'findings-none' }, 'Nothing to flag in this step: no layout transposes, large convolution scratch, constants in the graph, growth across steps, allocator gap or variables copied by their updates.'));
       return;
     }
-    // Findings of one kind often share their advice (a convolution per layer): said once, then "as above".
+    // Findings of one kind often share their advice (a convolution per layer): said once, then "as above";
+    // past the first few of such a run, the rest fold into one line that opens on them, as the CLI names them.
+    let run = 0;
+    let more: HTMLElement | null = null;
     sorted.forEach((finding, i) => {
-      this.list.append(this.item(finding, device, i > 0 && sorted[i - 1]?.suggestion === finding.suggestion));
+      const alike = i > 0 && sorted[i - 1]?.suggestion === finding.suggestion;
+      run = alike ? run + 1 : 0;
+      if (!alike) more = null;
+      const node = this.item(finding, device, alike);
+      if (run < ALIKE_SPELT_OUT) {
+        this.list.append(node);
+        return;
+      }
+      if (!more) {
+        const rest = countAlike(sorted, i);
+        more = el('div', { class: 'findings-more-list' });
+        this.list.append(
+          el(
+            'details',
+            { class: 'findings-more', 'data-testid': 'findings-more', 'data-count': String(rest.count) },
+            el('summary', {}, `and ${rest.count} more ${findingLabel(finding.kind)} finding${rest.count > 1 ? 's' : ''} like these, ${formatBytes(rest.bytes)} in all`),
+            more,
+          ),
+        );
+      }
+      more.append(node);
     });
     this.hint.classList.toggle('hidden', !this.list.querySelector('.finding.clickable'));
     this.markSelected();

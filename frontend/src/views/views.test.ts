@@ -1055,6 +1055,31 @@ describe('FindingsView hint', () => {
   });
 });
 
+describe('FindingsView with many alike', () => {
+  it('spells out the first few of a run sharing their advice and folds the rest into one line that opens on them', () => {
+    const selection = new Selection();
+    const view = new FindingsView(selection);
+    mount(view.element);
+    const finding = (i: number): Finding => ({
+      kind: 'conv_scratch', bytes: 32 * 2 ** 20 - i, scope: `net/conv_${i}`, nodes: [`net/conv_${i}/Conv2D`],
+      message: `${EVIL} conv_${i}`, suggestion: 'Fix A.', device: 'CPU:0/cpu', details: {},
+    });
+    view.setData([...Array.from({ length: 8 }, (_v, i) => finding(i)), { ...finding(9), kind: 'graph_constants', suggestion: 'Fix B.' }], null);
+    const list = document.querySelector('[data-testid=findings]')!;
+    const shown = [...list.children].filter((c) => c.matches('[data-testid=finding]'));
+    expect(shown.map((c) => (c as HTMLElement).dataset.scope)).toEqual(['net/conv_0', 'net/conv_1', 'net/conv_2', 'net/conv_9']);
+    const more = list.querySelector<HTMLDetailsElement>('[data-testid=findings-more]')!;
+    expect(more.dataset.count).toBe('5');
+    expect(more.querySelector('summary')!.textContent).toBe(`and 5 more convolution scratch findings like these, ${formatBytes(5 * 32 * 2 ** 20 - (3 + 4 + 5 + 6 + 7))} in all`);
+    const folded = [...more.querySelectorAll<HTMLElement>('[data-testid=finding]')];
+    expect(folded.map((c) => c.dataset.scope)).toEqual(['net/conv_3', 'net/conv_4', 'net/conv_5', 'net/conv_6', 'net/conv_7']);
+    // Still a card each: a click selects its layer.
+    folded[0]!.click();
+    expect(selection.get().selected).toBe('net/conv_3');
+    expect(document.querySelector('img')).toBeNull();
+  });
+});
+
 describe('PickersView compare', () => {
   it('offers every traced step but the one shown, which it names as this step', () => {
     const selection = new Selection();
