@@ -132,12 +132,14 @@ export class CompareCurveView {
       axis.append('text').attr('x', x(t)).attr('y', HEIGHT - 6).attr('text-anchor', 'middle').text(formatPercent(t));
     }
 
+    // B is drawn first, so that A lies over it; the legend reads A, then B.
+    const legendItems: Record<'a' | 'b', HTMLElement | null> = { a: null, b: null };
     for (const side of ['b', 'a'] as const) {
       const o = this.overlays[side];
       const info = sides[side];
       const label = `${side.toUpperCase()}: ${info.run} · ${info.tag}`;
       if (!o) {
-        this.legend.append(el('span', { class: 'muted' }, `${label}: no curve`));
+        legendItems[side] = el('span', { class: 'muted' }, `${label}: no curve`);
         continue;
       }
       const idx = o.x.map((_v, i) => i);
@@ -173,15 +175,14 @@ export class CompareCurveView {
         peak.append('circle').attr('cx', x(o.peak.x)).attr('cy', y(o.peak.y)).attr('r', 3.5);
         peak.append('title').text(`${label}: peak ${this.relative ? formatBytesDelta(o.peak.y) : formatBytes(o.peak.y)}`);
       }
-      this.legend.append(
-        el(
-          'span',
-          { 'data-testid': `compare-legend-${side}` },
-          el('span', { class: `swatch swatch-${side}` }),
-          `${label} (${formatTime(o.duration_us)}${o.peak ? `, peak ${this.relative ? formatBytesDelta(o.peak.y) : formatBytes(o.peak.y)}` : ''})`,
-        ),
+      legendItems[side] = el(
+        'span',
+        { 'data-testid': `compare-legend-${side}` },
+        el('span', { class: `swatch swatch-${side}` }),
+        `${label} (${formatTime(o.duration_us)}${o.peak ? `, peak ${this.relative ? formatBytesDelta(o.peak.y) : formatBytes(o.peak.y)}` : ''})`,
       );
     }
+    this.legend.append(...[legendItems.a, legendItems.b].filter((item): item is HTMLElement => item !== null));
     svg.append('g').attr('class', 'hover');
   }
 

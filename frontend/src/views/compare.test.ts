@@ -1,8 +1,9 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import type { CompareResponse, CompareScopeRow, CompareSide } from '../api';
+import type { CompareResponse, CompareScopeRow, CompareSide, CurveResponse } from '../api';
 import { Selection } from '../selection';
 import { CompareView } from './compare';
+import { CompareCurveView } from './compare-curve';
 import { againstOf, againstValue } from './pickers';
 
 const EVIL = '<img src=x onerror=alert(1)>';
@@ -187,5 +188,23 @@ describe('compare picker values', () => {
     expect(againstOf('')).toBeNull();
     expect(againstOf('["a"]')).toBeNull();
     expect(againstOf('{')).toBeNull();
+  });
+});
+
+describe('CompareCurveView legend', () => {
+  it('names A before B, though B is drawn first (under A), and names as text', () => {
+    const view = new CompareCurveView();
+    document.body.replaceChildren(view.element);
+    const curve = (peak: number): CurveResponse => ({
+      window: null, baseline: 'none', start_bytes: null, absolute: false,
+      peak: { time_us: 5, bytes: peak, rise_bytes: peak, node: null }, duration_us: 10,
+      t_us: [0, 5, 10], min_bytes: [0, peak, 0], max_bytes: [0, peak, 0], node_at: [0, 0, 0], node_names: ['a'],
+      snapshots: { t_us: [], bytes: [] }, series: [],
+    });
+    view.setCurves({ a: side('big', 10), b: side(EVIL, 10) }, curve(200), curve(100));
+    const legend = [...view.element.querySelectorAll<HTMLElement>('[data-testid^=compare-legend-]')];
+    expect(legend.map((item) => item.dataset.testid)).toEqual(['compare-legend-a', 'compare-legend-b']);
+    expect(legend[1]!.textContent).toContain(`B: ${EVIL} · step_3`);
+    expect(document.querySelector('img')).toBeNull();
   });
 });

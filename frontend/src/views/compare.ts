@@ -158,7 +158,7 @@ export class CompareView {
     const label = figureLabel(figure);
     const columns: Column<CompareScopeRow>[] = [
       { key: 'name', label: 'scope', value: (r) => r.name },
-      { key: 'status', label: 'status', shortLabel: '', value: (r) => r.status, text: (r) => STATUS_MARK[r.status] },
+      { key: 'status', label: 'status', value: (r) => r.status, text: (r) => STATUS_MARK[r.status] },
       ...figureColumns<CompareScopeRow>(figure, label),
       ...(figure === 'bytes' ? figureColumns<CompareScopeRow>('allocated_bytes', 'allocated') : []),
       { key: 'kind', label: 'kind', value: (r) => r.kind },
