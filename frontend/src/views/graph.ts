@@ -50,7 +50,7 @@ export class GraphView {
   private readonly fitButton = el(
     'button',
     { type: 'button', title: 'Back to the starting view: all of the graph when it fits at a readable size, else its biggest box. Drag to pan, wheel to zoom.' },
-    'Fit',
+    'Reset view',
   );
   private readonly zoomBehavior: ZoomBehavior<SVGSVGElement, unknown>;
   private layout: GraphLayout | null = null;
