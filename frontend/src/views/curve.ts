@@ -58,6 +58,8 @@ export class CurveView {
   private highlight: HighlightSeries | null = null;
   private span: TimeSpan | null = null;
   private dragStartPx: number | null = null;
+  /** The point the keyboard reads (an index into the drawn points), null until a key moves it. */
+  private cursor: number | null = null;
   private x = scaleLinear();
   /** Told the plot's new width after a resize, so the controller can ask for a matching number of points. */
   onWidthChange: ((plotWidth: number) => void) | null = null;
@@ -67,7 +69,9 @@ export class CurveView {
     this.svgNode = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
     this.svgNode.setAttribute('class', 'curve-svg');
     this.svgNode.setAttribute('role', 'img');
-    this.svgNode.setAttribute('aria-label', 'Memory in use over the step');
+    this.svgNode.setAttribute('aria-label', 'Memory in use over the step. Arrow keys step through it (with Shift, ten points), Home and End go to its ends, P to its peak, Escape hides the reading.');
+    // The keyboard reads the curve point by point, as the pointer does (its reading is the tooltip, a live region).
+    this.svgNode.setAttribute('tabindex', '0');
     this.svgNode.style.height = `${HEIGHT}px`;
     this.svg = select(this.svgNode);
     this.body = el('div', { class: 'panel-body', 'data-testid': 'curve', style: 'position:relative' }, this.svgNode, this.tooltip, this.note);
@@ -122,6 +126,7 @@ export class CurveView {
 
   setCurve(curve: CurveResponse | null): void {
     this.answered = curve;
+    this.cursor = null;
     this.shown();
     this.draw();
   }
@@ -485,20 +490,72 @@ export class CurveView {
       this.tooltip.classList.add('hidden');
     });
     svgNode.addEventListener('dblclick', () => this.selection.set({ timeRange: null }));
+    svgNode.addEventListener('keydown', (ev) => this.onKey(ev));
+    svgNode.addEventListener('blur', () => {
+      this.svg.select('g.hover').selectAll('*').remove();
+      this.tooltip.classList.add('hidden');
+    });
+  }
+
+  /** Arrow keys, Home, End and P move the keyboard's reading along the drawn points; Escape hides it. */
+  private onKey(ev: KeyboardEvent): void {
+    const c = this.drawn;
+    if (!c || c.t_us.length === 0) return;
+    const last = c.t_us.length - 1;
+    const at = this.cursor === null || this.cursor > last ? null : this.cursor;
+    const step = ev.shiftKey ? 10 : 1;
+    let next: number | null;
+    switch (ev.key) {
+      case 'ArrowRight':
+        next = at === null ? 0 : Math.min(last, at + step);
+        break;
+      case 'ArrowLeft':
+        next = at === null ? last : Math.max(0, at - step);
+        break;
+      case 'Home':
+        next = 0;
+        break;
+      case 'End':
+        next = last;
+        break;
+      case 'p':
+      case 'P': {
+        const peak = this.curve?.peak;
+        next = peak ? nearestIndex(c.t_us, peak.time_us) : null;
+        break;
+      }
+      case 'Escape':
+        this.cursor = null;
+        this.svg.select('g.hover').selectAll('*').remove();
+        this.tooltip.classList.add('hidden');
+        return;
+      default:
+        return;
+    }
+    ev.preventDefault();
+    if (next === null) return;
+    this.cursor = next;
+    this.showPoint(next, null);
   }
 
   private showHover(px: number, ev: PointerEvent): void {
+    const c = this.drawn;
+    const [left, right] = this.x.range() as [number, number];
+    if (!c || c.t_us.length === 0 || px < left || px > right) {
+      this.svg.select<SVGGElement>('g.hover').selectAll('*').remove();
+      this.tooltip.classList.add('hidden');
+      return;
+    }
+    this.showPoint(nearestIndex(c.t_us, this.x.invert(px)), ev);
+  }
+
+  /** The reading of drawn point `i`: a mark on the curve and the tooltip, beside the pointer (`ev`) or the point. */
+  private showPoint(i: number, ev: PointerEvent | null): void {
     const c = this.drawn;
     const step = this.curve;
     const hover = this.svg.select<SVGGElement>('g.hover');
     hover.selectAll('*').remove();
     if (!c || !step || c.t_us.length === 0) return;
-    const [left, right] = this.x.range() as [number, number];
-    if (px < left || px > right) {
-      this.tooltip.classList.add('hidden');
-      return;
-    }
-    const i = nearestIndex(c.t_us, this.x.invert(px));
     const t = c.t_us[i]!;
     const max = c.max_bytes[i]!;
     const min = c.min_bytes[i]!;
@@ -530,10 +587,23 @@ export class CurveView {
     }
     this.tooltip.replaceChildren(...lines);
     this.tooltip.classList.remove('hidden');
+    this.tooltip.dataset.index = String(i);
     const bodyRect = this.body.getBoundingClientRect();
-    const left0 = ev.clientX - bodyRect.left + 14;
+    let clientX: number;
+    let clientY: number;
+    if (ev) {
+      clientX = ev.clientX;
+      clientY = ev.clientY;
+    } else {  // beside the point read: its place on the page, from the plot's units
+      const rect = this.svgNode.getBoundingClientRect();
+      const vb = this.svgNode.viewBox.baseVal;
+      const scale = vb && vb.width && rect.width ? rect.width / vb.width : 1;
+      clientX = rect.left + hx * scale;
+      clientY = rect.top + this.y(max) * scale;
+    }
+    const left0 = clientX - bodyRect.left + 14;
     const maxLeft = bodyRect.width - 260;
-    this.tooltip.style.left = `${Math.max(0, left0 > maxLeft ? ev.clientX - bodyRect.left - 270 : left0)}px`;
-    this.tooltip.style.top = `${Math.max(0, ev.clientY - bodyRect.top - 10)}px`;
+    this.tooltip.style.left = `${Math.max(0, left0 > maxLeft ? clientX - bodyRect.left - 270 : left0)}px`;
+    this.tooltip.style.top = `${Math.max(0, clientY - bodyRect.top - 10)}px`;
   }
 }

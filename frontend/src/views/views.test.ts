@@ -761,6 +761,38 @@ describe('CurveView allocator readings', () => {
   });
 });
 
+describe('CurveView from the keyboard', () => {
+  it('reads the curve point by point: P to the peak, arrows along it, Home and End, Escape to hide', () => {
+    const curve: CurveResponse = {
+      window: null, baseline: 'none', start_bytes: null, absolute: false,
+      peak: { time_us: 50, bytes: 90, rise_bytes: 90, node: null }, duration_us: 100,
+      t_us: [0, 25, 50, 75, 100], min_bytes: [0, 40, 90, 30, 10], max_bytes: [0, 40, 90, 30, 10], node_at: [0, 0, 1, 1, 0],
+      node_names: ['a', `${EVIL}/MatMul`], snapshots: { t_us: [], bytes: [] }, series: [],
+    };
+    const view = new CurveView(new Selection());
+    mount(view.element);
+    view.setCurve(curve);
+    const svg = view.element.querySelector<SVGSVGElement>('svg.curve-svg')!;
+    expect(svg.getAttribute('tabindex')).toBe('0');
+    const tooltip = view.element.querySelector<HTMLElement>('.curve-tooltip')!;
+    const press = (key: string, shiftKey = false) => svg.dispatchEvent(new KeyboardEvent('keydown', { key, shiftKey, bubbles: true }));
+    press('p');
+    expect(tooltip.classList.contains('hidden')).toBe(false);
+    expect(tooltip.dataset.index).toBe('2');
+    expect(tooltip.textContent).toContain('+90 B');
+    expect(tooltip.querySelector('code')!.textContent).toBe(`${EVIL}/MatMul`); // a name, as text
+    press('ArrowRight');
+    expect(tooltip.dataset.index).toBe('3');
+    press('ArrowLeft', true);
+    expect(tooltip.dataset.index).toBe('0');
+    press('End');
+    expect(tooltip.dataset.index).toBe('4');
+    press('Escape');
+    expect(tooltip.classList.contains('hidden')).toBe(true);
+    expect(document.querySelector('img')).toBeNull();
+  });
+});
+
 describe('CurveView zoom', () => {
   const base: CurveResponse = {
     window: null, baseline: 'none', start_bytes: null, absolute: false,
