@@ -14,6 +14,7 @@ import { PickersView, deviceLabel, stepLabel } from './pickers';
 import { CurveView } from './curve';
 import { TreemapView } from './treemap';
 import { WhatIfView } from './whatif';
+import { ViewLinkView } from './view-link';
 
 const EVIL = '<img src=x onerror=alert(1)>';
 
@@ -758,6 +759,35 @@ describe('CurveView allocator readings', () => {
     expect(caption()).not.toContain('which count only');
     view.setCurve({ ...profiled, snapshots: { ...profiled.snapshots, counts_from_bytes: 256 * 1024 } });
     expect(caption()).toContain('snapshots (which count only its requests of 256 KiB and more)');
+  });
+});
+
+describe('ViewLinkView', () => {
+  it('copies the link to this view on a plain click, and follows it on a modified one', async () => {
+    const selection = new Selection({ run: EVIL, tag: 'step_1' });
+    const copied: string[] = [];
+    const view = new ViewLinkView(selection, 'http://tb/', 'memory', async (text) => {
+      copied.push(text);
+    });
+    mount(view.element);
+    const href = view.element.getAttribute('href')!;
+    expect(href.startsWith('http://tb/#memory&p.memory.run=')).toBe(true);
+    const plain = new MouseEvent('click', { bubbles: true, cancelable: true, button: 0 });
+    view.element.dispatchEvent(plain);
+    expect(plain.defaultPrevented).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(copied).toEqual([href]);
+    expect(view.element.textContent).toBe('link copied');
+    const modified = new MouseEvent('click', { bubbles: true, cancelable: true, button: 0, ctrlKey: true });
+    view.element.dispatchEvent(modified);
+    expect(modified.defaultPrevented).toBe(false);
+    // Where the page may not write to the clipboard, a click follows the link as a plain one would.
+    const noClipboard = new ViewLinkView(selection, 'http://tb/', 'memory', null);
+    mount(noClipboard.element);
+    const followed = new MouseEvent('click', { bubbles: true, cancelable: true, button: 0 });
+    noClipboard.element.dispatchEvent(followed);
+    expect(followed.defaultPrevented).toBe(false);
+    expect(noClipboard.element.textContent).toBe('copy link');
   });
 });
 
