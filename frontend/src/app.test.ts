@@ -190,8 +190,8 @@ describe('App in the grouping by layer', () => {
 
 describe('App switching the grouping', () => {
   const all = new Set(['runs', 'default_step', 'summary', 'scopes', 'scope', 'curve', 'graph', 'whatif']);
-  /** Opens the tab, drills into and selects `m`, then picks the grouping by name scope. */
-  const switchFromM = async (server: FakeServer): Promise<Selection> => {
+  /** Opens the tab, drills into and selects `m`, then picks these groupings one after the other at once. */
+  const switchFromM = async (server: FakeServer, groups = ['scope']): Promise<Selection> => {
     const selection = new Selection();
     open(server, selection);
     await settle();
@@ -199,8 +199,10 @@ describe('App switching the grouping', () => {
     selection.select('m');
     await settle(30);
     const picker = document.querySelector<HTMLSelectElement>('#mem-group')!;
-    picker.value = 'scope';
-    picker.dispatchEvent(new Event('change'));
+    for (const group of groups) {
+      picker.value = group;
+      picker.dispatchEvent(new Event('change'));
+    }
     await settle(30);
     return selection;
   };
@@ -214,19 +216,7 @@ describe('App switching the grouping', () => {
   });
 
   it('applies only the last of two quick switches', async () => {
-    const server = new FakeServer(all);
-    const selection = new Selection();
-    open(server, selection);
-    await settle();
-    selection.drill('m');
-    selection.select('m');
-    await settle(30);
-    const picker = document.querySelector<HTMLSelectElement>('#mem-group')!;
-    for (const group of ['scope', 'layer']) {
-      picker.value = group;
-      picker.dispatchEvent(new Event('change'));
-    }
-    await settle(30);
+    const selection = await switchFromM(new FakeServer(all), ['scope', 'layer']);
     expect(selection.get()).toMatchObject({ group: 'layer', focus: 'm', selected: 'm' });
   });
 

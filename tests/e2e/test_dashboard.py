@@ -161,19 +161,25 @@ def _assert_unet_01_selected(dash, tag: str, device: str) -> None:
 
 
 @contextlib.contextmanager
-def _opened_elsewhere(browser, tb, link: str, name: str):
-    """The page at `link` in a fresh browser context (no storage: what the link alone opens); it
-    must end without uncaught errors."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+def _own_context(browser, tb, name: str, link: str | None = None, width: int = 1280, **options):
+    """The page (at `link`, else the Memory tab) in a fresh browser context of its own (no storage: what
+    the address alone opens), `width` px wide; it must end without uncaught errors."""
+    os.makedirs(SCREENSHOTS, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": 800}, **options)
     try:
         page = context.new_page()
         page.set_default_timeout(20_000)
-        shared = Dashboard(page, tb, name)
-        shared.open(link)
-        yield shared
-        assert shared.page_errors == []
+        dash = Dashboard(page, tb, name)
+        dash.open(link)  # None: the Memory tab
+        yield dash
+        assert dash.page_errors == []
     finally:
         context.close()
+
+
+def _opened_elsewhere(browser, tb, link: str, name: str):
+    """The page at `link` in a fresh browser context: what the link alone opens."""
+    return _own_context(browser, tb, name, link)
 
 
 def test_selection_survives_a_reload_and_travels_in_a_link(dashboard, browser):
@@ -810,13 +816,7 @@ def test_first_screen_at_1280x800(dashboard):
 def test_fits_tensorboard_at_800(browser, tb, request):
     """In TensorBoard 800 px wide the tab does not scroll sideways: the details stack under the curve and
     the treemap (before the findings), the summary wraps and keeps the Group picker and the link on screen."""
-    os.makedirs(SCREENSHOTS, exist_ok=True)
-    context = browser.new_context(viewport={"width": 800, "height": 800})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        dash = Dashboard(page, tb, request.node.name)
-        dash.open()
+    with _own_context(browser, tb, request.node.name, width=800) as dash:
         _open_run(dash, UNET)
         dash.assert_fits_width()
         for name in ("summary", "curve", "treemap", "details", "group-picker", "view-link"):
@@ -828,21 +828,12 @@ def test_fits_tensorboard_at_800(browser, tb, request):
         assert treemap["y"] + treemap["height"] <= details["y"], "the details should be under the treemap"
         assert findings is None or details["y"] < findings["y"], "the details should come before the findings"
         dash.screenshot("tensorboard-800")
-        assert dash.page_errors == []
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("scheme", ["dark"])
 def test_first_screen_dark(browser, tb, scheme, request):
     """The same first screen in the dark theme: nothing wider than the page, treemap and graph on it."""
-    os.makedirs(SCREENSHOTS, exist_ok=True)
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        dash = Dashboard(page, tb, request.node.name)
-        dash.open()
+    with _own_context(browser, tb, request.node.name, color_scheme=scheme) as dash:
         _open_run(dash, UNET)
         assert dash.frame.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
         for name in ("treemap", "graph"):
@@ -859,6 +850,3 @@ def test_first_screen_dark(browser, tb, scheme, request):
         dash.page.evaluate("() => document.body.classList.add('dark-mode')")
         dash.frame.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
         assert dash.frame.evaluate(background) != "rgb(255, 255, 255)"
-        assert dash.page_errors == []
-    finally:
-        context.close()
