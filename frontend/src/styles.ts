@@ -222,7 +222,7 @@ table.data.compact td.raw { min-width: 130px; }
 .findings-toolbar { gap: 0 10px; }
 .findings-toolbar .findings-caption { font-size: 12px; }
 .findings-list { display: flex; flex-direction: column; gap: 6px; flex: 1 1 0px; min-height: 200px; overflow: auto; }
-.finding { border: 1px solid var(--border); border-radius: 4px; padding: 4px 8px; font-size: 12px; overflow-wrap: anywhere; }
+.finding { border: 1px solid var(--border); border-radius: 4px; padding: 4px 8px; font-size: 12px; overflow-wrap: break-word; }
 .finding.clickable { cursor: pointer; }
 .finding.clickable:hover { background: var(--select-soft); }
 .finding.selected { border-color: var(--select); background: var(--select-soft); }

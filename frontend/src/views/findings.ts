@@ -2,7 +2,7 @@
 // finding's layer (layer grouping), so the treemap, graph and details follow.
 
 import type { DeviceSummary, Finding } from '../api';
-import { clear, el } from '../dom';
+import { breakableText, clear, el } from '../dom';
 import { formatBytes, formatExactBytes } from '../format';
 import { findingLabel, findingSelection, notAtPeak, sortFindings } from '../lib/findings';
 import type { Selection } from '../selection';
@@ -110,7 +110,7 @@ export class FindingsView {
         title: f.nodes.length ? `nodes: ${f.nodes.join('\n')}` : null,
       },
       head,
-      el('div', { class: 'finding-message' }, f.message),
+      el('div', { class: 'finding-message' }, ...breakableText(f.message)),
       el(
         'div',
         { class: 'finding-suggestion', title: adviceAsAbove ? f.suggestion : null },

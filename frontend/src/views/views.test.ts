@@ -1124,7 +1124,7 @@ describe('FindingsView with many alike', () => {
     mount(view.element);
     const finding = (i: number): Finding => ({
       kind: 'conv_scratch', bytes: 32 * 2 ** 20 - i, scope: `net/conv_${i}`, nodes: [`net/conv_${i}/Conv2D`],
-      message: `${EVIL} conv_${i}`, suggestion: 'Fix A.', device: 'CPU:0/cpu', details: {},
+      message: `${EVIL} in net/conv_${i}/Conv2D`, suggestion: 'Fix A.', device: 'CPU:0/cpu', details: {},
     });
     view.setData([...Array.from({ length: 8 }, (_v, i) => finding(i)), { ...finding(9), kind: 'graph_constants', suggestion: 'Fix B.' }], null);
     const list = document.querySelector('[data-testid=findings]')!;
@@ -1135,6 +1135,10 @@ describe('FindingsView with many alike', () => {
     expect(more.querySelector('summary')!.textContent).toBe(`and 5 more convolution scratch findings like these, ${formatBytes(5 * 32 * 2 ** 20 - (3 + 4 + 5 + 6 + 7))} in all`);
     const folded = [...more.querySelectorAll<HTMLElement>('[data-testid=finding]')];
     expect(folded.map((c) => c.dataset.scope)).toEqual(['net/conv_3', 'net/conv_4', 'net/conv_5', 'net/conv_6', 'net/conv_7']);
+    // Paths in the text wrap after their '/' (a <wbr>, no text), not inside a word.
+    const message = folded[0]!.querySelector('.finding-message')!;
+    expect(message.textContent).toBe(`${EVIL} in net/conv_3/Conv2D`);
+    expect(message.querySelectorAll('wbr').length).toBe(2);
     // Still a card each: a click selects its layer.
     folded[0]!.click();
     expect(selection.get().selected).toBe('net/conv_3');
