@@ -995,12 +995,17 @@ class _PlaneSteps:
         program_codes, exec_program = np.unique(exec_program, return_inverse=True)
         program_names = [self._text(code) if code >= 0 else "" for code in program_codes.tolist()]
         exec_program = np.where(program_codes[exec_program.reshape(-1)] >= 0, exec_program.reshape(-1), -1)
-        # The names whose every allocation was made on tf.data's threads: the step's input.
+        # The names whose every allocation was made on tf.data's threads, and those named the input pipeline's
+        # (a `map` function's op, whatever thread ran it: a loaded machine runs some inline, and one of them
+        # had read as an activation): the step's input.
         allocating = name_code.reshape(-1)[event_exec[allocations]]
         on_input = self.in_input_pipeline[events[allocations]]
         made = np.bincount(allocating, minlength=len(distinct_names))
         made_on_input = np.bincount(allocating[on_input], minlength=len(distinct_names))
-        input_names = [distinct_names[i] for i in np.flatnonzero((made_on_input > 0) & (made_on_input == made)).tolist()]
+        named_input = np.fromiter((name == INPUT_PIPELINE or name.startswith(INPUT_PIPELINE + "/") for name in distinct_names),
+                                  dtype=bool, count=len(distinct_names))
+        input_names = [distinct_names[i] for i in np.flatnonzero(
+            ((made_on_input > 0) & (made_on_input == made)) | (named_input & (made > 0))).tolist()]
         device, device_type, index = _device_of(allocator)
         read = events[rows.reading]  # the allocator's readings: one per profile event, not per piece
         series = {
