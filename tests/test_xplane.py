@@ -181,6 +181,26 @@ def test_an_executor_run_past_its_batch_is_cut_at_the_batch():
     assert max(reference["runs"][first.step_id]) > reference["markers"][profile.steps[1].number][0]
 
 
+def test_a_batch_inside_the_input_pipelines_run_is_a_step():
+    """A profile made on a loaded machine (tests/data/cpu_loaded): predict's first batch ran inside the
+    window of an executor step that only feeds the input. The input's step is no step, and the batch
+    is one: six steps, each its executor's window, as an unloaded machine's profile reads (it had read
+    five, the batch dropped as nested in the input's step, then that step as input only)."""
+    data = (REPO / "tests" / "data" / "cpu_loaded" / "unmarked_iterator_holds_a_batch.xplane.pb").read_bytes()
+    reference = _read_reference(data)
+    profile = xplane.decode(data)
+    assert len(profile.steps) == 6 and not reference["markers"]  # 12 examples in batches of 4, twice
+    for step in profile.steps:
+        assert (step.start_ps, step.end_ps) == _window(reference, step)
+    first = profile.steps[0]
+    holder = [step_id for step_id, times in reference["runs"].items() if step_id not in (first.step_id, -1)
+              and min(times) < first.start_ps and first.end_ps < max(times)]
+    assert holder, "the batch should lie inside another executor step's window"
+    for index in range(len(profile.steps)):
+        (space,) = analysis.analyse(profile.trace(index)).spaces
+        assert space.trace.exec_count > 0 and space.peak_rise_bytes > 0
+
+
 # A custom loop whose marked steps run eager work around a tf.function (a 1 MiB matmul made
 # eagerly, then the train step), then `predict` and `evaluate` each in a marker of its own.
 _EAGER_SCRIPT = """
