@@ -230,9 +230,15 @@ class SpaceAnalysis:
         counted = self.trace.event_bytes[curve.event_order]
         return np.cumsum(np.where(np.abs(counted) >= least, counted, 0))[curve.group_end]
 
-    @cached_property
+    @property
     def readings_count_from(self) -> int:
-        """The smallest request the allocator's readings count (0: every one). Of the sizes its allocator's
+        """The smallest request the allocator's readings count (0: every one): `_readings_choice`'s size."""
+        return self._readings_choice[0]
+
+    @cached_property
+    def _readings_choice(self) -> tuple[int, int | None]:
+        """(the smallest request the allocator's readings count, the start read within the readings' ops where
+        that is how the size was chosen, else None). Of the sizes its allocator's
         readings may count from (`trace.readings_thresholds`: mklcpu's 256 KiB, 4 KiB before TensorFlow
         2.12) and none, the one under which the most readings agree to the byte with the records'
         total then, the start the baseline would read (their median: the earlier in that order where as
@@ -242,9 +248,9 @@ class SpaceAnalysis:
         space, curve = self.trace, self.curve
         candidates = readings_thresholds(space.allocator)
         if not candidates or space.snapshot_event is not None:  # a profile's readings come with its events
-            return 0
+            return 0, None
         if space.snapshot_bytes.size == 0 or curve.time_us.size == 0:
-            return candidates[0]
+            return candidates[0], None
         best, best_share = 0, -1
         for least in (*candidates, 0, COUNTS_NONE):
             offsets = self._offsets(self._rise_counting(least))
@@ -259,20 +265,24 @@ class SpaceAnalysis:
             for least in (*candidates, 0):
                 start, share = self._agreeing_within_ops(self._rise_counting(least))
                 if share >= best_share:
-                    self.__dict__["_start_within_ops"] = start  # the baseline's (`_baseline`)
-                    return least
-        return best
+                    return least, start  # the baseline's start (`_baseline`)
+        return best, None
+
+    def _op_windows(self, rows: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """For each reading (of `rows`), where its op's window lies in `curve.time_us`: (the first time at or
+        after the op started, one past the last time at or before its reading)."""
+        space, curve = self.trace, self.curve
+        return (np.searchsorted(curve.time_us, space.snapshot_start_us[rows], side="left"),
+                np.searchsorted(curve.time_us, space.snapshot_time_us[rows], side="right"))
 
     def _agreeing_within_ops(self, rise: np.ndarray) -> tuple[int, int]:
         """(the start the most readings agree with, how many), each reading read at its op's end or at a moment
         of its op when the records' running total `rise` was higher (before a temporary's or an input's free,
         as `reading_excess` allows; not before the op's own allocations, which its reading follows). The
         lower start where two have as many. For a few readings only."""
-        space, curve = self.trace, self.curve
-        low = np.searchsorted(curve.time_us, space.snapshot_start_us, side="left")
-        high = np.searchsorted(curve.time_us, space.snapshot_time_us, side="right")
+        low, high = self._op_windows()
         votes: collections.Counter = collections.Counter()
-        for reading, first, last in zip(space.snapshot_bytes.tolist(), low.tolist(), high.tolist()):
+        for reading, first, last in zip(self.trace.snapshot_bytes.tolist(), low.tolist(), high.tolist()):
             at_end = int(rise[last - 1]) if last > 0 else 0
             totals = {total for total in rise[max(first - 1, 0):last].tolist() if total >= at_end} | {at_end}
             votes.update({reading - total for total in totals})
@@ -306,7 +316,7 @@ class SpaceAnalysis:
         explains the reading, which may let one through where the total passes its value by chance.
         Only the readings off by `smallest` or more are looked at again (a few: the rest need no
         second look)."""
-        space, curve = self.trace, self.curve
+        space = self.trace
         rise = self.readings_rise
         excess = self.snapshot_offsets - start
         starts = space.snapshot_start_us
@@ -314,8 +324,7 @@ class SpaceAnalysis:
         if starts is None or not off.size:
             return excess
         excess = excess.copy()
-        low = np.searchsorted(curve.time_us, starts[off], side="left")  # the total just before the op started on
-        high = np.searchsorted(curve.time_us, space.snapshot_time_us[off], side="right")
+        low, high = self._op_windows(off)  # from the total just before the op started on
         for row, first, last in zip(off.tolist(), low.tolist(), high.tolist()):
             totals = rise[max(first - 1, 0):last]
             if first == 0:
@@ -349,8 +358,8 @@ class SpaceAnalysis:
         if curve.time_us.size == 0:
             return "allocator_bytes_in_use", int(np.median(space.snapshot_bytes)), None
         offsets = self.snapshot_offsets
-        # A few readings agreeing only when read within their ops give that start (readings_count_from).
-        within = self.__dict__.get("_start_within_ops") if self.readings_count_from != COUNTS_NONE else None
+        # A few readings agreeing only when read within their ops give that start (`_readings_choice`).
+        within = self._readings_choice[1]
         start = int(np.median(offsets)) if within is None else int(within)
         gap = int(np.max(np.abs(offsets - start)))
         if start < 0 or self.readings_count_from == COUNTS_NONE:  # readings that cannot hold the step's records,

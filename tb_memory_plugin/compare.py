@@ -201,7 +201,7 @@ class Comparison:
     def scopes(self) -> ScopeTable:
         return _scope_table(self.a.tree(self.group), self.b.tree(self.group), self.has_at_peak, self._b_paths[0])
 
-    @property
+    @cached_property
     def shared_share(self) -> float:
         """Of the scopes, nodes and `(self)` entries of the side with fewer, the share the other has too
         (matched by name, B's renumbered as A's): about 1 for two steps of one model, little for two models,

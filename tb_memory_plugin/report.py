@@ -332,12 +332,13 @@ def dominant(values) -> int | None:
     return largest if values[largest] >= DOMINANT_SHARE * total else None
 
 
-def _stacked(tree, node: int) -> list[int]:
-    """The entries a curve's stack splits `node` into, largest at the peak first: its children, but one that
-    holds `DOMINANT_SHARE` of them at the peak (`dominant`) and has entries below it, those in its place (the
-    UX review's stack at the top level was one band, shared_model's 95%). They add up to `node` all the same."""
+def _stacked(tree, node: int, split: bool = True) -> list[int]:
+    """The entries a curve's stack splits `node` into, largest at the peak first: its children, but (with
+    `split`) one that holds `DOMINANT_SHARE` of them at the peak (`dominant`) and has entries below it, those
+    in its place (the UX review's stack at the top level was one band, shared_model's 95%). They add up to
+    `node` all the same."""
     children = [int(child) for child in tree.children[node]]
-    found = dominant(tree.figures[children, AT_PEAK]) if children else None
+    found = dominant(tree.figures[children, AT_PEAK]) if children and split else None
     largest = children[found] if found is not None else None
     if largest is None or not len(tree.children[largest]):
         return children
@@ -358,7 +359,7 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
     unique_execs, node_at = np.unique(trace.event_exec[curve_data.last_event(sampled.position)], return_inverse=True)
     series = []
     explained = np.zeros(sampled.position.size, dtype=np.int64)
-    for child in (_stacked(tree, node) if split else [int(c) for c in tree.children[node]])[:top]:
+    for child in _stacked(tree, node, split)[:top]:
         values = curve_mod.held_by(trace, curve_data, tree.executions(child), sampled.position)
         explained += values
         series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})

@@ -393,7 +393,7 @@ def _constant_value(node, nodes: dict) -> tuple[tuple, int] | None:
     dtype = node.attr["T"].type
     nbytes = _sized(dtype, tuple(dims))[1]
     fill_value = fill.attr["value"].tensor.SerializeToString(deterministic=True)
-    return (("Fill", dtype, tuple(dims), fill_value), nbytes or 0) if nbytes else None
+    return (("Fill", dtype, tuple(dims), fill_value), nbytes) if nbytes else None
 
 
 def _int_values(tensor) -> list[int] | None:

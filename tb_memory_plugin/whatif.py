@@ -516,6 +516,7 @@ class OneStep:
     def __init__(self, step: StepAnalysis, space: SpaceAnalysis, batch: int | None = None) -> None:
         """batch: the batch the step ran at, where the user gives it (else read from its shapes)."""
         self.space = space
+        self._peaks: dict[int, tuple[int, int, int]] = {}  # `_peak_at`'s, by batch
         self.batch = batch or traced_batch(step)
         self.replicas = replica_count(step)
         outputs = _Outputs(step, self.batch)
@@ -656,7 +657,7 @@ class OneStep:
         """(the replay's peak's last event as `_replay` gives it, its rise, the replay's bytes at the traced
         peak's moment) at `batch`, once per batch: the largest batch under a limit and the chart ask the
         same batches of `peak_rise` and `moved_peak` many times, and a replay passes over every event."""
-        cache = self.__dict__.setdefault("_peaks", {})
+        cache = self._peaks
         if batch not in cache:
             curve = self.space.curve
             events, last, rise = self._replay(batch)
@@ -1196,7 +1197,7 @@ class WhatIf:
         self.base = base = nearest_traced(steps, batch)
         # XLA lays a program's values out again for each batch size: there is nothing to scale in one
         # step, only steps at several batch sizes to fit.
-        self.one_step = None if ran_xla(base.step) else one_step(base.step, base.space, base.given_batch)
+        self.one_step = None if ran_xla(base.step) else self.one_step_at(batch)
         batches = {s.batch for s in steps}
         if len(steps) > 1:  # at one batch too: another model's run is refused, not passed over as "no fit"
             check_one_model(steps)

@@ -485,16 +485,16 @@ export class CurveView {
       this.dragStartPx = null;
       this.svg.select('rect.drag').classed('hidden', true);
     });
-    svgNode.addEventListener('pointerleave', () => {
-      this.svg.select('g.hover').selectAll('*').remove();
-      this.tooltip.classList.add('hidden');
-    });
+    svgNode.addEventListener('pointerleave', () => this.hideReading());
     svgNode.addEventListener('dblclick', () => this.selection.set({ timeRange: null }));
     svgNode.addEventListener('keydown', (ev) => this.onKey(ev));
-    svgNode.addEventListener('blur', () => {
-      this.svg.select('g.hover').selectAll('*').remove();
-      this.tooltip.classList.add('hidden');
-    });
+    svgNode.addEventListener('blur', () => this.hideReading());
+  }
+
+  /** No reading shown: neither the mark on the curve nor the tooltip. */
+  private hideReading(): void {
+    this.svg.select('g.hover').selectAll('*').remove();
+    this.tooltip.classList.add('hidden');
   }
 
   /** Arrow keys, Home, End and P move the keyboard's reading along the drawn points; Escape hides it. */
@@ -526,8 +526,7 @@ export class CurveView {
       }
       case 'Escape':
         this.cursor = null;
-        this.svg.select('g.hover').selectAll('*').remove();
-        this.tooltip.classList.add('hidden');
+        this.hideReading();
         return;
       default:
         return;
@@ -542,8 +541,7 @@ export class CurveView {
     const c = this.drawn;
     const [left, right] = this.x.range() as [number, number];
     if (!c || c.t_us.length === 0 || px < left || px > right) {
-      this.svg.select<SVGGElement>('g.hover').selectAll('*').remove();
-      this.tooltip.classList.add('hidden');
+      this.hideReading();
       return;
     }
     this.showPoint(nearestIndex(c.t_us, this.x.invert(px)), ev);
