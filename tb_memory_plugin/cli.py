@@ -154,7 +154,7 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
           f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
     with_small = (summary["resident"] or {}).get("peak_with_uncounted_bytes")
-    if with_small is not None and summary["resident"]["uncounted_bytes"]:
+    if with_small is not None and summary["resident"]["uncounted_noticeable"]:
         print(f"   with the model's smaller tensors in use before the step "
               f"({format_bytes(summary['resident']['uncounted_bytes'])}: parameters, slots and feeds the start does "
               f"not count), the peak is {format_bytes(with_small)}")

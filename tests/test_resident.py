@@ -157,6 +157,23 @@ def test_cli_text_lists_layers_by_parameters(capsys, logdir):
     assert (f"   with the model's smaller tensors in use before the step "
             f"({cli.format_bytes(resident_json['uncounted_bytes'])}: parameters, slots and feeds the start does not "
             f"count), the peak is {cli.format_bytes(resident_json['peak_with_uncounted_bytes'])}") in out
+    assert resident_json["uncounted_noticeable"] is True
+
+
+def test_peak_with_smaller_tensors_is_said_only_where_it_moves_the_peak(capsys, logdir, monkeypatch):
+    """Beside the peak only where the smaller tensors move it by report.UNCOUNTED_NOTICEABLE_SHARE or more."""
+    args = ["summary", str(logdir), "--run", "unet", "--tag", "step_2"]
+    assert cli.main([*args, "--json"]) == 0
+    device = json.loads(capsys.readouterr().out)["steps"][0]["devices"][0]
+    share = device["resident"]["uncounted_bytes"] / device["peak_bytes"]
+    for threshold, said in ((share, True), (share * 1.01, False)):
+        monkeypatch.setattr(report, "UNCOUNTED_NOTICEABLE_SHARE", threshold)
+        assert cli.main([*args, "--json"]) == 0
+        resident_json = json.loads(capsys.readouterr().out)["steps"][0]["devices"][0]["resident"]
+        assert resident_json["uncounted_noticeable"] is said
+        assert resident_json["peak_with_uncounted_bytes"] == device["resident"]["peak_with_uncounted_bytes"]
+        assert cli.main(args) == 0
+        assert ("with the model's smaller tensors in use before the step" in capsys.readouterr().out) is said
 
 
 def test_scopes_and_scope_routes_carry_param_figures(tb, unet_trace):

@@ -557,7 +557,7 @@ describe('SummaryView', () => {
     const resident = {
       source: 'run_graph' as const, start_bytes: 0, param_count: 716963, param_bytes: 2867852, slot_bytes: 5735704,
       fed_bytes: 393216, other_bytes: 0, other_note: null, weight_constants: false, note: null, layers: [],
-      uncounted_bytes: 8996772, peak_with_uncounted_bytes: 28313700,
+      uncounted_bytes: 8996772, peak_with_uncounted_bytes: 28313700, uncounted_noticeable: true,
     };
     const partial = { ...device, allocator: 'mklcpu', start_counts_from_bytes: 256 * 1024, resident };
     view.setData(summary, partial);
@@ -567,6 +567,19 @@ describe('SummaryView', () => {
     expect(withSmall.title).toContain('mklcpu counts them in no reading');
     // Shown as a rise, the peak has nothing to add them to.
     document.querySelector<HTMLButtonElement>('[data-testid=summary-peak-mode]')!.click();
+    expect(document.querySelector('[data-testid=summary-peak-with-small]')).toBeNull();
+  });
+
+  it('leaves the peak with smaller tensors out where they barely move it', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const resident = {
+      source: 'run_graph' as const, start_bytes: 0, param_count: 8192, param_bytes: 32768, slot_bytes: 0,
+      fed_bytes: 0, other_bytes: 0, other_note: null, weight_constants: false, note: null, layers: [],
+      uncounted_bytes: 32768, peak_with_uncounted_bytes: 272662528, uncounted_noticeable: false,
+    };
+    view.setData(summary, { ...device, allocator: 'mklcpu', start_counts_from_bytes: 256 * 1024, resident });
+    expect(document.querySelector('[data-testid=summary-start-partial]')).not.toBeNull();
     expect(document.querySelector('[data-testid=summary-peak-with-small]')).toBeNull();
   });
 
