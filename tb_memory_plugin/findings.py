@@ -595,12 +595,41 @@ def _allocator_gap(space) -> list[Finding]:
                     "account for, so the real peak is at least that much higher.")
         nodes += [top_node] if top_node and top_node not in nodes else []
         suggestion += " Size the step by the allocator's largest reading, not by the peak shown."
+    # Where the readings climb above the records: after which ops (oneDNN's 3-D convolutions took 28 MiB
+    # no record shows, read only as a gap "after gradients/sub_grad/Shape_1" and a largest reading).
+    climbs = _climbs(space, excess, max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise, unit)) if gap > 0 or peak_short else []
+    if climbs and not (len(climbs) == 1 and climbs[0][0] in nodes):
+        named = [f"{node} (+{format_bytes(grew)} at {at / 1000:.3f} ms)" if node else
+                 f"a reading at {at / 1000:.3f} ms (+{format_bytes(grew)})" for node, grew, at in climbs]
+        message += (" The readings climb above the records most after " + _listed(named) + ": what ran just "
+                    "before those readings took memory that no record shows (oneDNN's convolutions and XLA "
+                    "clusters allocate outside the records).")
+        nodes += [node for node, _, _ in climbs if node and node not in nodes]
     return [Finding(
         ALLOCATOR_GAP, headline, scope, nodes, message, suggestion, trace.id,
         {"gap_bytes": gap, "above_bytes": max(above, 0), "below_bytes": max(below, 0), "time_us": when,
          "snapshot_count": int(trace.snapshot_bytes.size), "max_reading_bytes": int(trace.snapshot_bytes[top]),
-         "max_reading_time_us": int(trace.snapshot_time_us[top]), "above_peak_bytes": above_peak},
+         "max_reading_time_us": int(trace.snapshot_time_us[top]), "above_peak_bytes": above_peak,
+         "climbs": [{"node": node, "bytes": grew, "time_us": at} for node, grew, at in climbs]},
     )]
+
+
+CLIMBS_NAMED = 3  # the largest climbs of the readings over the records an allocator_gap names
+
+
+def _climbs(space, excess: np.ndarray, at_least: int) -> list[tuple[str | None, int, int]]:
+    """(the op a reading follows, how much the readings' excess over the records grew since the
+    reading before, the reading's time) of the `CLIMBS_NAMED` readings where it grew most, by
+    `at_least` or more, in time order: where memory no record shows was taken."""
+    grew = np.diff(excess, prepend=excess[:1] if excess.size and excess[0] < 0 else 0)
+    rows = np.flatnonzero(grew >= at_least)
+    rows = np.sort(rows[np.argsort(-grew[rows], kind="stable")[:CLIMBS_NAMED]])
+    times = space.trace.snapshot_time_us
+    return [(_finished_by(space, int(times[i]))[0], int(grew[i]), int(times[i])) for i in rows.tolist()]
+
+
+def _listed(texts: list[str]) -> str:
+    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
 
 
 # -- undonated arguments ---------------------------------------------------------------------

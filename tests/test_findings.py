@@ -609,6 +609,31 @@ def test_allocator_gap_states_the_amount():
     assert found[0].suggestion.startswith("Look for memory allocated outside the traced ops")
 
 
+def test_allocator_gap_names_the_ops_after_which_the_readings_climb():
+    """Readings that climb above the records twice (after b/Conv3D by 6 MiB, after d/Conv3D by 10 MiB more),
+    and back: the finding names both ops, largest climbs first in time order, not only the reading where
+    the excess was widest."""
+    def node(name, start, allocs, reading):
+        return Node(name, start, start + 1, op=name.split("/")[1],
+                    memory=[Mem("GPU_0_bfc", allocs, bytes_in_use=reading)])
+
+    nodes = [
+        node("a/MatMul", 0, [(0, 4 * MiB)], 104 * MiB),  # records 4 MiB: at the start of 100 MiB
+        node("b/Conv3D", 2, [(2, 4 * MiB)], 114 * MiB),  # records 8: 6 MiB above
+        node("c/Relu", 4, [(4, 1 * MiB)], 115 * MiB),  # records 9: still 6 above
+        node("d/Conv3D", 6, [(6, 1 * MiB)], 126 * MiB),  # records 10: 16 above
+        node("e/Relu", 8, [(8, -6 * MiB)], 104 * MiB),  # records 4: at the start again
+        node("f/Relu", 10, [(10, 1 * MiB)], 105 * MiB),
+        node("g/Relu", 12, [(12, 1 * MiB)], 106 * MiB),
+    ]
+    step = store.analyse_bytes(protos.serialized({GPU0: nodes}))
+    (found,) = [f for f in findings.step_findings(step) if f.kind == findings.ALLOCATOR_GAP]
+    assert step.space(None).start_bytes == 100 * MiB and found.details["gap_bytes"] == 16 * MiB
+    assert [(c["node"], c["bytes"]) for c in found.details["climbs"]] == [("b/Conv3D", 6 * MiB), ("d/Conv3D", 10 * MiB)]
+    assert "climb above the records most after b/Conv3D (+6.0 MiB at 0.003 ms) and d/Conv3D (+10.0 MiB" in found.message
+    assert found.nodes[:2] == ["d/Conv3D", "b/Conv3D"]  # the widest first, as before
+
+
 def test_allocator_gap_below_the_records_says_what_that_means():
     """Readings 3 MiB under the records at one point: not memory the trace misses, so not its advice."""
     step = _gap_step(113 * MiB)
