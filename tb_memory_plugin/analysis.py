@@ -35,6 +35,11 @@ def _check_group(group: str) -> None:
         raise ValueError(f"unknown group {group!r}")
 
 
+def _most_common_count(values: np.ndarray) -> int:
+    """How many of `values` the most common one holds (0 for none)."""
+    return int(np.unique(values, return_counts=True)[1].max()) if values.size else 0
+
+
 @dataclass(frozen=True)
 class XlaProgram:
     """An XLA program's bytes in one space: its node and the pieces its HLO split from its blocks
@@ -201,7 +206,7 @@ class SpaceAnalysis:
     @cached_property
     def snapshot_offsets(self) -> np.ndarray:
         """Each allocator snapshot minus the curve's rise when it was read: the bytes in use
-        before the step, as that reading tells them (their median is the baseline)."""
+        before the step, as that reading tells them (the baseline is read from them: `_start_from`)."""
         space, curve = self.trace, self.curve
         if space.snapshot_event is not None:  # a reading after each event: the records' total after it
             place = np.empty(curve.event_order.size, dtype=np.int64)
@@ -240,11 +245,10 @@ class SpaceAnalysis:
         """(the smallest request the allocator's readings count, the start read within the readings' ops where
         that is how the size was chosen, else None). Of the sizes its allocator's
         readings may count from (`trace.readings_thresholds`: mklcpu's 256 KiB, 4 KiB before TensorFlow
-        2.12) and none, the one under which the most readings agree to the byte with the records'
-        total then, the start the baseline would read (their median: the earlier in that order where as
-        many do): on every TensorFlow 2.21 step tried, 256 KiB, with 32-100% of the readings exact,
-        more than under any other size. Last, `trace.COUNTS_NONE`: readings that count none of the step's requests (every
-        one sent to malloc), which give no start. A median and a count per size: O(readings) each."""
+        2.12) and none, the one under which the most readings agree to the byte on one start (the earlier
+        in that order where as many do): on every TensorFlow 2.21 step tried, 256 KiB, with 32-100% of the
+        readings exact, more than under any other size. Last, `trace.COUNTS_NONE`: readings that count none
+        of the step's requests (every one sent to malloc), which give no start. A count per size."""
         space, curve = self.trace, self.curve
         candidates = readings_thresholds(space.allocator)
         if not candidates or space.snapshot_event is not None:  # a profile's readings come with its events
@@ -253,8 +257,10 @@ class SpaceAnalysis:
             return candidates[0], None
         best, best_share = 0, -1
         for least in (*candidates, 0, COUNTS_NONE):
-            offsets = self._offsets(self._rise_counting(least))
-            share = int(np.count_nonzero(offsets == np.median(offsets)))
+            # How many readings agree to the byte on one start: the most common one's count. (Counting those
+            # equal to the median had let a U-Net step whose 32 readings agreed on one start under 256 KiB,
+            # spread around it by oneDNN's own memory, lose to counting none: 7 readings at its median.)
+            share = _most_common_count(self._offsets(self._rise_counting(least)))
             if share > best_share:
                 best, best_share = least, share
         if best == COUNTS_NONE and space.snapshot_bytes.size <= _FEW_READINGS and space.snapshot_start_us is not None:
@@ -360,11 +366,30 @@ class SpaceAnalysis:
         offsets = self.snapshot_offsets
         # A few readings agreeing only when read within their ops give that start (`_readings_choice`).
         within = self._readings_choice[1]
-        start = int(np.median(offsets)) if within is None else int(within)
+        start = self._start_from(offsets) if within is None else int(within)
         gap = int(np.max(np.abs(offsets - start)))
         if start < 0 or self.readings_count_from == COUNTS_NONE:  # readings that cannot hold the step's records,
             return "none", None, gap  # or count none of them: no usable baseline
         return "allocator_bytes_in_use", start, gap
+
+    def _start_from(self, offsets: np.ndarray) -> int:
+        """The bytes in use before the step, from the readings' offsets (each reading less the records'
+        total then). A profile reads the allocator after every event, each allocation one of them: its
+        offsets hold nothing the events miss, and their median is the start. A RunMetadata step's
+        allocator also holds what no record shows, taken during the step (oneDNN's primitives, XLA's
+        clusters): that only adds to a reading, so the start is the lower of the step's first reading
+        (taken before most of it: a trial's wide & deep step read 61.9 MiB there, and again at its end,
+        and 92.5 MiB, its median, through the 30 MiB its gather took in between) and the offset the most
+        readings agree on, two at least (where the first op itself took such memory: a 3-D convolution's
+        28 MiB).
+        A lone reading below both (an old variable buffer dropped with no record) does not move it."""
+        if self.trace.snapshot_event is not None:
+            return int(np.median(offsets))
+        first = int(offsets[np.argmin(self.trace.snapshot_time_us)])  # readings come in the nodes' order
+        values, counts = np.unique(offsets, return_counts=True)
+        if counts.max() < 2:  # no two agree (readings rounded to a unit): the first alone
+            return first
+        return min(first, int(values[np.argmax(counts)]))  # the lower of the modes where two tie
 
     # -- trees ----------------------------------------------------------------
 

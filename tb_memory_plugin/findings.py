@@ -547,15 +547,15 @@ def _allocator_gap(space) -> list[Finding]:
     meaning = ("memory the trace does not attribute to any op" if gap > 0 else
                "bytes the records count that the allocator did not hold then"
                + ("" if space.start_bytes is None and start == 0 else
-                  ", or a baseline (a median) above the step's real start"))
+                  ", or a baseline above the step's real start"))
     message = (f"The allocator's own bytes in use ({trace.allocator}) {direction}{share}{baseline}, "
                f"at {when / 1000:.3f} ms" + (f", after {node_name}" if node_name else "") + f": {meaning}.")
     nodes = [node_name] if node_name else []
     suggestion = ("Look for memory allocated outside the traced ops: library workspaces (oneDNN scratchpads and "
                   "caches, cuDNN workspaces), another session or thread on the same device, or allocations "
                   "TensorFlow does not record per op; the at-peak figures cover only the records." if gap > 0 else
-                  "Read the step's peak as a rise over its start rather than as absolute bytes: the start (a median "
-                  "of the readings) may be set too high, or the records count bytes the allocator had already "
+                  "Read the step's peak as a rise over its start rather than as absolute bytes: the start (read "
+                  "from the readings) may be set too high, or the records count bytes the allocator had already "
                   "given back.")
     if (gap > 0 or peak_short) and ran_xla_clusters(space.names):
         suggestion = ("This step ran XLA clusters: TensorFlow does not record what XLA allocates inside them, "

@@ -91,6 +91,20 @@ def records_peak(records) -> tuple[int, int | None]:
     return best, best_time
 
 
+def start_by_rule(offsets, times) -> int:
+    """The bytes in use before a RunMetadata step by figures.md's Baseline rule, from each reading's
+    offset (the reading less the records' total then) and time, read apart from analysis.py: the
+    lower of the earliest reading's offset and the offset most readings share (two at least; the
+    lower where several share it as often)."""
+    offsets, times = list(map(int, offsets)), list(map(int, times))
+    first = offsets[times.index(min(times))]
+    counts = collections.Counter(offsets)
+    most = max(counts.values())
+    if most < 2:
+        return first
+    return min(first, min(value for value, count in counts.items() if count == most))
+
+
 def engine_step(logdir: Path, run: str, tag: str):
     """The engine's analysis of run/tag, from the same bytes and run graph the plugin reads."""
     from tb_memory_plugin import graph, store
