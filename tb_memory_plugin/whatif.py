@@ -31,7 +31,7 @@ from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattri
 from .compare import SAME_MODEL_SHARE  # what two steps of one model share, at least
 from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, OUTPUT, format_bytes, other_chunks
 from . import resident as resident_mod, store as store_mod
-from .findings import cpu_working_set_scratch
+from .findings import allocator_gap, cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
@@ -1179,6 +1179,16 @@ def chunking(source: str, allocator: str) -> bool:
     return source == XPLANE_SOURCE or "bfc" in allocator.lower() or allocator == "mklcpu"
 
 
+def _held_beyond_records(space: SpaceAnalysis) -> int:
+    """How far the allocator's readings went above the step's records (its allocator_gap: the gap where
+    positive, or its largest reading above the peak), 0 where they did not."""
+    found = allocator_gap(space) if space.has_curve else []
+    if not found:
+        return 0
+    details = found[0].details
+    return max(details["above_bytes"], details["above_peak_bytes"])
+
+
 class WhatIf:
     """The predictions for one batch size: one step from the traced step whose batch is nearest the
     one asked, a fit when the steps hold two batch sizes or more; the largest batch under a limit (a
@@ -1269,6 +1279,15 @@ class WhatIf:
                     "does not follow the batch changed between them (the allocator's chunks, a schedule that "
                     f"moved), which the fit's line carries on and the one step, from {base.run} {base.tag} alone, "
                     f"does not; trace batch {self.batch} to settle it")
+        held = _held_beyond_records(base.space)
+        if held:
+            grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(held * self.batch // base.batch)})"
+                     if self.batch > base.batch else "")
+            notes.append(
+                f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
+                "show (memory taken with no record: oneDNN's workspaces and reordered weights, XLA's clusters; see "
+                "its allocator_gap finding), which no prediction counts: it may grow with the batch"
+                f"{grown}, so keep it as a margin below the limit, or trace the batch asked")
         least = base.space.start_counts_from
         if self.limit is not None and least and self.absolute(self.lead):
             notes.append(

@@ -22,7 +22,7 @@ import bench_whatif  # noqa: E402  (the Keras profiling script the accuracy benc
 from tb_memory_plugin import analysis, cli, findings, graph, store, whatif, whatif_report
 from tb_memory_plugin import names as names_mod, trace as trace_mod
 from tb_memory_plugin.names import XLA_PROGRAM_OP_TYPE
-from tb_memory_plugin.figures import ACTIVATIONS, ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER, OUTPUT
+from tb_memory_plugin.figures import ACTIVATIONS, ALLOCATED, AT_PEAK, INPUTS, OPTIMIZER, OUTPUT, format_bytes
 from tb_memory_plugin.sources import xplane
 
 DEMO = REPO / "demo_logs"
@@ -2137,3 +2137,19 @@ def test_a_limit_on_mklcpu_says_its_start_leaves_small_tensors_out():
     assert limited["limit_applies_to"] == "peak_bytes" and any(said in note for note in limited["notes"])
     assert not any(said in note for note in _expected(["unet_b2"], 8)["notes"])
     assert not any("requests of" in note for note in _expected(["bigconv"], 8, limit=100 << 20)["notes"])
+
+
+def test_memory_the_records_miss_is_a_margin_the_answer_names():
+    """The demo U-Net's step_3: oneDNN held memory through mklcpu that no record shows (its allocator_gap),
+    which no prediction counts. The answer says how much, and that much scaled to the batch asked; a step
+    whose readings stay with its records (step_1) says nothing of it."""
+    (gap,) = findings.allocator_gap(demo_step("unet_b2", "step_3").space(None))
+    held = max(gap.details["above_bytes"], gap.details["above_peak_bytes"])
+    assert held > 0
+    notes = whatif.WhatIf([traced("unet_b2")], 8, limit=200 << 20).notes
+    (said,) = [note for note in notes if "beyond what its records show" in note]
+    assert said.startswith(f"mklcpu held up to {format_bytes(held)} in unet_b2 step_3")
+    assert f"(at batch 8, scaled as the batch, {format_bytes(held * 4)})" in said
+    assert findings.allocator_gap(demo_step("unet_b2", "step_1").space(None)) == []
+    assert not any("beyond what its records show" in note
+                   for note in whatif.WhatIf([traced("unet_b2", "step_1")], 8, limit=200 << 20).notes)
