@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import logging
@@ -827,23 +828,28 @@ def _whatif_steps(args: argparse.Namespace) -> tuple[list, list] | None:
     steps = _Steps(args.logdir)
     picked = []
     first = None
-    runs = list(dict.fromkeys(args.run or []))
+    runs = args.run or []
     if not runs:
         run = steps.default_run()
         if run is None:
             return None
         runs = [run]
+    wanted = _whatif_pairs(runs, args.tag or [])
     given = args.traced_batch or []
-    if given and len(given) != len(runs):
-        raise _StepNotFound(f"--traced-batch given {len(given)} times for {len(runs)} runs: give it once per --run, "
-                            "in the same order")
-    for run, batch in itertools.zip_longest(runs, given):
+    if given and len(given) != len(wanted):
+        raise _StepNotFound(f"--traced-batch given {len(given)} times for {len(wanted)} steps: give it once per step "
+                            "(per --run, or per --tag of one run), in the same order")
+    seen = set()
+    for (run, tag), batch in itertools.zip_longest(wanted, given):
         refs = steps.refs(run)
         if refs is None:
             return None
-        # The first run's --tag (else its latest step); the others' step matching it.
-        ref = (_pick_step(steps, refs, run, args.tag) if first is None
+        # The first step's --tag (else its run's latest step); another run's without a tag, the step matching it.
+        ref = (_pick_step(steps, refs, run, tag) if first is None or tag is not None
                else store.matching_step(refs, first, steps.devices))
+        if (ref.run, ref.tag) in seen:
+            raise _StepNotFound(f"{ref.run}/{ref.tag} is given twice: each step once")
+        seen.add((ref.run, ref.tag))
         first = first or ref
         step = steps.analysis(ref)
         if step.status != "ok":
@@ -851,6 +857,24 @@ def _whatif_steps(args: argparse.Namespace) -> tuple[list, list] | None:
         space = _pick_space(step, args.device, f"{ref.run}/{ref.tag}")
         picked.append(whatif.Traced(ref.run, ref.tag, ref.step, ref.source, step, space, batch))
     return picked, whatif.siblings_of(picked[0], first, steps.refs(first.run) or [], steps.analysis)
+
+
+def _whatif_pairs(runs: list[str], tags: list[str]) -> list[tuple[str, str | None]]:
+    """The (run, tag) of each step `whatif` reads, from its --run and --tag: one tag (or none) for the
+    first run, the others' steps matching it; several tags of one run (a script that traced batches 2, 4
+    and 8 into one run); or one tag per run, in order."""
+    if len(tags) <= 1:
+        repeated = [run for run, count in collections.Counter(runs).items() if count > 1]
+        if repeated:
+            raise _StepNotFound(f"--run {repeated[0]} is given twice: to fit steps of one run traced at several "
+                                f"batch sizes, give --tag once per step (--run {repeated[0]} --tag A --tag B)")
+        return [(runs[0], tags[0] if tags else None)] + [(run, None) for run in runs[1:]]
+    if len(runs) == 1:
+        return [(runs[0], tag) for tag in tags]
+    if len(runs) == len(tags):
+        return list(zip(runs, tags))
+    raise _StepNotFound(f"--tag given {len(tags)} times for {len(runs)} runs: give it once (the first run's step; "
+                        "the others' matching it), once per --run in the same order, or several times with one --run")
 
 
 def _print_whatif(body: dict) -> None:
@@ -985,11 +1009,13 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--run", action="append", type=_run_name,
                       help="a run to predict from; several runs of the same graph at other batch sizes are fitted "
                            "(default: the logdir's one run)")
-    what.add_argument("--tag", help="the step of each run (default: the run's latest step)")
+    what.add_argument("--tag", action="append",
+                      help="the step to predict from (default: the run's latest step; other runs' steps match it); "
+                           "several with one --run fit that run's steps, or once per --run in order")
     what.add_argument("--batch", required=True, type=_batch, help="the batch size to predict")
     what.add_argument("--traced-batch", type=_batch, action="append",
-                      help="the batch each run's step ran at, once per --run in order, where the one read from "
-                           "its shapes is wrong (a time-major or ragged feed)")
+                      help="the batch each step ran at, once per step (per --run, or per --tag of one run) in "
+                           "order, where the one read from its shapes is wrong (a time-major or ragged feed)")
     what.add_argument("--limit", type=byte_count, help="memory limit: 16GiB, or bytes from 1 MiB (units are powers of "
                                                        "1024, 16GB and 16G too, as memory sizes are quoted): the largest "
                                                        "batch that fits (default: a GPU allocator's capacity, where "

@@ -1167,6 +1167,34 @@ def siblings_of(first: Traced, ref, refs: list, analysis: Callable) -> list[Trac
     return out
 
 
+def other_batches(first: Traced, siblings: list[Traced]) -> str | None:
+    """A note where other traced steps of `first`'s run ran the same model (as a fit reads it:
+    `check_one_model`; a function traced again for another shape names a few ops anew) at other batch
+    sizes (a script that traced batches 32 and 64 into one profile): a fit over them is one --tag
+    away. None where none did."""
+    others = []
+    for other in siblings:
+        if other.space.trace.id != first.space.trace.id or not other.space.has_curve:
+            continue
+        try:
+            if other.batch != first.batch:
+                check_one_model([first, other])
+                others.append(other)
+        except WhatIfError:
+            continue
+    if not others:
+        return None
+    batches = ", ".join(str(b) for b in sorted({other.batch for other in others}))
+    tags = " ".join(f"--tag {other.tag}" for other in others[:2])
+    return (f"{first.run} also holds {_listed_tags([other.tag for other in others])} of the same model at batch "
+            f"{batches} ({first.tag}: {first.batch}): a fit over steps at several batch sizes reads what each "
+            f"layer holds per sample (the CLI: --run {first.run} --tag {first.tag} {tags})")
+
+
+def _listed_tags(tags: list[str]) -> str:
+    return tags[0] if len(tags) == 1 else ", ".join(tags[:-1]) + " and " + tags[-1]
+
+
 def _ops_of(space: SpaceAnalysis) -> set[str]:
     """The ops a step ran, by graph name (not the names a source makes up: `(no op)`, `(before this step)`)."""
     return {name for name in space.names.graph_names if not name.startswith("(")}
@@ -1201,6 +1229,7 @@ class WhatIf:
             raise WhatIfError("no traced step to predict from")
         self.steps, self.batch = steps, batch
         self._steps_note = higher_sibling(steps[0], list(siblings)) if siblings else None
+        self._batches_note = other_batches(steps[0], list(siblings)) if siblings and len(steps) == 1 else None
         first = steps[0]
         if not first.space.has_curve:
             raise WhatIfError(f"{first.run} {first.tag} has no allocation records: no peak to scale")
@@ -1249,7 +1278,7 @@ class WhatIf:
         largest batch under a limit on a chunking allocator (its chunks may grow more than the batch),
         a fit and a one step far apart, and an allocator several devices share (its peak is not this
         device's alone)."""
-        notes = [self._steps_note] if self._steps_note else []
+        notes = [note for note in (self._steps_note, self._batches_note) if note]
         base = self.base
         start = base.space.start_bytes
         carried = self.one_step.resident_batch_bytes if self.one_step is not None else 0

@@ -1558,7 +1558,7 @@ def test_cli_takes_the_traced_batch_once_per_run():
     assert body["runs"][0]["batch"] == 4 and body["runs"][0]["batch_given"] is True
     code, out, err = _whatif("--run", "unet_b2", "--run", "unet_b4", "--traced-batch", "2", "--batch", "8")
     assert code == 1 and not out and err.count("\n") == 1
-    assert "--traced-batch given 1 times for 2 runs" in err
+    assert "--traced-batch given 1 times for 2 steps" in err
     # A batch given that nothing carries: the answer says it was given, not read.
     code, out, err = _whatif("--run", "unet_b2", "--traced-batch", "3", "--batch", "8")
     assert code == 1 and "carry its batch (3, as given: is that the batch it ran at?)" in err
@@ -2153,3 +2153,52 @@ def test_memory_the_records_miss_is_a_margin_the_answer_names():
     assert findings.allocator_gap(demo_step("unet_b2", "step_1").space(None)) == []
     assert not any("beyond what its records show" in note
                    for note in whatif.WhatIf([traced("unet_b2", "step_1")], 8, limit=200 << 20).notes)
+
+
+def test_cli_fits_steps_of_one_run_given_by_tag(tmp_path):
+    """A script that traced batches 2 and 4 into one run (tags b2, b4: the demo U-Net's real steps): --tag once
+    per step fits them, as two runs are fitted; the same step given twice, or a run twice without tags, is
+    refused with what to give (a repeated --tag had been dropped without a word)."""
+    import protos
+    from tracedata import read_blob_bytes
+
+    for tag, run in (("b2", "unet_b2"), ("b4", "unet_b4")):
+        protos.write_tagged_run_metadata(tmp_path / "mixed", tag, read_blob_bytes(DEMO, run, "step_3"))
+    code, out, err = _whatif_in(tmp_path, "--run", "mixed", "--tag", "b2", "--tag", "b4", "--batch", "8", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert [(r["run"], r["tag"], r["batch"]) for r in body["runs"]] == [("mixed", "b2", 2), ("mixed", "b4", 4)]
+    two_runs = json.loads(_whatif("--run", "unet_b2", "--run", "unet_b4", "--batch", "8", "--json")[1])
+    assert body["predictions"]["fit"]["batches"] == [2, 4]
+    assert body["predictions"]["fit"]["predicted_peak_rise_bytes"] == two_runs["predictions"]["fit"]["predicted_peak_rise_bytes"]
+    code, out, err = _whatif_in(tmp_path, "--run", "mixed", "--tag", "b2", "--tag", "b2", "--batch", "8")
+    assert code == 1 and not out and "mixed/b2 is given twice" in err
+    code, out, err = _whatif_in(tmp_path, "--run", "mixed", "--run", "mixed", "--batch", "8")
+    assert code == 1 and not out and "--run mixed is given twice" in err and "--tag A --tag B" in err
+    code, out, err = _whatif("--run", "unet_b2", "--run", "unet_b4", "--run", "unet_b2", "--tag", "step_1",
+                             "--tag", "step_2", "--batch", "8")
+    assert code == 1 and "--tag given 2 times for 3 runs" in err
+
+
+def test_a_profile_with_steps_at_other_batches_says_a_fit_is_a_tag_away(tmp_path):
+    """tests/data/cpu_bfc: one profile of a model's steps at batches 32, 32, 64 and 64. The what-if from the last
+    step alone names the steps at batch 32 and how to fit over them; fitted over them, it says nothing of it."""
+    session = tmp_path / "mlp" / "plugins" / "profile" / "2026_11_28_10_37_49"
+    session.mkdir(parents=True)
+    (session / "vm.xplane.pb").write_bytes(
+        (REPO / "tests" / "data" / "cpu_bfc" / "mlp_steps_at_batch_32_and_64.xplane.pb").read_bytes())
+    code, out, err = _whatif_in(tmp_path, "--batch", "128", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    tag = body["runs"][0]["tag"]
+    assert tag.endswith("/step_3") and body["runs"][0]["batch"] == 64 and body["predictions"]["fit"] is None
+    (note,) = [n for n in body["notes"] if "of the same model at batch" in n]
+    session_tag = tag.rpartition("/")[0]
+    assert note.startswith(f"mlp also holds {session_tag}/step_1 and {session_tag}/step_0 of the same model at batch 32")
+    assert f"--run mlp --tag {tag} --tag {session_tag}/step_1 --tag {session_tag}/step_0" in note
+    code, out, err = _whatif_in(tmp_path, "--run", "mlp", "--tag", tag, "--tag", f"{session_tag}/step_1",
+                                "--batch", "128", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert body["predictions"]["fit"]["batches"] == [64, 32]
+    assert not any("of the same model at batch" in n for n in body["notes"])
