@@ -296,6 +296,11 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
         for row in layers[:top]:
             print(f"     {format_bytes(row['param_bytes']):>12}  {row['scope']}  {row['param_count']:,} params"
                   + (f"  (+{format_bytes(row['slot_bytes'])} slots)" if row["slot_bytes"] else ""))
+        if rest := layers[top:]:  # as the other listings end: what the lines shown leave out
+            slots = sum(row["slot_bytes"] for row in rest)
+            print(f"     {format_bytes(sum(row['param_bytes'] for row in rest)):>12}  ({len(rest)} more layers)  "
+                  f"{sum(row['param_count'] for row in rest):,} params"
+                  + (f"  (+{format_bytes(slots)} slots)" if slots else "") + " (--top shows them)")
 
 
 def _print_findings(found: list[dict]) -> None:

@@ -158,6 +158,14 @@ def test_cli_text_lists_layers_by_parameters(capsys, logdir):
             f"({cli.format_bytes(resident_json['uncounted_bytes'])}: parameters, slots and feeds the start does not "
             f"count), the peak is {cli.format_bytes(resident_json['peak_with_uncounted_bytes'])}") in out
     assert resident_json["uncounted_noticeable"] is True
+    # Cut at --top, the table says what it leaves out, as the other listings do.
+    assert cli.main(["summary", str(logdir), "--run", "unet", "--tag", "step_2", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    rest = sorted(resident_json["layers"], key=lambda row: -(row["param_bytes"] + row["slot_bytes"]))[3:]
+    assert len(rest) > 0
+    assert (f"{cli.format_bytes(sum(r['param_bytes'] for r in rest)):>12}  ({len(rest)} more layers)  "
+            f"{sum(r['param_count'] for r in rest):,} params  (+{cli.format_bytes(sum(r['slot_bytes'] for r in rest))} "
+            "slots) (--top shows them)") in out
 
 
 def test_peak_with_smaller_tensors_is_said_only_where_it_moves_the_peak(capsys, logdir, monkeypatch):
