@@ -971,13 +971,24 @@ class NameTable:
         """(each layer once, sorted; each name's index into them): each name's `layer` (what-if
         layers), built once per table, as several steps' what-ifs ask."""
         known = self.source_layers
-        return coded([known.get(raw) or layer_of(path) for raw, path in zip(self.raw, self.layer_paths)])
+        return coded([known.get(raw) or self._layer_of(path) for raw, path in zip(self.raw, self.layer_paths)])
 
     def layer(self, index: int) -> str:
         """One name's layer (findings): the source's where it knows it (a profile's Keras 3
         layer: `cnn/c2` for `gradient_tape/cnn/c2/convolution/Conv2DBackpropInput`, whose
         `convolution` is the op's own scope), else `layer_of` its layer path."""
-        return self.source_layers.get(self.raw[index]) or layer_of(self.leaf_path("layer", index))
+        return self.source_layers.get(self.raw[index]) or self._layer_of(self.leaf_path("layer", index))
+
+    def _layer_of(self, path: str) -> str:
+        """`layer_of` a layer path; where that layer is itself an op's layer path, the op's layer: TF2's
+        tape names an op's gradients below the op (`gradient_tape/fc2/matmul/MatMul_1`, folded to
+        `fc2/matmul/MatMul_1`), which had made `fc2/matmul` a layer of its own beside `fc2`."""
+        layer = layer_of(path)
+        return layer_of(layer) if layer != path and layer in self._op_layer_paths else layer
+
+    @cached_property
+    def _op_layer_paths(self) -> frozenset[str]:
+        return frozenset(self.layer_paths)
 
     @cached_property
     def layer_paths(self) -> list[str]:

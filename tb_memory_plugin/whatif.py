@@ -29,7 +29,8 @@ from ._numeric import scatter_sum
 from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattributed_note, xla_clusters,
                        xla_programs_share)
 from .compare import SAME_MODEL_SHARE  # what two steps of one model share, at least
-from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, INPUTS, OPTIMIZER, OUTPUT, format_bytes, other_chunks
+from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, GRADIENTS, INPUTS, OPTIMIZER, OUTPUT, format_bytes,
+                      other_chunks)
 from . import resident as resident_mod, store as store_mod
 from .findings import allocator_gap, cpu_working_set_scratch
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
@@ -739,8 +740,14 @@ def _model_layers(space: SpaceAnalysis) -> set[str]:
     A likeness, looser than the names the fit matches by `names.renumbering`: Keras 3 numbers
     each optimizer update op (`adam/Add_10`), and a model built again adds `adam_1` beside the
     first `adam`, whose counts then differ; renumbering leaves those apart, which would make one
-    model look like two."""
-    return {_INSTANCE_SUFFIX.sub("", layer) for layer in _layers(space)[0] if not layer.startswith("(")}
+    model look like two. Layers of nothing but gradients and optimizer updates (TF1's `gradients`,
+    `Adam`, `beta1_power`: every model trained so has them) are left out where others remain: they
+    had made half of a small U-Net's layers look like a ResNet's."""
+    layers, code = _layers(space)
+    own = np.zeros(len(layers), dtype=bool)
+    own[code[~np.isin(space.names.category, (GRADIENTS, OPTIMIZER))]] = True
+    kept = [layer for layer, mine in zip(layers, own.tolist()) if mine and not layer.startswith("(")]
+    return {_INSTANCE_SUFFIX.sub("", layer) for layer in kept or layers if not layer.startswith("(")}
 
 
 def _as_first_names(first: list[str], layers: list[str]) -> list[str]:

@@ -1106,7 +1106,14 @@ def _assert_one_step_is_the_reference(step, space):
     assert one.resident_batch_bytes == resident
     layer_names, of_name = whatif._layers(space)
     assert whatif._layers(space) is space.names.layers  # built once per name table
-    layers = [space.names.source_layers.get(raw) or names_mod.layer_of(path)
+    # A layer that is itself an op (TF2's tape names gradients below their op) is the op's layer.
+    ops = set(space.names.layer_paths)
+
+    def layer_of(path):
+        layer = names_mod.layer_of(path)
+        return names_mod.layer_of(layer) if layer != path and layer in ops else layer
+
+    layers = [space.names.source_layers.get(raw) or layer_of(path)
               for raw, path in zip(space.names.raw, space.names.layer_paths)]
     assert layers == [space.names.layer(i) for i in range(len(layers))]  # findings ask one name at a time
     assert layer_names == sorted(set(layers)) and [layer_names[i] for i in of_name.tolist()] == layers
