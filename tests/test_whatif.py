@@ -2209,3 +2209,16 @@ def test_a_profile_with_steps_at_other_batches_says_a_fit_is_a_tag_away(tmp_path
     body = json.loads(out)
     assert body["predictions"]["fit"]["batches"] == [64, 32]
     assert not any("of the same model at batch" in n for n in body["notes"])
+
+
+def test_a_layer_that_is_an_op_is_that_ops_layer(tmp_path):
+    """TF2's tape names an op's gradients below the op (`gradient_tape/fc2/matmul/MatMul_1`): the what-if's layer
+    is `fc2`, the layer the summary shows, not `fc2/matmul` beside it (tests/data/cpu_bfc's real profile)."""
+    session = tmp_path / "mlp" / "plugins" / "profile" / "2026_11_28_10_37_49"
+    session.mkdir(parents=True)
+    (session / "vm.xplane.pb").write_bytes(
+        (REPO / "tests" / "data" / "cpu_bfc" / "mlp_steps_at_batch_32_and_64.xplane.pb").read_bytes())
+    code, out, err = _whatif_in(tmp_path, "--batch", "128", "--json")
+    assert code == 0, err
+    layers = {row["layer"] for row in json.loads(out)["layers"]}
+    assert {"fc1", "fc2"} <= layers and not any(layer.endswith("/matmul") for layer in layers), layers
