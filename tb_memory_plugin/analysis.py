@@ -8,7 +8,6 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
-import collections
 
 import functools
 from dataclasses import dataclass
@@ -35,9 +34,14 @@ def _check_group(group: str) -> None:
         raise ValueError(f"unknown group {group!r}")
 
 
-def _most_common_count(values: np.ndarray) -> int:
-    """How many of `values` the most common one holds (0 for none)."""
-    return int(np.unique(values, return_counts=True)[1].max()) if values.size else 0
+def _mode(values: np.ndarray) -> tuple[int, int]:
+    """(the most common of `values`, how many hold it), the lowest where several are as common; (0, 0)
+    for none: the start the most readings agree on."""
+    if not values.size:
+        return 0, 0
+    distinct, counts = np.unique(values, return_counts=True)
+    at = int(np.argmax(counts))
+    return int(distinct[at]), int(counts[at])
 
 
 @dataclass(frozen=True)
@@ -260,7 +264,7 @@ class SpaceAnalysis:
             # How many readings agree to the byte on one start: the most common one's count. (Counting those
             # equal to the median had let a U-Net step whose 32 readings agreed on one start under 256 KiB,
             # spread around it by oneDNN's own memory, lose to counting none: 7 readings at its median.)
-            share = _most_common_count(self._offsets(self._rise_counting(least)))
+            share = _mode(self._offsets(self._rise_counting(least)))[1]
             if share > best_share:
                 best, best_share = least, share
         if best == COUNTS_NONE and space.snapshot_bytes.size <= _FEW_READINGS and space.snapshot_start_us is not None:
@@ -287,15 +291,12 @@ class SpaceAnalysis:
         as `reading_excess` allows; not before the op's own allocations, which its reading follows). The
         lower start where two have as many. For a few readings only."""
         low, high = self._op_windows()
-        votes: collections.Counter = collections.Counter()
+        votes: list[int] = []
         for reading, first, last in zip(self.trace.snapshot_bytes.tolist(), low.tolist(), high.tolist()):
             at_end = int(rise[last - 1]) if last > 0 else 0
             totals = {total for total in rise[max(first - 1, 0):last].tolist() if total >= at_end} | {at_end}
-            votes.update({reading - total for total in totals})
-        if not votes:
-            return 0, 0
-        start, share = min(votes.items(), key=lambda item: (-item[1], item[0]))
-        return start, share
+            votes.extend(reading - total for total in totals)  # one vote per start a reading may tell
+        return _mode(np.array(votes, dtype=np.int64))
 
     @property
     def readings_partial_from(self) -> int | None:
@@ -363,33 +364,50 @@ class SpaceAnalysis:
             return "none", None, None
         if curve.time_us.size == 0:
             return "allocator_bytes_in_use", int(np.median(space.snapshot_bytes)), None
-        offsets = self.snapshot_offsets
-        # A few readings agreeing only when read within their ops give that start (`_readings_choice`).
-        within = self._readings_choice[1]
-        start = self._start_from(offsets) if within is None else int(within)
-        gap = int(np.max(np.abs(offsets - start)))
+        start = self.readings_start
+        gap = int(np.max(np.abs(self.snapshot_offsets - start)))
         if start < 0 or self.readings_count_from == COUNTS_NONE:  # readings that cannot hold the step's records,
             return "none", None, gap  # or count none of them: no usable baseline
         return "allocator_bytes_in_use", start, gap
 
-    def _start_from(self, offsets: np.ndarray) -> int:
-        """The bytes in use before the step, from the readings' offsets (each reading less the records'
-        total then). A profile reads the allocator after every event, each allocation one of them: its
-        offsets hold nothing the events miss, and their median is the start. A RunMetadata step's
-        allocator also holds what no record shows, taken during the step (oneDNN's primitives, XLA's
-        clusters): that only adds to a reading, so the start is the lower of the step's first reading
-        (taken before most of it: a trial's wide & deep step read 61.9 MiB there, and again at its end,
-        and 92.5 MiB, its median, through the 30 MiB its gather took in between) and the offset the most
-        readings agree on, two at least (where the first op itself took such memory: a 3-D convolution's
-        28 MiB).
-        A lone reading below both (an old variable buffer dropped with no record) does not move it."""
+    @cached_property
+    def readings_start(self) -> int:
+        """The bytes in use before the step as the allocator's readings tell them (`snapshot_offsets`: each
+        reading less the records' total then), whether or not they make a baseline (negative ones do not).
+        A few readings agreeing only when read within their ops give that start (`_readings_choice`).
+
+        A profile reads the allocator after every event, each allocation one of them: its offsets hold
+        nothing the events miss, and their median is the start. A RunMetadata step's allocator also holds
+        what no record shows, taken during the step (oneDNN's primitives, XLA's clusters), which only adds
+        to a reading: the start is the step's first reading's (taken before most of it: a trial's wide &
+        deep step read 61.9 MiB there, and again at its end, and 92.5 MiB, its median, through the 30 MiB
+        its gather took in between), but the offset the most readings agree on (two at least) where that
+        is lower (the first op itself took such memory: a 3-D convolution's 28 MiB), or where the first
+        reading agrees with it at some moment of its op (taken before a concurrent op's allocation, as
+        `reading_excess` allows), or is below nothing. No two agreeing (readings rounded to a unit): the
+        first."""
+        offsets = self.snapshot_offsets
+        within = self._readings_choice[1]
+        if within is not None:
+            return int(within)
         if self.trace.snapshot_event is not None:
             return int(np.median(offsets))
-        first = int(offsets[np.argmin(self.trace.snapshot_time_us)])  # readings come in the nodes' order
-        values, counts = np.unique(offsets, return_counts=True)
-        if counts.max() < 2:  # no two agree (readings rounded to a unit): the first alone
+        row = int(np.argmin(self.trace.snapshot_time_us))  # readings come in the nodes' order
+        first = int(offsets[row])
+        mode, count = _mode(offsets)
+        if count < 2 or first < mode and first >= 0 and not self._agrees_within_op(row, mode):
             return first
-        return min(first, int(values[np.argmax(counts)]))  # the lower of the modes where two tie
+        return mode
+
+    def _agrees_within_op(self, row: int, start: int) -> bool:
+        """Whether reading `row`, read at some moment of its op (from the total just before it started on),
+        tells `start`."""
+        if self.trace.snapshot_start_us is None:
+            return False
+        rise = self.readings_rise
+        (low,), (high,) = self._op_windows(np.array([row]))
+        totals = rise[max(int(low) - 1, 0):int(high)].tolist() + ([0] if low == 0 else [])
+        return int(self.trace.snapshot_bytes[row]) - start in totals
 
     # -- trees ----------------------------------------------------------------
 

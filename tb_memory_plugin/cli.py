@@ -4,8 +4,8 @@
                              [--group layer|scope] [--scope PATH] [--top N] [--json]
     tb-memory diff LOGDIR [--run A] [--tag T] --against RUN[:TAG] [--device D]
                           [--against-device D] [--group layer|scope] [--top N] [--json]
-    tb-memory whatif LOGDIR [--run R [--run R2 ...]] [--tag T] --batch N [--limit BYTES]
-                            [--device D] [--json]
+    tb-memory whatif LOGDIR [--run R [--run R2 ...]] [--tag T [--tag T2 ...]] --batch N [--limit BYTES]
+                            [--traced-batch B [--traced-batch B2 ...]] [--device D] [--json]
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def _print_resident(step: StepAnalysis, spaces: list, run_graph, group: str, top
             slots = sum(row["slot_bytes"] for row in rest)
             print(f"     {format_bytes(sum(row['param_bytes'] for row in rest)):>12}  ({len(rest)} more layers)  "
                   f"{sum(row['param_count'] for row in rest):,} params"
-                  + (f"  (+{format_bytes(slots)} slots)" if slots else "") + " (--top shows them)")
+                  + (f"  (+{format_bytes(slots)} slots)" if slots else ""))
 
 
 def _print_findings(found: list[dict]) -> None:
@@ -824,10 +824,11 @@ def byte_count(text: str) -> int:
 
 
 def _whatif_steps(args: argparse.Namespace) -> tuple[list, list] | None:
-    """(the traced steps `whatif` reads: the first run's --tag (else its latest step), and the
-    matching step of each other run (store.matching_step); the first run's other steps
-    (store.siblings), which its step's peak is compared with), each in the memory space --device
-    names (a sibling without it, or that cannot be read, is left out)."""
+    """(the traced steps `whatif` reads (`_whatif_pairs`): each --tag's step (else the first run's latest
+    step), and of each other run without a tag of its own the step matching the first
+    (store.matching_step); the first run's other steps (store.siblings), which its step's peak is
+    compared with), each in the memory space --device names (a sibling without it, or that cannot be
+    read, is left out)."""
     from . import store, whatif
 
     steps = _Steps(args.logdir)
@@ -887,7 +888,7 @@ def _print_whatif(body: dict) -> None:
     runs = ", ".join(f"{r['run']} / {r['tag']} (batch {r['batch']})" for r in body["runs"])
     print(f"== what-if at batch {body['batch']}, from {runs} on {body['runs'][0]['device']}")
     if body["predictions"]["fit"] is None and len(body["runs"]) > 1:
-        print(f"   no fit: every step read holds batch {body['runs'][0]['batch']} (a fit needs runs of the model "
+        print(f"   no fit: every step read holds batch {body['runs'][0]['batch']} (a fit needs steps of the model "
               "traced at other batch sizes)")
     names = {"fit": "fit (fixed + per-sample bytes per layer through batches {batches})",
              "one_step": "one step ({from_run} / {from_tag} at batch {traced_batch}, batch-carrying bytes scaled)"}

@@ -47,6 +47,11 @@ def format_bytes(value: int | None) -> str:
     return f"{sign}{value:.1f} TiB"
 
 
+def listed(texts: list[str]) -> str:
+    """Texts as a sentence lists them: `a`, `a and b`, `a, b and c`."""
+    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
+
+
 def other_chunks(requested, allocated):
     """Per row of (sides, rows) arrays: the same requests on every side, other bytes allocated, and
     requests that could be all of it (a BFC chunk is under twice its request, so the requests are at

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from ._numeric import scatter_sum
-from .figures import AT_PEAK, OUTPUT, TEMP, format_bytes
+from .figures import AT_PEAK, OUTPUT, TEMP, format_bytes, listed
 from .names import (KINDS, LAYOUT_TRANSPOSE, UPDATED_ARGUMENTS, XLA_OFF_ADVICE, label_inputs, op_type_from_label,
                     ran_xla_clusters, scope_of)
 from .trace import labels_of
@@ -423,6 +423,8 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         # optimizer), and every traced step leaves as much behind: a variable grown by assigning
         # it a bigger value (`tf.concat`) leaves more each step.
         return []
+    if _writes_the_starts_do_not_show(space, left, [h[2] for h in history]):
+        return []
     order = np.argsort(-held, kind="stable")
     names = space.names
     keepers = [i for i in order[:TOP_NODES].tolist() if held[i] >= max(1, left // 100)]  # not the 4 B scalars
@@ -505,6 +507,17 @@ def readings_gap(space) -> int | None:
     return found[0].bytes if found else None
 
 
+def readings_above(space) -> int:
+    """How far the allocator's readings went above the step's records where its `allocator_gap` says they
+    did (a gap above them, or a largest reading above the peak): memory taken with no record, which the
+    what-if keeps as a margin (0 where they did not)."""
+    found = allocator_gap(space) if space.has_curve else []
+    if not found:
+        return 0
+    details = found[0].details
+    return max(details["above_bytes"] if details["gap_bytes"] > 0 else 0, details["above_peak_bytes"])
+
+
 def allocator_gap(space) -> list[Finding]:
     """The finding, once per space: the findings pass, the summary and each side of a comparison ask."""
     return list(space.memoized(ALLOCATOR_GAP, lambda: tuple(_allocator_gap(space))))
@@ -515,12 +528,11 @@ def _allocator_gap(space) -> list[Finding]:
     if trace.snapshot_bytes.size == 0 or curve.time_us.size == 0:
         return []
     rise = space.peak_rise_bytes
-    offsets = space.snapshot_offsets
-    # Without a usable baseline, the readings' median; but no allocator held less than nothing before
-    # the step: where the readings imply a negative start, they are read against none (a loop's many
-    # small records above every reading had read as 2.2 MiB the records missed, against a negative
-    # median: the readings were below the records throughout).
-    start = space.start_bytes if space.start_bytes is not None else max(int(np.median(offsets)), 0)
+    # Without a usable baseline, the start the readings tell (`readings_start`); but no allocator held less
+    # than nothing before the step: where the readings imply a negative start, they are read against none
+    # (a loop's many small records above every reading had read as 2.2 MiB the records missed, against a
+    # negative start: the readings were below the records throughout).
+    start = space.start_bytes if space.start_bytes is not None else max(space.readings_start, 0)
     unit = reading_unit(trace.snapshot_bytes)
     excess = space.reading_excess(start, max(GAP_MIN_BYTES, GAP_MIN_SHARE * rise, unit))
     worst = int(np.argmax(np.abs(excess)))
@@ -601,7 +613,7 @@ def _allocator_gap(space) -> list[Finding]:
     if climbs and not (len(climbs) == 1 and climbs[0][0] in nodes):
         named = [f"{node} (+{format_bytes(grew)} at {at / 1000:.3f} ms)" if node else
                  f"a reading at {at / 1000:.3f} ms (+{format_bytes(grew)})" for node, grew, at in climbs]
-        message += (" The readings climb above the records most after " + _listed(named) + ": what ran just "
+        message += (" The readings climb above the records most after " + listed(named) + ": what ran just "
                     "before those readings took memory that no record shows (oneDNN's convolutions and XLA "
                     "clusters allocate outside the records).")
         nodes += [node for node, _, _ in climbs if node and node not in nodes]
@@ -621,15 +633,14 @@ def _climbs(space, excess: np.ndarray, at_least: int) -> list[tuple[str | None, 
     """(the op a reading follows, how much the readings' excess over the records grew since the
     reading before, the reading's time) of the `CLIMBS_NAMED` readings where it grew most, by
     `at_least` or more, in time order: where memory no record shows was taken."""
-    grew = np.diff(excess, prepend=excess[:1] if excess.size and excess[0] < 0 else 0)
+    times = space.trace.snapshot_time_us
+    order = np.argsort(times, kind="stable")  # readings come in the nodes' order, not always in time's
+    ordered = excess[order]
+    grew = np.diff(ordered, prepend=ordered[:1] if ordered.size and ordered[0] < 0 else 0)
     rows = np.flatnonzero(grew >= at_least)
     rows = np.sort(rows[np.argsort(-grew[rows], kind="stable")[:CLIMBS_NAMED]])
-    times = space.trace.snapshot_time_us
-    return [(_finished_by(space, int(times[i]))[0], int(grew[i]), int(times[i])) for i in rows.tolist()]
+    return [(_finished_by(space, int(times[order[i]]))[0], int(grew[i]), int(times[order[i]])) for i in rows.tolist()]
 
-
-def _listed(texts: list[str]) -> str:
-    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
 
 
 # -- undonated arguments ---------------------------------------------------------------------
@@ -738,6 +749,22 @@ _VARIABLE_WRITERS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariab
 # buffer it then keeps: `v.assign(0.9 * v + 0.1 * g)`, as BERT's hand-written optimizer does. (A
 # ref variable's `Assign` copies into its own buffer where the size is the same.)
 _VALUE_ASSIGNS = frozenset({"AssignVariableOp"})
+
+
+def _writes_the_starts_do_not_show(space, left: int, starts: list[int | None]) -> bool:
+    """Whether nearly all (90%) of what a step left behind is variables' new buffers (values computed for
+    their assigns included) that the starts of the run's traced steps do not show: from each step to the
+    next they grow by under a twentieth of it (a variable given a bigger value each step, `tf.concat`,
+    grows the start by what it adds). Read only where the starts count such buffers (mklcpu's readings
+    leave out those under 256 KiB). A trial's hand-written LAMB left 13.3 and 10.7 MiB of new buffers
+    behind (one write more in the first step) while its starts moved by 160 KiB: turnover, not growth."""
+    if len(starts) < 2 or None in starts:
+        return False
+    writes = _kept_variable_buffers(space, smallest=1)
+    least = space.start_counts_from or 0
+    if sum(b for _, b in writes) * 10 < left * 9 or any(b < least for _, b in writes if b * 10 >= left):
+        return False
+    return max(b - a for a, b in zip(starts, starts[1:])) * 20 < left
 
 
 def _kept_variable_buffers(space, smallest: int = STEP_GROWTH_MIN_BYTES, values: bool = True) -> list[tuple[str, int]]:

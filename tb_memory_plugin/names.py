@@ -980,11 +980,16 @@ class NameTable:
         return self.source_layers.get(self.raw[index]) or self._layer_of(self.leaf_path("layer", index))
 
     def _layer_of(self, path: str) -> str:
-        """`layer_of` a layer path; where that layer is itself an op's layer path, the op's layer: TF2's
-        tape names an op's gradients below the op (`gradient_tape/fc2/matmul/MatMul_1`, folded to
-        `fc2/matmul/MatMul_1`), which had made `fc2/matmul` a layer of its own beside `fc2`."""
+        """`layer_of` a layer path; where that layer is itself an op's layer path, the op's layer, and so on
+        up: TF2's tape names an op's gradients below the op (`gradient_tape/fc2/matmul/MatMul_1`, folded to
+        `fc2/matmul/MatMul_1`), which had made `fc2/matmul` a layer of its own beside `fc2`; an update's
+        read of its variable (`unet_00/weights/ResourceApplyAdam/ReadVariableOp`) is the variable's layer's.
+        The ops are this table's (one memory space's): an op that ran elsewhere, or that grappler fused
+        away, leaves its name a layer."""
         layer = layer_of(path)
-        return layer_of(layer) if layer != path and layer in self._op_layer_paths else layer
+        while layer != path and layer in self._op_layer_paths:
+            path, layer = layer, layer_of(layer)
+        return layer
 
     @cached_property
     def _op_layer_paths(self) -> frozenset[str]:

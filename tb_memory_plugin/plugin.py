@@ -303,7 +303,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
                 skipped.append({"run": other, "tag": ref.tag, "reason": (
                     f"the batch of {run} {tag} was given ({traced_batch}) and {other}'s would be read from its "
                     "shapes, which misread it here: fit them with the CLI, `tb-memory whatif --run ... "
-                    "--traced-batch ...` once per run")})
+                    "--traced-batch ...` once per step")})
                 continue
             try:
                 analysed = self._store.analysis(ctx, experiment, ref)

@@ -21,9 +21,6 @@ TOP_SCOPES = 10
 # A scope holding this share of what its level holds at the peak is looked inside: the CLI points to it, and
 # the curve's stack at that level shows its scopes (a Keras model's layers) rather than one band.
 DOMINANT_SHARE = 0.9
-# The model's smaller tensors that the start leaves out are said beside the peak where they move it by this
-# share or more: under it (32 KiB on 260 MiB) the line would say nothing a user sizes a step by.
-UNCOUNTED_NOTICEABLE_SHARE = 0.005
 
 
 class NotFound(LookupError):
@@ -150,8 +147,7 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         # The model's smaller tensors the start (and so the peak) leaves out, and the peak with them.
         "uncounted_bytes": resident.uncounted_bytes,
         "peak_with_uncounted_bytes": with_uncounted,
-        "uncounted_noticeable": (with_uncounted is not None and resident.uncounted_bytes
-                                 >= UNCOUNTED_NOTICEABLE_SHARE * max(summary["peak_bytes"], 1)),
+        "uncounted_noticeable": with_uncounted is not None and resident.uncounted_noticeable(summary["peak_bytes"]),
         "weight_constants": resident.weight_constants_used,
         "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else resident.note,
         "layers": [{key: row[key] for key in ("scope", "param_count", "param_bytes", "slot_bytes")}

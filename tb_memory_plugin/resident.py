@@ -611,6 +611,11 @@ def counted_note(resident: "Resident") -> str | None:
             f"slots {format_bytes(slots)}, inputs {format_bytes(fed)}")
 
 
+# The model's smaller tensors that the start leaves out are said beside the peak where they move it by this
+# share or more: under it (32 KiB on 260 MiB) the line would say nothing a user sizes a step by.
+UNCOUNTED_NOTICEABLE_SHARE = 0.005
+
+
 @dataclass
 class Resident:
     """The model's tensors living in one memory space, against the bytes in use before the step."""
@@ -667,6 +672,11 @@ class Resident:
         if not self.counts_from or self.start_bytes is None:
             return None
         return self.param_bytes + self.slot_bytes + self.fed_bytes - sum(self.in_start())
+
+    def uncounted_noticeable(self, peak_bytes: int) -> bool:
+        """Whether `uncounted_bytes` move a peak of `peak_bytes` by `UNCOUNTED_NOTICEABLE_SHARE` or more, where the
+        CLI and the page say the peak with them."""
+        return bool(self.uncounted_bytes) and self.uncounted_bytes >= UNCOUNTED_NOTICEABLE_SHARE * max(peak_bytes, 1)
 
     @property
     def other_bytes(self) -> int | None:

@@ -30,9 +30,9 @@ from .analysis import (NOTED_PROGRAM_SHARE, SpaceAnalysis, StepAnalysis, unattri
                        xla_programs_share)
 from .compare import SAME_MODEL_SHARE  # what two steps of one model share, at least
 from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, GRADIENTS, INPUTS, OPTIMIZER, OUTPUT, format_bytes,
-                      other_chunks)
+                      listed, other_chunks)
 from . import resident as resident_mod, store as store_mod
-from .findings import allocator_gap, cpu_working_set_scratch
+from .findings import cpu_working_set_scratch, readings_above
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
@@ -1180,26 +1180,22 @@ def other_batches(first: Traced, siblings: list[Traced]) -> str | None:
     sizes (a script that traced batches 32 and 64 into one profile): a fit over them is one --tag
     away. None where none did."""
     others = []
-    for other in siblings:
+    for other in siblings:  # nearest first: one step per other batch size
         if other.space.trace.id != first.space.trace.id or not other.space.has_curve:
             continue
         try:
-            if other.batch != first.batch:
+            if other.batch != first.batch and all(other.batch != o.batch for o in others):
                 check_one_model([first, other])
                 others.append(other)
         except WhatIfError:
             continue
     if not others:
         return None
-    batches = ", ".join(str(b) for b in sorted({other.batch for other in others}))
-    tags = " ".join(f"--tag {other.tag}" for other in others[:2])
-    return (f"{first.run} also holds {_listed_tags([other.tag for other in others])} of the same model at batch "
-            f"{batches} ({first.tag}: {first.batch}): a fit over steps at several batch sizes reads what each "
-            f"layer holds per sample (the CLI: --run {first.run} --tag {first.tag} {tags})")
-
-
-def _listed_tags(tags: list[str]) -> str:
-    return tags[0] if len(tags) == 1 else ", ".join(tags[:-1]) + " and " + tags[-1]
+    at = listed([f"{other.tag} at batch {other.batch}" for other in sorted(others, key=lambda o: o.batch)])
+    tags = " ".join(f"--tag {other.tag}" for other in others)
+    return (f"{first.run} also holds the same model's {at} ({first.tag}: {first.batch}): a fit over steps at "
+            f"several batch sizes reads what each layer holds per sample (the CLI: --run {first.run} --tag "
+            f"{first.tag} {tags})")
 
 
 def _ops_of(space: SpaceAnalysis) -> set[str]:
@@ -1212,16 +1208,6 @@ def chunking(source: str, allocator: str) -> bool:
     the CPU's with TF_CPU_ALLOCATOR_USE_BFC, oneDNN's `mklcpu`), as a profile's always are: the plain
     `cpu` allocator's records are the requests themselves."""
     return source == XPLANE_SOURCE or "bfc" in allocator.lower() or allocator == "mklcpu"
-
-
-def _held_beyond_records(space: SpaceAnalysis) -> int:
-    """How far the allocator's readings went above the step's records (its allocator_gap: the gap where
-    positive, or its largest reading above the peak), 0 where they did not."""
-    found = allocator_gap(space) if space.has_curve else []
-    if not found:
-        return 0
-    details = found[0].details
-    return max(details["above_bytes"], details["above_peak_bytes"])
 
 
 class WhatIf:
@@ -1258,13 +1244,13 @@ class WhatIf:
             raise WhatIfError(
                 f"every step read holds batch {first.batch}, as read from its XLA program's data: pick runs at "
                 "other batch sizes, or, where that is not the batch they ran at, give each run's (the CLI's "
-                "--traced-batch, once per --run)")
+                "--traced-batch, once per step)")
         if self.fitted is None and self.one_step is None:
             raise WhatIfError(
                 f"{first.run} {first.tag} ran XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile), which "
                 "lay their values out again for each batch size, so one step cannot be scaled: trace the model at "
                 f"another batch size besides {first.batch} and fit over both (the page's runs to fit with; the "
-                "CLI's --run, once per run)")
+                "CLI's --run once per run, or --tag once per step of one run)")
         if self.fitted is None and not self.one_step.scales.any():
             why = ("; its forward-pass tensors of that batch are shaped like the model's parameters, which are "
                    "never scaled" if self.one_step.batch_in_parameter_shape else "")
@@ -1315,15 +1301,18 @@ class WhatIf:
                     "does not follow the batch changed between them (the allocator's chunks, a schedule that "
                     f"moved), which the fit's line carries on and the one step, from {base.run} {base.tag} alone, "
                     f"does not; trace batch {self.batch} to settle it")
-        held = _held_beyond_records(base.space)
+        held = readings_above(base.space)
         if held:
             grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(held * self.batch // base.batch)})"
                      if self.batch > base.batch else "")
+            whose = ("oneDNN's workspaces and reordered weights" if trace.allocator == "mklcpu"
+                     else "a library's workspaces, XLA's clusters")
             notes.append(
                 f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
-                "show (memory taken with no record: oneDNN's workspaces and reordered weights, XLA's clusters; see "
-                "its allocator_gap finding), which no prediction counts: it may grow with the batch"
-                f"{grown}, so keep it as a margin below the limit, or trace the batch asked")
+                f"show (memory taken with no record: {whose}; see its allocator_gap finding), which no prediction "
+                f"counts: it may grow with the batch{grown}, "
+                + ("so keep it as a margin below the limit, or trace the batch asked" if self.limit is not None
+                   else "so add it to the predicted peak, or trace the batch asked"))
         least = base.space.start_counts_from
         if self.limit is not None and least and self.absolute(self.lead):
             notes.append(

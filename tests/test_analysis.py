@@ -974,3 +974,33 @@ def test_the_start_is_read_before_memory_no_record_shows(offsets, start):
     space = _held_outside_records(offsets)
     assert space.baseline == "allocator_bytes_in_use" and space.start_bytes == start << 20
     assert space.peak_bytes == space.start_bytes + space.peak_rise_bytes
+
+
+def test_a_first_reading_taken_before_a_concurrent_allocation_does_not_set_the_start():
+    """The step's first reading, kept at its op's end, may have been taken earlier in the op, before a
+    concurrent op's allocation the records count by then: it reads 2 MiB below the start every later
+    reading agrees on, which it does tell read at the op's start (as reading_excess reads it). The start is
+    theirs, not a lone low first reading's; a first reading below nothing is never the start either."""
+    mib = 1 << 20
+    start = 100 * mib
+
+    def space(first_reading):
+        nodes = [
+            protos.Node("a/MatMul", 0, 4, op="MatMul", outputs=[("GPU_0_bfc", mib)],
+                        memory=[protos.Mem("GPU_0_bfc", [(0, mib)], bytes_in_use=first_reading)]),
+            protos.Node("b/MatMul", 1, 3, op="MatMul", outputs=[("GPU_0_bfc", 2 * mib)],
+                        memory=[protos.Mem("GPU_0_bfc", [(2, 2 * mib)])]),  # no reading of its own
+        ] + [protos.Node(f"c_{i}/Relu", 5 + 2 * i, 6 + 2 * i, op="Relu", outputs=[("GPU_0_bfc", mib)],
+                         memory=[protos.Mem("GPU_0_bfc", [(5 + 2 * i, mib)], bytes_in_use=start + (4 + i) * mib)])
+             for i in range(4)]
+        return store.analyse_bytes(protos.serialized({protos.GPU0: nodes}), None).space(None)
+
+    # Read at its end: 2 MiB under the others (the records hold b's 2 MiB by then); at its start: theirs.
+    read_early = space(start + mib)
+    assert read_early.snapshot_offsets.tolist()[0] == start - 2 * mib and read_early.start_bytes == start
+    # The same first reading with no moment of its op to explain it is the start (taken before the rest).
+    alone = space(start - 5 * mib)
+    assert alone.start_bytes == start - 8 * mib
+    # Below nothing (an allocator whose readings lag its records): the start the others agree on.
+    below = space(mib // 2)
+    assert below.snapshot_offsets.tolist()[0] < 0 and below.start_bytes == start

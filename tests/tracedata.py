@@ -94,15 +94,18 @@ def records_peak(records) -> tuple[int, int | None]:
 def start_by_rule(offsets, times) -> int:
     """The bytes in use before a RunMetadata step by figures.md's Baseline rule, from each reading's
     offset (the reading less the records' total then) and time, read apart from analysis.py: the
-    lower of the earliest reading's offset and the offset most readings share (two at least; the
-    lower where several share it as often)."""
+    earliest reading's offset, but the offset most readings share (two at least; the lower where
+    several share it as often) where that is lower, or the first is below nothing. (The rule's other
+    case, a first reading that tells the shared offset at another moment of its op, is for callers
+    whose steps' first ops allocate nothing beside their readings.)"""
     offsets, times = list(map(int, offsets)), list(map(int, times))
     first = offsets[times.index(min(times))]
     counts = collections.Counter(offsets)
     most = max(counts.values())
     if most < 2:
         return first
-    return min(first, min(value for value, count in counts.items() if count == most))
+    mode = min(value for value, count in counts.items() if count == most)
+    return mode if first < 0 or mode < first else first
 
 
 def engine_step(logdir: Path, run: str, tag: str):

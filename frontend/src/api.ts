@@ -124,7 +124,7 @@ export interface Resident {
   /** There: the model's smaller tensors in use before the step, in neither the start nor the peak, and the peak with them. */
   uncounted_bytes?: Bytes | null;
   peak_with_uncounted_bytes?: Bytes | null;
-  /** Whether they move the peak enough to be said beside it (report.UNCOUNTED_NOTICEABLE_SHARE). */
+  /** Whether they move the peak enough to be said beside it (resident.UNCOUNTED_NOTICEABLE_SHARE). */
   uncounted_noticeable?: boolean;
   weight_constants: boolean;
   note: string | null;
