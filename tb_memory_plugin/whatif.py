@@ -566,13 +566,15 @@ class OneStep:
         # input op that allocates in the step (a queue's dequeue) is in the rise, scaled there.
         allocated = space.name_column(ALLOCATED) > 0
         feeds = rows[resident_mod.feeds(space) & (rows >= 0) & ~allocated]
-        resident = int(outputs.batch_sizes.sums(outputs.count)[feeds].sum())
+        sizes = outputs.batch_sizes
+        fed = sizes.sizes[np.isin(sizes.rows, feeds)].astype(np.int64)  # each fed tensor's bytes
         persistent = np.flatnonzero(trace.persistent > 0)
         kept = trace.persistent[persistent].astype(np.int64)
         batch_shaped = outputs.batch_sizes.holds(rows[trace.name_code[persistent]], kept)
         # A `PlaceholderWithDefault`'s default is the graph's, whatever batch is fed.
         batch_shaped &= ~resident_mod.placeholder_defaults(space)[trace.name_code[persistent]]
-        self.resident_batch_bytes = resident + int(kept[batch_shaped].sum())
+        self._resident_tensors = np.concatenate([fed, kept[batch_shaped]])  # each one's bytes at the traced batch
+        self.resident_batch_bytes = int(self._resident_tensors.sum())
         self._layer_names, self._layer_of_name = _layers(space)
 
     @property
@@ -690,10 +692,17 @@ class OneStep:
         return trace.distinct_names[int(trace.name_code[trace.event_exec[curve.event_order[last]]])]
 
     def start_bytes(self, batch: int) -> int | None:
+        """The start at `batch`: the traced start, its tensors that carry the batch scaled. Where the start
+        counts only the allocator's larger requests (mklcpu's 256 KiB and more), each such tensor counts
+        at a batch where it is that large (a trial's 128 KiB feed, in no reading, had been taken out of a
+        start that never held it, which read as a negative start at a smaller batch)."""
         start = self.space.start_bytes
         if start is None:
             return None
-        return start + int(round(self.resident_batch_bytes * (batch / self.batch - 1)))
+        tensors = self._resident_tensors
+        least = self.space.start_counts_from or 0
+        scaled = np.round(tensors * (batch / self.batch)).astype(np.int64)
+        return start - int(tensors[tensors >= least].sum()) + int(scaled[scaled >= least].sum())
 
     def predict(self, batch: int, top: int = TOP_LAYERS) -> Prediction:
         events, last, rise = self._replay(batch)
@@ -914,7 +923,7 @@ class Fitted:
             by_batch.setdefault(batch, []).append(start)
         # Each batch's start (their mean where several steps ran at it), for anchor_start.
         self._starts = None if None in starts else [(b, float(np.mean(v))) for b, v in sorted(by_batch.items())]
-        self._start_rate: float | None = None  # see anchor_start
+        self._start_of: Callable[[int], int | None] | None = None  # see anchor_start
         self._traced = sorted({(batch, space.peak_rise_bytes) for batch, space in points})
         self._phases = sorted(phases, key=lambda p: (p[0], p[1] or ""))
         self._peak_layers = sorted(peak_layers, key=lambda p: (p[0], p[1] or ""))
@@ -981,20 +990,23 @@ class Fitted:
     def peak_rise(self, batch: int) -> int:
         return max(int(self._layer_bytes(batch).sum()), 0)
 
-    def anchor_start(self, rate: float) -> None:
-        """Predict the bytes in use before the step from the traced step nearest the batch asked,
-        plus `rate` bytes per sample (what the one-step prediction finds carrying the batch before
-        the step: its feeds), rather than from a line through the traced starts: two starts a few
-        MB apart by chance (what the allocator held on to) would be extrapolated tenfold."""
-        self._start_rate = rate
+    def anchor_start(self, start_of: Callable[[int], int | None]) -> None:
+        """Predict the bytes in use before the step from the traced step nearest the batch asked, plus
+        what `start_of` (the one-step prediction's start: its feeds scaled, as the start counts them)
+        adds from that step's batch to the one asked, rather than from a line through the traced
+        starts: two starts a few MB apart by chance (what the allocator held on to) would be
+        extrapolated tenfold."""
+        self._start_of = start_of
 
     def start_bytes(self, batch: int) -> int | None:
         if self._start is None:
             return None
-        if self._start_rate is not None:
+        # No allocator held less than nothing before a step: a line through the traced starts read far
+        # below them (a batch misread as a graph's node count, 512 and 2048, asked at 64) stops at none.
+        if self._start_of is not None:
             near, start = min(self._starts, key=lambda point: (abs(point[0] - batch), -point[0]))
-            return int(round(start + self._start_rate * (batch - near)))
-        return int(round(self._start[0] + self._start[1] * batch))
+            return max(int(round(start + self._start_of(batch) - self._start_of(near))), 0)
+        return max(int(round(self._start[0] + self._start[1] * batch)), 0)
 
     def predict(self, batch: int, top: int = TOP_LAYERS) -> Prediction:
         held = self._layer_bytes(batch)
@@ -1007,6 +1019,20 @@ class Fitted:
 
 
 # -- the largest batch that fits --------------------------------------------------------------
+
+
+class _WithMargin:
+    """A prediction with `per_sample` bytes more per sample in its peak: the memory the allocator held
+    beyond the traced step's records, scaled as the batch (the what-if's note on it)."""
+
+    def __init__(self, predictor, per_sample: float) -> None:
+        self.predictor, self.per_sample = predictor, per_sample
+
+    def peak_rise(self, batch: int) -> int:
+        return self.predictor.peak_rise(batch) + int(round(self.per_sample * batch))
+
+    def start_bytes(self, batch: int) -> int | None:
+        return self.predictor.start_bytes(batch)
 
 
 class _FitWhereSeen:
@@ -1236,10 +1262,10 @@ class WhatIf:
         self.fitted = (Fitted([(s.batch, s.space) for s in steps], self.one_step is not None)
                        if len(batches) > 1 else None)
         if self.fitted is not None and self.one_step is not None:
-            # The start as the one step reads it: the nearest traced step's, so the fit's start may
-            # differ by what two steps read of their feeds (500 B on the demo U-Net) as the batch
-            # asked crosses the middle between two traced batches.
-            self.fitted.anchor_start(self.one_step.resident_batch_bytes / self.one_step.batch)
+            # The start as the one step reads it: the nearest traced step's, its feeds scaled, so the
+            # fit's start may jump by what two traced starts differ in beyond their feeds (32 KiB on the
+            # demo U-Net) as the batch asked crosses the middle between two traced batches.
+            self.fitted.anchor_start(self.one_step.start_bytes)
         if self.fitted is None and self.one_step is None and len(steps) > 1:
             raise WhatIfError(
                 f"every step read holds batch {first.batch}, as read from its XLA program's data: pick runs at "
@@ -1307,11 +1333,17 @@ class WhatIf:
                      if self.batch > base.batch else "")
             whose = ("oneDNN's workspaces and reordered weights" if trace.allocator == "mklcpu"
                      else "a library's workspaces, XLA's clusters")
+            with_margin = (max_batch(_WithMargin(self.as_answered(self.lead), held / base.batch), self.limit,
+                                     self.absolute(self.lead))
+                           if self.limit is not None and not getattr(self.lead, "falls", False) else None)
+            fits = (f": with it added, scaled as the batch, batch {with_margin:,} would fit" if with_margin
+                    else "")
             notes.append(
                 f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
                 f"show (memory taken with no record: {whose}; see its allocator_gap finding), which no prediction "
-                f"counts: it may grow with the batch{grown}, "
-                + ("so keep it as a margin below the limit, or trace the batch asked" if self.limit is not None
+                f"counts: it may grow with the batch{grown}, and faster (oneDNN picks other kernels at other "
+                "sizes), "
+                + (f"so keep it as a margin below the limit{fits}, or trace the batch found" if self.limit is not None
                    else "so add it to the predicted peak, or trace the batch asked"))
         least = base.space.start_counts_from
         if self.limit is not None and least and self.absolute(self.lead):
