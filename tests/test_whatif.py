@@ -2211,14 +2211,19 @@ def test_cli_fits_steps_of_one_run_given_by_tag(tmp_path):
     assert code == 1 and "--tag given 2 times for 3 runs" in err
 
 
-def test_a_profile_with_steps_at_other_batches_says_a_fit_is_a_tag_away(tmp_path):
-    """tests/data/cpu_bfc: one profile of a model's steps at batches 32, 32, 64 and 64. The what-if from the last
-    step alone names the steps at batch 32 and how to fit over them; fitted over them, it says nothing of it."""
-    session = tmp_path / "mlp" / "plugins" / "profile" / "2026_11_28_10_37_49"
+def _mlp_profile_logdir(root):
+    """A logdir of one run, `mlp`, holding tests/data/cpu_bfc's real profile of steps at batches 32 and 64."""
+    session = root / "mlp" / "plugins" / "profile" / "2026_11_28_10_37_49"
     session.mkdir(parents=True)
     (session / "vm.xplane.pb").write_bytes(
         (REPO / "tests" / "data" / "cpu_bfc" / "mlp_steps_at_batch_32_and_64.xplane.pb").read_bytes())
-    code, out, err = _whatif_in(tmp_path, "--batch", "128", "--json")
+    return root
+
+
+def test_a_profile_with_steps_at_other_batches_says_a_fit_is_a_tag_away(tmp_path):
+    """tests/data/cpu_bfc: one profile of a model's steps at batches 32, 32, 64 and 64. The what-if from the last
+    step alone names the steps at batch 32 and how to fit over them; fitted over them, it says nothing of it."""
+    code, out, err = _whatif_in(_mlp_profile_logdir(tmp_path), "--batch", "128", "--json")
     assert code == 0, err
     body = json.loads(out)
     tag = body["runs"][0]["tag"]
@@ -2239,11 +2244,7 @@ def test_a_profile_with_steps_at_other_batches_says_a_fit_is_a_tag_away(tmp_path
 def test_a_layer_that_is_an_op_is_that_ops_layer(tmp_path):
     """TF2's tape names an op's gradients below the op (`gradient_tape/fc2/matmul/MatMul_1`): the what-if's layer
     is `fc2`, the layer the summary shows, not `fc2/matmul` beside it (tests/data/cpu_bfc's real profile)."""
-    session = tmp_path / "mlp" / "plugins" / "profile" / "2026_11_28_10_37_49"
-    session.mkdir(parents=True)
-    (session / "vm.xplane.pb").write_bytes(
-        (REPO / "tests" / "data" / "cpu_bfc" / "mlp_steps_at_batch_32_and_64.xplane.pb").read_bytes())
-    code, out, err = _whatif_in(tmp_path, "--batch", "128", "--json")
+    code, out, err = _whatif_in(_mlp_profile_logdir(tmp_path), "--batch", "128", "--json")
     assert code == 0, err
     layers = {row["layer"] for row in json.loads(out)["layers"]}
     assert {"fc1", "fc2"} <= layers and not any(layer.endswith("/matmul") for layer in layers), layers

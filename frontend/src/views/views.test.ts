@@ -551,15 +551,20 @@ describe('SummaryView', () => {
     expect(document.querySelector('[data-testid=summary-peak-with-small]')).toBeNull();
   });
 
+  /** A run graph's resident figures on mklcpu, whose start counts its requests of 256 KiB and more. */
+  const smallTensors = (params: number, uncounted: number, withThem: number, noticeable: boolean) => ({
+    ...device, allocator: 'mklcpu', start_counts_from_bytes: 256 * 1024,
+    resident: {
+      source: 'run_graph' as const, start_bytes: 0, param_count: params / 4, param_bytes: params, slot_bytes: 0,
+      fed_bytes: 0, other_bytes: 0, other_note: null, weight_constants: false, note: null, layers: [],
+      uncounted_bytes: uncounted, peak_with_uncounted_bytes: withThem, uncounted_noticeable: noticeable,
+    },
+  });
+
   it('gives the peak with the model’s smaller tensors beside a start that leaves them out', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
-    const resident = {
-      source: 'run_graph' as const, start_bytes: 0, param_count: 716963, param_bytes: 2867852, slot_bytes: 5735704,
-      fed_bytes: 393216, other_bytes: 0, other_note: null, weight_constants: false, note: null, layers: [],
-      uncounted_bytes: 8996772, peak_with_uncounted_bytes: 28313700, uncounted_noticeable: true,
-    };
-    const partial = { ...device, allocator: 'mklcpu', start_counts_from_bytes: 256 * 1024, resident };
+    const partial = smallTensors(2867852, 8996772, 28313700, true);
     view.setData(summary, partial);
     const withSmall = document.querySelector<HTMLElement>('[data-testid=summary-peak-with-small]')!;
     expect(withSmall.textContent).toBe(`with smaller tensors ${formatBytes(28313700)}`);
@@ -573,12 +578,7 @@ describe('SummaryView', () => {
   it('leaves the peak with smaller tensors out where they barely move it', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
-    const resident = {
-      source: 'run_graph' as const, start_bytes: 0, param_count: 8192, param_bytes: 32768, slot_bytes: 0,
-      fed_bytes: 0, other_bytes: 0, other_note: null, weight_constants: false, note: null, layers: [],
-      uncounted_bytes: 32768, peak_with_uncounted_bytes: 272662528, uncounted_noticeable: false,
-    };
-    view.setData(summary, { ...device, allocator: 'mklcpu', start_counts_from_bytes: 256 * 1024, resident });
+    view.setData(summary, smallTensors(32768, 32768, 272662528, false));
     expect(document.querySelector('[data-testid=summary-start-partial]')).not.toBeNull();
     expect(document.querySelector('[data-testid=summary-peak-with-small]')).toBeNull();
   });
