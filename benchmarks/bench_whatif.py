@@ -147,7 +147,7 @@ def bench_xplane(size: int, measured_batches: list[int], keep: str | None, error
         [(batches[b], spaces[b]) for b in PROFILED], one_step_beside=not xla)
     if not xla:  # its start as the answer reads it (whatif.WhatIf): from the first step's one-step prediction
         first = predictors[f"one step from {PROFILED[0]}"]
-        fit.anchor_start(first.resident_batch_bytes / first.batch)
+        fit.anchor_start(first.start_bytes)
     print(f"== keras_unet{' compiled with XLA' if xla else ''} (XPlane profile) {size}x{size}, "
           f"{spaces[PROFILED[0]].trace.id} (profiled and measured in {time.perf_counter() - started:.0f} s); "
           "absolute peak: measured, then predicted (error)")
