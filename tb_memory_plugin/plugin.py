@@ -274,16 +274,20 @@ class MemoryPlugin(base_plugin.TBPlugin):
             compare.start_change(comparison, *residents))
 
     def whatif_impl(self, ctx, experiment, run, tag, batch, runs=(), limit=None, device=None, series=True,
-                    traced_batch=None):
-        """The peak at `batch` from step (`run`, `tag`), fitted with the matching step
-        (store.matching_step) of each of `runs` when they hold other batch sizes; the largest
-        batch under `limit`. `traced_batch`: the batch step (`run`, `tag`) ran at, where the
+                    traced_batch=None, tags=()):
+        """The peak at `batch` from step (`run`, `tag`), fitted with the steps of `run` that `tags` name and
+        the matching step (store.matching_step) of each of `runs`, when they hold other batch sizes; the
+        largest batch under `limit`. `traced_batch`: the batch step (`run`, `tag`) ran at, where the
         user gives it (else read from its shapes)."""
         steps = self._store.list_steps(ctx, experiment)
         first = self._step(ctx, experiment, run, tag)[0]
         for other in runs:
             if other not in steps:
                 raise report.NotFound(f"unknown run {other!r}")
+        own = {ref.tag: ref for ref in steps.get(run, [])}
+        for other in tags:
+            if other not in own:
+                raise report.NotFound(f"unknown tag {other!r} in run {run!r}")
         devices_of = self._devices_of(ctx, experiment)
         space = self._side(ctx, experiment, run, tag, device)[1]
         traced = [whatif.Traced(run, tag, first.step, first.source, self._store.analysis(ctx, experiment, first), space,
@@ -291,17 +295,20 @@ class MemoryPlugin(base_plugin.TBPlugin):
         # A run picked to fit with that cannot be read there (unreadable, no such memory space, no
         # batch to read, another model) is left out, and said so: the others still answer.
         skipped = []
-        others = [other for other in dict.fromkeys(runs) if other != run]
+        # The run's own other steps picked (a script that traced batches 2, 4 and 8 into one run), then
+        # each other run's step matching this one.
+        others = ([(run, own[other]) for other in dict.fromkeys(tags) if other != tag]
+                  + [(other, store.matching_step(steps[other], first, devices_of))
+                     for other in dict.fromkeys(runs) if other != run])
         if others:
             try:
                 traced[0].batch  # noqa: B018 - read first: its own error is the answer's, not another run's
             except whatif.WhatIfError as exc:
                 raise StepNotAnalysable(str(exc)) from None
-        for other in others:
-            ref = store.matching_step(steps[other], first, devices_of)
+        for other, ref in others:
             if traced_batch is not None:  # its batch would be read from its shapes, this one's was given
                 skipped.append({"run": other, "tag": ref.tag, "reason": (
-                    f"the batch of {run} {tag} was given ({traced_batch}) and {other}'s would be read from its "
+                    f"the batch of {run} {tag} was given ({traced_batch}) and {other} {ref.tag}'s would be read from its "
                     "shapes, which misread it here: fit them with the CLI, `tb-memory whatif --run ... "
                     "--traced-batch ...` once per step")})
                 continue
@@ -325,7 +332,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         try:
             body = whatif_report.whatif_dict(whatif.WhatIf(traced, batch, limit, siblings), series=series)
         except whatif.WhatIfError as exc:
-            left_out = "; ".join(f"{s['run']} left out: {s['reason']}" for s in skipped)
+            left_out = "; ".join(f"{s['run']} {s['tag']} left out: {s['reason']}" for s in skipped)
             raise StepNotAnalysable(f"{exc}" + (f" ({left_out})" if left_out else "")) from None
         body["skipped_runs"] = skipped
         return body
@@ -397,7 +404,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
                                 _int_arg(request, "batch", None, 1, whatif.MAX_BATCH_SEARCHED),
                                 [r for r in request.args.getlist("runs") if r], _int_arg(request, "limit", None, 1, LIMIT_MAX_BYTES),
                                 request.args.get("device") or None,
-                                traced_batch=_int_arg(request, "traced_batch", None, 1, whatif.MAX_BATCH_SEARCHED))
+                                traced_batch=_int_arg(request, "traced_batch", None, 1, whatif.MAX_BATCH_SEARCHED),
+                                tags=[t for t in request.args.getlist("tags") if t])
 
     @wrappers.Request.application
     def static_route(self, request):

@@ -1220,8 +1220,8 @@ def other_batches(first: Traced, siblings: list[Traced]) -> str | None:
     at = listed([f"{other.tag} at batch {other.batch}" for other in sorted(others, key=lambda o: o.batch)])
     tags = " ".join(f"--tag {other.tag}" for other in others)
     return (f"{first.run} also holds the same model's {at} ({first.tag}: {first.batch}): a fit over steps at "
-            f"several batch sizes reads what each layer holds per sample (the CLI: --run {first.run} --tag "
-            f"{first.tag} {tags})")
+            f"several batch sizes reads what each layer holds per sample (the page: pick it among the steps to fit "
+            f"with; the CLI: --run {first.run} --tag {first.tag} {tags})")
 
 
 def _ops_of(space: SpaceAnalysis) -> set[str]:

@@ -2056,7 +2056,8 @@ def test_route_and_cli_fit_xla_steps(jit_profiles):
     # A batch given for the first run leaves the other out (its batch would be read): the 422 says so.
     given = client.get(PREFIX + "whatif", query_string={"run": "jit_b64", "tag": tag, "batch": "512",
                                                         "runs": "jit_b256", "traced_batch": "64"})
-    assert given.status_code == 422 and "jit_b256 left out: the batch of jit_b64" in given.get_data(as_text=True)
+    assert given.status_code == 422 and "jit_b256 " in given.get_data(as_text=True)
+    assert " left out: the batch of jit_b64" in given.get_data(as_text=True)
     code, out, err = _whatif_in(jit_profiles, "--run", "jit_b64", "--run", "jit_b256", "--batch", "512")
     assert code == 0, err
     assert "fit (fixed + per-sample bytes per layer through batches 64, 256)" in out and "one step" not in out
@@ -2232,7 +2233,8 @@ def test_a_profile_with_steps_at_other_batches_says_a_fit_is_a_tag_away(tmp_path
     session_tag = tag.rpartition("/")[0]
     # One step per other batch size, the nearest: step_1 (step_2 is at batch 64 too).
     assert note.startswith(f"mlp also holds the same model's {session_tag}/step_1 at batch 32 ({tag}: 64)")
-    assert note.endswith(f"(the CLI: --run mlp --tag {tag} --tag {session_tag}/step_1)")
+    assert note.endswith(f"(the page: pick it among the steps to fit with; the CLI: --run mlp --tag {tag} "
+                         f"--tag {session_tag}/step_1)")
     code, out, err = _whatif_in(tmp_path, "--run", "mlp", "--tag", tag, "--tag", f"{session_tag}/step_1",
                                 "--batch", "128", "--json")
     assert code == 0, err
@@ -2248,3 +2250,22 @@ def test_a_layer_that_is_an_op_is_that_ops_layer(tmp_path):
     assert code == 0, err
     layers = {row["layer"] for row in json.loads(out)["layers"]}
     assert {"fc1", "fc2"} <= layers and not any(layer.endswith("/matmul") for layer in layers), layers
+
+
+def test_the_route_fits_steps_of_one_run_picked_by_tag(tmp_path):
+    """The page's what-if picks other steps of the run shown (`tags`), as the CLI's --tag: a run traced at batches 2
+    and 4 (the demo U-Net's real steps, tags b2 and b4) is fitted as two runs are; a tag the run lacks is a 404."""
+    import protos
+    from tracedata import read_blob_bytes
+
+    for tag, run in (("b2", "unet_b2"), ("b4", "unet_b4")):
+        protos.write_tagged_run_metadata(tmp_path / "mixed", tag, read_blob_bytes(DEMO, run, "step_3"))
+    client = memory_app_client(tmp_path)
+    response = client.get(PREFIX + "whatif", query_string={"run": "mixed", "tag": "b2", "batch": "8", "tags": "b4"})
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    body = json.loads(response.get_data(as_text=True))
+    assert [(r["run"], r["tag"], r["batch"]) for r in body["runs"]] == [("mixed", "b2", 2), ("mixed", "b4", 4)]
+    two_runs = json.loads(_whatif("--run", "unet_b2", "--run", "unet_b4", "--batch", "8", "--json")[1])
+    assert body["predictions"]["fit"]["predicted_peak_rise_bytes"] == two_runs["predictions"]["fit"]["predicted_peak_rise_bytes"]
+    missing = client.get(PREFIX + "whatif", query_string={"run": "mixed", "tag": "b2", "batch": "8", "tags": "b16"})
+    assert missing.status_code == 404 and "unknown tag 'b16' in run 'mixed'" in missing.get_data(as_text=True)

@@ -526,6 +526,8 @@ export interface WhatIfParams {
   run: string;
   tag: string;
   batch: number;
+  /** Other steps of this run (each `tags=`), fitted with this one. */
+  tags?: readonly string[];
   /** Other runs of the same model (each `runs=`), fitted with this one. */
   runs?: readonly string[];
   limit?: Bytes | null;
@@ -660,6 +662,7 @@ export class Api {
         run: p.run,
         tag: p.tag,
         batch: p.batch,
+        tags: p.tags,
         runs: p.runs,
         limit: p.limit,
         device: p.device,

@@ -15,7 +15,7 @@ import { WhatIfLoads } from './whatif-loads';
 import { chooseDevice, chooseRun, chooseStep } from './lib/defaults';
 import { curvePointsFor } from './lib/curve-data';
 import { restorable, type SavedSelection } from './lib/saved-selection';
-import { otherRuns } from './lib/whatif';
+import { otherRuns, otherTags } from './lib/whatif';
 import { ScopePreviews } from './lib/scope-preview';
 import { Latest, afterPaint, loadInto, message } from './loading';
 import { LoadCounter, type Readiness, afterReady, allIdle } from './readiness';
@@ -263,6 +263,7 @@ export class App {
     this.page.details.setStepCategories(device?.categories ?? []);
     this.whatif.setStep(
       summary && device ? { run: summary.run, tag: summary.tag, device: device.id } : null,
+      otherTags(this.state.runs, summary?.run ?? null, summary?.tag ?? null),
       otherRuns(this.state.runs, summary?.run ?? null),
     );
     if (!device) return;

@@ -35,10 +35,10 @@ export class WhatIfLoads {
     view.onRequest = () => this.load();
   }
 
-  /** The step shown (null: none), and the other runs the user may fit with it. */
-  setStep(step: WhatIfStep | null, otherRuns: readonly string[]): void {
-    // Runs picked to fit with are the shown run's model's: another run starts with none picked.
-    this.view.setRuns(otherRuns, step?.run === this.step?.run);
+  /** The step shown (null: none), and the other steps of its run and other runs the user may fit with it. */
+  setStep(step: WhatIfStep | null, otherTags: readonly string[], otherRuns: readonly string[]): void {
+    // Steps and runs picked to fit with are the shown run's model's: another run starts with none picked.
+    this.view.setChoices(otherTags, otherRuns, step?.run === this.step?.run);
     const same = step && this.step && step.run === this.step.run && step.tag === this.step.tag && step.device === this.step.device;
     this.step = step;
     if (same) return;
@@ -68,6 +68,7 @@ export class WhatIfLoads {
             tag: step.tag,
             device: step.device,
             batch: request.batch,
+            tags: request.tags,
             runs: request.runs,
             limit: request.limit,
             tracedBatch: request.tracedBatch,

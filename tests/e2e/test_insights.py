@@ -110,6 +110,25 @@ def test_whatif_predicts_the_peak_at_batch_8(dashboard):
     dash.screenshot("whatif")
 
 
+def test_whatif_fits_with_another_step_of_the_run_shown(dashboard):
+    """The runs to fit with also list the run's own other steps (a script that traced several batch sizes into
+    one run), under their own heading: picking one asks the route for it as a tag of this run, and the answer
+    shown is the route's."""
+    dash, tb = dashboard, dashboard.tb
+    tag, device = _open_run(dash, UNET)
+    _type(dash, "whatif-batch", "8")
+    groups = dash.loc(f'{tid("whatif-runs")} optgroup')
+    assert groups.first.get_attribute("label") == "steps of this run"
+    other = next(t for t in ("step_1", "step_2", "step_3") if t != tag)
+    dash.watch_ready("whatif")
+    with dash.page.expect_request(lambda r: "/whatif?" in r.url and f"tags={other}" in r.url):
+        dash.loc(tid("whatif-runs")).select_option([other])
+    dash.wait_reloaded()
+    answer = tb.api("whatif", run=UNET, tag=tag, device=device, batch=8, tags=other)
+    assert [(r["run"], r["tag"]) for r in answer["runs"]] == [(UNET, tag), (UNET, other)]
+    assert _whatif_shown(dash)["bytes"] == answer["predicted_peak_bytes"]
+
+
 def test_whatif_without_a_baseline_predicts_the_rise(dashboard):
     """A demo step whose allocator reports no bytes in use (bigconv, oneDNN off: the plain `cpu`): the
     route's series has no absolute peaks (null), and the panel predicts and draws the rise over the

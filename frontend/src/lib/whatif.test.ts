@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WhatIfResponse } from '../api';
-import { batchTickCount, besideAnchor, edgeAnchor, labelBaseline, pointLabelPlace, maxBatchText, methodText, notes, otherRuns, quotedRun, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
+import { batchTickCount, besideAnchor, edgeAnchor, labelBaseline, pointLabelPlace, maxBatchText, methodText, notes, otherRuns, otherTags, quotedRun, parseBatch, parseLimit, skippedText, whatIfChart, whatIfErrorText } from './whatif';
 
 function answer(over: Partial<WhatIfResponse> = {}): WhatIfResponse {
   return {
@@ -119,6 +119,17 @@ describe('words', () => {
       'resnet9_b2',
     ]);
     expect(otherRuns([{ run: 'a' }], null)).toEqual(['a']);
+  });
+
+  it('offers the run\'s other traced steps, not the one shown nor records without step stats', () => {
+    const step = (tag: string, devices = ['/device:CPU:0']) => ({ tag, step: 1, wall_time: 1, devices });
+    const runs = [
+      { run: 'keras', has_graph: true, latest_tag: 'b8', steps: [step('b2'), step('batch_2', []), step('b4'), step('b8')] },
+      { run: 'other', has_graph: false, latest_tag: 'x', steps: [step('x')] },
+    ];
+    expect(otherTags(runs, 'keras', 'b8')).toEqual(['b2', 'b4']);
+    expect(otherTags(runs, 'other', 'x')).toEqual([]);
+    expect(otherTags(runs, null, null)).toEqual([]);
   });
 });
 

@@ -1,7 +1,7 @@
 // The batch-size what-if: which predicted series the chart draws, its domains,
 // the method's words, and the batch the user typed. Pure; views/whatif.ts draws.
 
-import type { Bytes, WhatIfResponse, WhatIfSeries } from '../api';
+import type { Bytes, RunInfo, WhatIfResponse, WhatIfSeries } from '../api';
 import { formatCount } from '../format';
 
 /** The largest batch the route takes. */
@@ -206,6 +206,13 @@ function sharedPrefix(a: string, b: string): number {
  * The other runs the user may fit with, the current one left out: those named
  * most like it first (unet_b4 beside unet_b2, likely the same model), else in run order.
  */
+/** The other traced steps of the run shown (those with devices: not the Keras callback's empty `batch_N`
+ * records), in the run's order: steps a script traced at other batch sizes into one run, to fit with. */
+export function otherTags(runs: readonly RunInfo[], run: string | null, tag: string | null): string[] {
+  const steps = runs.find((r) => r.run === run)?.steps ?? [];
+  return steps.filter((s) => s.tag !== tag && s.devices.length > 0).map((s) => s.tag);
+}
+
 export function otherRuns(runs: readonly { run: string }[], current: string | null): string[] {
   const others = runs.map((r) => r.run).filter((r) => r !== current);
   if (current === null) return others;

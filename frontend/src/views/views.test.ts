@@ -986,7 +986,7 @@ describe('WhatIfView', () => {
     type(view, 'whatif-limit', '8GB');  // read, as 8 GiB
     expect(limit.getAttribute('aria-invalid')).toBe('false');
     expect(view.element.hasAttribute('data-stale')).toBe(false);
-    expect(view.request()).toEqual({ batch: expect.any(Number), runs: [], limit: 8 * 2 ** 30, tracedBatch: null });
+    expect(view.request()).toEqual({ batch: expect.any(Number), tags: [], runs: [], limit: 8 * 2 ** 30, tracedBatch: null });
   });
 
   it('keeps the asked batch’s label inside the plot, above the x axis, when the limit dwarfs it', () => {
@@ -1021,14 +1021,32 @@ describe('WhatIfView', () => {
   it('keeps the runs picked to fit with while they are listed, and drops them when told to', () => {
     const view = new WhatIfView(() => ['x']);
     document.body.replaceChildren(view.element);
-    view.setRuns(['b16', 'b32', 'other']);
+    view.setChoices([], ['b16', 'b32', 'other']);
     const select = view.element.querySelector<HTMLSelectElement>('[data-testid=whatif-runs]')!;
     select.options[1]!.selected = true;
     expect(view.request()?.runs).toEqual(['b32']);
-    view.setRuns(['b32', 'other']);  // another step of the same run
+    view.setChoices([], ['b32', 'other']);  // another step of the same run
     expect(view.request()?.runs).toEqual(['b32']);
-    view.setRuns(['b16', 'b32'], false);  // another run
+    view.setChoices([], ['b16', 'b32'], false);  // another run
     expect(view.request()?.runs).toEqual([]);
+  });
+
+  it('offers the run\'s other steps beside other runs, and asks for each kind by its own name', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    // A run whose step is also a run's name: each is asked as what it is.
+    view.setChoices(['b2', 'b8'], ['b8', EVIL]);
+    const select = view.element.querySelector<HTMLSelectElement>('[data-testid=whatif-runs]')!;
+    expect([...select.querySelectorAll('optgroup')].map((g) => g.label)).toEqual(['steps of this run', 'other runs']);
+    expect([...select.options].map((o) => o.textContent)).toEqual(['b2', 'b8', 'b8', EVIL]);
+    select.options[1]!.selected = true;
+    select.options[3]!.selected = true;
+    expect(view.request()).toMatchObject({ tags: ['b8'], runs: [EVIL] });
+    expect(document.querySelectorAll('img').length).toBe(0);
+    // Another step of the same run shown: still listed, still picked; the run's steps alone: no heading left empty.
+    view.setChoices(['b8'], []);
+    expect(view.request()).toMatchObject({ tags: ['b8'], runs: [] });
+    expect(select.querySelectorAll('optgroup').length).toBe(1);
   });
 
   it('shows the answer\'s notes one per line, as text', () => {

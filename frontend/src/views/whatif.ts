@@ -24,6 +24,8 @@ const MARGIN = { top: 14, right: 16, bottom: 22, left: 66 };
 
 export interface WhatIfRequest {
   batch: number;
+  /** Other steps of the run shown, and other runs, picked to fit with it. */
+  tags: string[];
   runs: string[];
   limit: number | null;
   /** The batch the step ran at, where the user gives it (null: read from its shapes). */
@@ -59,7 +61,7 @@ export class WhatIfView {
   private readonly batchInput = el('input', { type: 'number', min: 1, step: 1, value: DEFAULT_BATCH, 'data-testid': 'whatif-batch', 'aria-label': 'Batch size', class: 'whatif-batch' });
   private readonly limitInput = el('input', { type: 'text', placeholder: 'e.g. 16 GiB', 'data-testid': 'whatif-limit', 'aria-label': 'Memory limit', class: 'whatif-limit', title: 'The memory the step must fit in, with its unit (binary: 512 MiB, 16 GiB or 16 GB; a bare number is bytes, from 1 MiB); empty: the allocator’s capacity where the trace has one' });
   private readonly tracedInput = el('input', { type: 'number', min: 1, step: 1, placeholder: 'as read', 'data-testid': 'whatif-traced-batch', 'aria-label': 'Batch the step ran at', class: 'whatif-batch', title: 'The batch this step ran at, where the one read from its shapes is wrong (a time-major or ragged feed); empty: as read' });
-  private readonly runsSelect = el('select', { multiple: true, size: 3, 'data-testid': 'whatif-runs', 'aria-label': 'Other runs of the same model, fitted with this one', title: 'Other runs of the same model at other batch sizes: the peak is then fitted per layer (Ctrl/Cmd-click to pick several)' });
+  private readonly runsSelect = el('select', { multiple: true, size: 3, 'data-testid': 'whatif-runs', 'aria-label': 'Other steps of this run, and other runs of the same model, fitted with this one', title: 'Other steps of this run, or runs of the same model, at other batch sizes: the peak is then fitted per layer (Ctrl/Cmd-click to pick several)' });
   private readonly inputNote = el('span', { class: 'muted whatif-input-note' });
   /** The answer's notes, one line each. */
   private readonly notesList = el('ul', { class: 'whatif-notes', 'data-testid': 'whatif-notes' });
@@ -113,7 +115,7 @@ export class WhatIfView {
         el('label', {}, 'traced at', this.tracedInput),
         this.inputNote,
       ),
-      el('div', { class: 'whatif-runs' }, el('label', { class: 'muted' }, 'fit with runs of the same model', this.runsSelect)),
+      el('div', { class: 'whatif-runs' }, el('label', { class: 'muted' }, 'fit with steps or runs of the same model', this.runsSelect)),
       this.body,
     );
     this.batchInput.addEventListener('input', () => this.changed(true));
@@ -131,8 +133,10 @@ export class WhatIfView {
     const tracedText = this.tracedInput.value.trim();
     const tracedBatch = tracedText === '' ? null : parseBatch(tracedText);
     if (batch === null || (limitText !== '' && limit === null) || (tracedText !== '' && tracedBatch === null)) return null;
-    const runs = [...this.runsSelect.selectedOptions].map((o) => o.value);
-    return { batch, runs, limit, tracedBatch };
+    const picked = [...this.runsSelect.selectedOptions];
+    const tags = picked.filter((o) => o.dataset.kind === 'tag').map((o) => o.value);
+    const runs = picked.filter((o) => o.dataset.kind === 'run').map((o) => o.value);
+    return { batch, tags, runs, limit, tracedBatch };
   }
 
   /** A new step: the batch it ran at is read from its shapes until the user gives one. */
@@ -141,13 +145,21 @@ export class WhatIfView {
     this.tracedInput.removeAttribute('aria-invalid');
   }
 
-  /** The runs the user may add (the current one left out); those still listed stay picked, unless
-   * `keepPicked` is false (another run shown: the runs picked were to fit with the one before). */
-  setRuns(runs: readonly string[], keepPicked = true): void {
-    const picked = new Set(keepPicked ? [...this.runsSelect.selectedOptions].map((o) => o.value) : []);
+  /** What the user may fit with: other steps of the run shown (`tags`: a script that traced batches 2, 4
+   * and 8 into one run) and other runs, each group under its heading; those still listed stay picked,
+   * unless `keepPicked` is false (another run shown: what was picked was to fit with the one before). */
+  setChoices(tags: readonly string[], runs: readonly string[], keepPicked = true): void {
+    const key = (o: HTMLOptionElement) => `${o.dataset.kind}\n${o.value}`;
+    const picked = new Set(keepPicked ? [...this.runsSelect.selectedOptions].map(key) : []);
     clear(this.runsSelect);
-    for (const run of runs) this.runsSelect.append(el('option', { value: run, selected: picked.has(run) }, run));
-    this.runsSelect.disabled = runs.length === 0;
+    const group = (label: string, kind: 'tag' | 'run', values: readonly string[]) => {
+      if (values.length === 0) return;
+      this.runsSelect.append(el('optgroup', { label },
+        ...values.map((value) => el('option', { value, 'data-kind': kind, selected: picked.has(`${kind}\n${value}`) }, value))));
+    };
+    group('steps of this run', 'tag', tags);
+    group('other runs', 'run', runs);
+    this.runsSelect.disabled = tags.length + runs.length === 0;
   }
 
   setLoading(loading: boolean): void {
