@@ -8,7 +8,6 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
-
 import functools
 from dataclasses import dataclass
 import threading
@@ -42,6 +41,13 @@ def _mode(values: np.ndarray) -> tuple[int, int]:
     distinct, counts = np.unique(values, return_counts=True)
     at = int(np.argmax(counts))
     return int(distinct[at]), int(counts[at])
+
+
+def _totals_within_op(rise: np.ndarray, first: int, last: int) -> np.ndarray:
+    """The records' running totals `rise` over a reading's op window (`SpaceAnalysis._op_windows`): from the
+    total just before the op started (none, before the step's first time) to the one at its reading."""
+    totals = rise[max(first - 1, 0):last]
+    return np.append(totals, 0) if first == 0 else totals
 
 
 @dataclass(frozen=True)
@@ -210,7 +216,7 @@ class SpaceAnalysis:
     @cached_property
     def snapshot_offsets(self) -> np.ndarray:
         """Each allocator snapshot minus the curve's rise when it was read: the bytes in use
-        before the step, as that reading tells them (the baseline is read from them: `_start_from`)."""
+        before the step, as that reading tells them (the baseline is read from them: `readings_start`)."""
         space, curve = self.trace, self.curve
         if space.snapshot_event is not None:  # a reading after each event: the records' total after it
             place = np.empty(curve.event_order.size, dtype=np.int64)
@@ -331,11 +337,9 @@ class SpaceAnalysis:
         if starts is None or not off.size:
             return excess
         excess = excess.copy()
-        low, high = self._op_windows(off)  # from the total just before the op started on
+        low, high = self._op_windows(off)
         for row, first, last in zip(off.tolist(), low.tolist(), high.tolist()):
-            totals = rise[max(first - 1, 0):last]
-            if first == 0:
-                totals = np.append(totals, 0)
+            totals = _totals_within_op(rise, first, last)
             if not totals.size:
                 continue
             reading = int(excess[row]) + (int(rise[last - 1]) if last > 0 else 0)  # over `start`
@@ -404,10 +408,9 @@ class SpaceAnalysis:
         tells `start`."""
         if self.trace.snapshot_start_us is None:
             return False
-        rise = self.readings_rise
         (low,), (high,) = self._op_windows(np.array([row]))
-        totals = rise[max(int(low) - 1, 0):int(high)].tolist() + ([0] if low == 0 else [])
-        return int(self.trace.snapshot_bytes[row]) - start in totals
+        totals = _totals_within_op(self.readings_rise, int(low), int(high))
+        return bool((int(self.trace.snapshot_bytes[row]) - start == totals).any())
 
     # -- trees ----------------------------------------------------------------
 

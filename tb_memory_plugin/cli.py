@@ -128,11 +128,10 @@ def _print_dominant_scope(space: SpaceAnalysis, group: str, rows: list[tuple[str
     found = report.dominant([row[figure] for _, row in rows]) if rows else None
     if found is None:
         return
-    path, row = rows[found]
-    total = sum(max(other[figure], 0) for _, other in rows)
+    path = rows[found[0]][0]
     if space.names.any_leaf_starting_with(group, path + "/"):
         label = "at the peak" if figure == "at_peak_bytes" else "allocated"
-        print(f"   {path} holds {row[figure] / total:.0%} of what the top level holds {label}: "
+        print(f"   {path} holds {found[1]:.0%} of what the top level holds {label}: "
               f"--scope {path} lists what it holds")
 
 

@@ -416,14 +416,7 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         # where the old buffer was shared): a variable holds one buffer whatever it is given, so this
         # is turnover, not growth (the old ones went back in no record, or after the step).
         return []
-    lefts = [h[1] for h in history]
-    if len(lefts) > 1 and max(lefts) - min(lefts) <= max(lefts) // 20 and \
-            sum(b for _, b in _kept_variable_buffers(space, smallest=1)) * 10 >= left * 9:
-        # The same again, where the new buffers are values computed for the assigns (BERT's
-        # optimizer), and every traced step leaves as much behind: a variable grown by assigning
-        # it a bigger value (`tf.concat`) leaves more each step.
-        return []
-    if _writes_the_starts_do_not_show(space, left, [h[2] for h in history]):
+    if len(history) > 1 and _assigned_values_turn_over(space, left, history):
         return []
     order = np.argsort(-held, kind="stable")
     names = space.names
@@ -642,7 +635,6 @@ def _climbs(space, excess: np.ndarray, at_least: int) -> list[tuple[str | None, 
     return [(_finished_by(space, int(times[order[i]]))[0], int(grew[i]), int(times[order[i]])) for i in rows.tolist()]
 
 
-
 # -- undonated arguments ---------------------------------------------------------------------
 
 
@@ -751,18 +743,24 @@ _VARIABLE_WRITERS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariab
 _VALUE_ASSIGNS = frozenset({"AssignVariableOp"})
 
 
-def _writes_the_starts_do_not_show(space, left: int, starts: list[int | None]) -> bool:
-    """Whether nearly all (90%) of what a step left behind is variables' new buffers (values computed for
-    their assigns included) that the starts of the run's traced steps do not show: from each step to the
-    next they grow by under a twentieth of it (a variable given a bigger value each step, `tf.concat`,
-    grows the start by what it adds). Read only where the starts count such buffers (mklcpu's readings
-    leave out those under 256 KiB). A trial's hand-written LAMB left 13.3 and 10.7 MiB of new buffers
-    behind (one write more in the first step) while its starts moved by 160 KiB: turnover, not growth."""
-    if len(starts) < 2 or None in starts:
-        return False
+def _assigned_values_turn_over(space, left: int, history: list[tuple[int, int, int | None]]) -> bool:
+    """Whether nearly all (90%) of what a step left behind is variables' new buffers, values computed for
+    their assigns included (BERT's optimizer), and that is turnover, not growth: every traced step of
+    the run (`history`: step, bytes left behind, start) leaves as much behind, or their starts do not show
+    it (from each step to the next they grow by under a twentieth of it; read only where the starts count
+    such buffers: mklcpu's readings leave out those under 256 KiB). A variable given a bigger value each
+    step (`tf.concat`) leaves more each step, and grows the start by what it adds. A trial's hand-written
+    LAMB left 13.3 and 10.7 MiB of new buffers behind (one write more in the first step) while its start
+    moved by 160 KiB."""
     writes = _kept_variable_buffers(space, smallest=1)
+    if sum(b for _, b in writes) * 10 < left * 9:
+        return False
+    lefts = [h[1] for h in history]
+    if max(lefts) - min(lefts) <= max(lefts) // 20:
+        return True
+    starts = [h[2] for h in history]
     least = space.start_counts_from or 0
-    if sum(b for _, b in writes) * 10 < left * 9 or any(b < least for _, b in writes if b * 10 >= left):
+    if None in starts or any(b < least for _, b in writes if b * 10 >= left):
         return False
     return max(b - a for a, b in zip(starts, starts[1:])) * 20 < left
 

@@ -132,8 +132,6 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
                    "inputs": resident.fed_bytes, "other": max(other, 0) if other is not None else 0}
     for row in summary["categories"]:
         row["resident_bytes"] = by_category.get(row["name"], 0)
-    with_uncounted = (summary["peak_bytes"] + resident.uncounted_bytes
-                      if resident.uncounted_bytes is not None and summary["peak_bytes"] is not None else None)
     summary["resident"] = {
         "source": "run_graph",
         "start_bytes": resident.start_bytes,
@@ -146,8 +144,8 @@ def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: 
         "counted_note": resident_mod.counted_note(resident),
         # The model's smaller tensors the start (and so the peak) leaves out, and the peak with them.
         "uncounted_bytes": resident.uncounted_bytes,
-        "peak_with_uncounted_bytes": with_uncounted,
-        "uncounted_noticeable": with_uncounted is not None and resident.uncounted_noticeable(summary["peak_bytes"]),
+        "peak_with_uncounted_bytes": resident.peak_with_uncounted(summary["peak_bytes"]),
+        "uncounted_noticeable": resident.uncounted_noticeable(summary["peak_bytes"]),
         "weight_constants": resident.weight_constants_used,
         "note": resident_mod.WEIGHT_CONSTANTS_NOTE if resident.weight_constants_used else resident.note,
         "layers": [{key: row[key] for key in ("scope", "param_count", "param_bytes", "slot_bytes")}
@@ -323,14 +321,16 @@ def scope_details(space: SpaceAnalysis, group: str, scope: str, top: int = 50,
     }
 
 
-def dominant(values) -> int | None:
-    """The index of the value that holds `DOMINANT_SHARE` of the positive ones (None: none does)."""
+def dominant(values) -> tuple[int, float] | None:
+    """(the index of the value that holds `DOMINANT_SHARE` of the positive ones, its share of them); None
+    where none does."""
     values = np.asarray(values, dtype=np.float64)
     total = float(np.clip(values, 0, None).sum())
     if total <= 0:
         return None
     largest = int(np.argmax(values))
-    return largest if values[largest] >= DOMINANT_SHARE * total else None
+    share = float(values[largest]) / total
+    return (largest, share) if share >= DOMINANT_SHARE else None
 
 
 def _stacked(tree, node: int, split: bool = True) -> list[int]:
@@ -340,7 +340,7 @@ def _stacked(tree, node: int, split: bool = True) -> list[int]:
     `node` all the same."""
     children = [int(child) for child in tree.children[node]]
     found = dominant(tree.figures[children, AT_PEAK]) if children and split else None
-    largest = children[found] if found is not None else None
+    largest = children[found[0]] if found is not None else None
     if largest is None or not len(tree.children[largest]):
         return children
     entries = [child for child in children if child != largest] + [int(c) for c in tree.children[largest]]

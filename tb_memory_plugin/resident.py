@@ -673,10 +673,17 @@ class Resident:
             return None
         return self.param_bytes + self.slot_bytes + self.fed_bytes - sum(self.in_start())
 
-    def uncounted_noticeable(self, peak_bytes: int) -> bool:
+    def peak_with_uncounted(self, peak_bytes: int | None) -> int | None:
+        """An absolute peak with `uncounted_bytes` added (None without either)."""
+        uncounted = self.uncounted_bytes
+        return None if uncounted is None or peak_bytes is None else peak_bytes + uncounted
+
+    def uncounted_noticeable(self, peak_bytes: int | None) -> bool:
         """Whether `uncounted_bytes` move a peak of `peak_bytes` by `UNCOUNTED_NOTICEABLE_SHARE` or more, where the
         CLI and the page say the peak with them."""
-        return bool(self.uncounted_bytes) and self.uncounted_bytes >= UNCOUNTED_NOTICEABLE_SHARE * max(peak_bytes, 1)
+        uncounted = self.uncounted_bytes
+        return (peak_bytes is not None and bool(uncounted)
+                and uncounted >= UNCOUNTED_NOTICEABLE_SHARE * max(peak_bytes, 1))
 
     @property
     def other_bytes(self) -> int | None:

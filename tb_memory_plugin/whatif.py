@@ -1333,9 +1333,7 @@ class WhatIf:
                      if self.batch > base.batch else "")
             whose = ("oneDNN's workspaces and reordered weights" if trace.allocator == "mklcpu"
                      else "a library's workspaces, XLA's clusters")
-            with_margin = (max_batch(_WithMargin(self.as_answered(self.lead), held / base.batch), self.limit,
-                                     self.absolute(self.lead))
-                           if self.limit is not None and not getattr(self.lead, "falls", False) else None)
+            with_margin = self.max_batch(self.lead, held / base.batch)
             fits = (f": with it added, scaled as the batch, batch {with_margin:,} would fit" if with_margin
                     else "")
             notes.append(
@@ -1393,14 +1391,16 @@ class WhatIf:
         """Whether the limit applies to absolute bytes (a baseline is known) or to the rise."""
         return predictor.start_bytes(self.batch) is not None
 
-    def max_batch(self, predictor) -> int | None:
-        """The largest batch under the limit (`max_batch`); None without a limit, and for a fit whose
-        traced peaks fall with the batch: the search reads a peak that never falls as the batch grows,
-        and such a line had said "not even batch 1 fits" beside a prediction under the limit. Searched
-        `as_answered`."""
+    def max_batch(self, predictor, per_sample: float = 0) -> int | None:
+        """The largest batch under the limit (`max_batch`), with `per_sample` bytes more per sample in the
+        peak (`_WithMargin`) where given; None without a limit, and for a fit whose traced peaks fall with
+        the batch: the search reads a peak that never falls as the batch grows, and such a line had said
+        "not even batch 1 fits" beside a prediction under the limit. Searched `as_answered`."""
         if self.limit is None or getattr(predictor, "falls", False):
             return None
-        return max_batch(self.as_answered(predictor), self.limit, self.absolute(predictor))
+        answered = self.as_answered(predictor)
+        return max_batch(_WithMargin(answered, per_sample) if per_sample else answered, self.limit,
+                         self.absolute(predictor))
 
     def as_answered(self, predictor):
         """A prediction as the answer at each batch reads it, for the largest batch under a limit and

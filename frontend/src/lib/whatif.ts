@@ -202,10 +202,6 @@ function sharedPrefix(a: string, b: string): number {
   return n;
 }
 
-/**
- * The other runs the user may fit with, the current one left out: those named
- * most like it first (unet_b4 beside unet_b2, likely the same model), else in run order.
- */
 /** The other traced steps of the run shown (those with devices: not the Keras callback's empty `batch_N`
  * records), in the run's order: steps a script traced at other batch sizes into one run, to fit with. */
 export function otherTags(runs: readonly RunInfo[], run: string | null, tag: string | null): string[] {
@@ -213,6 +209,10 @@ export function otherTags(runs: readonly RunInfo[], run: string | null, tag: str
   return steps.filter((s) => s.tag !== tag && s.devices.length > 0).map((s) => s.tag);
 }
 
+/**
+ * The other runs the user may fit with, the current one left out: those named
+ * most like it first (unet_b4 beside unet_b2, likely the same model), else in run order.
+ */
 export function otherRuns(runs: readonly { run: string }[], current: string | null): string[] {
   const others = runs.map((r) => r.run).filter((r) => r !== current);
   if (current === null) return others;

@@ -32,6 +32,15 @@ function mount(view: CompareView): void {
   view.show(true);
 }
 
+/** A comparison of step_3 of `big` against EVIL's, shown with `body`. */
+function shownComparison(): { selection: Selection; view: CompareView } {
+  const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
+  const view = new CompareView(selection);
+  mount(view);
+  view.setData(body);
+  return { selection, view };
+}
+
 describe('CompareView', () => {
   it('colours tiles by the difference and keeps names as text', () => {
     const view = new CompareView(new Selection());
@@ -67,10 +76,7 @@ describe('CompareView', () => {
   });
 
   it('lists scopes by absolute difference; a row selects its scope; the button leaves compare mode', () => {
-    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
-    const view = new CompareView(selection);
-    mount(view);
-    view.setData(body);
+    const { selection, view } = shownComparison();
     const keys = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-table] tbody tr')].map((r) => r.dataset.key);
     expect(keys).toEqual(['grew', EVIL, 'small']);
     document.querySelector<HTMLElement>(`[data-testid=compare-table] tbody tr[data-key="grew"]`)!.click();
@@ -102,10 +108,7 @@ describe('CompareView columns', () => {
 
 describe('CompareView with B numbered apart', () => {
   it('says which of B names were matched to A names, as text, and gives a row B own name', () => {
-    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
-    const view = new CompareView(selection);
-    mount(view);
-    view.setData(body);
+    const { view } = shownComparison();
     expect(document.querySelector('[data-testid=compare-renumbered]')).toBeNull();
     const renamed = { ...row('grew', 100, 40), b_name: `${EVIL}_1` };
     view.setData({ ...body, renumbered: [{ b: `${EVIL}_1`, a: 'grew' }], children: [renamed], scopes: [renamed] });
@@ -125,10 +128,7 @@ describe('CompareView with B numbered apart', () => {
 
 describe('CompareView of two models', () => {
   it('says once that the steps share few scopes, as text, only where the server says so', () => {
-    const selection = new Selection({ run: 'big', tag: 'step_3', against: { run: EVIL, tag: 'step_3' } });
-    const view = new CompareView(selection);
-    mount(view);
-    view.setData(body);
+    const { view } = shownComparison();
     expect(document.querySelector('[data-testid=compare-models-note]')).toBeNull();
     const said = `A and B share 8% of their scopes and nodes: two different models? ${EVIL}`;
     view.setData({ ...body, shared_share: 0.08, models_note: said });

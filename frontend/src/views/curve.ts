@@ -45,10 +45,10 @@ export class CurveView {
   /** Groups redrawn alone when only the selection's highlight or time span changes. */
   private spanLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
   private highlightLayer: D3Selection<SVGGElement, unknown, null, undefined> | null = null;
-  /** The whole step's curve: the extent, the peak, the scale, and what is drawn when no window data fits. */
   /** The step's curve and the zoomed window's as the routes answered them; `curve`/`windowed` as drawn (`shown`). */
   private answered: CurveResponse | null = null;
   private answeredWindow: CurveResponse | null = null;
+  /** The whole step's curve: the extent, the peak, the scale, and what is drawn when no window data fits. */
   private curve: (CurveResponse & { rise_from?: number }) | null = null;
   /** The curve of a zoomed window (route asked with start_us/end_us), or null. */
   private windowed: CurveResponse | null = null;

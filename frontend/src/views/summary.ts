@@ -104,7 +104,8 @@ export class SummaryView {
       // The model's smaller tensors, which that allocator counts in no reading: the peak with them.
       const small = device.resident?.uncounted_bytes ?? null;
       const withSmall = device.resident?.peak_with_uncounted_bytes ?? null;
-      if (mode === 'absolute' && countsFrom !== null && small && withSmall !== null && device.resident?.uncounted_noticeable) {
+      // Said where the server finds they move the peak (`uncounted_noticeable`: they and the peak with them are known).
+      if (mode === 'absolute' && countsFrom !== null && small !== null && withSmall !== null && device.resident?.uncounted_noticeable) {
         main.append(
           el(
             'span',
