@@ -927,6 +927,7 @@ def test_a_map_functions_ops_are_the_input_pipelines(tmp_path):
     on_data_threads = _tf_data_ops(data)
     assert {"resize/ResizeBilinear", "transpose"} <= on_data_threads, on_data_threads
     profile = xplane.decode(data)
+    seen = set()  # the map function's ops in any step: which step's window holds them depends on the machine's load
     for index in range(len(profile.steps)):
         step = analysis.analyse(profile.trace(index))
         space = step.space(None)
@@ -935,15 +936,16 @@ def test_a_map_functions_ops_are_the_input_pipelines(tmp_path):
         assert not tops & {op.partition("/")[0] for op in on_data_threads}, tops
         pipeline = [i for i, raw in enumerate(names.raw)
                     if raw == xplane.INPUT_PIPELINE or raw.startswith(xplane.INPUT_PIPELINE + "/")]
-        assert {names.raw[i] for i in pipeline} >= {"(input pipeline)/resize/ResizeBilinear",
-                                                   "(input pipeline)/random_flip_left_right/ReverseV2"}
+        seen.update(names.raw[i] for i in pipeline)
         inputs = CATEGORIES.index("inputs")
         temporaries = CATEGORIES.index("temporaries")
         elsewhere = [(names.raw[i], CATEGORIES[names.category[i]]) for i in pipeline
                      if names.category[i] not in (inputs, temporaries)]
         assert not elsewhere, (index, elsewhere)  # which, where a loaded machine's profile differs
-        rows = dict(space.top_level("layer"))
-        assert rows[xplane.INPUT_PIPELINE][figures.ALLOCATED] == int(space.name_column(figures.ALLOCATED)[pipeline].sum())
+        if pipeline:
+            rows = dict(space.top_level("layer"))
+            assert rows[xplane.INPUT_PIPELINE][figures.ALLOCATED] == int(space.name_column(figures.ALLOCATED)[pipeline].sum())
+    assert seen >= {"(input pipeline)/resize/ResizeBilinear", "(input pipeline)/random_flip_left_right/ReverseV2"}, seen
 
 
 def test_temp_regions_feed_temporaries(steps, reference):

@@ -1003,7 +1003,7 @@ class _PlaneSteps:
         exec_program = np.where(program_codes[exec_program.reshape(-1)] >= 0, exec_program.reshape(-1), -1)
         # The names whose every allocation was made on tf.data's threads, and those named the input pipeline's
         # (a `map` function's op, whatever thread ran it: a loaded machine runs some inline, and one of them
-        # had read as an activation): the step's input.
+        # had read as an activation; or one that allocates nothing in this step, only frees): the step's input.
         allocating = name_code.reshape(-1)[event_exec[allocations]]
         on_input = self.in_input_pipeline[events[allocations]]
         made = np.bincount(allocating, minlength=len(distinct_names))
@@ -1011,7 +1011,7 @@ class _PlaneSteps:
         named_input = np.fromiter((name == INPUT_PIPELINE or name.startswith(INPUT_PIPELINE + "/") for name in distinct_names),
                                   dtype=bool, count=len(distinct_names))
         input_names = [distinct_names[i] for i in np.flatnonzero(
-            ((made_on_input > 0) & (made_on_input == made)) | (named_input & (made > 0))).tolist()]
+            ((made_on_input > 0) & (made_on_input == made)) | named_input).tolist()]
         device, device_type, index = _device_of(allocator)
         read = events[rows.reading]  # the allocator's readings: one per profile event, not per piece
         series = {
