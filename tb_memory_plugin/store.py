@@ -23,7 +23,7 @@ from typing import Callable, Hashable
 
 from tensorboard.data import provider as provider_mod
 
-from . import analysis, function_graph, graph as graph_mod, logdir as logdir_mod, trace as trace_mod
+from . import analysis, function_graph, graph as graph_mod, trace as trace_mod
 from .sources import run_metadata, xplane
 
 TAGGED_RUN_METADATA = "graph_tagged_run_metadata"

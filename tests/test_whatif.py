@@ -758,7 +758,7 @@ def test_a_fit_through_peaks_that_do_not_grow_says_so():
     assert limited["predictions"]["one_step"]["max_batch"] and "falls" not in limited["predictions"]["one_step"]
     assert whatif_report.whatif_dict(whatif.WhatIf([traced("unet_b2"), traced("unet_b4")], 8))["predictions"][
         "fit"]["falls"] is False
-    assert f"at batch 8 the fit and the one step are" in apart and "trace batch 8" in apart
+    assert "at batch 8 the fit and the one step are" in apart and "trace batch 8" in apart
     assert all(whatif.format_bytes(p["predicted_peak_rise_bytes"]) in apart for p in (fit, one))
 
 

@@ -367,7 +367,7 @@ def test_a_step_of_the_profile_peaking_well_above_the_one_read_is_said(tmp_path)
         assert cli.main(["whatif", str(tmp_path), "--batch", "32", "--tag", "step_1", "--json"]) == 0
     assert not any(" peaked " in note for note in json.loads(out.getvalue())["notes"])
     # A profile's start is held as traced, and said so where the batch asked is larger.
-    start = f"is held as traced: a profile does not show what it holds"
+    start = "is held as traced: a profile does not show what it holds"
     assert sum(start in note for note in body["notes"]) == 1
     with contextlib.redirect_stdout(out := io.StringIO()):
         assert cli.main(["whatif", str(tmp_path), "--batch", "8", "--json"]) == 0

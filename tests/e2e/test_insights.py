@@ -148,7 +148,7 @@ def test_whatif_without_a_baseline_predicts_the_rise(dashboard):
 
 def test_whatif_says_why_it_cannot_answer(dashboard):
     """A step without feeds (the hand-built two-device run) cannot tell its batch: the panel says so."""
-    dash, tb = dashboard, dashboard.tb
+    dash = dashboard
     _open_run(dash, logdata.TWODEV_RUN)
     error = dash.loc(f'{tid("whatif")} {tid("error")}')
     error.wait_for()
