@@ -26,6 +26,24 @@ from .trace import COUNTS_NONE, DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, r
 
 GROUPS = ("layer", "scope")
 _FEW_READINGS = 64  # readings_count_from reads a few that never move within their ops, one by one
+# BFC grows its pool by regions of 2 MiB doubled (TensorFlow's allow_growth and oneDNN's mklcpu), and gives a
+# request a whole free block where the block is under twice the request: a fresh region's block is then a power
+# of two, 2 MiB or more, held whole for a request just over half of it.
+_BLOCK_MIN = 2 << 20
+_ROUNDING = 256  # BFC rounds every request up to this: each live one may read up to this much above its record
+
+
+@dataclass(frozen=True)
+class RoundedBlock:
+    """A reading's excess over the records that is one request's block (`SpaceAnalysis.rounded_block`)."""
+
+    exec_index: int  # the execution whose request it holds
+    request_bytes: int  # what its record counts
+    block_bytes: int  # what the allocator's reading counts
+
+    @property
+    def rounding_bytes(self) -> int:
+        return self.block_bytes - self.request_bytes
 
 
 def _check_group(group: str) -> None:
@@ -391,17 +409,74 @@ class SpaceAnalysis:
         `reading_excess` allows), or is below nothing. No two agreeing (readings rounded to a unit): the
         first."""
         offsets = self.snapshot_offsets
-        within = self._readings_choice[1]
-        if within is not None:
-            return int(within)
         if self.trace.snapshot_event is not None:
             return int(np.median(offsets))
+        rounded = self._rounded_offsets(offsets)
+        if rounded is not None:  # each reading a request's block above the records: what is left is the start
+            offsets = rounded
+        elif (within := self._readings_choice[1]) is not None:
+            return int(within)
         row = int(np.argmin(self.trace.snapshot_time_us))  # readings come in the nodes' order
         first = int(offsets[row])
         mode, count = _mode(offsets)
         if count < 2 or first < mode and first >= 0 and not self._agrees_within_op(row, mode):
             return first
         return mode
+
+    def rounded_block(self, row: int, excess: int) -> RoundedBlock | None:
+        """The request whose block explains reading `row`'s `excess` over the records (and the start), where
+        one does: a request of the records live at some moment of the reading's op, held in a block of a power
+        of two (`_BLOCK_MIN` or more) under twice its size, that much larger than it, give or take the
+        allocator's rounding of the requests live then. oneDNN's mklcpu counts such a block in its readings
+        where the records count the request (a trial's 2.2 MB stack of per-example gradients in a 4 MiB block
+        read as 1.8 MiB in use before the step); a GPU's BFC records the block itself. None where none does."""
+        if excess < _ROUNDING:
+            return None
+        live, slop = self._live_requests(row)
+        for owner, request in live:
+            block = 1 << (request - 1).bit_length()
+            if block >= _BLOCK_MIN and abs(excess - (block - request)) <= slop:
+                return RoundedBlock(owner, request, block)
+        return None
+
+    def _live_requests(self, row: int) -> tuple[list[tuple[int, int]], int]:
+        """(execution, request) of the requests of more than half `_BLOCK_MIN` the readings count that are live
+        at some moment of reading `row`'s op (made by its reading, not freed before the op started), and how
+        far the allocator's rounding of every counted request live then may lift the reading."""
+        trace = self.trace
+        if trace.event_time_us.size == 0:
+            return [], 0
+        least = self.readings_count_from if 0 < self.readings_count_from < COUNTS_NONE else 1
+        began = trace.snapshot_start_us[row] if trace.snapshot_start_us is not None else trace.snapshot_time_us[row]
+        made = (trace.event_time_us <= trace.snapshot_time_us[row]) & (trace.event_bytes >= least)
+        freed = (trace.event_time_us < began) & (trace.event_bytes <= -least)
+        held = np.bincount(trace.event_exec[made | freed], weights=trace.event_bytes[made | freed],
+                           minlength=int(trace.event_exec.max()) + 1)
+        live = [(int(trace.event_exec[e]), int(trace.event_bytes[e]))
+                for e in np.flatnonzero(made & (trace.event_bytes > _BLOCK_MIN // 2)).tolist()]
+        return ([(owner, request) for owner, request in live if held[owner] >= request],
+                _ROUNDING * int(np.count_nonzero(made)))
+
+    def _rounded_offsets(self, offsets: np.ndarray) -> np.ndarray | None:
+        """The readings' offsets less the rounding of a request's block (`rounded_block`), where every reading
+        is one's above the records at some moment of its op (a few readings, each taken while one such block
+        is held: a step whose only large request is one); else None."""
+        if not 0 < offsets.size <= _FEW_READINGS or offsets.max() < _ROUNDING:
+            return None
+        rise, readings = self.readings_rise, self.trace.snapshot_bytes
+        low, high = self._op_windows() if self.trace.snapshot_start_us is not None else (None, None)
+        out = offsets.copy()
+        for row, offset in enumerate(offsets.tolist()):
+            moments = [offset] if low is None else (
+                int(readings[row]) - _totals_within_op(rise, int(low[row]), int(high[row]))).tolist()
+            for moment in sorted(set(moments) | {offset}, key=lambda o: abs(o - offset)):
+                block = self.rounded_block(row, moment)
+                if block is not None:
+                    out[row] = moment - block.rounding_bytes
+                    break
+            else:
+                return None
+        return out
 
     def _agrees_within_op(self, row: int, start: int) -> bool:
         """Whether reading `row`, read at some moment of its op (from the total just before it started on),
@@ -661,6 +736,7 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
     if unnamed := unattributed_note(spaces):  # a profile's, where TensorFlow wrote `(null)`
         message = f"{message} {unnamed}" if message else unnamed
     return StepAnalysis(trace, spaces, "ok", message)
+
 
 
 # `(no op)` holding half the peak rise, and 64 KiB at least (not a toy step's scalar), is no runtime's small change.

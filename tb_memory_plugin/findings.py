@@ -549,19 +549,33 @@ def _allocator_gap(space) -> list[Finding]:
                  f"fall short of the allocation records by up to {format_bytes(below)}")
     share = f" ({abs(gap) / rise:.0%} of the peak rise)" if rise > 0 else ""
     baseline = "" if space.start_bytes is not None else " (no usable baseline: the readings imply a negative start)"
+    # A request held in a whole block (mklcpu reads the block, its records the request): rounding, not memory
+    # outside the records (a trial's 2.2 MB stack in a 4 MiB block had been put down to oneDNN's workspaces).
+    block = space.rounded_block(worst, gap) if gap > 0 else None
+    blocked = space.trace.name(block.exec_index) if block is not None else None
     meaning = ("memory the trace does not attribute to any op" if gap > 0 else
                "bytes the records count that the allocator did not hold then"
                + ("" if space.start_bytes is None and start == 0 else
                   ", or a baseline above the step's real start"))
+    if block is not None:
+        meaning = (f"the {format_bytes(block.block_bytes)} block the allocator gave {blocked}'s request of "
+                   f"{format_bytes(block.request_bytes)}, whose readings count the block where the records count "
+                   "the request (a BFC allocator does not split a block under twice a request, and its pool grows "
+                   "by blocks of 2 MiB doubled)")
     message = (f"The allocator's own bytes in use ({trace.allocator}) {direction}{share}{baseline}, "
                f"at {when / 1000:.3f} ms" + (f", after {node_name}" if node_name else "") + f": {meaning}.")
     nodes = [node_name] if node_name else []
+    nodes += [blocked] if blocked and blocked not in nodes else []
     suggestion = ("Look for memory allocated outside the traced ops: library workspaces (oneDNN scratchpads and "
                   "caches, cuDNN workspaces), another session or thread on the same device, or allocations "
                   "TensorFlow does not record per op; the at-peak figures cover only the records." if gap > 0 else
                   "Read the step's peak as a rise over its start rather than as absolute bytes: the start (read "
                   "from the readings) may be set too high, or the records count bytes the allocator had already "
                   "given back.")
+    if block is not None:
+        suggestion = (f"Count {format_bytes(block.rounding_bytes)} more for {blocked} than its request: the "
+                      "allocator holds that much beside it while it lives (at another size the request may fit "
+                      "its block, or take a block twice its size). The at-peak figures count the requests.")
     if (gap > 0 or peak_short) and ran_xla_clusters(space.names):
         suggestion = ("This step ran XLA clusters: TensorFlow does not record what XLA allocates inside them, "
                       "which the allocator's readings count and the records do not (the step's note says which): "
@@ -608,13 +622,16 @@ def _allocator_gap(space) -> list[Finding]:
                  f"a reading at {at / 1000:.3f} ms (+{format_bytes(grew)})" for node, grew, at in climbs]
         message += (" The readings climb above the records most after " + listed(named) + ": what ran just "
                     "before those readings took memory that no record shows (oneDNN's convolutions and XLA "
-                    "clusters allocate outside the records).")
+                    "clusters allocate outside the records" + (", and a request's block holds more than the "
+                                                                 "request" if block is not None else "") + ").")
         nodes += [node for node, _, _ in climbs if node and node not in nodes]
     return [Finding(
         ALLOCATOR_GAP, headline, scope, nodes, message, suggestion, trace.id,
         {"gap_bytes": gap, "above_bytes": max(above, 0), "below_bytes": max(below, 0), "time_us": when,
          "snapshot_count": int(trace.snapshot_bytes.size), "max_reading_bytes": int(trace.snapshot_bytes[top]),
          "max_reading_time_us": int(trace.snapshot_time_us[top]), "above_peak_bytes": above_peak,
+         "rounding": None if block is None else {"node": blocked, "request_bytes": block.request_bytes,
+                                                 "block_bytes": block.block_bytes},
          "climbs": [{"node": node, "bytes": grew, "time_us": at} for node, grew, at in climbs]},
     )]
 

@@ -32,7 +32,7 @@ from .compare import SAME_MODEL_SHARE  # what two steps of one model share, at l
 from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, GRADIENTS, INPUTS, OPTIMIZER, OUTPUT, format_bytes,
                       listed, other_chunks)
 from . import resident as resident_mod, store as store_mod
-from .findings import cpu_working_set_scratch, readings_above
+from .findings import allocator_gap, cpu_working_set_scratch, readings_above
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
 
@@ -1331,14 +1331,18 @@ class WhatIf:
         if held:
             grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(held * self.batch // base.batch)})"
                      if self.batch > base.batch else "")
-            whose = ("oneDNN's workspaces and reordered weights" if trace.allocator == "mklcpu"
-                     else "a library's workspaces, XLA's clusters")
+            whose = "memory taken with no record: " + ("oneDNN's workspaces and reordered weights"
+                                                        if trace.allocator == "mklcpu"
+                                                        else "a library's workspaces, XLA's clusters")
+            if rounding := allocator_gap(base.space)[0].details.get("rounding"):
+                whose = (f"its rounding: the {format_bytes(rounding['block_bytes'])} block it gave "
+                         f"{rounding['node']}'s request of {format_bytes(rounding['request_bytes'])}")
             with_margin = self.max_batch(self.lead, held / base.batch)
             fits = (f": with it added, scaled as the batch, batch {with_margin:,} would fit" if with_margin
                     else "")
             notes.append(
                 f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
-                f"show (memory taken with no record: {whose}; see its allocator_gap finding), which no prediction "
+                f"show ({whose}; see its allocator_gap finding), which no prediction "
                 f"counts: it may grow with the batch{grown}, and faster (oneDNN picks other kernels at other "
                 "sizes), "
                 + (f"so keep it as a margin below the limit{fits}, or trace the batch found" if self.limit is not None

@@ -1004,3 +1004,38 @@ def test_a_first_reading_taken_before_a_concurrent_allocation_does_not_set_the_s
     # Below nothing (an allocator whose readings lag its records): the start the others agree on.
     below = space(mib // 2)
     assert below.snapshot_offsets.tolist()[0] < 0 and below.start_bytes == start
+
+
+def _one_block_step(before: int):
+    """Trial T's per-example gradients under map_fn, on mklcpu: the step's one large request, a 2,278,016 B
+    stack, read by the allocator as the 4 MiB block it holds it in (a BFC block under twice a request is not
+    split), after the stack's op and during its reader's, which the stack's op records its free inside."""
+    request, block = 2_278_016, 4 << 20
+    nodes = [
+        protos.Node("per_example/map/TensorArrayV2Stack/TensorListStack", 0, 300, op="TensorListStack",
+                    outputs=[("mklcpu", request)],
+                    memory=[protos.Mem("mklcpu", [(8, request), (498, -request)], bytes_in_use=before + block)]),
+        protos.Node("per_example/Mean", 310, 500, op="Mean", outputs=[("mklcpu", 4)],
+                    memory=[protos.Mem("mklcpu", [(400, 4)], bytes_in_use=before + block)]),
+    ]
+    return store.analyse_bytes(protos.serialized({protos.CPU0: nodes}), None).space(None)
+
+
+def test_readings_that_are_one_requests_block_are_no_memory_before_the_step():
+    """Both readings are the stack's 4 MiB block, the records its 2.2 MB request: the 1.8 MiB between them was
+    read as in use before the step. It is the block's rounding: the start is what is left (nothing), and the
+    allocator_gap finding names the block, not memory outside the records."""
+    request, block = 2_278_016, 4 << 20
+    space = _one_block_step(0)
+    assert space.readings_count_from == 256 * 1024
+    assert space.start_bytes == 0 and space.peak_bytes == request + 4
+    (gap,) = findings.allocator_gap(space)
+    assert gap.bytes == block - request
+    assert gap.details["rounding"] == {"node": "per_example/map/TensorArrayV2Stack/TensorListStack",
+                                       "request_bytes": request, "block_bytes": block}
+    assert "4.0 MiB block" in gap.message and "oneDNN" not in gap.message
+    # Above a real start the readings are no block's alone: the start is read as before, the rounding with it.
+    above = _one_block_step(1 << 20)
+    assert above.start_bytes == (1 << 20) + block - request
+    assert all(f.details["rounding"] is None for f in findings.allocator_gap(above))
+
