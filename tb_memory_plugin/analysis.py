@@ -18,7 +18,8 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .curve import build_curve
-from .figures import ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, PARAMETERS, TEMPORARIES
+from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, OUTPUT, PARAMETERS, TEMPORARIES,
+                      format_bytes, listed)
 from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
                     XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
@@ -735,8 +736,40 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
         message = f"{message} {programs}" if message else programs
     if unnamed := unattributed_note(spaces):  # a profile's, where TensorFlow wrote `(null)`
         message = f"{message} {unnamed}" if message else unnamed
+    if python := python_outputs_note(spaces):
+        message = f"{message} {python}" if message else python
     return StepAnalysis(trace, spaces, "ok", message)
 
+
+# tf.numpy_function's and tf.py_function's ops: what they return, Python made (a numpy array, an eager tensor).
+PYTHON_OP_TYPES = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+_NOTED_PYTHON_OUTPUT_BYTES = 64 << 10  # a few scalars returned from Python are nothing to size a step by
+
+
+def python_outputs_note(spaces: list[SpaceAnalysis]) -> str | None:
+    """Where ops running Python (tf.numpy_function, tf.py_function) return 64 KiB or more that the step's
+    records do not hold: those tensors were made by Python, outside the records (a trial's augmentation
+    returned 2 x 768 KiB that no figure showed, and nothing said so)."""
+    for space in spaces:
+        if not space.has_curve:
+            continue
+        names = space.names
+        python = names.of_op_type(PYTHON_OP_TYPES.__contains__)
+        if not python.any():
+            continue
+        output, allocated = space.name_column(OUTPUT), space.name_column(ALLOCATED)
+        rows = np.flatnonzero(python & (output > allocated))
+        unheld = int((output[rows] - allocated[rows]).sum())
+        if unheld < _NOTED_PYTHON_OUTPUT_BYTES:
+            continue
+        rows = rows[np.argsort(-(output[rows] - allocated[rows]), kind="stable")]
+        shown = [f"{names.graph_names[i]} ({format_bytes(int(output[i] - allocated[i]))})" for i in rows[:3].tolist()]
+        return (f"{'Ops' if rows.size > 1 else 'An op'} running Python on {space.trace.id} (tf.numpy_function, "
+                f"tf.py_function) returned {format_bytes(unheld)} that no record holds: {listed(shown)}"
+                f"{f' and {rows.size - 3} more' if rows.size > 3 else ''}. Python made those tensors (a numpy "
+                "array, an eager op's result) outside the step's records: they count among its outputs only, in no "
+                "allocated or at-peak figure, though they take memory while they live.")
+    return None
 
 
 # `(no op)` holding half the peak rise, and 64 KiB at least (not a toy step's scalar), is no runtime's small change.

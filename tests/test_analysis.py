@@ -1039,3 +1039,32 @@ def test_readings_that_are_one_requests_block_are_no_memory_before_the_step():
     assert above.start_bytes == (1 << 20) + block - request
     assert all(f.details["rounding"] is None for f in findings.allocator_gap(above))
 
+
+def test_what_python_returns_is_said_to_be_outside_the_records():
+    """Trial T's augmentation in tf.numpy_function and tf.py_function: each returns a [64, 32, 32, 3] float
+    batch (768 KiB) that Python made, in no record (no allocated or at-peak figure shows it): the step's note
+    says so, naming both ops and their bytes."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (64, 32, 32, 3), name="img")
+        with tf.name_scope("augment"):
+            flipped = tf.numpy_function(lambda a: a[:, :, ::-1, :].copy(), [x], tf.float32, name="np_aug")
+            scaled = tf.py_function(lambda a: a * 2.0, [tf.reshape(flipped, (64, 32, 32, 3))], tf.float32,
+                                    name="py_scale")
+        w = tf1.get_variable("dense/w", (32 * 32 * 3, 10))
+        loss = tf.reduce_mean(tf.square(tf.matmul(tf.reshape(scaled, (64, -1)), w)))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init = tf1.global_variables_initializer()
+    feed = {x: np.random.RandomState(0).rand(64, 32, 32, 3).astype(np.float32)}
+    step = store.analyse_bytes(traced_graph_step(graph, init, train, feed))
+    space = step.space(None)
+    rows = [i for i, name in enumerate(space.names.graph_names) if name in ("augment/np_aug", "augment/py_scale")]
+    assert len(rows) == 2
+    assert (space.name_column(OUTPUT)[rows] == 64 * 32 * 32 * 3 * 4).all()
+    assert (space.name_column(ALLOCATED)[rows] == 0).all()
+    assert "returned 1.5 MiB that no record holds: augment/np_aug (768.0 KiB) and augment/py_scale (768.0 KiB)" \
+        in step.message
+    assert analysis.python_outputs_note([]) is None
