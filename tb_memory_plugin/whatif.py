@@ -1321,12 +1321,17 @@ class WhatIf:
         if self.fitted is not None and self.one_step is not None and self.one_step.scales.any():
             fit, one = self.fitted.peak_rise(self.batch), self.one_step.peak_rise(self.batch)
             if abs(fit - one) > _PREDICTIONS_APART * max(fit, one, 1):
-                notes.append(
-                    f"at batch {self.batch} the fit and the one step are {abs(fit - one) / max(fit, one):.0%} apart "
-                    f"(peak rise {format_bytes(fit)} against {format_bytes(one)}): what the traced steps hold that "
-                    "does not follow the batch changed between them (the allocator's chunks, a schedule that "
-                    f"moved), which the fit's line carries on and the one step, from {base.run} {base.tag} alone, "
-                    f"does not; trace batch {self.batch} to settle it")
+                apart = (f"at batch {self.batch} the fit and the one step are {abs(fit - one) / max(fit, one):.0%} "
+                         f"apart (peak rise {format_bytes(fit)} against {format_bytes(one)}): ")
+                if self.one_step.warning:  # the one step says what it does not scale (a GNN's edges had been
+                    # put down to the allocator's chunks, the fit exact)
+                    notes.append(apart + "the one step's warning says what it may miss, which the fit's line over "
+                                 f"the traced batches carries; trace batch {self.batch} to settle it")
+                else:
+                    notes.append(
+                        apart + "what the traced steps hold that does not follow the batch changed between them (the "
+                        "allocator's chunks, a schedule that moved), which the fit's line carries on and the one step, "
+                        f"from {base.run} {base.tag} alone, does not; trace batch {self.batch} to settle it")
         held = readings_above(base.space)
         if held:
             grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(held * self.batch // base.batch)})"

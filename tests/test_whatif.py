@@ -382,6 +382,17 @@ def test_a_feed_of_items_several_per_example_is_warned_of():
     assert one.per_item is None and one.warning is None
 
 
+def test_a_fit_apart_from_a_warned_one_step_points_at_the_warning():
+    """Fitted over two batches, the boxes grow with the batch and the fit follows them; the one step, which
+    warned it does not scale them, predicts less. The note on their distance says the warning is why (trial T's
+    GNN edges had been put down to the allocator's chunks and a schedule that moved)."""
+    answer = whatif.WhatIf([_boxes_model(6), _boxes_model(12)], 48)
+    assert answer.one_step.warning.startswith("the feed boxes [48, 8] is 4 times the batch (12) long")
+    (apart,) = [note for note in answer.notes if " apart (" in note]
+    assert "the one step's warning says what it may miss" in apart and "allocator's chunks" not in apart
+    assert answer.fitted.peak_rise(48) > answer.one_step.peak_rise(48)
+
+
 def test_weights_cast_to_float16_are_no_batch_shaped_like_a_parameter():
     """Mixed precision casts each weight to float16 in the forward pass: a tensor shaped like the
     parameter because it is one. Where its first dimension is the batch, that is no sign of a
