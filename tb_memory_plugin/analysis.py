@@ -431,32 +431,46 @@ class SpaceAnalysis:
         allocator's rounding of the requests live then. oneDNN's mklcpu counts such a block in its readings
         where the records count the request (a trial's 2.2 MB stack of per-example gradients in a 4 MiB block
         read as 1.8 MiB in use before the step); a GPU's BFC records the block itself. None where none does."""
+        return self._block_of(self._live_requests(row), excess)
+
+    @staticmethod
+    def _block_of(live: tuple[list[tuple[int, int]], int], excess: int) -> RoundedBlock | None:
+        requests, slop = live
         if excess < _ROUNDING:
             return None
-        live, slop = self._live_requests(row)
-        for owner, request in live:
+        for owner, request in requests:
             block = 1 << (request - 1).bit_length()
             if block >= _BLOCK_MIN and abs(excess - (block - request)) <= slop:
                 return RoundedBlock(owner, request, block)
         return None
+
+    @cached_property
+    def _counted_events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(time, bytes, execution) of the records the readings count (`readings_count_from`)."""
+        trace = self.trace
+        least = self.readings_count_from if 0 < self.readings_count_from < COUNTS_NONE else 1
+        rows = np.flatnonzero(np.abs(trace.event_bytes) >= least)
+        return trace.event_time_us[rows], trace.event_bytes[rows], trace.event_exec[rows]
 
     def _live_requests(self, row: int) -> tuple[list[tuple[int, int]], int]:
         """(execution, request) of the requests of more than half `_BLOCK_MIN` the readings count that are live
         at some moment of reading `row`'s op (made by its reading, not freed before the op started), and how
         far the allocator's rounding of every counted request live then may lift the reading."""
         trace = self.trace
-        if trace.event_time_us.size == 0:
+        time, size, owner = self._counted_events
+        if not time.size:
             return [], 0
-        least = self.readings_count_from if 0 < self.readings_count_from < COUNTS_NONE else 1
         began = trace.snapshot_start_us[row] if trace.snapshot_start_us is not None else trace.snapshot_time_us[row]
-        made = (trace.event_time_us <= trace.snapshot_time_us[row]) & (trace.event_bytes >= least)
-        freed = (trace.event_time_us < began) & (trace.event_bytes <= -least)
-        held = np.bincount(trace.event_exec[made | freed], weights=trace.event_bytes[made | freed],
-                           minlength=int(trace.event_exec.max()) + 1)
-        live = [(int(trace.event_exec[e]), int(trace.event_bytes[e]))
-                for e in np.flatnonzero(made & (trace.event_bytes > _BLOCK_MIN // 2)).tolist()]
-        return ([(owner, request) for owner, request in live if held[owner] >= request],
-                _ROUNDING * int(np.count_nonzero(made)))
+        made = (time <= trace.snapshot_time_us[row]) & (size > 0)
+        big = np.flatnonzero(made & (size > _BLOCK_MIN // 2))
+        if not big.size:
+            return [], 0
+        freed = (time < began) & (size < 0)
+        kept = made | freed
+        held = np.bincount(owner[kept], weights=size[kept], minlength=int(owner.max()) + 1)
+        live = [(int(owner[e]), int(size[e])) for e in big.tolist()]
+        return ([(o, request) for o, request in live if held[o] >= request],
+                _ROUNDING * max(int(np.count_nonzero(made)) - int(np.count_nonzero(freed)), 1))
 
     def _rounded_offsets(self, offsets: np.ndarray) -> np.ndarray | None:
         """The readings' offsets less the rounding of a request's block (`rounded_block`), where every reading
@@ -470,8 +484,9 @@ class SpaceAnalysis:
         for row, offset in enumerate(offsets.tolist()):
             moments = [offset] if low is None else (
                 int(readings[row]) - _totals_within_op(rise, int(low[row]), int(high[row]))).tolist()
+            live = self._live_requests(row)
             for moment in sorted(set(moments) | {offset}, key=lambda o: abs(o - offset)):
-                block = self.rounded_block(row, moment)
+                block = self._block_of(live, moment)
                 if block is not None:
                     out[row] = moment - block.rounding_bytes
                     break
