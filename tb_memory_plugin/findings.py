@@ -19,7 +19,7 @@ from ._numeric import scatter_sum
 from .figures import AT_PEAK, OUTPUT, TEMP, format_bytes, listed
 from .names import (KINDS, LAYOUT_TRANSPOSE, UPDATED_ARGUMENTS, XLA_OFF_ADVICE, label_inputs, op_type_from_label,
                     ran_xla_clusters, scope_of)
-from .trace import labels_of
+from .trace import COUNTS_NONE, labels_of
 from .resident import Model
 
 LAYOUT_TRANSPOSE_KIND = "layout_transpose"
@@ -548,7 +548,9 @@ def _allocator_gap(space) -> list[Finding]:
     direction = (f"exceed the allocation records by up to {format_bytes(above)}" if gap > 0 else
                  f"fall short of the allocation records by up to {format_bytes(below)}")
     share = f" ({abs(gap) / rise:.0%} of the peak rise)" if rise > 0 else ""
-    baseline = "" if space.start_bytes is not None else " (no usable baseline: the readings imply a negative start)"
+    baseline = "" if space.start_bytes is not None else (
+        " (no usable baseline: the readings follow none of the step's records)" if space.readings_count_from == COUNTS_NONE
+        else " (no usable baseline: the readings imply a negative start)")
     # A request held in a whole block (mklcpu reads the block, its records the request): rounding, not memory
     # outside the records (a trial's 2.2 MB stack in a 4 MiB block had been put down to oneDNN's workspaces).
     block = space.rounded_block(worst, gap) if gap > 0 else None

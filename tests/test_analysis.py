@@ -942,6 +942,16 @@ def test_mklcpu_readings_that_count_none_of_the_step_give_no_start():
     space = store.analyse_bytes(protos.serialized({"/job:localhost/replica:0/task:0/device:CPU:0": nodes}), None).space(None)
     assert space.baseline == "none" and space.start_bytes is None and space.peak_rise_bytes == 4 * mib
     assert report.curve(space, "layer", 50)["snapshots"]["counts_from_bytes"] is None
+    # One reading 3 MiB above the rest: memory no record shows, flagged without a baseline, and said to be so
+    # because the readings follow no record (not because they imply a negative start: trial U's sparse Adam).
+    reads = [4096, 4096, 4096 + 3 * mib, 4096, 4096]
+    nodes = [protos.Node(f"op_{i}", 2 * i, 2 * i + 1, op="Mul", outputs=[("mklcpu", mib)],
+                         memory=[protos.Mem("mklcpu", [(2 * i, mib)] + ([(2 * i + 1, -mib)] if i == 3 else []),
+                                            bytes_in_use=reads[i])]) for i in range(5)]
+    space = store.analyse_bytes(protos.serialized({"/job:localhost/replica:0/task:0/device:CPU:0": nodes}), None).space(None)
+    (gap,) = findings.allocator_gap(space)
+    assert "(no usable baseline: the readings follow none of the step's records)" in gap.message
+    assert "negative start" not in gap.message
 
 
 def _held_outside_records(offsets_mib: list[float]):
