@@ -317,6 +317,11 @@ _CPU_SCRATCH_FIX = ("Each convolution gradient running at once holds one such bu
 # -- constants in the graph ---------------------------------------------------------------------
 
 
+# The constants Dataset.from_tensor_slices makes of the arrays it is given (TF 2.x: `normalize_element/component_0`;
+# earlier, `tensors/component_0`).
+_SLICED_ARRAY_RE = re.compile(r"(?:^|/)(?:normalize_element|tensors)/component_\d+$")
+
+
 def graph_constants(model: Model) -> list[Finding]:
     params = model.parameter_names
     data = [c for c in model.constants if c.serialized_bytes >= CONST_DATA_MIN_BYTES and c.name not in params]
@@ -344,11 +349,18 @@ def graph_constants(model: Model) -> list[Finding]:
              f"{format_bytes(largest.serialized_bytes)}).")
     if listed is not data:
         text += " Most of it is weights (a frozen graph)."
+    advice = ("Feed the data instead of embedding it: a tf.data pipeline (from files or from_generator), a placeholder "
+              "fed each step, or a variable initialised from a placeholder (initializer fed once), so the graph holds "
+              "no copy of it and stays far below the 2 GiB limit.")
+    sliced = [c.name for c in listed if _SLICED_ARRAY_RE.search(c.name)]
+    if sliced:  # a tf.data user told to use tf.data (trial U): the dataset's own constant is the copy
+        advice = (f"Dataset.from_tensor_slices embeds the arrays it is given in the graph ({sliced[0]}): build the "
+                  "dataset from files (TFRecordDataset) or from_generator, or from a placeholder fed once "
+                  "(tf.compat.v1.data.make_initializable_iterator, the array fed to its initializer), so the graph "
+                  "holds no copy of it and stays far below the 2 GiB limit.")
     return [Finding(
         GRAPH_CONSTANTS, flagged_bytes, scope_of(largest.name), [c.name for c in listed[:TOP_NODES]], text,
-        "Feed the data instead of embedding it: a tf.data pipeline (from files or from_generator), a placeholder "
-        "fed each step, or a variable initialised from a placeholder (initializer fed once), so the graph holds "
-        "no copy of it and stays far below the 2 GiB limit.",
+        advice,
         None,
         {"graph_bytes": model.graph_bytes, "limit_bytes": PROTOBUF_LIMIT_BYTES, "constant_bytes": flagged_bytes,
          "constants": [{"name": c.name, "dtype": c.dtype, "shape": list(c.shape), "serialized_bytes": c.serialized_bytes,

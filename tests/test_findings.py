@@ -454,6 +454,25 @@ def test_graph_constants_names_the_embedded_dataset(capsys, run_logdir):
     assert "tf.data" in finding["suggestion"] and "placeholder" in finding["suggestion"]
 
 
+def test_a_dataset_sliced_from_an_array_is_told_how_to_stop_embedding_it():
+    """Dataset.from_tensor_slices puts its array in the graph as a constant: a tf.data user (trial U's
+    MonitoredTrainingSession, 1.5 MiB of images) is told that, and how to build the dataset without it, not
+    to use tf.data."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        images = np.zeros((512, 28, 28, 1), np.float32)
+        batch = tf.compat.v1.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices(images).batch(64)).get_next()
+        tf.identity(batch, name="x")
+    graph_def = graph.as_graph_def()
+    (finding,) = findings.graph_constants(resident.Model.from_nodes(graph_def.node, graph_def.ByteSize()))
+    (name,) = finding.nodes
+    assert name.endswith("component_0") and finding.bytes >= images.nbytes
+    assert finding.suggestion.startswith(f"Dataset.from_tensor_slices embeds the arrays it is given in the graph ({name})")
+    assert "make_initializable_iterator" in finding.suggestion
+
+
 def test_no_graph_constants_in_a_model_without_embedded_data(unet_trace):
     assert findings.graph_constants(resident.Model.from_bytes(unet_trace.graph_def_bytes)) == []
 
