@@ -23,7 +23,7 @@ from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHE
 from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
                     XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
-from .trace import COUNTS_NONE, DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, readings_thresholds
+from .trace import COUNTS_NONE, DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, matches_device, readings_thresholds
 
 GROUPS = ("layer", "scope")
 _FEW_READINGS = 64  # readings_count_from reads a few that never move within their ops, one by one
@@ -681,9 +681,21 @@ class StepAnalysis:
             return self._memo[key]
 
     def space(self, space_id: str | None) -> SpaceAnalysis | None:
+        """The memory space of that id, or that a device as users write it names (`trace.matches_device`: the
+        `runs` route's `/job:localhost/replica:0/task:0/device:CPU:0`, `/gpu:0`): the step's default space
+        where it is among them, else the only one; None where none or several are (the default without one)."""
         if space_id is None:
             return self._by_id.get(self.default_space_id) if self.spaces else None
-        return self._by_id.get(space_id)
+        exact = self._by_id.get(space_id)
+        if exact is not None:
+            return exact
+        matches = self.matching(space_id)
+        default = self.space(None)
+        return default if default in matches else matches[0] if len(matches) == 1 else None
+
+    def matching(self, wanted: str) -> list[SpaceAnalysis]:
+        """The spaces a device as users write it names (`trace.matches_device`)."""
+        return [space for space in self.spaces if matches_device(space.trace, wanted)]
 
     @property
     def default_space_id(self) -> str | None:

@@ -383,24 +383,6 @@ def _largest_allocation(space: SpaceAnalysis, group: str) -> dict | None:
             "output_bytes": int(output[execution])}
 
 
-def _matches_device(space: SpaceAnalysis, wanted: str) -> bool:
-    """--device as users write it: the space id (`GPU:0/GPU_0_bfc`), its allocator, a device type
-    (`GPU`), or the device in any spelling (`/gpu:0`, `/device:GPU:0`, `GPU:0`,
-    `/job:localhost/replica:0/task:0/gpu:0`)."""
-    trace = space.trace
-    wanted = wanted.lower()
-    if wanted in (trace.id.lower(), trace.device.lower(), trace.allocator.lower(), trace.device_type.lower()):
-        return True
-    if trace.id.lower().startswith(wanted.rstrip("/") + "/"):  # an id without its allocator (`worker:1/CPU:0`)
-        return True
-    if _TASK_ID_RE.match(wanted):  # another task's id: not a device spelling
-        return False
-    return trace_mod.same_device(wanted, trace.device)
-
-
-_TASK_ID_RE = re.compile(r"^[^/:]+:\d+/[a-z_]+:\d+")  # `worker:1/cpu:0...`: an id that names its task
-
-
 def _open_store(logdir: str, run: str | None):
     """(step store, request context, TensorBoard's warnings) over the logdir's runs (only `run` when
     given), or None after a one-line error."""
@@ -468,7 +450,7 @@ def summary_command(args: argparse.Namespace) -> int:
             failures.append(f"{ref.run}/{ref.tag}: {step.status}: {step.message}")
         spaces = step.spaces
         if args.device:
-            spaces = [s for s in spaces if _matches_device(s, args.device)]
+            spaces = [s for s in spaces if trace_mod.matches_device(s.trace, args.device)]
         results.append((ref, step, spaces))
     graphs = {run: steps_store.run_graph(ctx, "", run) for run in {ref.run for ref, _, _ in results}}
     found = {ref: findings_mod.findings_of_step(step, ref, runs.get(ref.run, []),
@@ -658,12 +640,10 @@ def _pick_space(step: StepAnalysis, wanted: str | None, name: str) -> SpaceAnaly
     """The memory space --device names (the step's default one without it, or among several matches)."""
     if wanted is None:
         return step.space(None)
-    matches = [space for space in step.spaces if _matches_device(space, wanted)]
-    default = step.space(None)
-    if default in matches:
-        return default
-    if len(matches) == 1:
-        return matches[0]
+    found = step.space(wanted)
+    if found is not None:
+        return found
+    matches = step.matching(wanted)
     if not matches:
         raise _StepNotFound(f"no device of {name} matches {wanted!r} (it has "
                             f"{', '.join(s.trace.id for s in step.spaces)})")

@@ -227,7 +227,11 @@ class MemoryPlugin(base_plugin.TBPlugin):
             raise StepNotAnalysable(step.message or f"step {tag!r} of run {run!r} cannot be analysed")
         space = step.space(device)
         if space is None:
-            raise report.NotFound(f"unknown device {device!r} in {run!r} {tag!r}")
+            several = step.matching(device) if device is not None else []
+            raise report.NotFound(
+                f"{device!r} matches several memory spaces of {run!r} {tag!r}: "
+                f"{', '.join(s.trace.id for s in several)}; name one" if several else
+                f"unknown device {device!r} in {run!r} {tag!r} (it has {', '.join(s.trace.id for s in step.spaces)})")
         return step, space
 
     def _space(self, ctx, experiment, run, tag, device):

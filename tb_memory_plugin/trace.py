@@ -57,6 +57,24 @@ def same_device(a: str, b: str) -> bool:
     return task_a is None or task_b is None or task_a == task_b
 
 
+def matches_device(space: "SpaceTrace", wanted: str) -> bool:
+    """Whether a memory space is the one a device, as users write it, names: its id (`GPU:0/GPU_0_bfc`), its
+    allocator, a device type (`GPU`), or the device in any spelling (`/gpu:0`, `/device:GPU:0`, `GPU:0`,
+    `/job:localhost/replica:0/task:0/gpu:0`: the `runs` route lists them so). The CLI's --device and the
+    routes' `device` read it alike."""
+    wanted = wanted.lower()
+    if wanted in (space.id.lower(), space.device.lower(), space.allocator.lower(), space.device_type.lower()):
+        return True
+    if space.id.lower().startswith(wanted.rstrip("/") + "/"):  # an id without its allocator (`worker:1/CPU:0`)
+        return True
+    if _TASK_ID_RE.match(wanted):  # another task's id: not a device spelling
+        return False
+    return same_device(wanted, space.device)
+
+
+_TASK_ID_RE = re.compile(r"^[^/:]+:\d+/[a-z_]+:\d+")  # `worker:1/cpu:0...`: an id that names its task
+
+
 def memory_kind(device_type: str, allocator: str) -> str:
     """Whether an allocator's bytes live in the device's own memory or in host memory."""
     if device_type == "CPU" or "host" in allocator.lower():

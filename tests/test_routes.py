@@ -718,3 +718,21 @@ def test_gc_paused_nests_and_restores():
         assert not gc.isenabled()  # left as the caller had it
     finally:
         gc.enable()
+
+
+def test_a_device_as_the_runs_route_lists_it_names_its_space(tb):
+    """The runs route lists a step's devices by their names (`/job:localhost/.../device:GPU:0`); a route given
+    that name answers for the device's space, as the CLI's --device does (the step's default space where it
+    is the device's, else the device's only one), and a device of no space is a 404 that lists the ids."""
+    (step,) = [r for r in get_json(tb, "runs")["runs"] if r["run"] == "gpu"][0]["steps"]
+    summary = get_json(tb, "summary", run="gpu", tag=step["tag"])
+    ids = [device["id"] for device in summary["devices"]]
+    for name in step["devices"]:
+        by_name = get_json(tb, "scopes", run="gpu", tag=step["tag"], device=name)
+        wanted = [i for i in ids if i.startswith(name.rsplit("device:", 1)[1] + "/")]
+        by_id = get_json(tb, "scopes", run="gpu", tag=step["tag"], device=wanted[0])
+        assert by_name == by_id, (name, wanted)
+    assert get_json(tb, "scopes", run="gpu", tag=step["tag"], device="/gpu:0") == get_json(
+        tb, "scopes", run="gpu", tag=step["tag"], device="GPU:0/GPU_0_bfc")
+    code, response = get(tb, "scopes", run="gpu", tag=step["tag"], device="/device:GPU:7")
+    assert code == 404 and "GPU:0/GPU_0_bfc" in response.get_data(as_text=True)
