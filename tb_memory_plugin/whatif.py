@@ -45,6 +45,9 @@ _CAST_OPS = frozenset({"Cast"})
 # A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
 # outputs): `[steps, ...]`, each step a tensor the loop's body made.
 _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGatherV2", "TensorArrayPack"})
+# tf.dynamic_partition splits its input's rows among its outputs by the data (a mixture of experts' router):
+# each output holds a share of the batch, whose first dimension no shape says carries it.
+_PARTITION_OPS = frozenset({"DynamicPartition"})
 # GPU allocators round a request up (BFC: to 256 bytes): a record this much above an
 # output's requested bytes is still that output. A BFC allocator's records (a profile's, a GPU's, the
 # CPU's with TF_CPU_ALLOCATOR_USE_BFC) are the chunks requests got: a chunk is split only when it is at
@@ -323,6 +326,7 @@ class _Outputs:
         self.label_of: list = []  # per row: the label source of its space
         self._rows: dict[str, np.ndarray] = {}  # per space id: each of its names' row (-1: none)
         self._row_of: dict[str, int] = {}
+        self._partitions: list[list[tuple]] = []  # each dynamic partition's output shapes
         per_space = []
         for space in step.spaces:
             outputs_of = space.trace.outputs_of
@@ -352,6 +356,9 @@ class _Outputs:
                 reads |= names.category == OPTIMIZER
             stacks = names.of_op_type(_STACK_OPS.__contains__)
             casts = names.of_op_type(_CAST_OPS.__contains__)
+            partitions = names.of_op_type(_PARTITION_OPS.__contains__)
+            for i in np.flatnonzero(partitions[fresh]).tolist():
+                self._partitions.append([shape for shape, _ in outputs[i]])
             data = (names.category == ACTIVATIONS) | (names.category == INPUTS)  # the forward pass, its feeds
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
                               list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts),
@@ -373,8 +380,13 @@ class _Outputs:
         first_dim = np.zeros(len(shapes), dtype=np.int64)
         first_dim[shaped] = np.fromiter(map(operator.itemgetter(0), map(shapes.__getitem__, shaped.tolist())),
                                         dtype=np.int64, count=shaped.size)
-        # The batch as a first dimension, or flattened with the feeds' next dimensions ([batch x seq, d]).
-        leads = (first_dim == batch) | np.isin(first_dim, sorted(flattened_batches(step, batch)))
+        # The batch as a first dimension, or flattened with the feeds' next dimensions ([batch x seq, d]), or
+        # a dynamic partition's share of it (its outputs' first dimensions, where they add up to the batch:
+        # a mixture of experts' tensors, each expert's rows, had scaled nothing).
+        batches = flattened_batches(step, batch) | {batch}
+        shares = {shape[0] for shapes in self._partitions if shapes and all(shapes)
+                  and sum(shape[0] for shape in shapes) in batches for shape in shapes if shape[0] > 1}
+        leads = np.isin(first_dim, sorted(batches | shares))
         # A time-major feed ([time, batch, ...]: the batch given, as the shapes misread it), or a
         # loop's outputs stacked over its steps ([steps, batch, d]: a TensorArray, a dynamic RNN,
         # in a batch-major model too): their tensors hold the batch second ([time, batch, d]),
