@@ -18,20 +18,18 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .curve import build_curve
-from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OTHER, OUTPUT, PARAMETERS, TEMPORARIES,
-                      format_bytes, listed)
+from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, INPUTS, OTHER, OUTPUT, PARAMETERS,
+                      TEMPORARIES, format_bytes, listed)
 from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
                     XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
-from .trace import COUNTS_NONE, DEVICE_MEMORY, SpaceTrace, Trace, empty_trace, matches_device, readings_thresholds
+from .trace import (BFC_REGION_MIN, BFC_ROUNDING, COUNTS_NONE, DEVICE_MEMORY, READS_BLOCKS_RECORDS_REQUESTS,
+                    SpaceTrace, Trace, empty_trace, matches_device, readings_thresholds)
 
 GROUPS = ("layer", "scope")
 _FEW_READINGS = 64  # readings_count_from reads a few that never move within their ops, one by one
-# BFC grows its pool by regions of 2 MiB doubled (TensorFlow's allow_growth and oneDNN's mklcpu), and gives a
-# request a whole free block where the block is under twice the request: a fresh region's block is then a power
-# of two, 2 MiB or more, held whole for a request just over half of it.
-_BLOCK_MIN = 2 << 20
-_ROUNDING = 256  # BFC rounds every request up to this: each live one may read up to this much above its record
+# Ops whose outputs, where they allocate nothing, are buffers made before the step: a variable's.
+_HELD_BEFORE_OPS = frozenset({"ReadVariableOp", "VariableV2", "Variable", "VarHandleOp", "Const"})
 
 
 @dataclass(frozen=True)
@@ -426,21 +424,30 @@ class SpaceAnalysis:
 
     def rounded_block(self, row: int, excess: int) -> RoundedBlock | None:
         """The request whose block explains reading `row`'s `excess` over the records (and the start), where
-        one does: a request of the records live at some moment of the reading's op, held in a block of a power
-        of two (`_BLOCK_MIN` or more) under twice its size, that much larger than it, give or take the
-        allocator's rounding of the requests live then. oneDNN's mklcpu counts such a block in its readings
-        where the records count the request (a trial's 2.2 MB stack of per-example gradients in a 4 MiB block
-        read as 1.8 MiB in use before the step); a GPU's BFC records the block itself. None where none does."""
+        one does, on an allocator whose readings count the blocks its records' requests got
+        (`trace.READS_BLOCKS_RECORDS_REQUESTS`: oneDNN's mklcpu; a GPU's BFC records the blocks themselves):
+        a request of the records live at some moment of the reading's op, held in a block of a power of two
+        (`trace.BFC_REGION_MIN` or more) larger than it but under twice its size, whose rounding the excess
+        is, up to the allocator's rounding of the requests live then (never less). A trial's 2.2 MB stack of
+        per-example gradients in a 4 MiB block had read as 1.8 MiB in use before the step. None where none
+        does."""
+        if not self._reads_blocks:
+            return None
         return self._block_of(self._live_requests(row), excess)
+
+    @property
+    def _reads_blocks(self) -> bool:
+        """Whether readings count blocks where the records count requests (a RunMetadata step on mklcpu)."""
+        return self.trace.snapshot_event is None and self.trace.allocator in READS_BLOCKS_RECORDS_REQUESTS
 
     @staticmethod
     def _block_of(live: tuple[list[tuple[int, int]], int], excess: int) -> RoundedBlock | None:
         requests, slop = live
-        if excess < _ROUNDING:
-            return None
         for owner, request in requests:
             block = 1 << (request - 1).bit_length()
-            if block >= _BLOCK_MIN and abs(excess - (block - request)) <= slop:
+            rounding = block - request
+            # A rounding larger than the requests' own (a power of two asked for is its own block: none).
+            if block >= BFC_REGION_MIN and rounding > slop and 0 <= excess - rounding <= slop:
                 return RoundedBlock(owner, request, block)
         return None
 
@@ -453,41 +460,57 @@ class SpaceAnalysis:
         return trace.event_time_us[rows], trace.event_bytes[rows], trace.event_exec[rows]
 
     def _live_requests(self, row: int) -> tuple[list[tuple[int, int]], int]:
-        """(execution, request) of the requests of more than half `_BLOCK_MIN` the readings count that are live
-        at some moment of reading `row`'s op (made by its reading, not freed before the op started), and how
-        far the allocator's rounding of every counted request live then may lift the reading."""
+        """(execution, request) of the requests of more than half `trace.BFC_REGION_MIN` the readings count
+        that are live at some moment of reading `row`'s op (made by its reading, not freed before the op
+        started), and how far the allocator's rounding of the counted requests live then may lift the
+        reading (those live at the reading, and one more)."""
         trace = self.trace
         time, size, owner = self._counted_events
         if not time.size:
             return [], 0
-        began = trace.snapshot_start_us[row] if trace.snapshot_start_us is not None else trace.snapshot_time_us[row]
-        made = (time <= trace.snapshot_time_us[row]) & (size > 0)
-        big = np.flatnonzero(made & (size > _BLOCK_MIN // 2))
+        read = trace.snapshot_time_us[row]
+        began = trace.snapshot_start_us[row] if trace.snapshot_start_us is not None else read
+        made = (time <= read) & (size > 0)
+        big = np.flatnonzero(made & (size > BFC_REGION_MIN // 2))
         if not big.size:
             return [], 0
-        freed = (time < began) & (size < 0)
-        kept = made | freed
+        kept = made | ((time < began) & (size < 0))
         held = np.bincount(owner[kept], weights=size[kept], minlength=int(owner.max()) + 1)
         live = [(int(owner[e]), int(size[e])) for e in big.tolist()]
+        live_at_reading = int(np.count_nonzero(made)) - int(np.count_nonzero((time <= read) & (size < 0)))
         return ([(o, request) for o, request in live if held[o] >= request],
-                _ROUNDING * max(int(np.count_nonzero(made)) - int(np.count_nonzero(freed)), 1))
+                BFC_ROUNDING * (max(live_at_reading, 0) + 1))
+
+    def _held_before_step(self) -> int:
+        """Bytes the step shows were in use before it, of the requests its readings count: tensors its ops
+        read or were fed without allocating them (a variable's read, a feed's `_arg_`: outputs of no
+        allocation of the step), each name's once. A start read below them is no start."""
+        trace, names = self.trace, self.names
+        least = self.readings_count_from if 0 < self.readings_count_from < COUNTS_NONE else 1
+        held = names.of_op_type(_HELD_BEFORE_OPS.__contains__) | (names.category == INPUTS)
+        rows = np.flatnonzero(held[self.name_code] & (trace.allocated == 0) & (trace.output >= least))
+        if not rows.size:
+            return 0
+        _, first = np.unique(self.name_code[rows], return_index=True)
+        return int(trace.output[rows[first]].sum())
 
     def _rounded_offsets(self, offsets: np.ndarray) -> np.ndarray | None:
         """The readings' offsets less the rounding of a request's block (`rounded_block`), where every reading
         is one's above the records at some moment of its op (a few readings, each taken while one such block
         is held: a step whose only large request is one); else None."""
-        if not 0 < offsets.size <= _FEW_READINGS or offsets.max() < _ROUNDING:
+        if not (self._reads_blocks and 0 < offsets.size <= _FEW_READINGS) or offsets.max() < BFC_ROUNDING:
             return None
         rise, readings = self.readings_rise, self.trace.snapshot_bytes
         low, high = self._op_windows() if self.trace.snapshot_start_us is not None else (None, None)
         out = offsets.copy()
+        floor = self._held_before_step()
         for row, offset in enumerate(offsets.tolist()):
             moments = [offset] if low is None else (
                 int(readings[row]) - _totals_within_op(rise, int(low[row]), int(high[row]))).tolist()
             live = self._live_requests(row)
             for moment in sorted(set(moments) | {offset}, key=lambda o: abs(o - offset)):
                 block = self._block_of(live, moment)
-                if block is not None:
+                if block is not None and moment - block.rounding_bytes >= floor:
                     out[row] = moment - block.rounding_bytes
                     break
             else:
@@ -696,6 +719,16 @@ class StepAnalysis:
     def matching(self, wanted: str) -> list[SpaceAnalysis]:
         """The spaces a device as users write it names (`trace.matches_device`)."""
         return [space for space in self.spaces if matches_device(space.trace, wanted)]
+
+    def why_no_space(self, wanted: str, name: str) -> str:
+        """Why `space(wanted)` is None, for the step called `name`: no space matches (its ids said), or
+        several do and none is the default (theirs said)."""
+        if wanted is None:
+            return f"{name} has no memory space"
+        several = self.matching(wanted)
+        if several:
+            return f"{wanted!r} matches several memory spaces of {name}: {', '.join(s.trace.id for s in several)}; name one"
+        return f"no device of {name} matches {wanted!r} (it has {', '.join(s.trace.id for s in self.spaces) or 'none'})"
 
     @property
     def default_space_id(self) -> str | None:

@@ -641,14 +641,9 @@ def _pick_space(step: StepAnalysis, wanted: str | None, name: str) -> SpaceAnaly
     if wanted is None:
         return step.space(None)
     found = step.space(wanted)
-    if found is not None:
-        return found
-    matches = step.matching(wanted)
-    if not matches:
-        raise _StepNotFound(f"no device of {name} matches {wanted!r} (it has "
-                            f"{', '.join(s.trace.id for s in step.spaces)})")
-    raise _StepNotFound(f"{wanted!r} matches several memory spaces of {name}: "
-                        f"{', '.join(s.trace.id for s in matches)}; name one")
+    if found is None:
+        raise _StepNotFound(step.why_no_space(wanted, name))
+    return found
 
 
 def _signed(value: int) -> str:

@@ -317,9 +317,9 @@ _CPU_SCRATCH_FIX = ("Each convolution gradient running at once holds one such bu
 # -- constants in the graph ---------------------------------------------------------------------
 
 
-# The constants Dataset.from_tensor_slices makes of the arrays it is given (TF 2.x: `normalize_element/component_0`;
-# earlier, `tensors/component_0`).
-_SLICED_ARRAY_RE = re.compile(r"(?:^|/)(?:normalize_element|tensors)/component_\d+$")
+# The constants Dataset.from_tensor_slices and from_tensors make of the arrays they are given (TF 2.x:
+# `normalize_element/component_0`, `normalize_element_1/...` for the next dataset; earlier, `tensors/component_0`).
+_SLICED_ARRAY_RE = re.compile(r"(?:^|/)(?:normalize_element|tensors)(?:_\d+)?/component_\d+$")
 
 
 def graph_constants(model: Model) -> list[Finding]:
@@ -354,7 +354,7 @@ def graph_constants(model: Model) -> list[Finding]:
               "no copy of it and stays far below the 2 GiB limit.")
     sliced = [c.name for c in listed if _SLICED_ARRAY_RE.search(c.name)]
     if sliced:  # a tf.data user told to use tf.data (trial U): the dataset's own constant is the copy
-        advice = (f"Dataset.from_tensor_slices embeds the arrays it is given in the graph ({sliced[0]}): build the "
+        advice = (f"Dataset.from_tensor_slices (or from_tensors) embeds the arrays it is given in the graph ({sliced[0]}): build the "
                   "dataset from files (TFRecordDataset) or from_generator, or from a placeholder fed once "
                   "(tf.compat.v1.data.make_initializable_iterator, the array fed to its initializer), so the graph "
                   "holds no copy of it and stays far below the 2 GiB limit.")
@@ -561,7 +561,9 @@ def _allocator_gap(space) -> list[Finding]:
                  f"fall short of the allocation records by up to {format_bytes(below)}")
     share = f" ({abs(gap) / rise:.0%} of the peak rise)" if rise > 0 else ""
     baseline = "" if space.start_bytes is not None else (
-        " (no usable baseline: the readings follow none of the step's records)" if space.readings_count_from == COUNTS_NONE
+        " (no usable baseline: the readings agree best with counting none of the step's requests, as if each went "
+        "to malloc, so they tell nothing of its start, and this gap is how far they move on their own)"
+        if space.readings_count_from == COUNTS_NONE
         else " (no usable baseline: the readings imply a negative start)")
     # A request held in a whole block (mklcpu reads the block, its records the request): rounding, not memory
     # outside the records (a trial's 2.2 MB stack in a 4 MiB block had been put down to oneDNN's workspaces).

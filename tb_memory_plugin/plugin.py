@@ -227,11 +227,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
             raise StepNotAnalysable(step.message or f"step {tag!r} of run {run!r} cannot be analysed")
         space = step.space(device)
         if space is None:
-            several = step.matching(device) if device is not None else []
-            raise report.NotFound(
-                f"{device!r} matches several memory spaces of {run!r} {tag!r}: "
-                f"{', '.join(s.trace.id for s in several)}; name one" if several else
-                f"unknown device {device!r} in {run!r} {tag!r} (it has {', '.join(s.trace.id for s in step.spaces)})")
+            raise report.NotFound(f"unknown device: {step.why_no_space(device, f'{run!r} {tag!r}')}")
         return step, space
 
     def _space(self, ctx, experiment, run, tag, device):
@@ -294,6 +290,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
                 raise report.NotFound(f"unknown tag {other!r} in run {run!r}")
         devices_of = self._devices_of(ctx, experiment)
         space = self._side(ctx, experiment, run, tag, device)[1]
+        if device is not None:  # a device as the user spelt it: the other steps' space is the one it named here
+            device = space.trace.id
         traced = [whatif.Traced(run, tag, first.step, first.source, self._store.analysis(ctx, experiment, first), space,
                                 traced_batch)]
         # A run picked to fit with that cannot be read there (unreadable, no such memory space, no

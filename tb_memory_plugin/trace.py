@@ -95,6 +95,16 @@ READINGS_COUNT_FROM = {"mklcpu": (256 * 1024, 4 * 1024)}
 COUNTS_NONE = 1 << 62
 
 
+# A BFC allocator (a GPU's, TensorFlow's allow_growth pools, oneDNN's mklcpu for its larger requests) rounds
+# every request up to 256 bytes, and gives a request a whole free block where the block is under twice the
+# (rounded) request; its pool grows by regions of 2 MiB doubled, so a fresh region's block is a power of two,
+# 2 MiB or more. A GPU's step stats record the block; mklcpu's record the request while its readings count
+# the block (SpaceAnalysis.rounded_block reads the difference as the block's rounding).
+BFC_ROUNDING = 256
+BFC_REGION_MIN = 2 << 20
+READS_BLOCKS_RECORDS_REQUESTS = frozenset({"mklcpu"})
+
+
 def readings_thresholds(allocator: str) -> tuple[int, ...]:
     """The sizes an allocator's readings may count requests from, the likeliest first (empty: all)."""
     return READINGS_COUNT_FROM.get(allocator, ())

@@ -34,7 +34,7 @@ from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, GRADIENTS, IN
 from . import resident as resident_mod, store as store_mod
 from .findings import allocator_gap, cpu_working_set_scratch, readings_above
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
-from .trace import DEVICE_MEMORY, ProgramShapes, labels_of
+from .trace import BFC_ROUNDING, DEVICE_MEMORY, ProgramShapes, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
 # (or its gradient, or a slot), even when its first dimension equals the batch.
@@ -48,11 +48,12 @@ _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGa
 # tf.dynamic_partition splits its input's rows among its outputs by the data (a mixture of experts' router):
 # each output holds a share of the batch, whose first dimension no shape says carries it.
 _PARTITION_OPS = frozenset({"DynamicPartition"})
+_PARTITION_SHARE_MIN = 8  # a share of fewer rows is no length to tell tensors by
 # GPU allocators round a request up (BFC: to 256 bytes): a record this much above an
 # output's requested bytes is still that output. A BFC allocator's records (a profile's, a GPU's, the
 # CPU's with TF_CPU_ALLOCATOR_USE_BFC) are the chunks requests got: a chunk is split only when it is at
-# least twice the rounded request, so it can be up to twice the request (`chunking`).
-_ROUNDING = 256
+# least twice the rounded request, so it can be up to twice the request (`chunking`; trace.BFC_ROUNDING).
+_ROUNDING = BFC_ROUNDING
 XPLANE_SOURCE = "xplane"  # a profile's steps (Trace.source, store.StepRef.source)
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
@@ -384,8 +385,12 @@ class _Outputs:
         # a dynamic partition's share of it (its outputs' first dimensions, where they add up to the batch:
         # a mixture of experts' tensors, each expert's rows, had scaled nothing).
         batches = flattened_batches(step, batch) | {batch}
+        # A share is read only where it is no small number and no parameter's first dimension: any tensor of
+        # its length is taken to carry it (a stack of two weights at batch 8 over four experts had scaled).
+        widths = {shape[0] for shape in parameter_shapes}
         shares = {shape[0] for shapes in self._partitions if shapes and all(shapes)
-                  and sum(shape[0] for shape in shapes) in batches for shape in shapes if shape[0] > 1}
+                  and sum(shape[0] for shape in shapes) in batches for shape in shapes
+                  if shape[0] >= _PARTITION_SHARE_MIN and shape[0] not in widths}
         leads = np.isin(first_dim, sorted(batches | shares))
         # A time-major feed ([time, batch, ...]: the batch given, as the shapes misread it), or a
         # loop's outputs stacked over its steps ([steps, batch, d]: a TensorArray, a dynamic RNN,
@@ -590,40 +595,51 @@ class OneStep:
         self._layer_names, self._layer_of_name = _layers(space)
 
     @property
+    def may_miss(self) -> bool:
+        """Whether `warning` says the step holds bytes this prediction does not scale (not only how to read
+        the batch: a distribution strategy's replicas)."""
+        return any(misses for misses, _ in self._warnings)
+
+    @property
     def warning(self) -> str | None:
         """What may make this prediction wrong, where the step shows it (None: nothing)."""
+        return "; ".join(text for _, text in self._warnings) or None
+
+    @cached_property
+    def _warnings(self) -> list[tuple[bool, str]]:
+        """(whether it says bytes go unscaled, what it says), for `warning`."""
         said = []
         if not self.scales.any():  # beside a fit (alone, WhatIf refuses it)
-            said.append(f"nothing in this step was found to carry its batch ({self.batch}): this one-step "
-                        "prediction is the traced peak")
+            said.append((True, f"nothing in this step was found to carry its batch ({self.batch}): this one-step "
+                        "prediction is the traced peak"))
         elif self.unsure_flattened:
-            said.append("traced at batch 1, tensors whose first dimension is a feed's sequence ([seq, d]) may be the "
+            said.append((True, "traced at batch 1, tensors whose first dimension is a feed's sequence ([seq, d]) may be the "
                         "batch flattened with it or the sequence's own (positions, masks), and are not scaled, so "
-                        "this may predict too little; trace at batch 2 or more, or fit over two batch sizes")
+                        "this may predict too little; trace at batch 2 or more, or fit over two batch sizes"))
         elif self._most_scaled_share < _FEW_SCALED:
-            said.append(f"under {_FEW_SCALED:.0%} of the traced peak rise was found to carry the batch "
+            said.append((True, f"under {_FEW_SCALED:.0%} of the traced peak rise was found to carry the batch "
                         f"({self.batch}) at any moment of the step: this one-step prediction moves with the batch "
                         "by that share only, staying near the traced peak unless the batch grows many times over; "
                         f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
-                        "over steps at two batch sizes")
+                        "over steps at two batch sizes"))
         elif self.batch_in_parameter_shape:
-            said.append(f"at the traced batch ({self.batch}) some tensors are shaped like the model's parameters: "
+            said.append((True, f"at the traced batch ({self.batch}) some tensors are shaped like the model's parameters: "
                         "the forward pass's are scaled where they are fed the batch, but the backward pass's cannot "
                         "be told from the weights' gradients and are not, so this may be off; trace at a batch size "
-                        "that is no layer's width, or fit over two batch sizes")
+                        "that is no layer's width, or fit over two batch sizes"))
         if self.per_item is not None and self.scales.any():
             feeds, held = self.per_item
             dim, (name, shape) = min(feeds.items())
             more = f" (and {len(feeds) - 1} more)" if len(feeds) > 1 else ""
-            said.append(f"the feed {name} {list(shape)}{more} is {dim // self.batch} times the batch ({self.batch}) long: "
+            said.append((True, f"the feed {name} {list(shape)}{more} is {dim // self.batch} times the batch ({self.batch}) long: "
                         f"tensors of its length ({format_bytes(held)} of the step's outputs) are not scaled, so "
                         "where they grow with the batch (an example's boxes, tokens or entries) this predicts too "
-                        "little; fit over two batch sizes")
+                        "little; fit over two batch sizes"))
         if self.replicas > 1:
-            said.append(f"the step runs {self.replicas} replicas (a distribution strategy): the batch read "
+            said.append((False, f"the step runs {self.replicas} replicas (a distribution strategy): the batch read "
                         f"({self.batch}) is each replica's, and so is the batch asked for (the global batch is "
-                        f"{self.replicas} times it)")
-        return "; ".join(said) or None
+                        f"{self.replicas} times it)"))
+        return said
 
     @cached_property
     def scaled_share(self) -> float:
@@ -1335,7 +1351,7 @@ class WhatIf:
             if abs(fit - one) > _PREDICTIONS_APART * max(fit, one, 1):
                 apart = (f"at batch {self.batch} the fit and the one step are {abs(fit - one) / max(fit, one):.0%} "
                          f"apart (peak rise {format_bytes(fit)} against {format_bytes(one)}): ")
-                if self.one_step.warning:  # the one step says what it does not scale (a GNN's edges had been
+                if self.one_step.may_miss:  # the one step says what it does not scale (a GNN's edges had been
                     # put down to the allocator's chunks, the fit exact)
                     notes.append(apart + "the one step's warning says what it may miss, which the fit's line over "
                                  f"the traced batches carries; trace batch {self.batch} to settle it")
@@ -1345,21 +1361,34 @@ class WhatIf:
                         "allocator's chunks, a schedule that moved), which the fit's line carries on and the one step, "
                         f"from {base.run} {base.tag} alone, does not; trace batch {self.batch} to settle it")
         held = readings_above(base.space)
-        if held:
+        rounding = allocator_gap(base.space)[0].details.get("rounding") if held else None
+        if rounding:
+            # A request's block: at another batch the request may fill it, or take a block up to twice its size
+            # (its rounding is no memory that grows, nor oneDNN's).
+            request = rounding["request_bytes"]
+            grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(request * self.batch // base.batch)})"
+                     if self.batch > base.batch else "")
+            with_margin = self.max_batch(self.lead, request / base.batch)
+            fits = f": with it added, batch {with_margin:,} would fit" if with_margin else ""
+            notes.append(
+                f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
+                f"show, its rounding: the {format_bytes(rounding['block_bytes'])} block it gave {rounding['node']}'s "
+                f"request of {format_bytes(request)} (see its allocator_gap finding), which no prediction counts. At "
+                "another batch that request may fill its block, or take one up to twice its size: "
+                + (f"keep up to the request's size{grown} as a margin below the limit{fits}, or trace the batch found"
+                   if self.limit is not None else
+                   f"add up to the request's size{grown} to the predicted peak, or trace the batch asked"))
+        elif held:
             grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(held * self.batch // base.batch)})"
                      if self.batch > base.batch else "")
-            whose = "memory taken with no record: " + ("oneDNN's workspaces and reordered weights"
-                                                        if trace.allocator == "mklcpu"
-                                                        else "a library's workspaces, XLA's clusters")
-            if rounding := allocator_gap(base.space)[0].details.get("rounding"):
-                whose = (f"its rounding: the {format_bytes(rounding['block_bytes'])} block it gave "
-                         f"{rounding['node']}'s request of {format_bytes(rounding['request_bytes'])}")
+            whose = ("oneDNN's workspaces and reordered weights" if trace.allocator == "mklcpu"
+                     else "a library's workspaces, XLA's clusters")
             with_margin = self.max_batch(self.lead, held / base.batch)
             fits = (f": with it added, scaled as the batch, batch {with_margin:,} would fit" if with_margin
                     else "")
             notes.append(
                 f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
-                f"show ({whose}; see its allocator_gap finding), which no prediction "
+                f"show (memory taken with no record: {whose}; see its allocator_gap finding), which no prediction "
                 f"counts: it may grow with the batch{grown}, and faster (oneDNN picks other kernels at other "
                 "sizes), "
                 + (f"so keep it as a margin below the limit{fits}, or trace the batch found" if self.limit is not None

@@ -950,7 +950,7 @@ def test_mklcpu_readings_that_count_none_of_the_step_give_no_start():
                                             bytes_in_use=reads[i])]) for i in range(5)]
     space = store.analyse_bytes(protos.serialized({"/job:localhost/replica:0/task:0/device:CPU:0": nodes}), None).space(None)
     (gap,) = findings.allocator_gap(space)
-    assert "(no usable baseline: the readings follow none of the step's records)" in gap.message
+    assert "(no usable baseline: the readings agree best with counting none of the step's requests" in gap.message
     assert "negative start" not in gap.message
 
 
@@ -1016,19 +1016,24 @@ def test_a_first_reading_taken_before_a_concurrent_allocation_does_not_set_the_s
     assert below.snapshot_offsets.tolist()[0] < 0 and below.start_bytes == start
 
 
-def _one_block_step(before: int):
+def _one_block_step(before: int, request: int = 2_278_016, allocator: str = "mklcpu", variable: int = 0,
+                    rounded: bool = True):
     """Trial T's per-example gradients under map_fn, on mklcpu: the step's one large request, a 2,278,016 B
     stack, read by the allocator as the 4 MiB block it holds it in (a BFC block under twice a request is not
-    split), after the stack's op and during its reader's, which the stack's op records its free inside."""
-    request, block = 2_278_016, 4 << 20
-    nodes = [
-        protos.Node("per_example/map/TensorArrayV2Stack/TensorListStack", 0, 300, op="TensorListStack",
-                    outputs=[("mklcpu", request)],
-                    memory=[protos.Mem("mklcpu", [(8, request), (498, -request)], bytes_in_use=before + block)]),
-        protos.Node("per_example/Mean", 310, 500, op="Mean", outputs=[("mklcpu", 4)],
-                    memory=[protos.Mem("mklcpu", [(400, 4)], bytes_in_use=before + block)]),
+    split), after the stack's op and during its reader's, which the stack's op records its free inside.
+    `variable`: the bytes of a variable the step reads first (its read allocates nothing: made before);
+    `rounded`: False for readings that count the request itself (no block)."""
+    block = 1 << (request - 1).bit_length() if rounded else request
+    device = protos.CPU0 if allocator == "mklcpu" else protos.GPU0
+    nodes = [protos.Node("w/read", 0, 1, op="ReadVariableOp", outputs=[(allocator, variable)])] if variable else []
+    nodes += [
+        protos.Node("per_example/map/TensorArrayV2Stack/TensorListStack", 2, 300, op="TensorListStack",
+                    outputs=[(allocator, request)],
+                    memory=[protos.Mem(allocator, [(8, request), (498, -request)], bytes_in_use=before + block)]),
+        protos.Node("per_example/Mean", 310, 500, op="Mean", outputs=[(allocator, 4)],
+                    memory=[protos.Mem(allocator, [(400, 4)], bytes_in_use=before + block)]),
     ]
-    return store.analyse_bytes(protos.serialized({protos.CPU0: nodes}), None).space(None)
+    return store.analyse_bytes(protos.serialized({device: nodes}), None).space(None)
 
 
 def test_readings_that_are_one_requests_block_are_no_memory_before_the_step():
@@ -1048,6 +1053,27 @@ def test_readings_that_are_one_requests_block_are_no_memory_before_the_step():
     above = _one_block_step(1 << 20)
     assert above.start_bytes == (1 << 20) + block - request
     assert all(f.details["rounding"] is None for f in findings.allocator_gap(above))
+
+
+@pytest.mark.parametrize("case", ["gpu", "power_of_two", "just_under", "variable_read"])
+def test_a_block_that_explains_readings_only_by_chance_is_no_rounding(case):
+    """The readings are read as one request's block only where they count blocks and the records requests
+    (mklcpu; a GPU's BFC records the block), where the block is larger than the request, where what is left
+    is no less than nothing, and no less than what the step shows was held before it: otherwise a real start
+    that happens to be a block's rounding (1 MiB of variables beside a 3 MiB request) stays the start."""
+    mib = 1 << 20
+    if case == "gpu":  # 1 MiB before, a 3 MiB request: 4 MiB read, a power of two
+        space, start = _one_block_step(mib, request=3 * mib, allocator="GPU_0_bfc", rounded=False), mib
+    elif case == "power_of_two":  # a 2 MiB request is its own block: 80 KiB above it is no rounding
+        space, start = _one_block_step(80 << 10, request=2 * mib), 80 << 10
+    elif case == "just_under":  # 100 B less than a block's rounding before the step: not a negative start
+        request = 2_278_016
+        start = (1 << (request - 1).bit_length()) - request - 100
+        space = _one_block_step(start, request=request, rounded=False)
+    else:  # the step reads a 1 MiB variable it allocated none of: the start is at least that
+        space, start = _one_block_step(mib, request=3 * mib, variable=mib, rounded=False), mib
+    assert space.start_bytes == start and space.baseline == "allocator_bytes_in_use"
+    assert all(f.details["rounding"] is None for f in findings.allocator_gap(space))
 
 
 def test_what_python_returns_is_said_to_be_outside_the_records():
@@ -1078,3 +1104,25 @@ def test_what_python_returns_is_said_to_be_outside_the_records():
     assert "returned 1.5 MiB that no record holds: augment/np_aug (768.0 KiB) and augment/py_scale (768.0 KiB)" \
         in step.message
     assert analysis.python_outputs_note([]) is None
+
+
+def test_a_device_spelling_names_one_space_or_says_why_not():
+    """StepAnalysis.space reads a device as users write it (the CLI's --device and the routes' device): the
+    step's default space where the device's spaces hold it, else the device's only one; where a spelling
+    names several spaces and not the default, or none, no space, and `why_no_space` says which it has."""
+    mib = 1 << 20
+    nodes = {
+        protos.GPU0: [protos.Node("g/MatMul", 0, 1, op="MatMul", outputs=[("GPU_0_bfc", 4 * mib)],
+                                  memory=[protos.Mem("GPU_0_bfc", [(0, 4 * mib)])])],
+        protos.CPU0: [protos.Node("c/Mul", 0, 1, op="Mul", outputs=[("cpu", mib)], memory=[protos.Mem("cpu", [(0, mib)])]),
+                      protos.Node("c/Add", 2, 3, op="AddV2", outputs=[("mklcpu", mib)],
+                                  memory=[protos.Mem("mklcpu", [(2, mib)])])],
+    }
+    step = store.analyse_bytes(protos.serialized(nodes), None)
+    assert step.default_space_id == "GPU:0/GPU_0_bfc"
+    assert step.space("/device:GPU:0") is step.space("GPU:0/GPU_0_bfc") is step.space("GPU")
+    assert step.space("mklcpu") is step.space("CPU:0/mklcpu")
+    assert step.space("/cpu:0") is None and step.space("CPU") is None
+    assert step.why_no_space("CPU", "s") == "'CPU' matches several memory spaces of s: CPU:0/cpu, CPU:0/mklcpu; name one"
+    assert step.space("/gpu:1") is None
+    assert step.why_no_space("/gpu:1", "s").startswith("no device of s matches '/gpu:1' (it has GPU:0/GPU_0_bfc")

@@ -462,14 +462,18 @@ def test_a_dataset_sliced_from_an_array_is_told_how_to_stop_embedding_it():
 
     graph = tf.Graph()
     with graph.as_default():
+        labels = tf.data.Dataset.from_tensor_slices(np.zeros(512, np.int32))  # small: its name scope is taken first
         images = np.zeros((512, 28, 28, 1), np.float32)
-        batch = tf.compat.v1.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices(images).batch(64)).get_next()
-        tf.identity(batch, name="x")
+        data = tf.data.Dataset.zip((tf.data.Dataset.from_tensor_slices(images), labels)).batch(64)
+        batch = tf.compat.v1.data.make_one_shot_iterator(data).get_next()
+        tf.identity(batch[0], name="x")
     graph_def = graph.as_graph_def()
     (finding,) = findings.graph_constants(resident.Model.from_nodes(graph_def.node, graph_def.ByteSize()))
     (name,) = finding.nodes
     assert name.endswith("component_0") and finding.bytes >= images.nbytes
-    assert finding.suggestion.startswith(f"Dataset.from_tensor_slices embeds the arrays it is given in the graph ({name})")
+    assert name.endswith("_1/component_0")  # the second dataset's scope
+    assert finding.suggestion.startswith(f"Dataset.from_tensor_slices (or from_tensors) embeds the arrays it is given "
+                                         f"in the graph ({name})")
     assert "make_initializable_iterator" in finding.suggestion
 
 

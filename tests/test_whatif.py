@@ -4,6 +4,7 @@ real TF2 profiles (XPlane) of a Keras 3 model at batch 4 and 8."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -385,7 +386,7 @@ def test_a_feed_of_items_several_per_example_is_warned_of():
 def _experts_model(batch: int) -> whatif.Traced:
     """A real step of a mixture of experts: tf.dynamic_partition sends each example's row to one of four
     experts (here by a fed id, evenly), tf.dynamic_stitch puts their outputs back in order. Its ops run one
-    at a time: run in parallel, the experts' overlap (and so the peak) moves from run to run."""
+    at a time: run in parallel, the experts' overlap (and so the peak) moves more from run to run."""
     def build(tf):
         x = tf.compat.v1.placeholder(tf.float32, (None, 48), name="x")
         expert = tf.compat.v1.placeholder(tf.int32, (None,), name="expert")
@@ -414,8 +415,45 @@ def test_a_mixture_of_experts_scales_each_experts_share_of_the_batch():
     experts = [i for i, name in enumerate(space.names.graph_names) if name.startswith("expert")]
     rows = np.isin(space.trace.name_code[space.trace.event_exec], experts) & (space.trace.event_bytes > 0)
     assert rows.any() and predictor.scales[rows].all()
-    predicted, traced = predictor.peak_rise(128), large.space.peak_rise_bytes
-    assert abs(predicted - traced) <= 0.05 * traced, (predicted, traced)
+
+    def allocated(space, event_bytes):  # each name's allocations
+        names = space.names.graph_names
+        out = collections.Counter()
+        for code, size in zip(space.trace.name_code[space.trace.event_exec].tolist(), event_bytes.tolist()):
+            out[names[code]] += max(size, 0)
+        return out
+    # Each name's allocations at twice the batch are the real step's, exactly. (Its peak also depends on the
+    # order the experts ran in, which moves from run to run even on one thread: 490 or 586 KiB.)
+    predicted, traced = allocated(space, predictor._events_at(128)), allocated(large.space, large.space.trace.event_bytes)
+    assert {name: size for name, size in predicted.items() if name.startswith("expert")} == {
+        name: size for name, size in traced.items() if name.startswith("expert")}
+    assert abs(predictor.peak_rise(128) - large.space.peak_rise_bytes) <= 0.25 * large.space.peak_rise_bytes
+
+
+def test_a_partitions_small_share_scales_no_tensor_of_its_length():
+    """At batch 8 over four experts each share is 2 rows: a length too common to tell tensors by (a stack of
+    two 1024 x 1024 weights, 8 MiB, [2, 1024, 1024], had been scaled by 8 at batch 64). Shares under eight rows
+    are not read, and the prediction is the step's as without a partition."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, 48), name="x")
+        expert = tf.compat.v1.placeholder(tf.int32, (None,), name="expert")
+        mix = tf.stack([tf.compat.v1.get_variable("w1", (1024, 1024)), tf.compat.v1.get_variable("w2", (1024, 1024))],
+                       name="mix")
+        h = tf.matmul(x, tf.reduce_sum(mix, axis=0)[:48, :48])
+        parts = tf.dynamic_partition(h, expert, 4)
+        h = tf.concat([part * (i + 1.0) for i, part in enumerate(parts)], 0)
+        return [x, expert], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+
+    def traced(batch):
+        return _traced_real(f"mix_b{batch}", build, [np.ones((batch, 48), np.float32),
+                                                     (np.arange(batch) % 4).astype(np.int32)], one_thread=True)
+    small, large = traced(8), traced(64)
+    predictor = whatif.one_step(small.step, small.space)
+    space = small.space
+    mix = [i for i, name in enumerate(space.names.graph_names) if name == "mix"]
+    rows = np.isin(space.trace.name_code[space.trace.event_exec], mix) & (space.trace.event_bytes > 0)
+    assert rows.any() and not predictor.scales[rows].any()
+    assert predictor.peak_rise(64) <= 1.1 * large.space.peak_rise_bytes
 
 
 def test_a_fit_apart_from_a_warned_one_step_points_at_the_warning():
@@ -1473,6 +1511,16 @@ def test_route_equals_the_engine(tb):
     assert given["method"] == "one_step" and [r["run"] for r in given["runs"]] == ["unet_b2"]
     (skipped,) = given["skipped_runs"]
     assert skipped["run"] == "unet_b4" and "--traced-batch" in skipped["reason"]
+
+
+@pytest.mark.parametrize("device", ["CPU:0/mklcpu", "/job:localhost/replica:0/task:0/device:CPU:0", "mklcpu", "CPU"])
+def test_a_device_in_any_spelling_fits_with_the_other_runs(tb, device):
+    """A device spelt as the runs route lists it, or as users write it, names the first step's memory space;
+    the runs to fit with are read in that same space (the fit, not a one step that left them out as having
+    "no memory space /job:localhost/...", which they have)."""
+    body = get_json(tb, run="unet_b2", tag="step_3", batch="8", runs="unet_b4", device=device)
+    assert body["method"] == "fit" and body["skipped_runs"] == []
+    assert body == get_json(tb, run="unet_b2", tag="step_3", batch="8", runs="unet_b4")
 
 
 def test_runs_that_cannot_be_fitted_are_left_out_and_said(tb):
