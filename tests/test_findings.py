@@ -261,6 +261,24 @@ def test_an_updates_own_copies_do_not_send_the_user_after_a_reader():
     assert "the updates' own" not in saved.suggestion
 
 
+def test_readings_a_little_below_the_peak_take_only_that_much_off_the_copies():
+    """Readings below the records' peak say an old buffer went back before it, by that much: the copies
+    held at the peak are less by as much, not none (a trial's sparse Adam, 49.2 MiB of copies at a peak
+    0.31 MiB above its largest reading, had been told of none)."""
+    mib, start = 1 << 20, 10 << 20
+    nodes = [Node("Adam/update_emb/mul", 1, 2, op="Mul", outputs=[("cpu", 4 * mib)],
+                  memory=[Mem("cpu", [(1, 4 * mib), (5, -4 * mib)], bytes_in_use=start + 4 * mib)]),
+             Node("Adam/update_emb/AssignVariableOp", 3, 4, op="AssignVariableOp",
+                  memory=[Mem("cpu", [(3, 4 * mib)], bytes_in_use=start + 8 * mib - 300 * 1024)]),
+             Node("loss/add", 6, 7, op="AddV2", outputs=[("cpu", 1024)],
+                  memory=[Mem("cpu", [(6, 1024)])])]
+    step = store.analyse_bytes(protos.serialized({MKL_CPU0: nodes}), None)
+    space = step.space(None)
+    assert space.start_bytes == start and space.peak_bytes == start + 8 * mib
+    (copies,) = [f for f in findings.step_findings(step, None) if f.kind == findings.VARIABLE_COPIES]
+    assert copies.bytes == 4 * mib - 300 * 1024 and copies.nodes == ["Adam/update_emb/AssignVariableOp"]
+
+
 def _traced_steps(build, count: int = 3) -> list:
     """(step number, analysed step) of `count` FULL_TRACE runs in one session of the graph `build(tf)`
     makes (it returns its train op; fed nothing), after a warm-up run."""
