@@ -985,8 +985,13 @@ class Fitted:
             return (f"the traced peaks fall in different phases of the step ({at}): a line through them may miss "
                     "where the peak falls at another batch; trace a batch size nearer the one asked")
         if len(self._distinct(self._peak_layers)) > 1:
-            at = ", ".join(f"{layer} at batch {batch}" for batch, layer in self._peak_layers if layer is not None)
-            return (f"the traced peaks fall in different layers ({at}): the peak moves between layers as the batch "
+            batches_of: dict[str, list[int]] = {}
+            for batch, layer in self._peak_layers:
+                if layer is not None:
+                    batches_of.setdefault(layer, []).append(batch)
+            at = ", ".join(f"{layer} at batch{'es' if len(batches) > 1 else ''} {listed([str(b) for b in batches])}"
+                           for layer, batches in batches_of.items())
+            return (f"the ops at the traced peaks are in different layers ({at}): the peak moves between layers as the batch "
                     "changes, and a line through them may miss it; "
                     + ("compare with the one-step prediction, or " if self._one_step_beside else "")
                     + "trace a batch size nearer the one asked")
@@ -1344,7 +1349,7 @@ class WhatIf:
                      if safe else "")
             notes.append(
                 "the largest batch that fits scales the traced allocator chunks; at another batch the allocator "
-                "may give a request a chunk up to twice its size (a 194 MiB request in a 256 MiB chunk), so keep "
+                "may give a request a chunk up to twice its size (a request of 194 MiB may take a chunk of 256 MiB), so keep "
                 f"a margin below the limit{bound}, or trace the batch found")
         if self.fitted is not None and self.one_step is not None and self.one_step.scales.any():
             fit, one = self.fitted.peak_rise(self.batch), self.one_step.peak_rise(self.batch)

@@ -904,7 +904,11 @@ def test_a_fit_through_peaks_in_different_layers_says_so():
 
     moving = whatif.Fitted([(8, step(1000, 800)), (16, step(1200, 1600))])
     assert not moving.falls
-    assert "the traced peaks fall in different layers (act at batch 8, wide at batch 16)" in moving.warning
+    assert "the ops at the traced peaks are in different layers (act at batch 8, wide at batch 16)" in moving.warning
+    # A layer at several traced batches is named once, with its batches (trial V: "expert3 at batch 256,
+    # expert3 at batch 512, expert0 at batch 4096").
+    three = whatif.Fitted([(8, step(1000, 800)), (12, step(1100, 900)), (16, step(1200, 1600))])
+    assert "different layers (act at batches 8 and 12, wide at batch 16)" in three.warning
     assert whatif.Fitted([(8, step(1000, 800)), (16, step(2000, 1600))]).warning is None  # act at both
     # The same model built again (Keras renumbers it: `sequential_1/dense_2` for `sequential/dense`):
     # one layer, as the fit maps it.
