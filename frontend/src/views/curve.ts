@@ -206,8 +206,12 @@ export class CurveView {
     if (stacked) {
       for (const l of this.layers) for (let i = 0; i < l.y1.length; i++) yMin = Math.min(yMin, offset + l.y1[i]!);
     }
+    // The allocator's readings are absolute bytes: drawn where the curve is too (or as the rise over a known
+    // start), not beside a curve relative to a start the allocator gave no baseline for (they ran off its top).
+    const baselined = step.absolute || step.rise_from !== undefined;
+    const readingsDrawn = c.snapshots.t_us.length > 1 && !stacked && baselined;
     // The allocator's reserved bytes (a thin line) and its limit, when near enough to draw without flattening the curve.
-    const reserved = stacked ? null : reservedSeries(c.snapshots);
+    const reserved = stacked || !baselined ? null : reservedSeries(c.snapshots);
     if (reserved) for (const b of reserved) yMax = Math.max(yMax, b);
     const capacity = step.capacity_bytes ?? null;
     const placement = capacityPlacement(capacity, yMax, step.absolute);
@@ -224,9 +228,11 @@ export class CurveView {
         : step.rise_from !== undefined
           ? `the rise over the step’s start (${formatBytes(step.rise_from)} in use before it: “show absolute” in the summary adds it back)`
           : 'relative to the start of the step: the allocator gave no baseline',
-      c.snapshots.t_us.length > 1 && !stacked
+      readingsDrawn
         ? `dotted: the allocator’s own bytes-in-use snapshots${c.snapshots.counts_from_bytes ? ` (which count only its requests of ${formatBytes(c.snapshots.counts_from_bytes)} and more)` : ''}`
-        : null,
+        : c.snapshots.t_us.length > 1 && !stacked
+          ? 'the allocator’s own snapshots are not drawn: without a baseline they are not on this scale'
+          : null,
       reserved ? 'thin: its reserved bytes' : null,
       placement === 'line' ? 'red line: the allocator’s limit' : null,
     ]
@@ -310,7 +316,7 @@ export class CurveView {
       .y((i) => y(c.max_bytes[i]!));
     plot.append('path').attr('class', 'line').attr('d', maxLine(idx));
 
-    if (c.snapshots.t_us.length > 1 && !stacked) {
+    if (readingsDrawn) {
       const s = c.snapshots;
       const snapLine = line<number>()
         .curve(curveStepAfter)

@@ -221,10 +221,12 @@ export class DetailsView {
       this.rest.append(el('div', { class: 'muted', style: 'margin-top:8px', 'data-testid': 'details-tables-loading' }, 'Loading its op types and largest nodes…'));
       return;
     }
+    // When its ops ran, not how long what they made is held (a node holding bytes at a peak after its op ended
+    // had read as a span that ended before the peak): said so.
     this.spanLine.replaceChildren(
       el('b', {}, 'Time span: '),
       d.time_span
-        ? `${formatTime(d.time_span.start_us)} – ${formatTime(d.time_span.end_us)} (${formatTime(d.time_span.end_us - d.time_span.start_us)})${d.scope === '' ? '' : ', shaded on the curve'}`
+        ? `${formatTime(d.time_span.start_us)} – ${formatTime(d.time_span.end_us)} (${formatTime(d.time_span.end_us - d.time_span.start_us)}), while its ops ran${d.scope === '' ? '' : ', shaded on the curve'}; what they made may be held after`
         : 'no node execution on this device',
     );
 

@@ -40,7 +40,8 @@ export class GraphView {
   private readonly svg = svgEl('svg', { role: 'group', 'aria-label': 'Graph of the focused scope' });
   private readonly viewport = svgEl('g');
   private readonly link = el('a', {
-    class: 'link',
+    // Shrinks with an ellipsis: a long run's name had run out of the panel (its title keeps it whole).
+    class: 'link shrink',
     'data-testid': 'graphs-dashboard-link',
     target: '_top',
     rel: 'noopener',
@@ -143,7 +144,12 @@ export class GraphView {
     // The graph keeps the graph's own name scopes: in the grouping by layer the treemap's figures
     // for a scope (gradients folded in) differ from its box's.
     const layers = this.selection.get().group === 'layer' ? ' · boxes are the graph’s name scopes (the treemap folds gradients and updates into layers)' : '';
-    this.info.textContent = `${countOf(graph.nodes.length, 'box', 'boxes')} · ${SOURCE_TEXT[graph.source] ?? graph.source}${omitted}${layers}`;
+    // A run's graph that joins none of these boxes (a Keras model's config beside a profile's function
+    // scopes) draws no edge: said so, not promised.
+    const source = graph.source === 'run_graph' && graph.edges.length === 0 && graph.nodes.length > 1
+      ? 'the run’s graph joins none of these boxes: no edges'
+      : SOURCE_TEXT[graph.source] ?? graph.source;
+    this.info.textContent = `${countOf(graph.nodes.length, 'box', 'boxes')} · ${source}${omitted}${layers}`;
     this.draw(graph, this.layout);
     this.fit();
     this.updateSelected();

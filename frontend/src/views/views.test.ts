@@ -326,6 +326,9 @@ describe('DetailsView', () => {
     expect(document.querySelector('[data-testid=details-tables-loading]')).toBeNull();
     expect(document.querySelector('[data-testid=node-table]')).not.toBeNull();
     expect(document.body.textContent).toContain('10 µs – 20 µs');
+    // When its ops ran, said so: not how long what they made is held (trial V: a span ending before the peak).
+    expect(document.body.textContent).toContain('while its ops ran');
+    expect(document.body.textContent).toContain('what they made may be held after');
     // Another scope's full details redraw everything.
     view.setData(details);
     expect(document.querySelector('[data-testid=details-scope]')).not.toBe(head);
@@ -379,6 +382,17 @@ describe('GraphView', () => {
     selection.set({ group: 'scope' });
     view.setData(graph);
     expect(view.element.textContent).not.toContain('treemap folds');
+  });
+
+  it('promises edges from the run’s graph only where it draws some', () => {
+    // Trial V: a Keras profile's boxes in a grid under "edges from the run's graph", and no edge.
+    const view = new GraphView(new Selection({ run: 'r', group: 'scope' }), () => '/data/plugin_entry.html');
+    mount(view.element);
+    view.setData(graph);
+    expect(view.element.textContent).toContain('edges from the run’s graph');
+    view.setData({ ...graph, edges: [] });
+    expect(view.element.textContent).not.toContain('edges from the run’s graph');
+    expect(view.element.textContent).toContain('the run’s graph joins none of these boxes: no edges');
   });
 
   it('is one Tab stop, the selected box or the first, with arrows moving between boxes', () => {
@@ -443,6 +457,8 @@ describe('GraphView', () => {
     // The run it is for, as text: TensorBoard 2.21's dashboard may open on its first run instead.
     expect(link.textContent).toBe('Graphs dashboard (run run <b>1</b>)');
     expect(link.title).toContain('pick run <b>1</b> in its Run menu');
+    // A long run name shrinks with an ellipsis in the one-row toolbar (the title keeps it whole).
+    expect(link.classList.contains('shrink') && link.parentElement!.classList.contains('one-row')).toBe(true);
   });
 
   it('restyles on selection without re-laying out', () => {
@@ -773,6 +789,20 @@ describe('CurveView allocator readings', () => {
     view.setCurve({ ...profiled, snapshots: { ...profiled.snapshots, counts_from_bytes: 256 * 1024 } });
     expect(caption()).toContain('snapshots (which count only its requests of 256 KiB and more)');
   });
+
+  it('draws no readings beside a curve relative to a start the allocator gave no baseline for', () => {
+    // Trial V: absolute readings of 137-166 MiB ran off the top of a curve rising to +98 MiB.
+    const view = new CurveView(new Selection());
+    mount(view.element);
+    view.setCurve({ ...profiled, baseline: 'none', start_bytes: null, absolute: false });
+    const caption = view.element.querySelector('.panel-toolbar .muted.shrink')!.textContent!;
+    expect(view.element.querySelector('path.snapshots')).toBeNull();
+    expect(document.querySelector('[data-testid=curve-reserved]')).toBeNull();
+    expect(caption).not.toContain('dotted');
+    expect(caption).toContain('the allocator’s own snapshots are not drawn: without a baseline they are not on this scale');
+    view.setCurve(profiled);
+    expect(view.element.querySelector('path.snapshots')).not.toBeNull();
+  });
 });
 
 describe('ViewLinkView', () => {
@@ -1039,6 +1069,10 @@ describe('WhatIfView', () => {
     const select = view.element.querySelector<HTMLSelectElement>('[data-testid=whatif-runs]')!;
     expect([...select.querySelectorAll('optgroup')].map((g) => g.label)).toEqual(['steps of this run', 'other runs']);
     expect([...select.options].map((o) => o.textContent)).toEqual(['b2', 'b8', 'b8', EVIL]);
+    expect(select.size).toBe(6);  // every row, both group labels too (3 rows had cut the first label)
+    view.setChoices([], Array.from({ length: 20 }, (_v, i) => `r${i}`));
+    expect(select.size).toBe(8);  // a long list scrolls
+    view.setChoices(['b2', 'b8'], ['b8', EVIL]);
     select.options[1]!.selected = true;
     select.options[3]!.selected = true;
     expect(view.request()).toMatchObject({ tags: ['b8'], runs: [EVIL] });

@@ -54,6 +54,9 @@ const LAYER_COLUMNS: Column<WhatIfLayer>[] = [
 const ONE_STEP_ONLY = ['traced_at_peak_bytes'];
 const FIT_ONLY = ['fixed_bytes', 'per_sample_bytes'];
 
+/** The most rows the list of steps and runs to fit with shows at once (it scrolls past them). */
+const CHOICE_ROWS = 8;
+
 export class WhatIfView {
   readonly element: HTMLElement;
   /** Called (debounced while typing) when the batch, limit or runs change to something valid. */
@@ -160,6 +163,9 @@ export class WhatIfView {
     group('steps of this run', 'tag', tags);
     group('other runs', 'run', runs);
     this.runsSelect.disabled = tags.length + runs.length === 0;
+    // Tall enough for its group labels and a few picks (3 rows had cut the first label and hidden the picks).
+    const rows = tags.length + runs.length + (tags.length > 0 ? 1 : 0) + (runs.length > 0 ? 1 : 0);
+    this.runsSelect.size = Math.max(3, Math.min(rows, CHOICE_ROWS));
   }
 
   setLoading(loading: boolean): void {
