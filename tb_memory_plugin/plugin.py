@@ -177,7 +177,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         key = (experiment, tuple(compared))
         if self._default_step is not None and self._default_step[0] == key:
             return self._default_step[1]
-        best = None
+        candidates = []
         for ref in compared:
             step = self._store.analysis(ctx, experiment, ref)
             if step.status != "ok":
@@ -186,13 +186,16 @@ class MemoryPlugin(base_plugin.TBPlugin):
             if space is None:
                 continue
             shown = report.peak_fields(space)  # as the summary shows it
-            absolute = shown["peak_bytes"] is not None
-            peak = shown["peak_bytes"] if absolute else shown["peak_rise_bytes"]
+            candidates.append((ref, space, shown["peak_bytes"], shown["peak_rise_bytes"]))
+        # Like with like: absolute peaks where every step with a curve has one, else every step's rise (a
+        # step without a baseline had been ranked by its rise against the others' absolute bytes).
+        absolute = all(peak is not None for _, space, peak, _ in candidates if space.has_curve)
+        best = None
+        for ref, space, peak_bytes, rise_bytes in candidates:
+            peak = peak_bytes if absolute else rise_bytes
             rank = (bool(space.has_curve), peak or 0)
-            if peak is None:  # no curve: no peak, absolute or not
-                absolute = None
             if best is None or rank > best[0]:
-                best = (rank, ref, space.trace.id, peak, absolute)
+                best = (rank, ref, space.trace.id, peak, None if peak is None else absolute)
         body = {"run": None, "tag": None, "device": None, "reason": None, "peak_bytes": None, "absolute": None,
                 "compared_steps": len(compared), "run_count": len(latest)}
         if best is not None:

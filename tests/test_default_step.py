@@ -63,9 +63,10 @@ def _peaks(client):
         if summary["status"] != "ok":
             continue
         device = next(d for d in summary["devices"] if d["id"] == summary["default_device"])
-        peak = device["peak_bytes"] if device["peak_bytes"] is not None else device["peak_rise_bytes"]
-        peaks[run["run"]] = (tag, device["id"], peak)
-    return peaks
+        peaks[run["run"]] = (tag, device["id"], device["peak_bytes"], device["peak_rise_bytes"])
+    # Like with like: absolute peaks where every step has one, else every step's rise.
+    absolute = all(peak is not None for _, _, peak, rise in peaks.values() if rise is not None)
+    return {run: (tag, device, peak if absolute else rise) for run, (tag, device, peak, rise) in peaks.items()}
 
 
 def test_default_step_is_the_largest_peak(app):
@@ -80,6 +81,27 @@ def test_default_step_is_the_largest_peak(app):
     assert body["peak_bytes"] == peak and body["peak_bytes"] > 0
     traced = [r for r in get_json(client, "runs")["runs"] if r["steps"]]
     assert body["run_count"] == body["compared_steps"] == len(traced)
+
+
+def test_steps_with_and_without_a_baseline_are_ranked_by_their_rise(tmp_path):
+    """One run's step has a baseline (100 MiB in use before it, +1 MiB), the other's none (+8 MiB): their
+    rises are compared, not one's absolute bytes with the other's rise (trial V: a step of 214 MiB absolute
+    chosen over its twin's +98 MiB rise, as 'the largest peak')."""
+    import protos
+
+    mib = 1 << 20
+
+    def step(rise: int, reading: int) -> bytes:
+        return protos.serialized({protos.CPU0: [
+            protos.Node("a/MatMul", 0, 1, op="MatMul", outputs=[("cpu", rise)],
+                        memory=[protos.Mem("cpu", [(0, rise)], bytes_in_use=reading)])]})
+    protos.write_tagged_run_metadata(tmp_path / "with_start", "step_1", step(mib, 100 * mib + mib))
+    protos.write_tagged_run_metadata(tmp_path / "relative", "step_1", step(8 * mib, 0))
+    client, _ = _app(tmp_path)
+    summaries = {run: get_json(client, "summary", run=run, tag="step_1")["devices"][0] for run in ("with_start", "relative")}
+    assert summaries["with_start"]["peak_bytes"] == 101 * mib and summaries["relative"]["peak_bytes"] is None
+    body = get_json(client, "default_step")
+    assert (body["run"], body["peak_bytes"], body["absolute"]) == ("relative", 8 * mib, False)
 
 
 def test_steps_that_do_not_analyse_are_never_chosen(app):
