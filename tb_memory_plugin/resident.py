@@ -28,6 +28,7 @@ from .trace import DEVICE_MEMORY, device_task, labels_of, parse_device, same_dev
 
 VARIABLE = "variable"
 SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
+OPTIMIZER_ROW = "(optimizer)"  # the per-layer row of the optimizer's own variables outside any scope
 CONSTANT = "constant"  # a frozen graph's weight, heuristically (see `_weight_constants`)
 
 _VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp", "AutoReloadVariable"})
@@ -79,9 +80,13 @@ class ModelTensor:
 
     @property
     def layer(self) -> str:
-        """The layer it counts toward: the name scope of the variable (a slot's variable's);
-        a variable outside any scope (`beta1_power`) is its own row."""
-        return scope_of(self.owner or self.name) or (self.owner or self.name)
+        """The layer it counts toward: the name scope of the variable (a slot's variable's); a variable
+        outside any scope is its own row, but for the optimizer's own (`beta1_power`, `global_step`), which
+        share one, `(optimizer)`: no layer of the model (two trials read them as layers of 0 parameters)."""
+        scope = scope_of(self.owner or self.name)
+        if not scope and self.kind == SLOT and self.owner is None:
+            return OPTIMIZER_ROW
+        return scope or (self.owner or self.name)
 
     def path(self, group: str) -> str:
         """Where it sits in a scope tree: a slot under its variable when grouping by layer."""

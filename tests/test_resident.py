@@ -33,8 +33,8 @@ def _expected_from_graph_def(graph_def_bytes: bytes):
         elif "/" in name:
             layers[name.rpartition("/")[0]][0] += count
             layers[name.rpartition("/")[0]][1] += nbytes
-        else:  # beta1_power, beta2_power: the optimizer's own variables, each its own row
-            layers[name][2] += nbytes
+        else:  # beta1_power, beta2_power: the optimizer's own variables, one row of their own
+            layers[resident.OPTIMIZER_ROW][2] += nbytes
     return dict(layers)
 
 
@@ -339,8 +339,12 @@ def test_the_global_step_is_the_optimizers_not_a_parameter(tf_models):
         w = tf1.get_variable("dense/kernel", (8, 64))
         step = tf1.train.get_or_create_global_step()
         tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.square(w)), global_step=step)
-    kinds = {t.name: t.kind for t in _models(graph_.as_graph_def().SerializeToString()).tensors}
+    tensors = _models(graph_.as_graph_def().SerializeToString()).tensors
+    kinds = {t.name: t.kind for t in tensors}
     assert kinds == {"dense/kernel": resident.VARIABLE, "global_step": resident.SLOT}
+    # In the layers' rows it is the optimizer's, no layer of 0 parameters of its own (trials T and U).
+    rows = {row["scope"]: (row["param_count"], row["slot_bytes"]) for row in resident.Resident(tensors, None, False).layers()}
+    assert rows == {"dense": (8 * 64, 0), resident.OPTIMIZER_ROW: (0, 8)}
 
 
 def test_slots_of_a_custom_named_adam_on_ref_variables(tf_models):
