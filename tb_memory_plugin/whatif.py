@@ -1299,6 +1299,11 @@ class WhatIf:
             # fit's start may jump by what two traced starts differ in beyond their feeds (32 KiB on the
             # demo U-Net) as the batch asked crosses the middle between two traced batches.
             self.fitted.anchor_start(self.one_step.start_bytes)
+        elif self.fitted is not None:
+            # XLA's steps (no one step): the start held as the nearest traced step's, as the note on it says,
+            # not a line through the traced starts (trial W's CNN: 2.5 and 12.1 MB at 32 and 64 drawn out to
+            # 31.3 MB at 128, where it held 6.9).
+            self.fitted.anchor_start(lambda _batch: 0)
         if self.fitted is None and self.one_step is None and len(steps) > 1:
             raise WhatIfError(
                 f"every step read holds batch {first.batch}, as read from its XLA program's data: pick runs at "
