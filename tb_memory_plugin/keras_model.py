@@ -219,6 +219,17 @@ def _slot_names(compile_config: dict) -> tuple[str, ...] | None:
         return ()
     if kind == "LossScaleOptimizer":  # mixed precision's wrapper: its inner optimizer keeps the slots
         return _slot_names({"optimizer": config.get("inner_optimizer")})
+    slots = _own_slot_names(kind, config)
+    if slots is None:
+        return None
+    # Every Keras 3 optimizer's own options: a moving average of each weight (`use_ema`) and an accumulator
+    # of its gradients (`gradient_accumulation_steps`), each a copy of the weight (trial W's had been `other`).
+    return slots + (("average",) if config.get("use_ema") else ()) + (
+        ("gradient_accumulator",) if config.get("gradient_accumulation_steps") else ())
+
+
+def _own_slot_names(kind: str, config: dict) -> tuple[str, ...] | None:
+    """The slots an optimizer class keeps per trainable weight for its own update rule."""
     if kind == "SGD":
         return ("momentum",) if float(config.get("momentum", 0) or 0) > 0 else ()
     if kind == "RMSprop":

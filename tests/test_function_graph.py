@@ -443,7 +443,10 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     for optimizer, slots in ((keras.optimizers.RMSprop(momentum=0.9), 2), (keras.optimizers.SGD(), 0),
                              (keras.optimizers.Adam(amsgrad=True), 3),
                              # mixed precision's wrapper: its inner Adam's m and v (a trial's read 0 B)
-                             (keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam()), 2)):
+                             (keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam()), 2),
+                             # every optimizer's own options, a copy of each weight each (trial W: `other`)
+                             (keras.optimizers.Adam(gradient_accumulation_steps=2), 3),
+                             (keras.optimizers.SGD(momentum=0.9, use_ema=True), 2)):
         model.compile(optimizer, "mse")
         sized = keras_model.model_from_config(json.loads(model.to_json()))
         assert sum(t.count for t in sized.tensors if t.kind == "variable") == model.count_params()
