@@ -750,8 +750,9 @@ NO_MEMORY_HELP = (
 # TF2 and Keras write no step stats: their memory is in a profile (README, "TF2 and Keras").
 TF2_PROFILE_HELP = (
     "TF2 and Keras: profile the step (tf.profiler.experimental.start(logdir) ... stop(), Keras' "
-    "TensorBoard(profile_batch=...), or tf.summary.trace_on(graph=True, profiler=True, "
-    "profiler_outdir=logdir) before trace_export)"
+    "TensorBoard(profile_batch=...) for fit's batches (it profiles no predict or evaluate: wrap those in "
+    "start and stop), or tf.summary.trace_on(graph=True, profiler=True, profiler_outdir=logdir) before "
+    "trace_export)"
 )
 
 

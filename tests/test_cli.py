@@ -223,6 +223,8 @@ def test_logdir_without_traces(capsys, tmp_path):
     assert "no traced steps" in err
     # TF2 and Keras users are told how their steps are traced too (a profile), not only TF1's way.
     assert "add_run_metadata" in err and "tf.profiler.experimental.start" in err and "profiler_outdir" in err
+    # Keras' callback profiles fit's batches only: predict and evaluate are pointed at start and stop (trial W).
+    assert "it profiles no predict or evaluate: wrap those in start and stop" in err
     assert out == ""
 
 
