@@ -1185,8 +1185,8 @@ MAX_SIBLINGS = 4  # the other steps of the first's profile read for that, neares
 
 
 def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
-    """A note where another traced step of `first`'s profile ran the same ops (every op's name alike:
-    the same function, not a training step beside an inference one) at its batch, in the same
+    """A note where another traced step of `first`'s profile ran the same ops (nearly every op's name
+    alike, `_same_function`: not a training step beside an inference one) at its batch, in the same
     memory space, and peaked STEP_SPREAD or more above it: steps of one model at one batch can
     differ (the allocator's chunks, sequences of other lengths; a trial's `predict` peaked 12, 17,
     17, 17 and 10.5 MiB in five batches, and the what-if had scaled the last, 34% low). None where
@@ -1202,7 +1202,7 @@ def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
             continue
         ops = _ops_of(first.space) if ops is None else ops
         try:
-            if _ops_of(space) == ops and other.batch == first.batch:
+            if _same_function(_ops_of(space), ops) and other.batch == first.batch:
                 higher.append(other)
         except WhatIfError:
             continue
@@ -1255,6 +1255,17 @@ def other_batches(first: Traced, siblings: list[Traced]) -> str | None:
     return (f"{first.run} also holds the same model's {at} ({first.tag}: {first.batch}): a fit over steps at "
             f"several batch sizes reads what each layer holds per sample (the page: pick it among the steps to fit "
             f"with; the CLI: --run {first.run} --tag {first.tag} {tags})")
+
+
+_SAME_FUNCTION_SHARE = 0.95  # of two steps' op names together, the share both ran: one function's steps
+
+
+def _same_function(a: set[str], b: set[str]) -> bool:
+    """Whether two steps ran one function: nearly every op name in either ran in both (a step's loop may
+    run an op the other's did not: trial W's LSTM steps, one `TensorListSetItem` apart, had been told
+    apart, and a step 34% higher went unsaid), where a training step and an inference step share far fewer."""
+    union = len(a | b)
+    return union > 0 and len(a & b) >= _SAME_FUNCTION_SHARE * union
 
 
 def _ops_of(space: SpaceAnalysis) -> set[str]:
