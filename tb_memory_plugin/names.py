@@ -932,6 +932,9 @@ _SLOT_HEADS = _heads(_SLOT_NAMES, 4)
 assert all(len(name) >= 4 for name in _SLOT_NAMES)
 
 
+_NUMBER_SUFFIX_RE = re.compile(r"_\d+$")  # TensorFlow numbers an op name used again: `MatMul_1`
+
+
 @dataclass
 class NameTable:
     """What each distinct runtime name of a memory space stands for: one row per name."""
@@ -987,13 +990,25 @@ class NameTable:
         The ops are this table's (one memory space's): an op that ran elsewhere, or that grappler fused
         away, leaves its name a layer."""
         layer = layer_of(path)
-        while layer != path and layer in self._op_layer_paths:
+        while layer != path and (layer in self._op_layer_paths or self._named_as_op_type(layer)):
             path, layer = layer, layer_of(layer)
         return layer
 
     @cached_property
     def _op_layer_paths(self) -> frozenset[str]:
         return frozenset(self.layer_paths)
+
+    def _named_as_op_type(self, layer: str) -> bool:
+        """Whether a layer below another is named as one of the step's op types is (`layer1/MatMul`,
+        `MatMul_1`): an op's name, whose op grappler fused away (`layer1/Relu`, a `_FusedMatMul`, ran it)
+        while its reads and its gradients (`gradient_tape/layer1/MatMul/MatMul`) keep it. Exactly as the
+        op type is spelt: Keras' layers (`conv2d`) are named in lower case."""
+        scope, sep, last = layer.rpartition("/")
+        return bool(sep and scope) and _NUMBER_SUFFIX_RE.sub("", last) in self._op_type_set
+
+    @cached_property
+    def _op_type_set(self) -> frozenset[str]:
+        return frozenset(self.op_type_names)
 
     @cached_property
     def layer_paths(self) -> list[str]:

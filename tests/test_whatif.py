@@ -1208,12 +1208,18 @@ def _assert_one_step_is_the_reference(step, space):
     assert one.resident_batch_bytes == resident
     layer_names, of_name = whatif._layers(space)
     assert whatif._layers(space) is space.names.layers  # built once per name table
-    # A layer that is itself an op (TF2's tape names gradients below their op) is the op's layer.
+    # A layer that is itself an op (TF2's tape names gradients below their op) is the op's layer, and so is
+    # one named as an op type below another (`layer1/MatMul`, its op fused away: trial W).
     ops = set(space.names.layer_paths)
+    op_types = set(space.names.op_type_names)
+
+    def named_as_op_type(layer):
+        scope, _, last = layer.rpartition("/")
+        return bool(scope) and re.sub(r"_\d+$", "", last) in op_types
 
     def layer_of(path):
         layer = names_mod.layer_of(path)
-        return layer_of(layer) if layer != path and layer in ops else layer
+        return layer_of(layer) if layer != path and (layer in ops or named_as_op_type(layer)) else layer
 
     layers = [space.names.source_layers.get(raw) or layer_of(path)
               for raw, path in zip(space.names.raw, space.names.layer_paths)]
@@ -2383,3 +2389,23 @@ def test_steps_of_one_function_may_differ_by_an_op_of_a_loop():
     backward = {f"gradient_tape/{name}" for name in ops}
     assert not whatif._same_function(ops | backward, ops)
     assert not whatif._same_function(set(), set())
+
+
+def test_a_layer_named_as_an_op_type_whose_op_was_fused_is_its_scopes():
+    """grappler fused `layer1/MatMul` into `layer1/Relu` (a `_FusedMatMul`), but its variable's read and its
+    gradient keep its name (`gradient_tape/layer1/MatMul/MatMul`): a layer named as an op type of the step,
+    below another, is that one's (trial W's tf.Module had read `layer1/MatMul` beside `layer1`). Keras' layers
+    are named in lower case, `conv2d`, and stay layers."""
+    import protos
+
+    kib = 1 << 10
+    names = [("layer1/MatMul/ReadVariableOp", "ReadVariableOp"), ("layer1/Relu", "_FusedMatMul"),
+             ("gradient_tape/layer1/MatMul/MatMul", "MatMul"), ("model/conv2d/Conv2D", "Conv2D"),
+             ("gradient_tape/model/conv2d/Conv2D/Conv2DBackpropInput", "Conv2DBackpropInput")]
+    nodes = [protos.Node(name, 2 * i, 2 * i + 1, op=op, outputs=[("cpu", kib)], memory=[protos.Mem("cpu", [(2 * i, kib)])])
+             for i, (name, op) in enumerate(names)]
+    space = store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).space(None)
+    layers = {raw: space.names.layer(i) for i, raw in enumerate(space.names.raw)}
+    assert layers == {"layer1/MatMul/ReadVariableOp": "layer1", "layer1/Relu": "layer1",
+                      "gradient_tape/layer1/MatMul/MatMul": "layer1", "model/conv2d/Conv2D": "model/conv2d",
+                      "gradient_tape/model/conv2d/Conv2D/Conv2DBackpropInput": "model/conv2d"}
