@@ -455,7 +455,7 @@ class SpaceAnalysis:
     def _counted_events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, bytes, execution) of the records the readings count (`readings_count_from`)."""
         trace = self.trace
-        least = self.readings_count_from if 0 < self.readings_count_from < COUNTS_NONE else 1
+        least = self.readings_partial_from or 1
         rows = np.flatnonzero(np.abs(trace.event_bytes) >= least)
         return trace.event_time_us[rows], trace.event_bytes[rows], trace.event_exec[rows]
 
@@ -486,7 +486,7 @@ class SpaceAnalysis:
         read or were fed without allocating them (a variable's read, a feed's `_arg_`: outputs of no
         allocation of the step), each name's once. A start read below them is no start."""
         trace, names = self.trace, self.names
-        least = self.readings_count_from if 0 < self.readings_count_from < COUNTS_NONE else 1
+        least = self.readings_partial_from or 1
         held = names.of_op_type(_HELD_BEFORE_OPS.__contains__) | (names.category == INPUTS)
         rows = np.flatnonzero(held[self.name_code] & (trace.allocated == 0) & (trace.output >= least))
         if not rows.size:
@@ -720,7 +720,7 @@ class StepAnalysis:
         """The spaces a device as users write it names (`trace.matches_device`)."""
         return [space for space in self.spaces if matches_device(space.trace, wanted)]
 
-    def why_no_space(self, wanted: str, name: str) -> str:
+    def why_no_space(self, wanted: str | None, name: str) -> str:
         """Why `space(wanted)` is None, for the step called `name`: no space matches (its ids said), or
         several do and none is the default (theirs said)."""
         if wanted is None:

@@ -932,9 +932,6 @@ _SLOT_HEADS = _heads(_SLOT_NAMES, 4)
 assert all(len(name) >= 4 for name in _SLOT_NAMES)
 
 
-_NUMBER_SUFFIX_RE = re.compile(r"_\d+$")  # TensorFlow numbers an op name used again: `MatMul_1`
-
-
 @dataclass
 class NameTable:
     """What each distinct runtime name of a memory space stands for: one row per name."""
@@ -988,11 +985,24 @@ class NameTable:
         `fc2/matmul/MatMul_1`), which had made `fc2/matmul` a layer of its own beside `fc2`; an update's
         read of its variable (`unet_00/weights/ResourceApplyAdam/ReadVariableOp`) is the variable's layer's.
         The ops are this table's (one memory space's): an op that ran elsewhere, or that grappler fused
-        away, leaves its name a layer."""
+        away, leaves its name a layer (but for one named as an op type: `_named_as_op_type`)."""
         layer = layer_of(path)
+        if layer == path:
+            return layer
+        folded = self._folded.get(layer)  # many names share a layer: folded once each
+        if folded is None:
+            folded = self._folded[layer] = self._fold(layer)
+        return folded
+
+    def _fold(self, layer: str) -> str:
+        path = None
         while layer != path and (layer in self._op_layer_paths or self._named_as_op_type(layer)):
             path, layer = layer, layer_of(layer)
         return layer
+
+    @cached_property
+    def _folded(self) -> dict[str, str]:
+        return {}
 
     @cached_property
     def _op_layer_paths(self) -> frozenset[str]:
@@ -1003,8 +1013,14 @@ class NameTable:
         `MatMul_1`): an op's name, whose op grappler fused away (`layer1/Relu`, a `_FusedMatMul`, ran it)
         while its reads and its gradients (`gradient_tape/layer1/MatMul/MatMul`) keep it. Exactly as the
         op type is spelt: Keras' layers (`conv2d`) are named in lower case."""
-        scope, sep, last = layer.rpartition("/")
-        return bool(sep and scope) and _NUMBER_SUFFIX_RE.sub("", last) in self._op_type_set
+        slash = layer.rfind("/")
+        if slash <= 0:
+            return False
+        last = layer[slash + 1:]
+        if last in self._op_type_set:
+            return True
+        base, sep, number = last.rpartition("_")  # string methods, not a regex: asked of every name's layer
+        return bool(sep) and number.isdigit() and base in self._op_type_set
 
     @cached_property
     def _op_type_set(self) -> frozenset[str]:

@@ -53,7 +53,7 @@ _PARTITION_SHARE_MIN = 8  # a share of fewer rows is no length to tell tensors b
 # output's requested bytes is still that output. A BFC allocator's records (a profile's, a GPU's, the
 # CPU's with TF_CPU_ALLOCATOR_USE_BFC) are the chunks requests got: a chunk is split only when it is at
 # least twice the rounded request, so it can be up to twice the request (`chunking`; trace.BFC_ROUNDING).
-_ROUNDING = BFC_ROUNDING
+
 XPLANE_SOURCE = "xplane"  # a profile's steps (Trace.source, store.StepRef.source)
 _FEW_SCALED = 0.01  # share of the traced peak rise that carries the batch, below which a one step says so
 _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forward pass's votes hold it
@@ -305,7 +305,7 @@ class _SizeSets:
         found, below = self._at_or_below(rows, sizes)
         # `fits` holds for a prefix of the sizes up to the asked one (its upper bound never falls
         # as the size grows): the largest at or below it is the best match, or none is.
-        upper = 2 * -(-below // _ROUNDING) * _ROUNDING if chunks else below + _ROUNDING
+        upper = 2 * -(-below // BFC_ROUNDING) * BFC_ROUNDING if chunks else below + BFC_ROUNDING
         return np.where(found & (below > 0) & (sizes < upper), below, 0)
 
     def holds(self, rows: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -1111,7 +1111,7 @@ class _WorstChunks:
         one = self.one
         events = one._events_at(batch)
         requested = one._requested
-        doubled = 2 * -(-np.rint(requested * (batch / one.batch)).astype(np.int64) // _ROUNDING) * _ROUNDING
+        doubled = 2 * -(-np.rint(requested * (batch / one.batch)).astype(np.int64) // BFC_ROUNDING) * BFC_ROUNDING
         return one._replay(batch, np.where(requested > 0, np.sign(events) * doubled, events))[2]
 
     def start_bytes(self, batch: int) -> int | None:
@@ -1383,33 +1383,29 @@ class WhatIf:
                         f"from {base.run} {base.tag} alone, does not; trace batch {self.batch} to settle it")
         held = readings_above(base.space)
         rounding = allocator_gap(base.space)[0].details.get("rounding") if held else None
-        if rounding:
+        if held:
             # A request's block: at another batch the request may fill it, or take a block up to twice its size
-            # (its rounding is no memory that grows, nor oneDNN's).
-            request = rounding["request_bytes"]
-            grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(request * self.batch // base.batch)})"
+            # (its rounding is no memory that grows, nor oneDNN's): up to the request is the margin.
+            margin = rounding["request_bytes"] if rounding else held
+            grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(margin * self.batch // base.batch)})"
                      if self.batch > base.batch else "")
-            with_margin = self.max_batch(self.lead, request / base.batch)
-            fits = f": with it added, batch {with_margin:,} would fit" if with_margin else ""
+            with_margin = self.max_batch(self.lead, margin / base.batch)
+            fits = f": with it added, {'' if rounding else 'scaled as the batch, '}batch {with_margin:,} would fit" \
+                if with_margin else ""
+            said = f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records show"
+        if rounding:
             notes.append(
-                f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
-                f"show, its rounding: the {format_bytes(rounding['block_bytes'])} block it gave {rounding['node']}'s "
-                f"request of {format_bytes(request)} (see its allocator_gap finding), which no prediction counts. At "
+                f"{said}, its rounding: the {format_bytes(rounding['block_bytes'])} block it gave {rounding['node']}'s "
+                f"request of {format_bytes(margin)} (see its allocator_gap finding), which no prediction counts. At "
                 "another batch that request may fill its block, or take one up to twice its size: "
                 + (f"keep up to the request's size{grown} as a margin below the limit{fits}, or trace the batch found"
                    if self.limit is not None else
                    f"add up to the request's size{grown} to the predicted peak, or trace the batch asked"))
         elif held:
-            grown = (f" (at batch {self.batch}, scaled as the batch, {format_bytes(held * self.batch // base.batch)})"
-                     if self.batch > base.batch else "")
             whose = ("oneDNN's workspaces and reordered weights" if trace.allocator == "mklcpu"
                      else "a library's workspaces, XLA's clusters")
-            with_margin = self.max_batch(self.lead, held / base.batch)
-            fits = (f": with it added, scaled as the batch, batch {with_margin:,} would fit" if with_margin
-                    else "")
             notes.append(
-                f"{trace.allocator} held up to {format_bytes(held)} in {base.run} {base.tag} beyond what its records "
-                f"show (memory taken with no record: {whose}; see its allocator_gap finding), which no prediction "
+                f"{said} (memory taken with no record: {whose}; see its allocator_gap finding), which no prediction "
                 f"counts: it may grow with the batch{grown}, and faster (oneDNN picks other kernels at other "
                 "sizes), "
                 + (f"so keep it as a margin below the limit{fits}, or trace the batch found" if self.limit is not None

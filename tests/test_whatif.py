@@ -1127,7 +1127,7 @@ def _best_match(size: int, sizes: set[int], chunks: bool) -> int:
     """The rule for one allocation (docs/figures.md), the reference `_SizeSets.best` is held to:
     the largest requested size an allocation of `size` bytes can hold (0: none), within the
     allocator's 256-byte rounding, or for a BFC chunk (`chunks`) below twice the rounded request."""
-    rounding = whatif._ROUNDING
+    rounding = trace_mod.BFC_ROUNDING
 
     def fits(s: int) -> bool:
         return s > 0 and s <= size < (2 * -(-s // rounding) * rounding if chunks else s + rounding)
