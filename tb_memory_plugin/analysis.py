@@ -60,6 +60,17 @@ def _mode(values: np.ndarray) -> tuple[int, int]:
     return int(distinct[at]), int(counts[at])
 
 
+def _climb(readings: np.ndarray, time_us: np.ndarray) -> int:
+    """How far the readings climb above the step's first one."""
+    return int(readings.max()) - int(readings[np.argmin(time_us)])
+
+
+def _leading_run(values: np.ndarray) -> int:
+    """How many of `values`, from the first on, equal the first."""
+    differ = np.flatnonzero(values != values[0])
+    return int(differ[0]) if differ.size else int(values.size)
+
+
 def _totals_within_op(rise: np.ndarray, first: int, last: int) -> np.ndarray:
     """The records' running totals `rise` over a reading's op window (`SpaceAnalysis._op_windows`): from the
     total just before the op started (none, before the step's first time) to the one at its reading."""
@@ -282,14 +293,20 @@ class SpaceAnalysis:
             return 0, None
         if space.snapshot_bytes.size == 0 or curve.time_us.size == 0:
             return candidates[0], None
-        best, best_share = 0, -1
+        best, best_share, best_mode = 0, -1, 0
         for least in (*candidates, 0, COUNTS_NONE):
             # How many readings agree to the byte on one start: the most common one's count. (Counting those
             # equal to the median had let a U-Net step whose 32 readings agreed on one start under 256 KiB,
             # spread around it by oneDNN's own memory, lose to counting none: 7 readings at its median.)
-            share = _mode(self._offsets(self._rise_counting(least)))[1]
+            mode, share = _mode(self._offsets(self._rise_counting(least)))
+            if least == COUNTS_NONE and mode == best_mode and _climb(space.snapshot_bytes, space.snapshot_time_us) >= max(best, 1):
+                # The same start as the size that counts, of readings that do climb by such requests: told by
+                # the readings before the step's first request of that size, which agree either way (a trial's
+                # sparse Adam: 34 readings there under 256 KiB, 35 counting none, whose frees with no record
+                # scatter the later ones under both). Readings that never climb count none.
+                break
             if share > best_share:
-                best, best_share = least, share
+                best, best_share, best_mode = least, share, mode
         if best == COUNTS_NONE and space.snapshot_bytes.size <= _FEW_READINGS and space.snapshot_start_us is not None:
             # A few readings that never move agree with counting none at their ops' ends. Read anywhere in their
             # ops (a reading taken before an input's free: `reading_excess`), they may agree as well under a size
@@ -405,8 +422,12 @@ class SpaceAnalysis:
         its gather took in between), but the offset the most readings agree on (two at least) where that
         is lower (the first op itself took such memory: a 3-D convolution's 28 MiB), or where the first
         reading agrees with it at some moment of its op (taken before a concurrent op's allocation, as
-        `reading_excess` allows), or is below nothing. No two agreeing (readings rounded to a unit): the
-        first."""
+        `reading_excess` allows), or is below nothing. Not where the step's readings keep the first's offset,
+        from the first on, for two readings or more and half as many as that one has: memory an op takes with no
+        record is given back within a few ops, while a variable buffer replaced, the old one freed with no
+        record (a sparse optimizer's slots, copied on read), lowers every reading after it (a trial's ragged
+        embedding: 35 readings from the first at 6.9 MiB, 38 after its Adam's updates at 4.4). No two
+        agreeing (readings rounded to a unit): the first."""
         offsets = self.snapshot_offsets
         if self.trace.snapshot_event is not None:
             return int(np.median(offsets))
@@ -420,6 +441,9 @@ class SpaceAnalysis:
         mode, count = _mode(offsets)
         if count < 2 or first < mode and first >= 0 and not self._agrees_within_op(row, mode):
             return first
+        kept = _leading_run(offsets[np.argsort(self.trace.snapshot_time_us, kind="stable")])
+        if first > mode and kept >= 2 and 2 * kept >= count:
+            return first  # the step's first readings keep it: later ones read memory freed with no record
         return mode
 
     def rounded_block(self, row: int, excess: int) -> RoundedBlock | None:

@@ -932,6 +932,27 @@ def test_two_mklcpu_readings_that_agree_only_within_their_ops_give_the_start():
     assert space.peak_bytes == start + 2 * mib + 4096 and findings.readings_gap(space) is None
 
 
+def test_readings_that_tell_one_start_counting_none_or_the_large_requests_count_those():
+    """Trial X's ragged embedding under sparse Adam: the step's first readings, before its first request of
+    256 KiB, tell its start under either reading; after it each slot update frees a buffer made before the
+    step in no record, which scatters the readings' offsets under both. One later reading that happens to
+    equal the first ones had made counting none agree more (and no start): the readings climb with the
+    requests, so they count the large ones, and the start is the first readings'."""
+    kib, mib, start = 1 << 10, 1 << 20, 7 * (1 << 20)
+    cpu = "/job:localhost/replica:0/task:0/device:CPU:0"
+    reads = [start] * 5 + [start, start + mib // 2, start + 1300 * kib]  # 1, 1.5, 1.7 MiB freed in no record
+    nodes = [protos.Node(f"op_{i}/Mul", 2 * i, 2 * i + 1, op="Mul", outputs=[("mklcpu", kib if i < 5 else mib)],
+                         memory=[protos.Mem("mklcpu", [(2 * i, kib if i < 5 else mib)], bytes_in_use=reads[i])])
+             for i in range(len(reads))]
+    space = store.analyse_bytes(protos.serialized({cpu: nodes}), None).space(None)
+    assert space.readings_count_from == 256 * kib
+    assert space.baseline == "allocator_bytes_in_use" and space.start_bytes == start
+    # Readings that never climb, beside the same requests, count none of them: no start.
+    flat = [protos.Node(n.name, n.start, n.end, op="Mul", outputs=n.outputs,
+                        memory=[protos.Mem("mklcpu", n.memory[0].records, bytes_in_use=start)]) for n in nodes]
+    assert store.analyse_bytes(protos.serialized({cpu: flat}), None).space(None).start_bytes is None
+
+
 def test_mklcpu_readings_that_count_none_of_the_step_give_no_start():
     """With TF_ONEDNN_USE_SYSTEM_ALLOCATOR every request goes to malloc: the readings (its unused BFC's)
     never move while the step holds megabytes, and tell nothing of its start: no baseline."""
@@ -972,8 +993,13 @@ def _held_outside_records(offsets_mib: list[float]):
     ([100, 100, 130, 130, 130, 130, 130, 130, 100, 100], 100),
     # The first op itself took 30 MiB: the start most readings agree on.
     ([130, 100, 100, 100, 100, 100], 100),
+    # ... and held through a second op, by fewer readings than the start has.
+    ([130, 130, 100, 100, 100, 100, 100], 100),
     # A lone reading below the rest (an old variable buffer dropped in no record) does not move it.
     ([100, 100, 100, 100, 92, 100], 100),
+    # Nor do more readings after it, where the step's first readings keep the start for half as many or
+    # more: a sparse optimizer's replaced slots, freed in no record, lower every reading after them.
+    ([100, 100, 100, 100, 92, 92, 92, 92, 92, 92, 92], 100),
     # No two readings agree (an allocator that rounds its readings): the first.
     ([100, 101, 99, 102], 100),
 ])
