@@ -170,7 +170,7 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         held = program["at_peak_bytes"]
         parts = [f"{format_bytes(program[key])} {label}" for key, label in
                  (("placed_bytes", "by op"), ("unused_scratch_bytes", "unused scratch"),
-                  ("kept_bytes", "its own: the allocator's rounding, values of no op")) if program[key]]
+                  ("kept_bytes", "its own, placed on no op: the allocator's rounding, blocks of runs the profile's HLO does not match")) if program[key]]
         print(f"   XLA program {program['name']}: {format_bytes(held)} at peak"
               + (f" ({', '.join(parts)})" if parts and held else ""))
     execs, within = _scope_executions(space, group, scope)

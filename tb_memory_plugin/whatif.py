@@ -61,6 +61,13 @@ _FED_SHARE_OF_FORWARD = 4  # an input's batch stands where a quarter of the forw
 # note names them at (analysis.NOTED_PROGRAM_SHARE) and this, the programs are too big to leave
 # unscaled and the ops too big to ignore: the step's batch is not read, but asked for.
 _XLA_STEP_SHARE = 0.5
+# Forward-pass votes (tensors of rank 2 or more, each counted by its rank) by which TensorFlow's ops beside
+# XLA programs compute a forward pass of their own (`programs_beside_ops`): this many at least for one first
+# dimension, and three quarters of them. Trial Y's ConvNeXtTiny had 94% of 850 for its batch, a test's three
+# grouped-convolution blocks 86% of 88; a jitted gradient clip beside eager updates 60% of 60 for the
+# updates' `[512, 512]`; the steps XLA compiled whole none.
+_OPS_FORWARD_VOTES = 32
+_OPS_FORWARD_SHARE = 0.75
 # The fit and the one step this far apart at the batch asked (of the larger) are said to be: one of them
 # is off, and the traced steps alone cannot say which (a TF1 LSTM's fit had read 12% under the one step).
 _PREDICTIONS_APART = 0.10
@@ -119,9 +126,10 @@ def traced_batch(step: StepAnalysis) -> int:
         raise WhatIfError("most of this step's peak is memory TensorFlow named no op for (up to 2.17: a function XLA "
                           "compiled, as a Keras fit with jit_compile=True runs it), which carries no shape to scale: "
                           "profile a step compiled without XLA (jit_compile=False)")
-    if ran_xla(step):
+    beside_ops = programs_beside_ops(step)
+    if ran_xla(step) and not beside_ops:
         return program_batch(step.trace.program_shapes)
-    if (share := xla_programs_share(step.spaces)) >= NOTED_PROGRAM_SHARE:
+    if (share := xla_programs_share(step.spaces)) >= NOTED_PROGRAM_SHARE and not beside_ops:
         raise WhatIfError(f"XLA programs hold {share:.0%} of this step's peak rise beside TensorFlow's ops: neither "
                           "the programs' data nor the ops' shapes alone tell its batch here; give the batch it ran "
                           "at (traced batch; the CLI's --traced-batch)")
@@ -169,6 +177,22 @@ def ran_xla(step: StepAnalysis) -> bool:
     TensorFlow step whose ops run a jitted helper beside them (a gradient clip) is its ops': its
     batch is read from their shapes, and they are scaled, the helper's bytes kept."""
     return xla_programs_share(step.spaces) >= _XLA_STEP_SHARE
+
+
+def programs_beside_ops(step: StepAnalysis) -> bool:
+    """Whether a profile's XLA programs, holding a share of the peak its note names, ran beside TensorFlow
+    ops that compute a forward pass of their own (most of its tensors share a first dimension:
+    `_OPS_FORWARD_VOTES`): Keras 3 runs a grouped convolution (ConvNeXt's depthwise ones) as XLA programs on a CPU,
+    within a step of TensorFlow's ops. The batch is then the ops' (the programs' data had read trial Y's
+    ConvNeXtTiny at 4 and 8 as batch 7, its kernels' width), and the step is fitted over batches, not
+    scaled alone: the programs' own bytes (a depthwise filter's gradient, laid out dense: 220 MiB of
+    that step's 363) need not grow with the batch. A program that is the whole step (jit_compile, JAX)
+    leaves at most a few tensors to TensorFlow's ops, none of them a forward pass."""
+    if step.trace.source != XPLANE_SOURCE or xla_programs_share(step.spaces) < NOTED_PROGRAM_SHARE:
+        return False
+    forward = _leading_dims(step, ACTIVATIONS, 2, len)
+    votes = max(forward.values(), default=0)
+    return votes >= _OPS_FORWARD_VOTES and votes >= _OPS_FORWARD_SHARE * sum(forward.values())
 
 
 def program_batch(shapes: ProgramShapes | None) -> int:
@@ -1299,7 +1323,7 @@ class WhatIf:
         self.base = base = nearest_traced(steps, batch)
         # XLA lays a program's values out again for each batch size: there is nothing to scale in one
         # step, only steps at several batch sizes to fit.
-        self.one_step = None if ran_xla(base.step) else self.one_step_at(batch)
+        self.one_step = None if ran_xla(base.step) or programs_beside_ops(base.step) else self.one_step_at(batch)
         batches = {s.batch for s in steps}
         if len(steps) > 1:  # at one batch too: another model's run is refused, not passed over as "no fit"
             check_one_model(steps)
@@ -1317,13 +1341,18 @@ class WhatIf:
             self.fitted.anchor_start(lambda _batch: 0)
         if self.fitted is None and self.one_step is None and len(steps) > 1:
             raise WhatIfError(
-                f"every step read holds batch {first.batch}, as read from its XLA program's data: pick runs at "
+                f"every step read holds batch {first.batch}, as read from "
+                + ("its ops' shapes" if programs_beside_ops(first.step) else "its XLA program's data")
+                + ": pick runs at "
                 "other batch sizes, or, where that is not the batch they ran at, give each run's (the CLI's "
                 "--traced-batch, once per step)")
         if self.fitted is None and self.one_step is None:
+            ran = ("ran XLA programs beside its ops (Keras 3 runs a grouped convolution so on a CPU), whose own bytes "
+                   "may or may not grow with the batch" if programs_beside_ops(first.step) else
+                   "ran XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile), which lay their values out again "
+                   "for each batch size")
             raise WhatIfError(
-                f"{first.run} {first.tag} ran XLA programs (JAX, Keras 3 on JAX, TensorFlow's jit_compile), which "
-                "lay their values out again for each batch size, so one step cannot be scaled: trace the model at "
+                f"{first.run} {first.tag} {ran}, so one step cannot be scaled: trace the model at "
                 f"another batch size besides {first.batch} and fit over both (the page's runs to fit with; the "
                 "CLI's --run once per run, or --tag once per step of one run)")
         if self.fitted is None and not self.one_step.scales.any():

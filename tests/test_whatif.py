@@ -2198,8 +2198,28 @@ def test_a_step_whose_jitted_helper_holds_a_good_share_asks_for_its_batch(jit_pr
     assert 0.1 <= analysis.xla_programs_share(step.spaces) < 0.5 and not whatif.ran_xla(step)
     with pytest.raises(whatif.WhatIfError, match="beside TensorFlow's ops.*give the batch it ran at"):
         whatif.traced_batch(step)
+    assert not whatif.programs_beside_ops(step)  # its ops' shapes are no forward pass of one batch
     question = whatif.WhatIf([whatif.Traced("clip_eager_b64", "step", 1, "xplane", step, step.space(None), 64)], 128)
     assert question.one_step.batch == 64 and question.one_step.scales.any()
+
+
+def test_the_batch_beside_keras_grouped_convolution_programs_is_the_ops_forward_passes(jit_profiles):
+    """Keras 3 runs a grouped convolution (ConvNeXt's depthwise ones) as XLA programs on a CPU, inside a step of
+    TensorFlow's ops: the programs' data had read trial Y's ConvNeXtTiny at 4 and 8 as batch 7 (its kernels'
+    width), and a tenth to half of the peak in programs had refused the batch. It is the ops' forward pass's;
+    the step is fitted over batches, its programs' bytes not scaled from one."""
+    traced = []
+    for batch in (4, 8):
+        (path,) = (jit_profiles / f"grouped_b{batch}").glob("plugins/profile/*/*.xplane.pb")
+        decoded = xplane.decode(path.read_bytes())
+        step = analysis.analyse(decoded.trace(len(decoded.steps) - 1))
+        assert analysis.xla_programs_share(step.spaces) >= analysis.NOTED_PROGRAM_SHARE
+        assert whatif.programs_beside_ops(step) and whatif.traced_batch(step) == batch
+        traced.append(whatif.Traced(f"grouped_b{batch}", "step", 1, "xplane", step, step.space(None)))
+    question = whatif.WhatIf(traced, 16)
+    assert question.one_step is None and question.fitted is not None
+    with pytest.raises(whatif.WhatIfError, match="beside its ops.*besides 8"):
+        whatif.WhatIf(traced[1:], 16)
 
 
 @pytest.mark.parametrize("inputs, leading, batch", [

@@ -516,8 +516,8 @@ def test_the_cli_prints_each_programs_bytes(capsys):
 
     assert cli.main(["summary", str(XLA / "flax_lm_scan")]) == 0
     out = capsys.readouterr().out
-    assert (f"   XLA program {PROGRAM}: 78.1 MiB at peak (43.0 MiB by op, 35.1 MiB unused scratch, 1008 B its own: "
-            "the allocator's rounding, values of no op)") in out
+    assert (f"   XLA program {PROGRAM}: 78.1 MiB at peak (43.0 MiB by op, 35.1 MiB unused scratch, 1008 B its own, "
+            "placed on no op: the allocator's rounding, blocks of runs the profile's HLO does not match)") in out
 
 
 # -- arguments not donated ---------------------------------------------------------------------
