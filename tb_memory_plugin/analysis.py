@@ -803,7 +803,7 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
         return StepAnalysis(trace, [], "no_memory",
                             f"This step was traced ({trace.node_stat_count} node stats) but no op in it allocated "
                             "or output any memory: either nothing in it does (a step of no-ops), or it was traced "
-                            "below FULL_TRACE. " + NO_MEMORY_HELP)
+                            "at a level that records none. " + NO_MEMORY_HELP)
     message = trace.note
     if not any(s.has_curve for s in spaces):
         if any(s.no_curve == "no_records" for s in spaces):

@@ -667,6 +667,17 @@ def test_a_time_major_models_tensors_scale_with_the_batch_given():
 
     batch_major = _traced_real("batch_major", build, [np.ones((8, 16), np.float32), np.ones((5, 8), np.float32)])
     assert whatif.traced_batch(batch_major.step) == 8 and whatif.time_major_steps(batch_major.step, 8) == set()
+    # A time-major sequence fed beside its labels `[batch, 1]` (trial X's while-loop RNN): its time, as alone.
+    def labelled(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (24, None, 8), name="x")
+        y = tf.compat.v1.placeholder(tf.float32, (None, 1), name="y")
+        w = tf.compat.v1.get_variable("w", (8, 1))
+        loss = tf.reduce_mean(tf.square(tf.add_n([tf.matmul(xt, w) for xt in tf.unstack(x, axis=0)]) - y))
+        return [x, y], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+    with_labels = _traced_real("time_major_labelled", labelled, [np.ones((24, 8, 8), np.float32),
+                                                                  np.ones((8, 1), np.float32)])
+    assert whatif.traced_batch(with_labels.step) == 8 and whatif.time_major_steps(with_labels.step, 8) == {24}
     trace = small.space.trace
     time_major = _events_of_shape(small, (24, 4, 256)) | _events_of_shape(small, (96, 256))
     allocations = time_major & (trace.event_bytes == 24 * 4 * 256 * 4)
