@@ -301,7 +301,8 @@ class SpaceAnalysis:
             # equal to the median had let a U-Net step whose 32 readings agreed on one start under 256 KiB,
             # spread around it by oneDNN's own memory, lose to counting none: 7 readings at its median.)
             mode, share = _mode(self._offsets(self._rise_counting(least)))
-            if least == COUNTS_NONE and mode == best_mode and _climb(space.snapshot_bytes, space.snapshot_time_us) >= max(best, 1):
+            climbs = _climb(space.snapshot_bytes, space.snapshot_time_us) >= max(best, 1)
+            if least == COUNTS_NONE and mode == best_mode and climbs:
                 # The same start as the size that counts, of readings that do climb by such requests: told by
                 # the readings before the step's first request of that size, which agree either way (a trial's
                 # sparse Adam: 34 readings there under 256 KiB, 35 counting none, whose frees with no record

@@ -162,14 +162,16 @@ def tag_order(tag: str) -> tuple:
 
 def siblings(refs: list[StepRef], ref: StepRef, limit: int) -> list[StepRef]:
     """The other steps of `ref`'s profile (one `.xplane.pb`, read at once: each step costs little
-    more), marked alike (steps, or function runs), nearest to it in the run's order first (at most
-    `limit`): what the what-if compares its step's peak with. None for a TF1 run's records, each a
-    step of its own to read."""
+    more), marked alike (steps, or function runs), or of its TF1 run (its other traced steps, each a
+    record of its own to read: the few nearest), nearest to it in the run's order first (at most
+    `limit`): what the what-if compares its step's peak with (trial X's run traced with and without a
+    checkpoint save beside the train op, 2.2 times apart, had been read from one, unsaid)."""
     if ref.plugin != PROFILE:
-        return []
-    session, marked = ref.tag.rpartition("/")[0], is_function_run(ref.tag)
-    same = [other for other in refs if other.plugin == PROFILE and other.tag.rpartition("/")[0] == session
-            and is_function_run(other.tag) == marked]
+        same = [other for other in refs if other.plugin != PROFILE]
+    else:
+        session, marked = ref.tag.rpartition("/")[0], is_function_run(ref.tag)
+        same = [other for other in refs if other.plugin == PROFILE and other.tag.rpartition("/")[0] == session
+                and is_function_run(other.tag) == marked]
     at = next((i for i, other in enumerate(same) if other == ref), None)
     if at is None:
         return []

@@ -1211,12 +1211,12 @@ def nearest_traced(steps: list[Traced], batch: int) -> Traced:
 
 
 STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
-MAX_SIBLINGS = 4  # the other steps of the first's profile read for that, nearest first (store.siblings)
+MAX_SIBLINGS = 4  # the other steps of the first's profile or TF1 run read for that, nearest first (store.siblings)
 
 
 def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
-    """A note where another traced step of `first`'s profile ran the same ops (nearly every op's name
-    alike, `_same_function`: not a training step beside an inference one) at its batch, in the same
+    """A note where another traced step of `first`'s profile or TF1 run ran the same ops (nearly every op's
+    name alike, `_same_function`: not a training step beside an inference one) at its batch, in the same
     memory space, and peaked STEP_SPREAD or more above it: steps of one model at one batch can
     differ (the allocator's chunks, sequences of other lengths; a trial's `predict` peaked 12, 17,
     17, 17 and 10.5 MiB in five batches, and the what-if had scaled the last, 34% low). None where
@@ -1247,7 +1247,7 @@ def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
 
 
 def siblings_of(first: Traced, ref, refs: list, analysis: Callable) -> list[Traced]:
-    """The other steps of `first`'s profile (`ref`, among its run's `refs`), as `higher_sibling`
+    """The other steps of `first`'s profile or TF1 run (`ref`, among its run's `refs`), as `higher_sibling`
     reads them (store.siblings: at most MAX_SIBLINGS), each in `first`'s memory space (one without
     it, or that cannot be read, is left out); none where `first`'s batch was given (that says
     nothing of theirs). `analysis`: a ref -> its StepAnalysis (the CLI's and the route's caches)."""

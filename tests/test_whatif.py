@@ -650,6 +650,48 @@ def _time_major_dense(batch: int, steps: int = 24) -> whatif.Traced:
     return _traced_real(f"time_major_dense_b{batch}", build, [np.ones((steps, batch, 8), np.float32)], one_thread=True)
 
 
+def test_an_earlier_step_of_a_tf1_run_peaking_well_above_the_one_read_is_said(tmp_path):
+    """A TF1 run's traced steps are compared as a profile's are: its steps at one batch can differ (what
+    else ran beside the train op, sequences of other lengths; trial X's run traced with and without a
+    checkpoint save peaked 2.2 times apart). Read from its latest step, the what-if names the earlier one
+    that peaked 10% or more above it; the record of each is read (the nearest few)."""
+    import models
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        ids = tf1.placeholder(tf.int32, [None, None], name="ids")
+        h = tf.nn.embedding_lookup(tf1.get_variable("emb", [100, 64]), ids)  # [batch, length, 64]
+        for i in range(3):
+            h = tf.nn.relu(tf.einsum("btd,de->bte", h, tf1.get_variable(f"w{i}", [64, 64])))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        init = tf1.global_variables_initializer()
+    rng = np.random.RandomState(0)
+    with models._session(graph) as session:
+        session.run(init)
+        writer = tf1.summary.FileWriter(str(tmp_path / "lengths"), graph)
+        for number, length in ((1, 256), (2, 32)):  # the same ops and batch, sequences 8 times as long first
+            feed = {ids: rng.randint(0, 100, (8, length))}
+            session.run(train, feed_dict=feed)
+            metadata = tf1.RunMetadata()
+            session.run(train, feed_dict=feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                        run_metadata=metadata)
+            writer.add_run_metadata(metadata, f"step_{number}", global_step=number)
+        writer.close()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["whatif", str(tmp_path), "--batch", "16", "--json"]) == 0
+    body = json.loads(out.getvalue())
+    (read,) = body["runs"]
+    assert read["tag"] == "step_2" and read["batch"] == 8
+    assert any(note.startswith("step_1 of lengths, at the same batch (8), peaked ") for note in body["notes"]), \
+        body["notes"]
+    with contextlib.redirect_stdout(out := io.StringIO()):  # read from the higher: nothing of the lower
+        assert cli.main(["whatif", str(tmp_path), "--batch", "16", "--tag", "step_1", "--json"]) == 0
+    assert not any(" peaked " in note for note in json.loads(out.getvalue())["notes"])
+
+
 def test_a_time_major_models_tensors_scale_with_the_batch_given():
     """Given the batch of a time-major step, its `[time, batch, d]` tensors (and `[time x batch, d]`)
     carry it: batch 16 is predicted as a real run measures it (they kept their bytes, 45% short)."""
