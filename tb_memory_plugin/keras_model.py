@@ -39,8 +39,9 @@ def model_from_config(config: dict) -> Model | None:
                 for t, trainable in weights if trainable for slot in slots or ()]
     notes = []
     if unsized:
-        notes.append(f"weights of {len(unsized)} layer{'s' if len(unsized) > 1 else ''} the config does not size "
-                     f"are not counted ({', '.join(unsized[:5])}{', ...' if len(unsized) > 5 else ''})")
+        notes.append(f"{len(unsized)} layer{'s' if len(unsized) > 1 else ''} of a class the config does not size "
+                     f"({', '.join(unsized[:5])}{', ...' if len(unsized) > 5 else ''}): any weights "
+                     f"{'they hold are' if len(unsized) > 1 else 'it holds are'} not counted")
     if slots is None:
         notes.append("the optimizer's slots are not counted (its class is not one sized here)")
     notes.append("sized from the Keras model's config (the callback's `keras` tag), not from a GraphDef")

@@ -457,6 +457,12 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     assert "slots are not counted" in keras_model.model_from_config(json.loads(model.to_json())).note
     model.compile("sgd", "mse")  # by its string name
     assert "slots are not counted" not in keras_model.model_from_config(json.loads(model.to_json())).note
+    # A layer of a class not sized here is named, without saying it holds weights (trial Y's ViT `patchify`,
+    # a reshape, had been said to hold weights not counted).
+    config = json.loads(model.to_json())
+    config["config"]["layers"].append({"class_name": "Patchify", "module": "user", "config": {"name": "patchify"}})
+    note = keras_model.model_from_config(config).note
+    assert "1 layer of a class the config does not size (mix/patchify): any weights it holds are not counted" in note
     # Attention: query, key, value and output projections, from the shapes it was built for.
     query, value = keras.Input((5, 16)), keras.Input((7, 12))
     attention = keras.Model([query, value], keras.layers.MultiHeadAttention(3, 4, name="mha")(query, value), name="att")
