@@ -60,11 +60,6 @@ def _mode(values: np.ndarray) -> tuple[int, int]:
     return int(distinct[at]), int(counts[at])
 
 
-def _climb(readings: np.ndarray, time_us: np.ndarray) -> int:
-    """How far the readings climb above the step's first one."""
-    return int(readings.max()) - int(readings[np.argmin(time_us)])
-
-
 def _leading_run(values: np.ndarray) -> int:
     """How many of `values`, from the first on, equal the first."""
     differ = np.flatnonzero(values != values[0])
@@ -295,21 +290,23 @@ class SpaceAnalysis:
             return 0, None
         if space.snapshot_bytes.size == 0 or curve.time_us.size == 0:
             return candidates[0], None
-        best, best_share, best_mode = 0, -1, 0
+        shares = {}
         for least in (*candidates, 0, COUNTS_NONE):
             # How many readings agree to the byte on one start: the most common one's count. (Counting those
             # equal to the median had let a U-Net step whose 32 readings agreed on one start under 256 KiB,
             # spread around it by oneDNN's own memory, lose to counting none: 7 readings at its median.)
-            mode, share = _mode(self._offsets(self._rise_counting(least)))
-            climbs = _climb(space.snapshot_bytes, space.snapshot_time_us) >= max(best, 1)
-            if least == COUNTS_NONE and mode == best_mode and climbs:
-                # The same start as the size that counts, of readings that do climb by such requests: told by
-                # the readings before the step's first request of that size, which agree either way (a trial's
-                # sparse Adam: 34 readings there under 256 KiB, 35 counting none, whose frees with no record
-                # scatter the later ones under both). Readings that never climb count none.
-                break
-            if share > best_share:
-                best, best_share, best_mode = least, share, mode
+            shares[least] = _mode(self._offsets(self._rise_counting(least)))[1]
+        best = max(shares, key=shares.__getitem__)  # the first of the most
+        if best == COUNTS_NONE:
+            # Readings that move, from one to the next, by exactly what a size's requests added or freed between
+            # them, twice or more, count that size's requests, however few of them agree on one start (frees
+            # with no record scatter them: a sparse optimizer's replaced slots; trial Z2's capsules, whose
+            # readings rose and fell with their einsums' 256 KiB requests 13 times, had read as counting none).
+            # Readings an allocator counting none gives never move so.
+            following = [least for least in (*candidates, 0) if self._readings_follow(least) >= 2]
+            if following:
+                best = max(following, key=shares.__getitem__)
+        best_share = shares[best]
         if best == COUNTS_NONE and space.snapshot_bytes.size <= _FEW_READINGS and space.snapshot_start_us is not None:
             # A few readings that never move agree with counting none at their ops' ends. Read anywhere in their
             # ops (a reading taken before an input's free: `reading_excess`), they may agree as well under a size
@@ -320,6 +317,14 @@ class SpaceAnalysis:
                 if share >= best_share:
                     return least, start  # the baseline's start (`_baseline`)
         return best, None
+
+    def _readings_follow(self, least: int) -> int:
+        """How many times the allocator's readings, from one to the next (in time), move by exactly what the
+        records of requests of `least` bytes or more added or freed between them (a move of none not counted)."""
+        order = np.argsort(self.trace.snapshot_time_us, kind="stable")
+        readings = self.trace.snapshot_bytes[order].astype(np.int64)
+        counted = np.diff(readings - self._offsets(self._rise_counting(least))[order])
+        return int(np.count_nonzero((counted != 0) & (np.diff(readings) == counted)))
 
     def _op_windows(self, rows: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """For each reading (of `rows`), where its op's window lies in `curve.time_us`: (the first time at or

@@ -932,22 +932,24 @@ def test_two_mklcpu_readings_that_agree_only_within_their_ops_give_the_start():
     assert space.peak_bytes == start + 2 * mib + 4096 and findings.readings_gap(space) is None
 
 
-def test_readings_that_tell_one_start_counting_none_or_the_large_requests_count_those():
-    """Trial X's ragged embedding under sparse Adam: the step's first readings, before its first request of
-    256 KiB, tell its start under either reading; after it each slot update frees a buffer made before the
-    step in no record, which scatters the readings' offsets under both. One later reading that happens to
-    equal the first ones had made counting none agree more (and no start): the readings climb with the
-    requests, so they count the large ones, and the start is the first readings'."""
+def test_readings_that_follow_the_large_requests_count_them_though_more_agree_counting_none():
+    """Trial X's ragged embedding and trial Z2's capsules: the step's first readings, before its first request of
+    256 KiB, tell its start under either reading; after it, frees with no record (a sparse optimizer's replaced
+    slots) scatter the readings' offsets, and more of them agreed counting none (no start). Readings that rise
+    by exactly the large requests made between them, twice or more, count those: the start is the first
+    readings'. Readings that never move so, beside the same requests, count none of them: no start."""
     kib, mib, start = 1 << 10, 1 << 20, 7 * (1 << 20)
     cpu = "/job:localhost/replica:0/task:0/device:CPU:0"
-    reads = [start] * 5 + [start, start + mib // 2, start + 1300 * kib]  # 1, 1.5, 1.7 MiB freed in no record
-    nodes = [protos.Node(f"op_{i}/Mul", 2 * i, 2 * i + 1, op="Mul", outputs=[("mklcpu", kib if i < 5 else mib)],
-                         memory=[protos.Mem("mklcpu", [(2 * i, kib if i < 5 else mib)], bytes_in_use=reads[i])])
-             for i in range(len(reads))]
+    # Five small ops; two large ones read as they allocate; eight more whose 1 MiB each replaced a buffer
+    # made before the step, freed in no record: the readings stay.
+    reads = [start] * 5 + [start + mib, start + 2 * mib] + [start + 2 * mib] * 8
+    sizes = [kib] * 5 + [mib] * 10
+    nodes = [protos.Node(f"op_{i}/Mul", 2 * i, 2 * i + 1, op="Mul", outputs=[("mklcpu", size)],
+                         memory=[protos.Mem("mklcpu", [(2 * i, size)], bytes_in_use=read)])
+             for i, (size, read) in enumerate(zip(sizes, reads))]
     space = store.analyse_bytes(protos.serialized({cpu: nodes}), None).space(None)
     assert space.readings_count_from == 256 * kib
     assert space.baseline == "allocator_bytes_in_use" and space.start_bytes == start
-    # Readings that never climb, beside the same requests, count none of them: no start.
     flat = [protos.Node(n.name, n.start, n.end, op="Mul", outputs=n.outputs,
                         memory=[protos.Mem("mklcpu", n.memory[0].records, bytes_in_use=start)]) for n in nodes]
     assert store.analyse_bytes(protos.serialized({cpu: flat}), None).space(None).start_bytes is None
