@@ -819,8 +819,9 @@ def test_a_batch_the_user_gives_is_the_batch_scaled():
 
 
 def test_a_step_whose_peak_holds_little_of_the_batch_says_so():
-    """Batch-carrying tensors found, but under 1% of the peak rise (a big tensor of no batch holds
-    the peak): the one step says its prediction stays near the traced peak, rather than predict
+    """Batch-carrying tensors found, but under 5% of the peak rise (a big tensor of no batch holds
+    the peak; a ragged model's values, as long as its tokens: trial Z1's 2-3%, 47% low at four times
+    the batch): the one step says its prediction stays near the traced peak, rather than predict
     that peak at any batch in silence; a step whose peak is its batch's says nothing."""
     def build(tf):
         x = tf.compat.v1.placeholder(tf.float32, (None, 8), name="x")
@@ -832,7 +833,7 @@ def test_a_step_whose_peak_holds_little_of_the_batch_says_so():
     traced_step = _traced_real("big_table", build, [np.ones((4, 8), np.float32)])
     one = whatif.one_step(traced_step.step, traced_step.space)
     assert one.batch == 4 and one.scales.any() and one.scaled_share < 0.01
-    assert "under 1% of the traced peak rise was found to carry the batch (4) at any moment of the step" in one.warning
+    assert "under 5% of the traced peak rise was found to carry the batch (4) at any moment of the step" in one.warning
     assert whatif_report.whatif_dict(whatif.WhatIf([traced_step], 64))["predictions"]["one_step"]["warning"] == \
         one.warning
     clean = whatif.one_step(_mlp(64, 512).step, _mlp(64, 512).space)
