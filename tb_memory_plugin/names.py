@@ -87,6 +87,13 @@ _INLINED_RE = re.compile(r"^Func/(?P<path>.+/(?:input|output|input_control_node|
 # runtime's call, not the user's scopes: the path drops them (`rnn/while/gru_cell/MatMul`, as
 # TensorFlow 1's control flow named it).
 _CALL_RE = re.compile(r"/(?:body|cond|then|else)/_\d+(?=/|$)")
+# A function called in a graph (a tf.function, `tf.compat.v1.wrap_function`) and inlined at run time: its
+# body's ops are named under the call's node, `fwd1/StatefulPartitionedCall/Relu`. The call is the
+# runtime's, not a scope of the user's: an op's path drops it (`fwd1/Relu`), as a profile's names drop it
+# (sources/xplane/names.py); a call node's own name, its last component, stays, and so does the scope of
+# the call's own plumbing (`Func/StatefulPartitionedCall/output_control_node/_12`).
+_FUNCTION_CALL_RE = re.compile(r"(?:^|(?<=/))(?:Stateful)?PartitionedCall(?:_\d+)?/(?=.)")
+_FUNCTION_CALL_HEADS = ("StatefulPartitionedCall", "PartitionedCall")
 _RUNTIME_COMPONENT_RE = re.compile(r"_\d+")  # the runtime's own nodes of a lowered loop or branch: `merge/_5`
 _OPTIMIZER_STAGE_RE = re.compile(r"^[A-Z][A-Za-z]*_")
 
@@ -203,12 +210,17 @@ def classify(raw_name: str) -> NameInfo:
     cleaned = _SUFFIX_RE.sub("", name) if ("-" in name or "__cf__" in name) else name
     if not _OPTIMIZER_COMPONENTS.isdisjoint(cleaned.split("/")):  # a path component names a grappler pass
         cleaned = _drop_optimizer_components(cleaned)
-    return NameInfo(cleaned, _without_calls(cleaned), OP, None)
+    return NameInfo(cleaned, _without_function_calls(_without_calls(cleaned)), OP, None)
 
 
 def _without_calls(path: str) -> str:
     """A path without the runtime's function-call components (`_CALL_RE`)."""
     return _CALL_RE.sub("", path) if "/_" in path else path
+
+
+def _without_function_calls(path: str) -> str:
+    """An op's path without the calls of the functions it was inlined from (`_FUNCTION_CALL_RE`)."""
+    return _FUNCTION_CALL_RE.sub("", path) if "PartitionedCall" in path else path
 
 
 # --- grouping by layer -----------------------------------------------------
@@ -925,8 +937,10 @@ def _heads(texts, k: int) -> np.ndarray:
 
 # Path components that may make `classify` change a name, by their first 8 bytes (a
 # superset is fine: classify checks exactly). Every grappler component is that long.
-_OPTIMIZER_HEADS = _heads([*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES], 8)
-assert all(len(name) >= 8 and name[0].isupper() for name in [*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES])
+# Components classify reads (a grappler pass's, a recomputed op's prefix, a function's call), by their first 8 bytes.
+_CLASSIFIED_HEADS = [*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES, *_FUNCTION_CALL_HEADS]
+_OPTIMIZER_HEADS = _heads(_CLASSIFIED_HEADS, 8)
+assert all(len(name) >= 8 and name[0].isupper() for name in _CLASSIFIED_HEADS)
 # Optimizer slot names, by their first 4 bytes (every one is that long).
 _SLOT_HEADS = _heads(_SLOT_NAMES, 4)
 assert all(len(name) >= 4 for name in _SLOT_NAMES)
@@ -1203,7 +1217,7 @@ def _classify_all(raw: list[str], lines: _Lines):
         special |= lines.starting_with(b"_") | lines.starting_with(b"Func/")  # feeds and plumbing
         special |= lines.containing(b"__cf__")  # constant folding's suffix
         special |= lines.containing(b"/_")  # control flow v2's calls (`while/body/_1/`), its plumbing (`merge/_5`)
-        special |= lines.with_component_head(_OPTIMIZER_HEADS, 8)  # a grappler pass's component
+        special |= lines.with_component_head(_OPTIMIZER_HEADS, 8)  # a grappler pass's component, a function's call
         rows = np.flatnonzero(special).tolist()
     else:
         rows = range(len(raw))

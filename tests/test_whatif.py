@@ -2483,3 +2483,28 @@ def test_a_layer_named_as_an_op_type_whose_op_was_fused_is_its_scopes():
     assert layers == {"layer1/MatMul/ReadVariableOp": "layer1", "layer1/Relu": "layer1",
                       "gradient_tape/layer1/MatMul/MatMul": "layer1", "model/conv2d/Conv2D": "model/conv2d",
                       "gradient_tape/model/conv2d/Conv2D/Conv2DBackpropInput": "model/conv2d"}
+
+
+def test_a_functions_ops_inlined_in_a_graph_group_under_the_calls_scope():
+    """A tf.function called in a TF1 graph runs inlined, its ops named under the call's node
+    (`fwd/StatefulPartitionedCall/Relu`): the grouping drops the call, as a profile's names do (trial Z2's
+    `fwd1/StatefulPartitionedCall/Relu` had stayed a scope of its own), and the raw name is kept."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, 64), name="x")
+        w = tf.compat.v1.get_variable("w", (64, 256))
+
+        @tf.function
+        def dense(h):
+            return tf.nn.relu(tf.matmul(h, w))
+
+        with tf.compat.v1.name_scope("fwd"):
+            h = dense(x)
+        return [x], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+
+    traced_step = _traced_real("inlined", build, [np.ones((16, 64), np.float32)])
+    table = traced_step.space.names
+    called = [i for i, raw in enumerate(table.raw) if raw.startswith("fwd/StatefulPartitionedCall/")]
+    assert called, table.raw
+    for i in called:
+        assert table.paths[i] == "fwd/" + table.raw[i].split("/", 2)[2]
+        assert table.layer(i) == "fwd"
