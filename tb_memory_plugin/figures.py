@@ -3,6 +3,8 @@
 What each one means: docs/figures.md.
 """
 
+from decimal import ROUND_HALF_UP, Decimal
+
 import numpy as np
 
 # Per execution, per scope, per op type: one column each, in this order.
@@ -42,9 +44,18 @@ def format_bytes(value: int | None) -> str:
     value = abs(value)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024:
-            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{value:.1f} {unit}"
+            return f"{sign}{value:.0f} {unit}" if unit == "B" else f"{sign}{_one_decimal(value)} {unit}"
         value /= 1024
-    return f"{sign}{value:.1f} TiB"
+    return f"{sign}{_one_decimal(value)} TiB"
+
+
+def _one_decimal(value: float) -> str:
+    """One decimal, a tie rounded up as the page rounds it (JavaScript's toFixed: 12,845,056 B is 12.25 MiB,
+    12.3 there; Python's format rounds such a tie to even, 12.2)."""
+    return str(Decimal(value).quantize(_TENTH, ROUND_HALF_UP))
+
+
+_TENTH = Decimal("0.1")
 
 
 def listed(texts: list[str]) -> str:
