@@ -118,7 +118,7 @@ export class WhatIfView {
         el('label', {}, 'traced at', this.tracedInput),
         this.inputNote,
       ),
-      el('div', { class: 'whatif-runs' }, el('label', { class: 'muted' }, 'fit with steps or runs of the same model', this.runsSelect)),
+      el('div', { class: 'whatif-runs' }, el('label', { class: 'muted', title: 'Every traced step and run is listed: pick those of this model at other batch sizes (others are refused with a reason).' }, 'fit with steps or runs (pick this model’s, at other batch sizes)', this.runsSelect)),
       this.body,
     );
     this.batchInput.addEventListener('input', () => this.changed(true));
