@@ -763,7 +763,10 @@ def variable_copies(space, step) -> list[Finding]:
                       "over its value's buffer nor write into the variable's (TF1's Adam on a sparse gradient, an "
                       "embedding's, assigns `m * beta1` to each slot before adding the rows' gradients): count them "
                       f"in the step's memory ({format_bytes(held)} at the peak). Where it fetches them, fetch them "
-                      f"{where}, or after the updates (a control dependency).")
+                      f"{where}, or after the updates (a control dependency). Where an op of the step still reads a "
+                      "variable while its update runs (a second optimizer's or loss's gradients, nothing ordering "
+                      "them), the update copies it: compute every gradient before any update (a control dependency, "
+                      "or one minimize over the summed losses).")
     suggestion += (" A copy in the first step after initialization (a variable still sharing the constant it was "
                    "initialized from: a slot's zeros, which grappler folds into one) is not made again, but the "
                    "constant, which a TF1 session keeps for its initializer's run, stays in use beside the copy: "
