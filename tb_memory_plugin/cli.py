@@ -727,7 +727,7 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
         figure, what = ALLOCATED, "allocated"
         print("   no peak to compare (a step without allocation records): allocated bytes are compared")
     scopes = comparison.scopes
-    ranked = scopes.most_specific(scopes.ranked_by_change(comparison.subtree(0)), figure)
+    ranked = scopes.most_specific(scopes.ranked_by_change(comparison.subtree(0)), comparison.figure)
     _print_changes(f"scopes {what} (group={comparison.group})", scopes, ranked, figure, top)
     op_types = comparison.op_types()
     _print_changes(f"op types {what}", op_types, op_types.ranked_by_change(), figure, top)

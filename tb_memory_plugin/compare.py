@@ -180,6 +180,7 @@ class Comparison:
             raise ValueError(f"unknown group {group!r}")
         self.a, self.b, self.group, self.renumber = a, b, group, renumber
         self.has_at_peak = a.has_curve and b.has_curve  # without a curve there is no peak to compare
+        self.figure = AT_PEAK if self.has_at_peak else ALLOCATED  # what the listings compare
 
     @property
     def peak_rise_delta_bytes(self) -> int | None:

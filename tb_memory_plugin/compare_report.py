@@ -5,6 +5,8 @@ Shapes answers only: every number comes from `compare`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .analysis import SpaceAnalysis
 from .compare import Comparison, StartChange, Table
 from .figures import ALLOCATED, AT_PEAK, OUTPUT
@@ -30,10 +32,12 @@ def side_dict(space: SpaceAnalysis, run: str, tag: str, step: int, source: str) 
     }
 
 
-def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False) -> list[dict]:
-    """Rows of a table; at-peak keys are null on a side without a curve (no peak there)."""
+def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False, repeats=()) -> list[dict]:
+    """Rows of a table; at-peak keys are null on a side without a curve (no peak there). `repeats`: rows that
+    only repeat a child's change (ScopeTable.most_specific), marked so (`tb-memory diff` lists the child)."""
     a_curve, b_curve = comparison.a.has_curve, comparison.b.has_curve
     names, status, a, b, delta = table.names, table.status, table.a, table.b, table.delta
+    repeats = set(repeats)
     out = []
     for i in rows:
         i = int(i)
@@ -53,6 +57,8 @@ def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False) -
             row.update(a_count=int(table.a_count[i]), b_count=int(table.b_count[i]))
         if table.same_requests[i]:  # said only where true: the allocator's chunks, not the model's requests
             row["same_requests"] = True
+        if i in repeats:
+            row["repeats_child"] = True
         out.append(row)
     return out
 
@@ -75,6 +81,9 @@ def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: s
     scopes = comparison.scopes
     below = comparison.subtree(row)
     ranked = scopes.ranked_by_change(below)
+    if top is not None:
+        ranked = ranked[:top]
+    repeats = np.setdiff1d(ranked, scopes.most_specific(ranked, comparison.figure)).tolist()
     op_types, categories = comparison.op_types(row), comparison.categories(row)
     return {
         "a": a_side,
@@ -88,7 +97,7 @@ def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: s
         "scope": _rows(comparison, scopes, [row], with_tree=True)[0],
         "children": _rows(comparison, scopes, scopes.ranked_by_size(comparison.children(row)), with_tree=True),
         "scope_count": int(below.size),
-        "scopes": _rows(comparison, scopes, ranked if top is None else ranked[:top], with_tree=True),
+        "scopes": _rows(comparison, scopes, ranked, with_tree=True, repeats=repeats),
         "op_types": _rows(comparison, op_types, op_types.ranked_by_change()),
         "categories": _rows(comparison, categories, range(len(categories.names))),
     }

@@ -225,6 +225,21 @@ def test_a_change_one_child_explains_is_listed_once():
         "s", "x/(self)", "x/z", "y/w", "s/t", "x"]
 
 
+def test_the_routes_listing_marks_the_changes_a_child_repeats():
+    """The compare route's listing (the page's table) marks the rows `tb-memory diff` leaves out, a scope
+    whose change its child's explains: trial Z1's page had listed a GELU's scope, its `mul` and the `mul`'s
+    (self) at one -2.00 MiB each. The unmarked rows are diff's."""
+    from tb_memory_plugin import compare_report
+
+    comparison = compare.Comparison(demo_step("unet_b4", "step_3").space(None), demo_step("unet_b2", "step_3").space(None))
+    listing = compare_report.comparison_dict(comparison, {}, {})["scopes"]
+    scopes = comparison.scopes
+    listed = [scopes.names[i] for i in scopes.most_specific(scopes.ranked_by_change(comparison.subtree(0)), AT_PEAK)]
+    marked = [row["name"] for row in listing if row.get("repeats_child")]
+    assert marked and not set(marked) & set(listed)
+    assert [row["name"] for row in listing if not row.get("repeats_child")] == listed
+
+
 def test_a_change_one_child_nearly_all_explains_is_listed_once():
     """A batch norm's scope and its `mul_1`, +2,562,560 and +2,562,304 B: the child explains its
     scope's change (within 1%), listed once, by the child (a stranger's diff listed the same +2.4 MiB

@@ -143,12 +143,18 @@ export class CompareView {
     }
     this.renderHeading();
     this.renderTreemap();
-    const rows = data ? data.scopes.filter(holdsBytes) : [];
+    // A scope that only repeats a child's change is listed by the child, as `tb-memory diff` lists it.
+    const rows = data ? data.scopes.filter((row) => holdsBytes(row) && !row.repeats_child) : [];
     this.table.setRows(data ? rankByChange(rows, this.figure) : []);
-    const empty = data ? data.scopes.length - rows.length : 0;
+    const empty = data ? data.scopes.filter((row) => !holdsBytes(row)).length : 0;
+    const repeats = data ? data.scopes.filter((row) => holdsBytes(row) && row.repeats_child).length : 0;
+    const left = [
+      ...(empty ? [`${formatCount(empty)} holding no bytes in either step`] : []),
+      ...(repeats ? [`${formatCount(repeats)} whose change is a child's, listed by the child`] : []),
+    ];
     this.tableCaption.textContent = data
       ? `${formatCount(data.scopes.length)} of ${formatCount(data.scope_count)} entries below ${data.scope.name || '(all)'}, by absolute difference ${figureLabel(this.figure)}`
-        + (empty ? ` (${formatCount(empty)} holding no bytes in either step left out)` : '')
+        + (left.length ? ` (left out: ${left.join('; ')})` : '')
       : '';
     this.updateSelected();
   }
