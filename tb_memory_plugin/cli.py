@@ -123,15 +123,17 @@ def _print_no_scope(space: SpaceAnalysis, group: str, scope: str) -> None:
     print(f"   no scope {scope!r} in this step (group={group}); its top level: {_few(tops, 8)}")
 
 
-def _print_dominant_scope(space: SpaceAnalysis, group: str, rows: list[tuple[str, dict]], figure: str) -> None:
-    """Where one scope holds nearly all of a listing (a Keras model, one top scope): how to see inside it."""
+def _print_dominant_scope(space: SpaceAnalysis, group: str, rows: list[tuple[str, dict]], figure: str,
+                          within: str = "") -> None:
+    """Where one scope holds nearly all of a listing (a Keras model, one top scope; `within` a scope listed
+    by --scope, a loop its scope holds): how to see inside it."""
     found = report.dominant([row[figure] for _, row in rows]) if rows else None
     if found is None:
         return
     path = rows[found[0]][0]
     if space.names.any_leaf_starting_with(group, path + "/"):
         label = "at the peak" if figure == "at_peak_bytes" else "allocated"
-        print(f"   {path} holds {found[1]:.0%} of what the top level holds {label}: "
+        print(f"   {path} holds {found[1]:.0%} of what {within or 'the top level'} holds {label}: "
               f"--scope {path} lists what it holds")
 
 
@@ -204,8 +206,7 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     _print_the_rest([row for _, row in rest], "scopes")
     for path, row in below:
         scope_line(path, row)
-    if not scope:
-        _print_dominant_scope(space, group, shown, "at_peak_bytes")
+    _print_dominant_scope(space, group, shown, "at_peak_bytes", scope)
     print(f"   top op types at peak{within}:")
     op_types = [r for r in op_type_rows if any(r["figures"][k] for k in _SHOWN)]
     listed, rest, below = _listed(op_types, top, lambda row: row["figures"]["at_peak_bytes"])

@@ -1063,3 +1063,35 @@ def test_an_op_type_follows_a_name_unless_the_name_says_it():
     assert cli._op_type_suffix("Conv2D", "conv1/Conv2D") == ""
     assert cli._op_type_suffix("XLA program", "(XLA program)") == ""
     assert cli._op_type_suffix(None, "x") == "" and cli._op_type_suffix("Relu") == " (Relu)"
+
+
+def test_a_scope_that_one_scope_fills_says_how_to_look_inside_it(capsys, tmp_path):
+    """--scope on a scope whose bytes one child scope holds (trial Z2's `accumulate`, all of it in its
+    `accumulate/while`) says so and how to look inside, as the top level does for a Keras model."""
+    import re
+
+    import numpy as np
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (None, 64), name="x")
+        with tf1.variable_scope("outer"), tf1.variable_scope("inner"):
+            h = tf.nn.relu(tf.matmul(x, tf1.get_variable("w", (64, 512))))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        init = tf1.global_variables_initializer()
+    with tf1.Session(graph=graph) as session:
+        session.run(init)
+        feed = {x: np.ones((256, 64), np.float32)}
+        session.run(train, feed)
+        metadata = tf1.RunMetadata()
+        session.run(train, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=metadata)
+    with graph.as_default():
+        writer = tf1.summary.FileWriter(str(tmp_path / "nested"))
+    writer.add_run_metadata(metadata, "step_1", global_step=1)
+    writer.close()
+    code, out, err = _run(capsys, tmp_path, "--scope", "outer")
+    assert code == 0, err
+    assert re.search(r"^   outer/inner holds \d+% of what outer holds at the peak: --scope outer/inner lists what it "
+                     r"holds$", out, re.MULTILINE), out
