@@ -32,7 +32,7 @@ from .compare import SAME_MODEL_SHARE  # what two steps of one model share, at l
 from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, GRADIENTS, INPUTS, OPTIMIZER, OUTPUT, format_bytes,
                       listed, other_chunks)
 from . import resident as resident_mod, store as store_mod
-from .findings import allocator_gap, cpu_working_set_scratch, readings_above
+from .findings import allocator_gap, cpu_working_set_scratch, readings_above, variable_copies
 from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import BFC_ROUNDING, DEVICE_MEMORY, ProgramShapes, labels_of
 
@@ -1447,6 +1447,14 @@ class WhatIf:
                 "sizes), "
                 + (f"so keep it as a margin below the limit{fits}, or trace the batch found" if self.limit is not None
                    else "so add it to the predicted peak, or trace the batch asked"))
+        copied = [(step, found[0]) for step in self.steps for found in [variable_copies(step.space, step.step)] if found]
+        if copied:
+            at = listed([f"{format_bytes(f.bytes)} in {step.run} {step.tag}" for step, f in copied])
+            notes.append(
+                f"variables' updates copied them in the traced steps ({at} at the peak; see the variable_copies "
+                "finding): whether an update copies its variable depends on what else reads it as it runs, the "
+                "schedule's doing, not the batch's, so a step at another batch may make more copies or none, and the "
+                "prediction keeps them as traced")
         least = base.space.start_counts_from
         if self.limit is not None and least and self.absolute(self.lead):
             notes.append(
