@@ -412,7 +412,7 @@ def _open_store(logdir: str, run: str | None):
 
 def _print_json(body) -> None:
     """`--json` output, on one line: written by the json module's C encoder, which an indent turns off (an
-    81-step profile's 68 MB took 14 s to write indented, against 3 s for the rest of the summary)."""
+    81-step profile's summary took 11 s indented, 3.8 s now, against 3 s for its text)."""
     sys.stdout.write(json.dumps(body))
     sys.stdout.write("\n")
 
