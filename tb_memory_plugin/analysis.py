@@ -18,10 +18,11 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .curve import build_curve
-from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, INPUTS, OTHER, OUTPUT, PARAMETERS,
-                      TEMPORARIES, format_bytes, listed)
-from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, XLA_CLUSTER_OP_TYPES, XLA_OFF_ADVICE,
-                    XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters, tensorflow_xla_program)
+from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, INPUTS, OPTIMIZER, OTHER, OUTPUT,
+                      PARAMETERS, TEMPORARIES, format_bytes, listed)
+from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, VARIABLE_WRITERS, XLA_CLUSTER_OP_TYPES,
+                    XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters,
+                    tensorflow_xla_program)
 from .scope_tree import SELF, ScopeTree, build_tree, root_children, scope_of_leaf
 from .trace import (BFC_REGION_MIN, BFC_ROUNDING, COUNTS_NONE, DEVICE_MEMORY, READS_BLOCKS_RECORDS_REQUESTS,
                     SpaceTrace, Trace, empty_trace, matches_device, readings_thresholds)
@@ -431,11 +432,11 @@ class SpaceAnalysis:
         is lower (the first op itself took such memory: a 3-D convolution's 28 MiB), or where the first
         reading agrees with it at some moment of its op (taken before a concurrent op's allocation, as
         `reading_excess` allows), or is below nothing. Not where the step's readings keep the first's offset,
-        from the first on, for two readings or more and half as many as that one has: memory an op takes with no
-        record is given back within a few ops, while a variable buffer replaced, the old one freed with no
-        record (a sparse optimizer's slots, copied on read), lowers every reading after it (a trial's ragged
-        embedding: 35 readings from the first at 6.9 MiB, 38 after its Adam's updates at 4.4). No two
-        agreeing (readings rounded to a unit): the first."""
+        from the first on, for two readings or more, until one taken after an op that writes a variable (or an
+        optimizer's): a variable buffer replaced there, the old one freed with no record (a sparse optimizer's
+        slots, copied on read), lowers every reading after it (a trial's ragged embedding: 35 readings from the
+        first at 6.9 MiB, 38 after its Adam's updates at 4.4), where memory an op took with no record and gave
+        back would have moved them at another op. No two agreeing (readings rounded to a unit): the first."""
         offsets = self.snapshot_offsets
         if self.trace.snapshot_event is not None:
             return int(np.median(offsets))
@@ -449,9 +450,10 @@ class SpaceAnalysis:
         mode, count = _mode(offsets)
         if count < 2 or first < mode and first >= 0 and not self._agrees_within_op(row, mode):
             return first
-        kept = _leading_run(offsets[np.argsort(self.trace.snapshot_time_us, kind="stable")])
-        if first > mode and kept >= 2 and 2 * kept >= count:
-            return first  # the step's first readings keep it: later ones read memory freed with no record
+        in_order = np.argsort(self.trace.snapshot_time_us, kind="stable")
+        kept = _leading_run(offsets[in_order])
+        if first > mode and 2 <= kept < in_order.size and self._writes_variable_before(int(in_order[kept])):
+            return first  # the step's first readings keep it until a variable's update: memory freed with no record
         return mode
 
     def rounded_block(self, row: int, excess: int) -> RoundedBlock | None:
@@ -548,6 +550,16 @@ class SpaceAnalysis:
             else:
                 return None
         return out
+
+    def _writes_variable_before(self, row: int) -> bool:
+        """Whether reading `row` was taken after an op that writes a variable (`names.VARIABLE_WRITERS`) or
+        updates it for an optimizer (its category): the op that finished last at or before it."""
+        trace = self.trace
+        finished = np.flatnonzero(trace.end_us <= trace.snapshot_time_us[row])
+        if not finished.size:
+            return False
+        code = int(self.name_code[int(finished[np.argmax(trace.end_us[finished])])])
+        return int(self.names.category[code]) == OPTIMIZER or self.names.op_type(code).startswith(VARIABLE_WRITERS)
 
     def _agrees_within_op(self, row: int, start: int) -> bool:
         """Whether reading `row`, read at some moment of its op (from the total just before it started on),

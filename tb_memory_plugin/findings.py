@@ -17,8 +17,8 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .figures import AT_PEAK, OUTPUT, TEMP, format_bytes, listed
-from .names import (BEFORE_STEP_OP_TYPE, KINDS, LAYOUT_TRANSPOSE, UPDATED_ARGUMENTS, XLA_OFF_ADVICE, label_inputs,
-                    op_type_from_label, ran_xla_clusters, scope_of)
+from .names import (BEFORE_STEP_OP_TYPE, KINDS, LAYOUT_TRANSPOSE, UPDATED_ARGUMENTS, VARIABLE_WRITERS, XLA_OFF_ADVICE,
+                    label_inputs, op_type_from_label, ran_xla_clusters, scope_of)
 from .trace import COUNTS_NONE, labels_of
 from .resident import Model
 
@@ -796,9 +796,6 @@ def _confirmed_at_peak(space, held: int) -> int:
     return max(held - over, 0)
 
 
-# Ops that write a resource variable, giving it a new buffer where its old one is shared.
-_VARIABLE_WRITERS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApply",
-                     "ResourceSparseApply", "ResourceScatter")
 
 
 # Ops that give a resource variable the value computed by another (their second input), whose
@@ -842,7 +839,7 @@ def _kept_variable_rows(space, smallest: int = STEP_GROWTH_MIN_BYTES, values: bo
     """`_kept_variable_buffers` by name code."""
     trace, names = space.trace, space.names
     op_types = names.op_type_names
-    writer = names.of_op_type(lambda op: op.startswith(_VARIABLE_WRITERS))  # the value assigns among them
+    writer = names.of_op_type(lambda op: op.startswith(VARIABLE_WRITERS))  # the value assigns among them
     if not writer.any():
         return []
     kept = _left_by_exec(space)

@@ -485,6 +485,11 @@ def ran_xla_clusters(table: "NameTable") -> bool:
     return any(op_type in XLA_CLUSTER_OP_TYPES for op_type in table.op_type_names)
 
 
+# Ops that write a resource variable, giving it a new buffer where its old one is shared.
+VARIABLE_WRITERS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApply",
+                    "ResourceSparseApply", "ResourceScatter")
+
+
 def is_apply_op(op_type: str) -> bool:
     """An optimizer's update op (`ApplyAdam`, `ResourceApplyAdagrad`, `ResourceSparseApplyFtrl`, ...)."""
     return op_type.startswith(_APPLY_PREFIXES)

@@ -95,8 +95,9 @@ def start_by_rule(offsets, times) -> int:
     """The bytes in use before a RunMetadata step by figures.md's Baseline rule, from each reading's
     offset (the reading less the records' total then) and time, read apart from analysis.py: the
     earliest reading's offset, but the offset most readings share (two at least; the lower where
-    several share it as often) where that is lower, or the first is below nothing; not where the
-    readings from the first on keep its offset for two or more and half as many as that one has. (The rule's other
+    several share it as often) where that is lower, or the first is below nothing. (Its case of
+    readings that keep the first's offset until a variable's update is for callers whose steps
+    update no variable that way.) (The rule's other
     case, a first reading that tells the shared offset at another moment of its op, is for callers
     whose steps' first ops allocate nothing beside their readings.)"""
     offsets, times = list(map(int, offsets)), list(map(int, times))
@@ -106,10 +107,6 @@ def start_by_rule(offsets, times) -> int:
     if most < 2:
         return first
     mode = min(value for value, count in counts.items() if count == most)
-    in_order = [offset for _, offset in sorted(zip(times, offsets), key=lambda pair: pair[0])]
-    kept = next((i for i, offset in enumerate(in_order) if offset != first), len(in_order))
-    if first >= 0 and mode < first and kept >= 2 and 2 * kept >= most:
-        return first  # the step's first readings keep it (memory freed after them in no record)
     return mode if first < 0 or mode < first else first
 
 
