@@ -145,6 +145,39 @@ class ScopeTable(Table):
         hidden[self.parent[repeats[~is_self]]] = True
         return rows[~hidden[rows]]
 
+    def listed_by(self, rows: np.ndarray, figure: int) -> dict[int, int]:
+        """Of a listing's `rows`, those whose change another of them lists (`most_specific` leaves them out),
+        each with that row: a scope's explaining child (itself listed, or listed by another), a `(self)`'s
+        scope. A row whose explaining row is not in the listing (cut at its end) is none of them: its change
+        shows by it."""
+        rows = np.asarray(rows, dtype=np.int64)
+        shown = set(self.most_specific(rows, figure).tolist())
+        in_listing = set(rows.tolist())
+        delta = self.delta[:, self.column(figure)]
+        children: dict[int, list[int]] = {}
+        for row in rows.tolist():
+            children.setdefault(int(self.parent[row]), []).append(row)
+
+        def depth(row: int) -> int:
+            count = 0
+            while self.parent[row] >= 0:
+                row, count = int(self.parent[row]), count + 1
+            return count
+
+        out: dict[int, int] = {}
+        for row in sorted(in_listing - shown, key=depth, reverse=True):  # children before their scopes
+            if self.kinds[row] == SELF_KIND:
+                scope = int(self.parent[row])
+                if scope in shown or scope in out:
+                    out[row] = scope
+                continue
+            explaining = [child for child in children.get(row, []) if (child in shown or child in out)
+                          and self.kinds[child] != SELF_KIND
+                          and abs(int(delta[row]) - int(delta[child])) * _EXPLAINED <= abs(int(delta[row]))]
+            if explaining:
+                out[row] = min(explaining, key=lambda child: abs(int(delta[row]) - int(delta[child])))
+        return out
+
     def _within_chain(self, repeats: np.ndarray, delta: np.ndarray) -> np.ndarray:
         """Of the rows that explain their parent's change, those within 1% of the top of their
         chain too (a chain of scopes each explained by its child lists its last one for them all:

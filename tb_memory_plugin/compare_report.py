@@ -5,8 +5,6 @@ Shapes answers only: every number comes from `compare`.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .analysis import SpaceAnalysis
 from .compare import Comparison, StartChange, Table
 from .figures import ALLOCATED, AT_PEAK, OUTPUT
@@ -32,12 +30,13 @@ def side_dict(space: SpaceAnalysis, run: str, tag: str, step: int, source: str) 
     }
 
 
-def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False, repeats=()) -> list[dict]:
-    """Rows of a table; at-peak keys are null on a side without a curve (no peak there). `repeats`: rows that
-    only repeat a child's change (ScopeTable.most_specific), marked so (`tb-memory diff` lists the child)."""
+def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False,
+          listed_by: dict[int, int] | None = None) -> list[dict]:
+    """Rows of a table; at-peak keys are null on a side without a curve (no peak there). `listed_by`: rows
+    whose change another row of the listing lists (ScopeTable.listed_by), as `tb-memory diff` lists it."""
     a_curve, b_curve = comparison.a.has_curve, comparison.b.has_curve
     names, status, a, b, delta = table.names, table.status, table.a, table.b, table.delta
-    repeats = set(repeats)
+    listed_by = listed_by or {}
     out = []
     for i in rows:
         i = int(i)
@@ -57,8 +56,8 @@ def _rows(comparison: Comparison, table: Table, rows, with_tree: bool = False, r
             row.update(a_count=int(table.a_count[i]), b_count=int(table.b_count[i]))
         if table.same_requests[i]:  # said only where true: the allocator's chunks, not the model's requests
             row["same_requests"] = True
-        if i in repeats:
-            row["repeats_child"] = True
+        if i in listed_by:
+            row["listed_by"] = names[listed_by[i]]
         out.append(row)
     return out
 
@@ -83,7 +82,6 @@ def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: s
     ranked = scopes.ranked_by_change(below)
     if top is not None:
         ranked = ranked[:top]
-    repeats = np.setdiff1d(ranked, scopes.most_specific(ranked, comparison.figure)).tolist()
     op_types, categories = comparison.op_types(row), comparison.categories(row)
     return {
         "a": a_side,
@@ -97,7 +95,8 @@ def comparison_dict(comparison: Comparison, a_side: dict, b_side: dict, scope: s
         "scope": _rows(comparison, scopes, [row], with_tree=True)[0],
         "children": _rows(comparison, scopes, scopes.ranked_by_size(comparison.children(row)), with_tree=True),
         "scope_count": int(below.size),
-        "scopes": _rows(comparison, scopes, ranked, with_tree=True, repeats=repeats),
+        "scopes": _rows(comparison, scopes, ranked, with_tree=True,
+                        listed_by=scopes.listed_by(ranked, comparison.figure)),
         "op_types": _rows(comparison, op_types, op_types.ranked_by_change()),
         "categories": _rows(comparison, categories, range(len(categories.names))),
     }

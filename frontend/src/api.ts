@@ -396,8 +396,9 @@ export interface CompareScopeRow extends CompareFigures {
   b_name?: string;
   /** Present (true) where both sides' outputs request as many bytes and the allocator gave them other chunks. */
   same_requests?: boolean;
-  /** A scope whose change only repeats a child's (listed by the child, as `tb-memory diff` lists it). */
-  repeats_child?: boolean;
+  /** Present where another row of the listing lists this row's change: the child that explains a scope's,
+   * or a `(self)`'s scope (as `tb-memory diff` lists it once). */
+  listed_by?: string;
 }
 /** One part of the change of start, split by the runs' graphs (as `resident` splits each start). */
 export interface StartChangePart {

@@ -496,13 +496,13 @@ def test_compare_mode_and_back(dashboard, browser):
     assert body["a"]["duration_us"] != body["b"]["duration_us"]
     assert abs(widths["a"] - widths["b"]) <= 2, widths
 
-    # The table: every entry below the root by absolute difference, but those whose change a child's repeats
-    # (listed by the child, as `tb-memory diff` lists them).
+    # The table: every entry below the root by absolute difference, but those whose change another row lists
+    # (a scope's explaining child, a (self)'s scope: as `tb-memory diff` lists them).
     keys = dash.loc(f'{tid("compare-table")} tbody tr[data-key]').evaluate_all("rs => rs.map(r => r.dataset.key)")
     ranked = sorted(body["scopes"], key=lambda r: (-abs(r["delta_bytes"]), -abs(r["delta_allocated_bytes"]),
                                                     -abs(r["delta_output_bytes"]), r["name"]))
-    assert any(r.get("repeats_child") for r in ranked)
-    assert keys == [r["name"] for r in ranked if not r.get("repeats_child")][:len(keys)] and len(keys) > 10
+    assert any("listed_by" in r for r in ranked)
+    assert keys == [r["name"] for r in ranked if "listed_by" not in r][:len(keys)] and len(keys) > 10
     dash.screenshot("compare")
 
     # A row selects its scope in both steps: the details, the row, and each curve's own bytes of it.

@@ -143,14 +143,14 @@ export class CompareView {
     }
     this.renderHeading();
     this.renderTreemap();
-    // A scope that only repeats a child's change is listed by the child, as `tb-memory diff` lists it.
-    const rows = data ? data.scopes.filter((row) => holdsBytes(row) && !row.repeats_child) : [];
+    // A change another row lists (a scope's explaining child, a (self)'s scope) is listed once, as `tb-memory diff` lists it.
+    const rows = data ? data.scopes.filter((row) => holdsBytes(row) && row.listed_by === undefined) : [];
     this.table.setRows(data ? rankByChange(rows, this.figure) : []);
     const empty = data ? data.scopes.filter((row) => !holdsBytes(row)).length : 0;
-    const repeats = data ? data.scopes.filter((row) => holdsBytes(row) && row.repeats_child).length : 0;
+    const repeats = data ? data.scopes.filter((row) => holdsBytes(row) && row.listed_by !== undefined).length : 0;
     const left = [
       ...(empty ? [`${formatCount(empty)} holding no bytes in either step`] : []),
-      ...(repeats ? [`${formatCount(repeats)} whose change is a child's, listed by the child`] : []),
+      ...(repeats ? [`${formatCount(repeats)} whose change another row lists`] : []),
     ];
     this.tableCaption.textContent = data
       ? `${formatCount(data.scopes.length)} of ${formatCount(data.scope_count)} entries below ${data.scope.name || '(all)'}, by absolute difference ${figureLabel(this.figure)}`
