@@ -61,6 +61,13 @@ def _mode(values: np.ndarray) -> tuple[int, int]:
     return int(distinct[at]), int(counts[at])
 
 
+def _follows(followed: int, moved: int) -> bool:
+    """Whether readings follow a size's requests (`SpaceAnalysis._readings_follow`): twice or more, and a quarter
+    of the times the requests moved (trial Z2's capsules 13 of 28, the sparse-Adam steps a third or more; an
+    allocator counting none, never)."""
+    return followed >= 2 and 4 * followed >= moved
+
+
 def _leading_run(values: np.ndarray) -> int:
     """How many of `values`, from the first on, equal the first."""
     differ = np.flatnonzero(values != values[0])
@@ -284,7 +291,8 @@ class SpaceAnalysis:
         2.12) and none, the one under which the most readings agree to the byte on one start (the earlier
         in that order where as many do): on every TensorFlow 2.21 step tried, 256 KiB, with 32-100% of the
         readings exact, more than under any other size. Last, `trace.COUNTS_NONE`: readings that count none
-        of the step's requests (every one sent to malloc), which give no start. A count per size."""
+        of the step's requests (every one sent to malloc), which give no start; not where the readings follow
+        a size's requests move for move (`_follows`), which such readings never do. A count per size."""
         space, curve = self.trace, self.curve
         candidates = readings_thresholds(space.allocator)
         if not candidates or space.snapshot_event is not None:  # a profile's readings come with its events
@@ -300,11 +308,11 @@ class SpaceAnalysis:
         best = max(shares, key=shares.__getitem__)  # the first of the most
         if best == COUNTS_NONE:
             # Readings that move, from one to the next, by exactly what a size's requests added or freed between
-            # them, twice or more, count that size's requests, however few of them agree on one start (frees
+            # them, twice or more and a quarter of the times those requests moved, count that size's requests, however few of them agree on one start (frees
             # with no record scatter them: a sparse optimizer's replaced slots; trial Z2's capsules, whose
             # readings rose and fell with their einsums' 256 KiB requests 13 times, had read as counting none).
             # Readings an allocator counting none gives never move so.
-            following = [least for least in (*candidates, 0) if self._readings_follow(least) >= 2]
+            following = [least for least in (*candidates, 0) if _follows(*self._readings_follow(least))]
             if following:
                 best = max(following, key=shares.__getitem__)
         best_share = shares[best]
@@ -319,13 +327,15 @@ class SpaceAnalysis:
                     return least, start  # the baseline's start (`_baseline`)
         return best, None
 
-    def _readings_follow(self, least: int) -> int:
-        """How many times the allocator's readings, from one to the next (in time), move by exactly what the
-        records of requests of `least` bytes or more added or freed between them (a move of none not counted)."""
+    def _readings_follow(self, least: int) -> tuple[int, int]:
+        """(how many times the allocator's readings, from one to the next in time, move by exactly what the
+        records of requests of `least` bytes or more added or freed between them, how many times those records
+        moved between two readings)."""
         order = np.argsort(self.trace.snapshot_time_us, kind="stable")
         readings = self.trace.snapshot_bytes[order].astype(np.int64)
         counted = np.diff(readings - self._offsets(self._rise_counting(least))[order])
-        return int(np.count_nonzero((counted != 0) & (np.diff(readings) == counted)))
+        moved = counted != 0
+        return int(np.count_nonzero(moved & (np.diff(readings) == counted))), int(np.count_nonzero(moved))
 
     def _op_windows(self, rows: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """For each reading (of `rows`), where its op's window lies in `curve.time_us`: (the first time at or

@@ -711,8 +711,9 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
         more = len(renumbered) - _RENUMBERED_SHOWN
         print(f"   B's names numbered as A's (a model built again in one process or graph): {shown}"
               + (f" and {more} more" if more > 0 else ""))
+    figure = comparison.figure
     if comparison.has_at_peak:
-        figure, what = AT_PEAK, "at peak"
+        what = "at peak"
         absolute = "" if start_change is None else \
             f"peak {_signed(start_change.delta_bytes + comparison.peak_rise_delta_bytes)}, "
         print(f"   {absolute}peak rise {_signed(comparison.peak_rise_delta_bytes)} (A - B): top-level scopes, op types "
@@ -726,10 +727,10 @@ def _print_diff(comparison: compare.Comparison, a_name: str, b_name: str, top: i
                       f"(allocator_gap): its peak, and so the change, may be off by that much; `summary` on {side} "
                       "says why")
     else:
-        figure, what = ALLOCATED, "allocated"
+        what = "allocated"
         print("   no peak to compare (a step without allocation records): allocated bytes are compared")
     scopes = comparison.scopes
-    ranked = scopes.most_specific(scopes.ranked_by_change(comparison.subtree(0)), comparison.figure)
+    ranked = scopes.most_specific(scopes.ranked_by_change(comparison.subtree(0)), figure)
     _print_changes(f"scopes {what} (group={comparison.group})", scopes, ranked, figure, top)
     op_types = comparison.op_types()
     _print_changes(f"op types {what}", op_types, op_types.ranked_by_change(), figure, top)

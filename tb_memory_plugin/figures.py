@@ -50,8 +50,9 @@ def format_bytes(value: int | None) -> str:
 
 
 def _one_decimal(value: float) -> str:
-    """One decimal, a tie rounded up as the page rounds it (JavaScript's toFixed: 12,845,056 B is 12.25 MiB,
-    12.3 there; Python's format rounds such a tie to even, 12.2)."""
+    """One decimal, a tie rounded up, as JavaScript's toFixed rounds: where the page shows one decimal too (10
+    to 100 of a unit: it keeps three digits), they agree (12,845,056 B is 12.25 MiB, 12.3 on both; Python's
+    format rounds such a tie to even, 12.2)."""
     return str(Decimal(value).quantize(_TENTH, ROUND_HALF_UP))
 
 

@@ -200,8 +200,9 @@ def classify(raw_name: str) -> NameInfo:
         match = _LAYOUT_RE.match(name)
         if match:
             node = _drop_optimizer_components(match.group("node"))
-            # A leaf of its own, beside the node it serves, in that node's scope.
-            scope = scope_of(node)
+            # A leaf of its own, beside the node it serves, in that node's scope (as its path has it: an
+            # inlined function's call dropped).
+            scope = scope_of(_without_function_calls(_without_calls(node)))
             leaf = name.rsplit("/", 1)[-1]
             return NameInfo(node, f"{scope}/{leaf}" if scope else leaf, LAYOUT_TRANSPOSE, LAYOUT_OP_TYPE)
         # Helper constants with no node of their own (`PermConstNHWCToNCHW-LayoutOptimizer`).

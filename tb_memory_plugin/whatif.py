@@ -184,8 +184,8 @@ def ran_xla(step: StepAnalysis) -> bool:
 def programs_beside_ops(step: StepAnalysis) -> bool:
     """Whether a profile's XLA programs, holding a share of the peak its note names, ran beside TensorFlow
     ops that compute a forward pass of their own (most of its tensors share a first dimension:
-    `_OPS_FORWARD_VOTES`): Keras 3 runs a grouped convolution (ConvNeXt's depthwise ones) as XLA programs on a CPU,
-    within a step of TensorFlow's ops. The batch is then the ops' (the programs' data had read trial Y's
+    `_OPS_FORWARD_VOTES`), one the programs take as data: Keras 3 runs a grouped convolution (ConvNeXt's
+    depthwise ones) as XLA programs on a CPU, within a step of TensorFlow's ops. The batch is then the ops' (the programs' data had read trial Y's
     ConvNeXtTiny at 4 and 8 as batch 7, its kernels' width), and the step is fitted over batches, not
     scaled alone: the programs' own bytes (a depthwise filter's gradient, laid out dense: 220 MiB of
     that step's 363) need not grow with the batch. A program that is the whole step (jit_compile, JAX)
@@ -193,8 +193,15 @@ def programs_beside_ops(step: StepAnalysis) -> bool:
     if step.trace.source != XPLANE_SOURCE or xla_programs_share(step.spaces) < NOTED_PROGRAM_SHARE:
         return False
     forward = _leading_dims(step, ACTIVATIONS, 2, len)
-    votes = max(forward.values(), default=0)
-    return votes >= _OPS_FORWARD_VOTES and votes >= _OPS_FORWARD_SHARE * sum(forward.values())
+    if not forward:
+        return False
+    batch, votes = forward.most_common(1)[0]
+    if votes < _OPS_FORWARD_VOTES or votes < _OPS_FORWARD_SHARE * sum(forward.values()):
+        return False
+    # The programs take the ops' batch as data (a convolution's input): a program over no such data (a jitted
+    # gradient clip, an optimizer's update) leaves the step's bytes to its own reading.
+    shapes = step.trace.program_shapes
+    return shapes is not None and any(dims and dims[0] == batch for dims in shapes.inputs)
 
 
 def program_batch(shapes: ProgramShapes | None) -> int:
@@ -244,10 +251,10 @@ def time_major_steps(step: StepAnalysis, batch: int) -> set[int]:
     its `[30, batch, 64]` tensors, 23% short at twice the batch)."""
     shapes = [shape for shape in _shapes_of(step, INPUTS) if len(shape) >= 2]
     deep = [shape for shape in shapes if len(shape) >= 3]
-    if any(shape[0] == batch for shape in deep) or (
+    if any(shape[0] == batch for shape in deep) or any(shape[:2] == (batch, batch) for shape in shapes) or (
             not any(shape[1] == batch and shape[0] > 1 for shape in deep)
             and any(shape[0] == batch for shape in shapes)):
-        return set()
+        return set()  # a feed [batch, batch, ...] (a sequence as long as the batch) leaves it unsure too
     return {shape[0] for shape in shapes if shape[1] == batch and shape[0] > 1 and shape[0] != batch}
 
 
@@ -654,7 +661,7 @@ class OneStep:
                         "by that share only, staying near the traced peak unless the batch grows many times over; "
                         f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
                         "over steps at two batch sizes"))
-        elif self.batch_in_parameter_shape:
+        if self.scales.any() and self.batch_in_parameter_shape:  # beside a small share too
             said.append((True, f"at the traced batch ({self.batch}) some tensors are shaped like the model's parameters: "
                         "the forward pass's are scaled where they are fed the batch, but the backward pass's cannot "
                         "be told from the weights' gradients and are not, so this may be off; trace at a batch size "
@@ -1213,7 +1220,8 @@ def nearest_traced(steps: list[Traced], batch: int) -> Traced:
 
 
 STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
-MAX_SIBLINGS = 4  # the other steps of the first's profile or TF1 run read for that, nearest first (store.siblings)
+MAX_SIBLINGS = 4  # the other steps of the first's profile read for that, nearest first (store.siblings)
+MAX_RECORD_SIBLINGS = 2  # of a TF1 run's, each a record decoded and analysed of its own (a big step's seconds)
 
 
 def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
@@ -1250,18 +1258,22 @@ def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
 
 def siblings_of(first: Traced, ref, refs: list, analysis: Callable) -> list[Traced]:
     """The other steps of `first`'s profile or TF1 run (`ref`, among its run's `refs`), as `higher_sibling`
-    reads them (store.siblings: at most MAX_SIBLINGS), each in `first`'s memory space (one without
-    it, or that cannot be read, is left out); none where `first`'s batch was given (that says
-    nothing of theirs). `analysis`: a ref -> its StepAnalysis (the CLI's and the route's caches)."""
+    reads them (store.siblings, nearest first: MAX_SIBLINGS of a profile's, MAX_RECORD_SIBLINGS of a TF1
+    run's), each in `first`'s memory space (one without it, or that cannot be read, is passed over);
+    none where `first`'s batch was given (that says nothing of theirs). `analysis`: a ref -> its
+    StepAnalysis (the CLI's and the route's caches)."""
     if first.given_batch is not None:
         return []
     space_id = first.space.trace.id
+    limit = MAX_SIBLINGS if ref.source == XPLANE_SOURCE else MAX_RECORD_SIBLINGS
     out = []
-    for ref in store_mod.siblings(refs, ref, MAX_SIBLINGS):
-        step = analysis(ref)
+    for other in store_mod.siblings(refs, ref, len(refs)):  # the nearest that hold the space (not a Keras
+        step = analysis(other)                                # callback's empty `batch_N` records)
         space = step.space(space_id) if step.status == "ok" else None
         if space is not None:
-            out.append(Traced(first.run, ref.tag, ref.step, ref.source, step, space))
+            out.append(Traced(first.run, other.tag, other.step, other.source, step, space))
+            if len(out) == limit:
+                break
     return out
 
 
@@ -1453,8 +1465,9 @@ class WhatIf:
             notes.append(
                 f"variables' updates copied them in the traced steps ({at} at the peak; see the variable_copies "
                 "finding): whether an update copies its variable depends on what else reads it as it runs, the "
-                "schedule's doing, not the batch's, so a step at another batch may make more copies or none, and the "
-                "prediction keeps them as traced")
+                "schedule's doing, not the batch's, so a step at another batch may make more copies or none: the "
+                "one-step prediction keeps them as traced, and a fit through steps that copied differently reads "
+                "the difference as growth")
         least = base.space.start_counts_from
         if self.limit is not None and least and self.absolute(self.lead):
             notes.append(

@@ -940,10 +940,10 @@ def test_readings_that_follow_the_large_requests_count_them_though_more_agree_co
     readings'. Readings that never move so, beside the same requests, count none of them: no start."""
     kib, mib, start = 1 << 10, 1 << 20, 7 * (1 << 20)
     cpu = "/job:localhost/replica:0/task:0/device:CPU:0"
-    # Five small ops; two large ones read as they allocate; eight more whose 1 MiB each replaced a buffer
-    # made before the step, freed in no record: the readings stay.
-    reads = [start] * 5 + [start + mib, start + 2 * mib] + [start + 2 * mib] * 8
-    sizes = [kib] * 5 + [mib] * 10
+    # Five small ops; three large ones read as they allocate; nine more whose 1 MiB each replaced a buffer
+    # made before the step, freed in no record: the readings stay (they followed the requests 3 times of 12).
+    reads = [start] * 5 + [start + mib, start + 2 * mib, start + 3 * mib] + [start + 3 * mib] * 9
+    sizes = [kib] * 5 + [mib] * 12
     nodes = [protos.Node(f"op_{i}/Mul", 2 * i, 2 * i + 1, op="Mul", outputs=[("mklcpu", size)],
                          memory=[protos.Mem("mklcpu", [(2 * i, size)], bytes_in_use=read)])
              for i, (size, read) in enumerate(zip(sizes, reads))]

@@ -425,3 +425,17 @@ def test_embedding_lookup_output_is_not_parameters_on_a_real_step(tf_models):
     split = space.category_split([lookup])
     assert split[figures.ACTIVATIONS] == held and split[figures.PARAMETERS] == 0
     assert dict((name, at) for name, at, _ in space.by_category())["parameters"] == 0  # no variable allocates
+
+
+def test_an_inlined_functions_ops_and_their_layout_transposes_share_the_calls_scope():
+    """A tf.function called in a TF1 graph runs inlined under its call's node: the path drops the call
+    (`fwd/StatefulPartitionedCall/Conv2D` is `fwd/Conv2D`), and a layout transpose grappler put before the op
+    sits beside it there, not in a scope of the call's own (the review found it under
+    `fwd/StatefulPartitionedCall`). The graph names keep the call: the run graph holds them so."""
+    op = names.classify("fwd/StatefulPartitionedCall/Conv2D")
+    assert (op.graph_name, op.path) == ("fwd/StatefulPartitionedCall/Conv2D", "fwd/Conv2D")
+    transpose = names.classify("fwd/StatefulPartitionedCall/Conv2D-0-TransposeNHWCToNCHW-LayoutOptimizer")
+    assert transpose.graph_name == op.graph_name and names.scope_of(transpose.path) == names.scope_of(op.path) == "fwd"
+    # The call node's own name stays, and so does a nested call's inner scope.
+    assert names.classify("fwd/StatefulPartitionedCall").path == "fwd/StatefulPartitionedCall"
+    assert names.classify("a/PartitionedCall_3/inner/StatefulPartitionedCall/MatMul").path == "a/inner/MatMul"
