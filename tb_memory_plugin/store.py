@@ -179,17 +179,25 @@ def siblings(refs: list[StepRef], ref: StepRef, limit: int) -> list[StepRef]:
     return [same[i] for _, i in nearest[:limit]]
 
 
+def record_order(ref: StepRef) -> tuple:
+    """A TF1 run's traced step's place among its run's: as written, by the step it was written at, then when,
+    then `tag_order` (a train step and an eval step traced at each of steps 2 and 3 list `train_2, eval_2,
+    train_3, eval_3`, not `eval_2, eval_3, train_2, train_3`)."""
+    return ref.step, ref.wall_time, tag_order(ref.tag)
+
+
 def step_order(ref: StepRef) -> tuple:
-    """A step's place among its run's: tags by `tag_order`, but a profile's steps as they ran
+    """A step's place among its run's: a profile's steps first, each profile's by its name, then as they ran
     (a fit profiled across an epoch's end: `step_2`, its validation's `run_4`, then the next
-    epoch's `step_0_2`), not by number."""
-    if ref.plugin == PROFILE and ref.index >= 0:  # a profile's steps: one profile's name, then its order
-        return tag_order(ref.tag.rpartition("/")[0]), ref.index
-    return tag_order(ref.tag), -1
+    epoch's `step_0_2`), not by number; then the run's traced steps as written (`record_order`)."""
+    if ref.plugin == PROFILE:  # a profile's steps: one profile's name, then its order (-1: the profile whole)
+        return 0, tag_order(ref.tag.rpartition("/")[0] if ref.index >= 0 else ref.tag), ref.index
+    return 1, record_order(ref)
 
 
 def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef]]:
-    """Runs -> traced steps (tags) in event files, sorted by run then tag (each by `tag_order`)."""
+    """Runs -> traced steps (tags) in event files, runs by `tag_order`, each run's steps as written
+    (`record_order`)."""
     runs: dict[str, dict[str, StepRef]] = {}
     for plugin in (TAGGED_RUN_METADATA, RUN_METADATA, RUN_METADATA_GRAPH):
         mapping = data_provider.list_blob_sequences(ctx, experiment_id=experiment_id, plugin_name=plugin)
@@ -199,7 +207,7 @@ def list_steps(data_provider, ctx, experiment_id: str) -> dict[str, list[StepRef
                     continue  # an unknown version of summary-written RunMetadata
                 runs.setdefault(run, {}).setdefault(
                     tag, StepRef(run, tag, plugin, int(series.max_step), float(series.max_wall_time)))
-    return in_run_order({run: [tags[t] for t in sorted(tags, key=tag_order)] for run, tags in runs.items()})
+    return in_run_order({run: sorted(tags.values(), key=record_order) for run, tags in runs.items()})
 
 
 def in_run_order(runs: dict) -> dict:

@@ -1095,3 +1095,31 @@ def test_a_scope_that_one_scope_fills_says_how_to_look_inside_it(capsys, tmp_pat
     assert code == 0, err
     assert re.search(r"^   outer/inner holds \d+% of what outer holds at the peak: --scope outer/inner lists what it "
                      r"holds$", out, re.MULTILINE), out
+
+
+def test_a_runs_traced_steps_are_listed_as_written(tmp_path):
+    """A train step and an eval step traced at each step are listed as written, by step then time (trial X's
+    had read `eval_2, eval_3, ..., train_2, train_3`, by name)."""
+    import numpy as np
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (None, 8), name="x")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, tf1.get_variable("w", (8, 8)))))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init = tf1.global_variables_initializer()
+        writer = tf1.summary.FileWriter(str(tmp_path / "run"))
+    with tf1.Session(graph=graph) as session:
+        session.run(init)
+        for step in (2, 3):
+            for tag, fetch in ((f"train_{step}", train), (f"eval_{step}", loss)):
+                metadata = tf1.RunMetadata()
+                session.run(fetch, {x: np.ones((4, 8), np.float32)}, run_metadata=metadata,
+                            options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE))
+                writer.add_run_metadata(metadata, tag, global_step=step)
+    writer.close()
+    store, ctx, _ = cli._open_store(str(tmp_path), None)
+    (refs,) = store.list_steps(ctx, "").values()
+    assert [ref.tag for ref in refs] == ["train_2", "eval_2", "train_3", "eval_3"]

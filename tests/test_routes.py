@@ -94,8 +94,9 @@ def test_runs(tb):
     assert runs["gpu"]["steps"][0]["devices"] == ["/job:localhost/replica:0/task:0/device:GPU:0", CPU0]
     assert runs["corrupt"]["steps"][0]["devices"] == []
     assert runs["notrace"]["steps"][0]["devices"] == []
-    assert [(s["tag"], s["step"]) for s in runs["tf2"]["steps"]] == [("keras_profile", 6), ("traced", 5)]
-    assert runs["tf2"]["steps"][1]["devices"] == [CPU0]
+    # A run's steps as written: by step, then time (not by name).
+    assert [(s["tag"], s["step"]) for s in runs["tf2"]["steps"]] == [("traced", 5), ("keras_profile", 6)]
+    assert runs["tf2"]["steps"][0]["devices"] == [CPU0]
     # The step each run opens on (store.latest_step): the highest step, but among those holding step
     # stats: tf2's `keras_profile` (step 6) holds none, so `traced` (step 5).
     assert unet["latest_tag"] == f"step_{max(UNET_STEPS)}" and runs["tf2"]["latest_tag"] == "traced"
