@@ -308,10 +308,11 @@ class SpaceAnalysis:
         best = max(shares, key=shares.__getitem__)  # the first of the most
         if best == COUNTS_NONE:
             # Readings that move, from one to the next, by exactly what a size's requests added or freed between
-            # them, twice or more and a quarter of the times those requests moved, count that size's requests, however few of them agree on one start (frees
-            # with no record scatter them: a sparse optimizer's replaced slots; trial Z2's capsules, whose
-            # readings rose and fell with their einsums' 256 KiB requests 13 times, had read as counting none).
-            # Readings an allocator counting none gives never move so.
+            # them, twice or more and a quarter of the times those requests moved, count that size's requests,
+            # however few of them agree on one start (frees with no record scatter them: a sparse optimizer's
+            # replaced slots; trial Z2's capsules, whose readings rose and fell with their einsums' 256 KiB
+            # requests 13 times, had read as counting none). Readings an allocator counting none gives never
+            # move so.
             following = [least for least in (*candidates, 0) if _follows(*self._readings_follow(least))]
             if following:
                 best = max(following, key=shares.__getitem__)

@@ -185,9 +185,9 @@ def programs_beside_ops(step: StepAnalysis) -> bool:
     """Whether a profile's XLA programs, holding a share of the peak its note names, ran beside TensorFlow
     ops that compute a forward pass of their own (most of its tensors share a first dimension:
     `_OPS_FORWARD_VOTES`), one the programs take as data: Keras 3 runs a grouped convolution (ConvNeXt's
-    depthwise ones) as XLA programs on a CPU, within a step of TensorFlow's ops. The batch is then the ops' (the programs' data had read trial Y's
-    ConvNeXtTiny at 4 and 8 as batch 7, its kernels' width), and the step is fitted over batches, not
-    scaled alone: the programs' own bytes (a depthwise filter's gradient, laid out dense: 220 MiB of
+    depthwise ones) as XLA programs on a CPU, within a step of TensorFlow's ops. The batch is then the ops'
+    (the programs' data had read trial Y's ConvNeXtTiny at 4 and 8 as batch 7, its kernels' width), and the
+    step is fitted over batches, not scaled alone: the programs' own bytes (a depthwise filter's gradient, laid out dense: 220 MiB of
     that step's 363) need not grow with the batch. A program that is the whole step (jit_compile, JAX)
     leaves at most a few tensors to TensorFlow's ops, none of them a forward pass."""
     if step.trace.source != XPLANE_SOURCE or xla_programs_share(step.spaces) < NOTED_PROGRAM_SHARE:
@@ -1459,7 +1459,8 @@ class WhatIf:
                 "sizes), "
                 + (f"so keep it as a margin below the limit{fits}, or trace the batch found" if self.limit is not None
                    else "so add it to the predicted peak, or trace the batch asked"))
-        copied = [(step, found[0]) for step in self.steps for found in [variable_copies(step.space, step.step)] if found]
+        copied = [(step, found[0]) for step in self.steps
+                  for found in [variable_copies(step.space, step.step)] if found]
         if copied:
             at = listed([f"{format_bytes(f.bytes)} in {step.run} {step.tag}" for step, f in copied])
             notes.append(

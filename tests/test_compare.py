@@ -231,7 +231,8 @@ def test_the_routes_listing_marks_the_changes_a_child_repeats():
     (self) at one -2.00 MiB each. The unmarked rows are diff's."""
     from tb_memory_plugin import compare_report
 
-    comparison = compare.Comparison(demo_step("unet_b4", "step_3").space(None), demo_step("unet_b2", "step_3").space(None))
+    comparison = compare.Comparison(demo_step("unet_b4", "step_3").space(None),
+                                    demo_step("unet_b2", "step_3").space(None))
     listing = compare_report.comparison_dict(comparison, {}, {})["scopes"]
     scopes = comparison.scopes
     listed = [scopes.names[i] for i in scopes.most_specific(scopes.ranked_by_change(comparison.subtree(0)), AT_PEAK)]
