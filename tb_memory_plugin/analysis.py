@@ -299,12 +299,11 @@ class SpaceAnalysis:
             return 0, None
         if space.snapshot_bytes.size == 0 or curve.time_us.size == 0:
             return candidates[0], None
-        shares = {}
-        for least in (*candidates, 0, COUNTS_NONE):
-            # How many readings agree to the byte on one start: the most common one's count. (Counting those
-            # equal to the median had let a U-Net step whose 32 readings agreed on one start under 256 KiB,
-            # spread around it by oneDNN's own memory, lose to counting none: 7 readings at its median.)
-            shares[least] = _mode(self._offsets(self._rise_counting(least)))[1]
+        offsets = {least: self._offsets(self._rise_counting(least)) for least in (*candidates, 0, COUNTS_NONE)}
+        # How many readings agree to the byte on one start: the most common one's count. (Counting those equal
+        # to the median had let a U-Net step whose 32 readings agreed on one start under 256 KiB, spread around
+        # it by oneDNN's own memory, lose to counting none: 7 readings at its median.)
+        shares = {least: _mode(offset)[1] for least, offset in offsets.items()}
         best = max(shares, key=shares.__getitem__)  # the first of the most
         if best == COUNTS_NONE:
             # Readings that move, from one to the next, by exactly what a size's requests added or freed between
@@ -313,7 +312,7 @@ class SpaceAnalysis:
             # replaced slots; trial Z2's capsules, whose readings rose and fell with their einsums' 256 KiB
             # requests 13 times, had read as counting none). Readings an allocator counting none gives never
             # move so.
-            following = [least for least in (*candidates, 0) if _follows(*self._readings_follow(least))]
+            following = [least for least in (*candidates, 0) if _follows(*self._readings_follow(offsets[least]))]
             if following:
                 best = max(following, key=shares.__getitem__)
         best_share = shares[best]
@@ -328,13 +327,13 @@ class SpaceAnalysis:
                     return least, start  # the baseline's start (`_baseline`)
         return best, None
 
-    def _readings_follow(self, least: int) -> tuple[int, int]:
+    def _readings_follow(self, offsets: np.ndarray) -> tuple[int, int]:
         """(how many times the allocator's readings, from one to the next in time, move by exactly what the
-        records of requests of `least` bytes or more added or freed between them, how many times those records
-        moved between two readings)."""
+        records they are read against (their `offsets`: each reading less those records' total) added or
+        freed between them, how many times those records moved between two readings)."""
         order = np.argsort(self.trace.snapshot_time_us, kind="stable")
         readings = self.trace.snapshot_bytes[order].astype(np.int64)
-        counted = np.diff(readings - self._offsets(self._rise_counting(least))[order])
+        counted = np.diff(readings - offsets[order])
         moved = counted != 0
         return int(np.count_nonzero(moved & (np.diff(readings) == counted))), int(np.count_nonzero(moved))
 
@@ -562,14 +561,20 @@ class SpaceAnalysis:
                 return None
         return out
 
+    def finished_by(self, when: int) -> int | None:
+        """The name (its code) of the op that finished last at or before `when` (a reading's time); None if none."""
+        trace = self.trace
+        finished = np.flatnonzero(trace.end_us <= when)
+        if not finished.size:
+            return None
+        return int(self.name_code[int(finished[np.argmax(trace.end_us[finished])])])
+
     def _writes_variable_before(self, row: int) -> bool:
         """Whether reading `row` was taken after an op that writes a variable (`names.VARIABLE_WRITERS`) or
         updates it for an optimizer (its category): the op that finished last at or before it."""
-        trace = self.trace
-        finished = np.flatnonzero(trace.end_us <= trace.snapshot_time_us[row])
-        if not finished.size:
+        code = self.finished_by(int(self.trace.snapshot_time_us[row]))
+        if code is None:
             return False
-        code = int(self.name_code[int(finished[np.argmax(trace.end_us[finished])])])
         return int(self.names.category[code]) == OPTIMIZER or self.names.op_type(code).startswith(VARIABLE_WRITERS)
 
     def _agrees_within_op(self, row: int, start: int) -> bool:

@@ -500,12 +500,8 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
 
 def _finished_by(space, when: int) -> tuple[str | None, str]:
     """(graph name, layer) of the op that finished last at or before `when` (None, "" if none)."""
-    trace = space.trace
-    finished = np.flatnonzero(trace.end_us <= when)
-    if finished.size == 0:
-        return None, ""
-    code = int(space.name_code[int(finished[np.argmax(trace.end_us[finished])])])
-    return space.names.graph_names[code], space.names.layer(code)
+    code = space.finished_by(when)
+    return (None, "") if code is None else (space.names.graph_names[code], space.names.layer(code))
 
 
 # Readings a step needs before their common power of two is read as the allocator's unit: three
@@ -794,8 +790,6 @@ def _confirmed_at_peak(space, held: int) -> int:
     if over < max(GAP_MIN_BYTES, reading_unit(trace.snapshot_bytes)):  # the readings' rounding
         return held
     return max(held - over, 0)
-
-
 
 
 # Ops that give a resource variable the value computed by another (their second input), whose

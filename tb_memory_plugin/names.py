@@ -941,12 +941,11 @@ def _heads(texts, k: int) -> np.ndarray:
     return np.array([int.from_bytes(text.encode()[:k], "little") for text in texts], dtype=np.uint64)
 
 
-# Path components that may make `classify` change a name, by their first 8 bytes (a
-# superset is fine: classify checks exactly). Every grappler component is that long.
-# Components classify reads (a grappler pass's, a recomputed op's prefix, a function's call), by their first 8 bytes.
-_CLASSIFIED_HEADS = [*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES, *_FUNCTION_CALL_HEADS]
-_OPTIMIZER_HEADS = _heads(_CLASSIFIED_HEADS, 8)
-assert all(len(name) >= 8 and name[0].isupper() for name in _CLASSIFIED_HEADS)
+# Path components that may make `classify` change a name (a grappler pass's, a recomputed op's prefix, a
+# function's call), by their first 8 bytes (a superset is fine: classify checks exactly). Each is that long.
+_CLASSIFIED_COMPONENTS = [*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES, *_FUNCTION_CALL_HEADS]
+_CLASSIFIED_HEADS = _heads(_CLASSIFIED_COMPONENTS, 8)
+assert all(len(name) >= 8 and name[0].isupper() for name in _CLASSIFIED_COMPONENTS)
 # Optimizer slot names, by their first 4 bytes (every one is that long).
 _SLOT_HEADS = _heads(_SLOT_NAMES, 4)
 assert all(len(name) >= 4 for name in _SLOT_NAMES)
@@ -1223,7 +1222,7 @@ def _classify_all(raw: list[str], lines: _Lines):
         special |= lines.starting_with(b"_") | lines.starting_with(b"Func/")  # feeds and plumbing
         special |= lines.containing(b"__cf__")  # constant folding's suffix
         special |= lines.containing(b"/_")  # control flow v2's calls (`while/body/_1/`), its plumbing (`merge/_5`)
-        special |= lines.with_component_head(_OPTIMIZER_HEADS, 8)  # a grappler pass's component, a function's call
+        special |= lines.with_component_head(_CLASSIFIED_HEADS, 8)  # a grappler pass's component, a function's call
         rows = np.flatnonzero(special).tolist()
     else:
         rows = range(len(raw))

@@ -187,9 +187,9 @@ def programs_beside_ops(step: StepAnalysis) -> bool:
     `_OPS_FORWARD_VOTES`), one the programs take as data: Keras 3 runs a grouped convolution (ConvNeXt's
     depthwise ones) as XLA programs on a CPU, within a step of TensorFlow's ops. The batch is then the ops'
     (the programs' data had read trial Y's ConvNeXtTiny at 4 and 8 as batch 7, its kernels' width), and the
-    step is fitted over batches, not scaled alone: the programs' own bytes (a depthwise filter's gradient, laid out dense: 220 MiB of
-    that step's 363) need not grow with the batch. A program that is the whole step (jit_compile, JAX)
-    leaves at most a few tensors to TensorFlow's ops, none of them a forward pass."""
+    step is fitted over batches, not scaled alone: the programs' own bytes (a depthwise filter's gradient, laid
+    out dense: 220 MiB of that step's 363) need not grow with the batch. A program that is the whole step
+    (jit_compile, JAX) leaves at most a few tensors to TensorFlow's ops, none of them a forward pass."""
     if step.trace.source != XPLANE_SOURCE or xla_programs_share(step.spaces) < NOTED_PROGRAM_SHARE:
         return False
     forward = _leading_dims(step, ACTIVATIONS, 2, len)
@@ -1222,6 +1222,7 @@ def nearest_traced(steps: list[Traced], batch: int) -> Traced:
 STEP_SPREAD = 0.10  # another step of the first's run at its batch peaking this much higher is said
 MAX_SIBLINGS = 4  # the other steps of the first's profile read for that, nearest first (store.siblings)
 MAX_RECORD_SIBLINGS = 2  # of a TF1 run's, each a record decoded and analysed of its own (a big step's seconds)
+_SIBLINGS_LOOKED_AT = 4  # times as many steps read, at most, to find them (a step without the space is passed over)
 
 
 def higher_sibling(first: Traced, siblings: list[Traced]) -> str | None:
@@ -1267,8 +1268,9 @@ def siblings_of(first: Traced, ref, refs: list, analysis: Callable) -> list[Trac
     space_id = first.space.trace.id
     limit = MAX_SIBLINGS if ref.source == XPLANE_SOURCE else MAX_RECORD_SIBLINGS
     out = []
-    for other in store_mod.siblings(refs, ref, len(refs)):  # the nearest that hold the space (not a Keras
-        step = analysis(other)                                # callback's empty `batch_N` records)
+    # The nearest that hold the space (past a Keras callback's empty `batch_N` records), a few looked at.
+    for other in store_mod.siblings(refs, ref, _SIBLINGS_LOOKED_AT * limit):
+        step = analysis(other)
         space = step.space(space_id) if step.status == "ok" else None
         if space is not None:
             out.append(Traced(first.run, other.tag, other.step, other.source, step, space))
