@@ -33,7 +33,7 @@ from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, GRADIENTS, IN
                       listed, other_chunks)
 from . import resident as resident_mod, store as store_mod
 from .findings import allocator_gap, cpu_working_set_scratch, readings_above, variable_copies
-from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
+from .names import FEED, KINDS, REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import BFC_ROUNDING, DEVICE_MEMORY, ProgramShapes, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -42,8 +42,11 @@ _VARIABLE_READS = frozenset({"ReadVariableOp", "_ReadVariablesOp", "VariableV2",
 # Casts: mixed precision casts each weight to float16 in the forward pass (`fc/Cast/Cast`), a
 # tensor shaped like the parameter because it is one, not a batch that matches a layer's width.
 _CAST_OPS = frozenset({"Cast"})
+_FUNCTION_ARGUMENT = "_Arg"  # a feed's op too, but a feed's name is its own kind (names.FEED)
+_FEED_KIND = KINDS.index(FEED)
 # A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
 # outputs): `[steps, ...]`, each step a tensor the loop's body made.
+_TRANSPOSE_OPS = frozenset({"Transpose", "ConjugateTranspose", "_MklTranspose"})  # not a layout transpose's
 _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGatherV2", "TensorArrayPack"})
 # tf.dynamic_partition splits its input's rows among its outputs by the data (a mixture of experts' router):
 # each output holds a share of the batch, whose first dimension no shape says carries it.
@@ -84,21 +87,31 @@ class WhatIfError(ValueError):
 # -- which bytes carry the batch ----------------------------------------------------------
 
 
+def _rows_of(space: SpaceAnalysis, category: int) -> np.ndarray:
+    """The names of one category; of the inputs, the step's own (feeds, placeholders, iterators): not a
+    function body's arguments (`_Arg` ops named after them: `logits_0`), which are its caller's tensors
+    (trial AA's CTC loss, whose time-major `[59, batch, 30]` logits had read as batch 59)."""
+    rows = space.names.category == category
+    if category == INPUTS:
+        rows &= ~(space.names.of_op_type(_FUNCTION_ARGUMENT.__eq__) & (space.names.kind_code != _FEED_KIND))
+    return np.flatnonzero(rows)
+
+
 def _shapes_of(step: StepAnalysis, category: int, skip: Callable[[str], bool] | None = None):
-    """The shapes of the outputs of the names of one category (but those `skip` says), over all
-    memory spaces."""
+    """The shapes of the outputs of the names of one category (`_rows_of`; but those `skip` says),
+    over all memory spaces."""
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        names = [space.names.raw[i] for i in np.flatnonzero(space.names.category == category).tolist()]
+        names = [space.names.raw[i] for i in _rows_of(space, category).tolist()]
         for outputs in outputs_of([name for name in names if not (skip and skip(name))]):
             yield from (shape for shape, _ in outputs)
 
 
 def _leading_dims(step: StepAnalysis, category: int, min_rank: int, weight,
                   skip: Callable[[str], bool] | None = None) -> collections.Counter:
-    """First dimensions of the outputs of the names of one category, over all memory spaces."""
+    """First dimensions of the outputs of the names of one category (`_rows_of`), over all memory spaces."""
     leading: collections.Counter = collections.Counter()
     for shape in _shapes_of(step, category, skip):
         if len(shape) >= min_rank and shape[0] > 0:
@@ -286,7 +299,7 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        rows = np.flatnonzero(space.names.category == INPUTS).tolist()
+        rows = _rows_of(space, INPUTS).tolist()
         for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
             for shape, _ in outputs:
                 if (shape and shape[0] > batch and shape[0] % batch == 0 and shape[0] not in known
@@ -309,6 +322,23 @@ def _stacked_steps(shapes: list[tuple], first_dim: np.ndarray, rank: np.ndarray,
         return set()
     made = {shapes[i] for i in np.flatnonzero((first_dim == batch) & ~from_stacks).tolist()} & elements
     return {shapes[i][0] for i in stacks if shapes[i][1:] in made}
+
+
+def _transposed_steps(shapes: list[tuple], first_dim: np.ndarray, rank: np.ndarray, from_transposes: np.ndarray,
+                      parameter_shapes: set[tuple], batch: int) -> set[int]:
+    """The time steps of a batch-major tensor transposed to time-major in the step: a transpose's
+    output `[time, batch, ...]` of a tensor the step made shaped `[batch, time, ...]` (no parameter's
+    shape): `tf.nn.ctc_loss`'s time-major logits, an RNN's inputs. Their tensors hold the batch second
+    as a time-major feed's do (trial AA's CTC loss, whose `[time, batch, classes]` tensors had scaled
+    nothing). None at batch 1."""
+    if batch <= 1:
+        return set()
+    swapped = {shapes[i] for i in np.flatnonzero(from_transposes & (rank >= 3) & (first_dim != batch)).tolist()
+               if shapes[i][1] == batch}
+    if not swapped:
+        return set()
+    made = {shapes[i] for i in np.flatnonzero((first_dim == batch) & ~from_transposes & (rank >= 3)).tolist()}
+    return {shape[0] for shape in swapped if (shape[1], shape[0], *shape[2:]) in made - parameter_shapes}
 
 
 class _SizeSets:
@@ -395,6 +425,7 @@ class _Outputs:
             if step.trace.source == XPLANE_SOURCE:
                 reads |= names.category == OPTIMIZER
             stacks = names.of_op_type(_STACK_OPS.__contains__)
+            transposes = names.of_op_type(_TRANSPOSE_OPS.__contains__)
             casts = names.of_op_type(_CAST_OPS.__contains__)
             partitions = names.of_op_type(_PARTITION_OPS.__contains__)
             for i in np.flatnonzero(partitions[fresh]).tolist():
@@ -403,7 +434,7 @@ class _Outputs:
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
                               list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts),
                               np.repeat(casts[fresh], counts), np.repeat(data[fresh], counts),
-                              np.repeat(names.category[fresh] == INPUTS, counts)))
+                              np.repeat(names.category[fresh] == INPUTS, counts), np.repeat(transposes[fresh], counts)))
         self.count = len(self.names)
         out_row = np.concatenate([p[0] for p in per_space]) if per_space else np.zeros(0, np.int64)
         from_reads = np.concatenate([p[1] for p in per_space]) if per_space else np.zeros(0, bool)
@@ -411,6 +442,7 @@ class _Outputs:
         from_casts = np.concatenate([p[4] for p in per_space]) if per_space else np.zeros(0, bool)
         from_data = np.concatenate([p[5] for p in per_space]) if per_space else np.zeros(0, bool)
         from_feeds = np.concatenate([p[6] for p in per_space]) if per_space else np.zeros(0, bool)
+        from_transposes = np.concatenate([p[7] for p in per_space]) if per_space else np.zeros(0, bool)
         flat = [output for _, _, outputs, *_ in per_space for output in outputs]
         shapes = [shape for shape, _ in flat]
         sizes = np.fromiter((size for _, size in flat), dtype=np.int64, count=len(flat))
@@ -431,12 +463,13 @@ class _Outputs:
                   and sum(shape[0] for shape in shapes) in batches for shape in shapes
                   if shape[0] >= _PARTITION_SHARE_MIN and shape[0] not in widths}
         leads = np.isin(first_dim, sorted(batches | shares))
-        # A time-major feed ([time, batch, ...]: the batch given, as the shapes misread it), or a
+        # A time-major feed ([time, batch, ...]: the batch given, as the shapes misread it), a
         # loop's outputs stacked over its steps ([steps, batch, d]: a TensorArray, a dynamic RNN,
-        # in a batch-major model too): their tensors hold the batch second ([time, batch, d]),
-        # or flattened with the time steps.
-        times = time_major_steps(step, batch) | _stacked_steps(shapes, first_dim, rank, from_stacks, parameter_shapes,
-                                                               batch)
+        # in a batch-major model too), or a tensor transposed to time-major: their tensors hold the
+        # batch second ([time, batch, d]), or flattened with the time steps.
+        times = (time_major_steps(step, batch)
+                 | _stacked_steps(shapes, first_dim, rank, from_stacks, parameter_shapes, batch)
+                 | _transposed_steps(shapes, first_dim, rank, from_transposes, parameter_shapes, batch))
         if times:
             wide = np.flatnonzero(rank >= 2)
             second_dim = np.zeros(len(shapes), dtype=np.int64)

@@ -730,6 +730,40 @@ def test_a_time_major_models_tensors_scale_with_the_batch_given():
     assert 0.7 * measured <= one.peak_rise(16) <= 1.1 * measured, (one.peak_rise(16), measured)
 
 
+def _ctc(batch: int, steps: int = 40) -> whatif.Traced:
+    """A real step of a batch-major model (feed `[batch, steps, 8]`) whose logits are transposed to
+    time-major for `tf.nn.ctc_loss` (its default), with sparse labels: the loss runs as a function whose
+    arguments (`logits_0`, `[steps, batch, 12]`) are `_Arg` ops in the step."""
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, (None, steps, 8), name="audio")
+        labels = tf.compat.v1.placeholder(tf.int32, (None, 5), name="labels")
+        w = tf.compat.v1.get_variable("w", (8, 12))
+        logits = tf.transpose(tf.einsum("btf,fk->btk", x, w), [1, 0, 2])
+        lengths = tf.fill([tf.shape(x)[0]], steps)
+        loss = tf.reduce_mean(tf.nn.ctc_loss(tf.sparse.from_dense(labels), logits, None, lengths, blank_index=-1))
+        return [x, labels], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+    return _traced_real(f"ctc_b{batch}", build, [np.ones((batch, steps, 8), np.float32),
+                                                 np.tile(np.arange(1, 6, dtype=np.int32), (batch, 1))])
+
+
+def test_a_functions_arguments_are_no_feeds_and_a_transposed_tensor_is_time_major():
+    """A function's arguments in the step (`_Arg` ops named after them) are its caller's tensors, not the
+    step's feeds: trial AA's CTC loss, whose time-major logits `[59, batch, 30]` are such arguments, had
+    read as batch 59. And its tensors transposed to time-major (`[steps, batch, ...]`) carry the batch:
+    they had scaled nothing (batch 8 predicted as the traced rise at 4)."""
+    small, large = _ctc(4), _ctc(8)
+    names = small.space.names
+    arguments = [names.raw[i] for i in np.flatnonzero(names.category == INPUTS).tolist()
+                 if names.op_type(i) == "_Arg" and not names.raw[i].startswith("_arg_")]
+    assert arguments  # the trace has them: the test could fail
+    assert whatif.traced_batch(small.step) == 4 and whatif.traced_batch(large.step) == 8
+    one = whatif.WhatIf([small], 8).one_step
+    measured = large.space.peak_rise_bytes
+    assert measured > 1.5 * small.space.peak_rise_bytes
+    assert 0.9 * measured <= one.peak_rise(8) <= 1.1 * measured, (one.peak_rise(8), measured)
+
+
 def _stacked_loop(batch: int, steps: int = 24) -> whatif.Traced:
     """A real step of a batch-major model (feed `[batch, 8]`) whose loop writes its state to a
     TensorArray each step: stacked, `[steps, batch, 256]`, as a dynamic RNN's outputs are."""
