@@ -8,6 +8,7 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
+import collections
 import functools
 from dataclasses import dataclass
 import threading
@@ -823,6 +824,8 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
                             "This step has no step stats: it was written without tracing "
                             "(or by TF2 eager/Keras, whose memory is in profiler files). " + NO_MEMORY_HELP
                             + f" {TF2_PROFILE_HELP}.")
+    if trace.ran_op_types:  # the run graph's op types first (a fused node's is its graph op's, `Relu`), as labels
+        graph_ops = collections.ChainMap(graph_ops, trace.ran_op_types) if graph_ops else trace.ran_op_types
     spaces = [SpaceAnalysis(space, NameTable.build(space.distinct_names, space.label_of, trace.op_types, graph_ops,
                                                    space.input_names, trace.layers))
               for space in trace.spaces]

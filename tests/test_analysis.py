@@ -1166,3 +1166,33 @@ def test_a_device_spelling_names_one_space_or_says_why_not():
     assert step.why_no_space("CPU", "s") == "'CPU' matches several memory spaces of s: CPU:0/cpu, CPU:0/mklcpu; name one"
     assert step.space("/gpu:1") is None
     assert step.why_no_space("/gpu:1", "s").startswith("no device of s matches '/gpu:1' (it has GPU:0/GPU_0_bfc")
+
+
+def test_op_types_of_a_step_traced_with_its_partition_graphs_are_the_run_graphs():
+    """`RunOptions(output_partition_graphs=True)` adds the graphs the step ran (after grappler: a fused
+    node's kernel, `_MklNativeFusedConv2D` for `.../Relu`): they had overridden the run graph, so a diff of
+    the same step traced with and without them listed every fused op as changed (trial AA). The run graph's
+    op types come first; without one, the partition graphs' kernels read as their labels' do."""
+    import models as tf_models
+    from tensorflow.core.protobuf import config_pb2
+    from tensorboard.compat.proto import graph_pb2
+    from tb_memory_plugin import graph as graph_mod
+
+    rm_bytes, gd_bytes = tf_models.traced_step("unet", 2, 16, output_partition_graphs=True)
+    proto = config_pb2.RunMetadata.FromString(rm_bytes)
+    ran = {node.name: node.op for part in proto.partition_graphs for node in part.node}
+    del proto.partition_graphs[:]
+    without = proto.SerializeToString()
+
+    def op_types(data, graph_bytes):
+        run_graph = graph_mod.RunGraph.from_bytes(graph_bytes) if graph_bytes else None
+        space = store.analyse_bytes(data, run_graph).space(None)
+        return dict(zip(space.names.raw, space.names.op_types))
+
+    with_graph = op_types(rm_bytes, gd_bytes)
+    assert with_graph == op_types(without, gd_bytes)
+    model_ops = {node.name: node.op for node in graph_pb2.GraphDef.FromString(gd_bytes).node}
+    fused = [name for name, op in ran.items() if name in with_graph and op != model_ops.get(name, op)]
+    assert fused  # kernels the model's graph names otherwise: the test could fail
+    assert all(with_graph[name] == model_ops[name] for name in fused)
+    assert op_types(rm_bytes, None) == op_types(without, None)

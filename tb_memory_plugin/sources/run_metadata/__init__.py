@@ -17,6 +17,7 @@ from tensorboard.compat.proto import graph_pb2
 
 from ..._numeric import scatter_sum
 from ...trace import DEVICE_MEMORY, SpaceTrace, Trace, TraceDecodeError, device_task, memory_kind, parse_device
+from ...names import graph_op_type
 from . import wire
 
 
@@ -54,7 +55,7 @@ def decode(data: bytes | Callable[[], bytes]) -> Trace:
         op_types = {}
         for graph_bytes in run.partition_graphs:
             graph = graph_pb2.GraphDef.FromString(graph_bytes)
-            op_types.update((node.name, node.op) for node in graph.node)
+            op_types.update((node.name, graph_op_type(node.op)) for node in graph.node)
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise _corrupt(size, exc) from None
     return _trace(devices, op_types)
@@ -78,7 +79,7 @@ def _trace(devices, op_types: dict[str, str]) -> Trace:
         step_start_us=step_start,
         duration_us=step_end - step_start,
         node_stat_count=node_stat_count,
-        op_types=op_types,  # the partition graphs'
+        ran_op_types=op_types,  # the partition graphs': the run graph's op types come first
         note=note,
     )
 
