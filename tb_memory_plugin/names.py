@@ -83,10 +83,10 @@ _ARG_RE = re.compile(r"^_arg_(?P<feed>.+?)_\d+_\d+$")
 _INLINED_RE = re.compile(r"^Func/(?P<path>.+/(?:input|output|input_control_node|output_control_node)/_\d+)$")
 # Control flow v2 (tf.while_loop, tf.cond, dynamic_rnn in a TF 2.x graph), lowered and inlined at
 # run time: a loop's body and condition and a branch run as `<op>/<function>/_<N>/<its node>`
-# (`rnn/while/body/_1/gru_cell/MatMul`, `cond/else/_12/...`). Those two components are the
-# runtime's call, not the user's scopes: the path drops them (`rnn/while/gru_cell/MatMul`, as
-# TensorFlow 1's control flow named it).
-_CALL_RE = re.compile(r"/(?:body|cond|then|else)/_\d+(?=/|$)")
+# (`rnn/while/body/_1/gru_cell/MatMul`, `cond/else/_12/...`, a `tf.switch_case`'s
+# `indexed_case/branch1/_1/...`). Those two components are the runtime's call, not the user's
+# scopes: the path drops them (`rnn/while/gru_cell/MatMul`, as TensorFlow 1's control flow named it).
+_CALL_RE = re.compile(r"/(?:body|cond|then|else|branch\d+)/_\d+(?=/|$)")
 # A function called in a graph (a tf.function, `tf.compat.v1.wrap_function`) and inlined at run time: its
 # body's ops are named under the call's node, `fwd1/StatefulPartitionedCall/Relu`. The call is the
 # runtime's, not a scope of the user's: an op's path drops it (`fwd1/Relu`), as a profile's names drop it
@@ -371,6 +371,9 @@ def _below_gradients(path: str) -> str | None:
     return None
 
 
+_BRANCH_GRADIENT_OPS = ("StatelessIf", "If", "gradient")  # the op a branch's gradient runs, `<op>_grad/<it>/...`
+
+
 def _without_control_flow_gradients(path: str) -> str:
     """A gradient path (its gradients scope cut off) with control flow v2's gradient ops folded
     into the ops they are the gradients of, nested ones too:
@@ -378,7 +381,8 @@ def _without_control_flow_gradients(path: str) -> str:
     - a loop's: `<op>_grad/<op>_grad/...` (`rnn/while_grad/rnn/while_grad/gradients/gru_cell/
       MatMul_grad/MatMul_1` -> `rnn/while/gru_cell/MatMul_grad/MatMul_1`; inside another
       loop's body, `inner_grad/inner_grad/...`);
-    - a branch's: `<op>_grad/StatelessIf/...` (or `If`).
+    - a branch's: `<op>_grad/StatelessIf/...` (or `If`), a `tf.switch_case`'s `<op>_grad/gradient/...`
+      (the gradient's own `Case` op, named so).
 
     Only where the body's own `gradients/` scope follows, or the runtime's plumbing of the
     lowered op (a `_<N>` component: `merge/_5`): a second-order gradient
@@ -391,7 +395,7 @@ def _without_control_flow_gradients(path: str) -> str:
         part = parts[i]
         if part.endswith("_grad") and len(part) > len("_grad"):
             after = parts[i + 1]
-            if after in ("StatelessIf", "If") or after == part:
+            if after in _BRANCH_GRADIENT_OPS or after == part:
                 dropped = 1
             elif parts[i + 1:2 * i + 2] == parts[:i + 1]:  # the whole path repeated: a top-level loop
                 dropped = i + 1
@@ -1564,19 +1568,22 @@ def _below_gradients_cut(lines: "_Lines", among: np.ndarray, paths: list[str], g
     return rows[~again], cut[~again], slash[~again], np.concatenate([one_name, rows[again]])
 
 
-_IF_HEADS = _heads(["StatelessIf/", "If/"], 8)  # the first 8 bytes after `_grad/` of a branch's gradient
+# The first 8 bytes after `_grad/` of a branch's gradient (`_BRANCH_GRADIENT_OPS`: `StatelessIf/`, `If/`, and a
+# switch_case's `gradient/`, whose first 8 bytes `gradients/` has too: a superset, asked exactly).
+_IF_HEADS = _heads(["StatelessIf/", "If/", "gradient"], 8)
 
 
 def _control_flow_gradient_rows(lines: _Lines, among: np.ndarray) -> np.ndarray:
     """Of the rows `among`, those that may hold a loop's or a branch's gradient (what
     `_without_control_flow_gradients` folds): `_grad/` at least twice, or once before
-    `StatelessIf/` or `If/`."""
+    `StatelessIf/`, `If/` or `gradient`."""
     found = lines.positions(b"_grad/")
     if not found.size:
         return found
     line = lines.lines_holding(b"_grad/")
     after = lines._word(np.minimum(found + 6, lines.buf.size - 1), 8)
-    branch = (after == _IF_HEADS[0]) | ((after & _LOW_BYTES[3]) == (_IF_HEADS[1] & _LOW_BYTES[3]))
+    branch = ((after == _IF_HEADS[0]) | ((after & _LOW_BYTES[3]) == (_IF_HEADS[1] & _LOW_BYTES[3]))
+              | (after == _IF_HEADS[2]))
     rows = (np.bincount(line, minlength=lines.count) >= 2) | np.bincount(line[branch], minlength=lines.count).astype(bool)
     return np.flatnonzero(rows & among)
 

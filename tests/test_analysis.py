@@ -854,6 +854,9 @@ def _control_flow_step(kind: str):
                                      (tf.constant(0), x))
             elif kind == "cond_in_while":
                 _, h = tf.while_loop(lambda i, h: i < 2, lambda i, h: (i + 1, branch(h)), (tf.constant(0), x))
+            elif kind == "switch_case":  # the branch picked by the data, so both may run
+                index = tf.cast(tf.reduce_sum(x) > 0, tf.int32)
+                h = tf.switch_case(index, [lambda: tf.matmul(x, w) * 2.0, lambda: tf.tanh(tf.matmul(x, w))])
             else:
                 h = branch(x)
         train = tf1.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(h)))
@@ -862,20 +865,24 @@ def _control_flow_step(kind: str):
 
 
 @pytest.mark.parametrize("kind, layer", [("while", "encoder/while"), ("cond", "encoder/cond"),
-                                         ("cond_in_while", "encoder/while/cond")])
+                                         ("cond_in_while", "encoder/while/cond"),
+                                         ("switch_case", "encoder/switch_case/indexed_case")])
 def test_a_control_flow_ops_body_and_gradient_share_its_layer(kind, layer):
     """Control flow v2 runs a loop's body or a branch as an inlined call, `<op>/body/_1/...`
-    (`then/_0`, `else/_1`), and its gradient in `gradients/<op>_grad/<op>_grad/body/_N/gradients/...`
-    (`<op>_grad/StatelessIf/...`). The call components are the runtime's: no path keeps them, and
-    grouped by layer the body's MatMul and its gradient are one layer, the control-flow op's."""
+    (`then/_0`, `else/_1`, a switch_case's `branch1/_1`), and its gradient in
+    `gradients/<op>_grad/<op>_grad/body/_N/gradients/...` (`<op>_grad/StatelessIf/...`, a switch_case's
+    `<op>_grad/gradient/branch1/_41/...`: trial AA's had kept `branch1/_1` in its paths and made the gradient
+    a layer apart). The call components are the runtime's: no path keeps them, and grouped by layer the
+    body's MatMul and its gradient are one layer, the control-flow op's."""
     step = _control_flow_step(kind)
     space = step.space(None)
     names_ = space.names
     raw = names_.raw
-    calls = [i for i, name in enumerate(raw) if re.search(r"/(?:body|then|else)/_\d+/", name)]
+    calls = [i for i, name in enumerate(raw) if re.search(r"/(?:body|then|else|branch\d+)/_\d+/", name)]
     assert calls, "no inlined call in this trace"
     for group in ("scope", "layer"):
-        assert not any(re.search(r"/(?:body|cond|then|else)/_\d+(?:/|$)", path) for path in names_.leaf_paths(group))
+        assert not any(re.search(r"/(?:body|cond|then|else|branch\d+)/_\d+(?:/|$)", path)
+                       for path in names_.leaf_paths(group))
     forward = [i for i in calls if raw[i].endswith("/MatMul") and not raw[i].startswith("gradients")]
     backward = [i for i in calls if "MatMul_grad/" in raw[i]]
     assert forward and backward, (kind, [raw[i] for i in calls])

@@ -255,6 +255,10 @@ _LAYERS = {
     "gradients/enc/while_grad/enc/while_grad/body/_3/gradients/cond_grad/StatelessIf/then/_7/gradients/"
     "MatMul_grad/MatMul_1": "enc/while/cond",
     "gradients/rnn/while_grad/rnn/while_grad/merge/_5": "rnn/while/merge",
+    # A switch_case's branch (`branch1/_1`) and its gradient (the gradient's Case op is named `gradient`).
+    "router/indexed_case/branch1/_1/Tile": "router/indexed_case",
+    "gradients/router/indexed_case_grad/gradient/branch1/_41/gradients/mul_grad/Mul_1": "router/indexed_case",
+    "gradients/router/indexed_case_grad/gradient/branch0/_40/gradients/AddN": "router/indexed_case",
     "gradients/Mean_grad/Tile": "Mean_grad",  # a root op's gradient scope: its own layer, as in the tree
     # Gradients taken under a name scope; in a loop's body, from the body's root (its call dropped).
     "train/gradients/model/dense_1/MatMul_grad/MatMul_1": "model/dense_1",
