@@ -832,6 +832,26 @@ def test_a_models_own_op_joins_its_model():
     assert [name for name, _ in xnames.clean_all(optimizer)][1] == "adam_1/Add"
 
 
+def test_a_model_called_under_a_users_scope_is_cleaned_as_at_the_root():
+    """A model called under a name scope of the user's (a WGAN's gradient penalty: `tf.name_scope(
+    "gradient_penalty")` around `critic(x_hat)`) is the model the step's other names show: its scopes lose
+    Keras' numbers after the user's scope, which stays in front of the layer as a loop's does (trial AB's
+    had kept `critic_1/d_conv1_1`, and made its `convolution` a what-if layer of its own). A user's scope
+    before scopes of no model of the step's stays as it is."""
+    raws = ["StatefulPartitionedCall/critic_1/d_conv1_1/convolution",
+            "StatefulPartitionedCall/gradient_penalty/critic_1/d_conv1_1/convolution",
+            "StatefulPartitionedCall/gradient_tape/gradient_tape/gradient_penalty/critic_1/d_conv1_1/convolution/Conv2D",
+            "StatefulPartitionedCall/gradient_penalty/Mul_2",
+            "StatefulPartitionedCall/other/block_1/unit_2/Add"]
+    assert xnames.clean_all(raws) == [
+        ("critic/d_conv1/convolution", "critic/d_conv1"),
+        ("gradient_penalty/critic/d_conv1/convolution", "gradient_penalty/critic/d_conv1"),
+        ("gradient_tape/gradient_tape/gradient_penalty/critic/d_conv1/convolution/Conv2D",
+         "gradient_penalty/critic/d_conv1"),
+        ("gradient_penalty/Mul_2", None),
+        ("other/block_1/unit_2/Add", None)]
+
+
 def test_keras_layers_are_the_layers_of_findings_and_the_whatif(steps):
     """Every op of the model is in one of its Keras layers, its gradients too (whose tape scope
     names the forward op: `gradient_tape/small_unet/dec_1/convolution/...`)."""

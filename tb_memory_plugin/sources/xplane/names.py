@@ -74,8 +74,8 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
     scopes: set[str] = set()  # where chains may stop, counted from the model's scope
     for chain in read:
         scopes.update(chain.prefixes)
-    kept_of = []
-    for chain in read:
+
+    def kept_of(chain: _Chain) -> int:
         kept = 0
         for sibling, base in zip(chain.siblings, chain.bases):
             # Keras numbers its own names too (a second `dense` is `dense_1`, traced as `dense_1_1`
@@ -83,14 +83,42 @@ def clean_all(raws: list[str]) -> list[tuple[str, str | None]]:
             if sibling in scopes and not _NUMBER_RE.search(base):
                 break
             kept += 1
-        kept_of.append(kept)
+        return kept
+
+    kept = [kept_of(chain) for chain in read]
     # A chain of one scope is the model's where other names show it is a model (its layers' chains:
     # a layer's name is Keras' snake case, where an op's scope is TensorFlow's `Cast_11`): an op of
     # the model's own, outside its layers (mixed precision's input `Cast`).
-    models = {chain.bases[0] for chain, kept in zip(read, kept_of)
-              if kept >= 2 and chain.bases[1][:1].islower() and chain.parts[0] != INPUT_PIPELINE}
-    return [_named(raw, kept, kept == 1 and chain.bases[0] in models)
-            for raw, chain, kept in zip(raws, read, kept_of)]
+    models = {chain.bases[0] for chain, k in zip(read, kept)
+              if k >= 2 and chain.bases[1][:1].islower() and chain.parts[0] != INPUT_PIPELINE}
+    named = []
+    for raw, chain, k in zip(raws, read, kept):
+        scoped = _below_user_scope(chain, models, kept_of) if k == 0 and models else None
+        named.append(scoped or _named(raw, k, k == 1 and chain.bases[0] in models))
+    return named
+
+
+def _below_user_scope(chain: _Chain, models: set[str], kept_of) -> tuple[str, str | None] | None:
+    """(`clean`, `keras_layer`) of a name whose model's scopes follow a scope of the user's (a model called
+    under `tf.name_scope("gradient_penalty")`: `gradient_penalty/critic_1/d_conv1_1/convolution` ->
+    `gradient_penalty/critic/d_conv1/convolution`, layer `gradient_penalty/critic/d_conv1`, the user's scope
+    in front as a loop's is); None where no model of the step's (`models`, as other names show them) follows
+    its first scope, numbered with a layer after it. Trial AB's gradient penalty had kept Keras' `_1`s and
+    made its convolution a layer of its own."""
+    parts = chain.parts
+    for i in range(chain.skip + 1, len(parts) - 2):
+        base = _NUMBER_RE.sub("", parts[i], count=1)
+        if base == parts[i] or base not in models or not _NUMBER_RE.search(parts[i + 1]):
+            continue
+        inner = _chain("/".join(parts[i:]))
+        kept = kept_of(inner)
+        if kept < 2:
+            return None
+        cleaned, layer = _named("/".join(parts[i:]), kept)
+        front = "/".join(parts[:i])
+        loops = [part for part in parts[:chain.skip] if _LOOP_SCOPE_RE.match(part)]
+        return f"{front}/{cleaned}", "/".join((*loops, *parts[chain.skip:i], layer))
+    return None
 
 
 class _Chain(NamedTuple):
