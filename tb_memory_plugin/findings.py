@@ -48,6 +48,7 @@ GRAPH_WARN_BYTES, PROTOBUF_LIMIT_BYTES = 256 * MiB, 2 * 1024 * MiB
 # scalars and shapes the runtime keeps (the demo U-Net leaves 12 B).
 STEP_GROWTH_MIN_BYTES = 64 * KiB
 STEP_GROWTH_STEPS = 3  # steps of the run compared (this one and its nearest traced neighbours)
+_SAME_WORK = 0.10  # steps allocating this much apart do other work (another batch size): starts may differ
 # Allocator gap: readings off the records by 5% of the peak rise is memory the trace does not
 # explain, more than allocator rounding; the floor keeps toy steps quiet (64 KiB, as for layout
 # transposes and growth: a fixed 1 MiB hid a 520 KiB gap in a 1.25 MiB step).
@@ -429,14 +430,16 @@ def _grown(space) -> int:
 def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Finding]:
     held, returned = _held_and_returned(space)
     left = space.curve.end_rise_bytes - returned
-    if held is None or left < STEP_GROWTH_MIN_BYTES:
-        return []
     history = []  # (step, bytes left behind, bytes in use before it) of the same space
+    spaces = []
     for number, other in run_steps:
         other_space = other.space(space.trace.id) if other is not step else space
         if other_space is None or not other_space.has_curve:
             continue
         history.append((number, left if other_space is space else _grown(other_space), other_space.start_bytes))
+        spaces.append(other_space)
+    if held is None or left < STEP_GROWTH_MIN_BYTES:
+        return _growth_between_steps(space, history, spaces)
     if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
         return []  # some traced step of the run ended where it started: no steady growth
     freed = _replaced_freed(space, held, history)
@@ -492,6 +495,40 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
         {"left_behind_bytes": left, "steps": [{"step": h[0], "left_behind_bytes": h[1], "start_bytes": h[2]}
                                               for h in history],
          "holders": [{"name": name, "bytes": b} for name, b in by_graph_name.items()]},
+    )]
+
+
+def _growth_between_steps(space, history: list[tuple[int, int, int | None]], spaces: list) -> list[Finding]:
+    """Growth outside the traced steps: where each of three traced steps or more of one work (each
+    allocating within `_SAME_WORK` of the others: not a run's steps at several batch sizes, whose starts
+    rise with the batch) starts higher than the one before by more than that one left behind
+    (`STEP_GROWTH_MIN_BYTES` or more each time), something that ran between them holds more every time.
+    Trial AB's Keras callback made a 1 MiB variable every batch: each profiled step ended where it
+    started, their starts rose 1 MiB a step, and nothing was said. The steps' records cannot name it."""
+    if len(history) < STEP_GROWTH_STEPS or any(h[2] is None for h in history):
+        return []
+    allocated = [int(other.trace.allocated.sum()) for other in spaces]
+    if min(allocated) <= 0 or max(allocated) > min(allocated) * (1 + _SAME_WORK):
+        return []
+    between = [b[2] - a[2] - max(a[1], 0) for a, b in zip(history, history[1:])]
+    if min(between) < STEP_GROWTH_MIN_BYTES:
+        return []
+    steps = ", ".join(str(h[0]) for h in history)
+    starts = ", ".join(format_bytes(h[2]) for h in history)
+    grown = sum(between)
+    return [Finding(
+        STEP_GROWTH, grown, "", [],
+        f"The bytes in use before steps {steps} rise ({starts}), {format_bytes(grown)} more than the steps "
+        f"themselves left behind: something that runs between them holds more every time, outside the traced "
+        f"steps, so their records do not name it.",
+        "Look at what runs between the steps (a callback, Python code keeping tensors or variables made each "
+        "step, another Session.run, an input pipeline's cache filling), and release it each step; memory that "
+        "grows every step runs out in the end. A profile that spans the time between steps shows its "
+        "allocations in the trace viewer.",
+        space.trace.id,
+        {"left_behind_bytes": 0, "between_steps_bytes": grown,
+         "steps": [{"step": h[0], "left_behind_bytes": h[1], "start_bytes": h[2]} for h in history],
+         "holders": []},
     )]
 
 

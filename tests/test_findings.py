@@ -548,6 +548,57 @@ def test_no_step_growth_when_steps_end_where_they_start(capsys, logdir):
     assert not any(f["kind"] == "step_growth" for s in body["steps"] for f in s["findings"])
 
 
+def _queue_between_steps(logdir, batches) -> None:
+    """A real TF1 run: a small model's training step traced once at each of `batches`, and before each
+    trace another Session.run that enqueues 1 MiB (a new tensor each time) into a queue nothing dequeues."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, (None, 64), name="x")
+        w = tf1.get_variable("w", (64, 512))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(tf.matmul(x, w))))
+        queue = tf1.FIFOQueue(100, tf.float32, shapes=[(256, 1024)])
+        enqueue = queue.enqueue(tf.random.uniform((256, 1024)))
+        init = tf1.global_variables_initializer()
+        writer = tf1.summary.FileWriter(str(logdir), graph)
+    options = tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE)
+    with tf1.Session(graph=graph, config=tf1.ConfigProto(inter_op_parallelism_threads=2)) as session:
+        session.run(init)
+        session.run(train, {x: np.ones((batches[0], 64), np.float32)})
+        for step, batch in enumerate(batches, start=1):
+            session.run(enqueue)
+            metadata = tf1.RunMetadata()
+            session.run(train, {x: np.ones((batch, 64), np.float32)}, options=options, run_metadata=metadata)
+            writer.add_run_metadata(metadata, f"step_{step}", global_step=step)
+    writer.close()
+
+
+def test_growth_between_traced_steps_is_said(capsys, tmp_path):
+    """Memory held by what runs between the traced steps (here another Session.run that enqueues 1 MiB each
+    time; trial AB's Keras callback made a variable every batch): each traced step ends where it started,
+    but their starts rise by 1 MiB a step, which the steps themselves did not leave. Said on each step,
+    naming no holder (the steps' records hold none). A run's steps at several batch sizes, which allocate
+    more with the batch, are other work: their starts may differ, and nothing is said."""
+    _queue_between_steps(tmp_path / "same", [256, 256, 256])
+    _queue_between_steps(tmp_path / "batches", [64, 256, 1024])
+    mib = 1 << 20
+    body = _cli_json(capsys, tmp_path / "same")
+    assert len(body["steps"]) == 3
+    for step in body["steps"]:
+        (growth,) = [f for f in step["findings"] if f["kind"] == "step_growth"]
+        starts = [s["start_bytes"] for s in growth["details"]["steps"]]
+        assert [b - a for a, b in zip(starts, starts[1:])] == [mib, mib], starts
+        assert growth["bytes"] == growth["details"]["between_steps_bytes"] == 2 * mib
+        assert growth["nodes"] == [] and "between them holds more every time" in growth["message"]
+    body = _cli_json(capsys, tmp_path / "batches")
+    assert len(body["steps"]) == 3
+    starts = [step["devices"][0]["start_bytes"] for step in body["steps"]]
+    assert starts[0] < starts[1] < starts[2], starts  # the queue grew here too
+    assert not [f for step in body["steps"] for f in step["findings"] if f["kind"] == "step_growth"]
+
+
 def test_one_step_alone_is_compared_with_its_neighbours():
     from tb_memory_plugin.store import StepRef
 
