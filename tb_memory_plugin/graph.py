@@ -107,6 +107,8 @@ class RunGraph:
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         """(source node, target node) of every data and control input inside the graph."""
         blobs = graph_blobs(self._bytes())
+        if len(blobs) != len(self.names):  # read again, the bytes are another graph's (rewritten under its key)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         merged = _classes()["Inputs"].FromString(_END_OF_NODE_FIELD.join(blobs) + _END_OF_NODE_FIELD).input
         # `^ctrl` and `name:port` -> `name`, all inputs at once; then each to its node index
         # (-1: outside the graph, -2: the end of a node).

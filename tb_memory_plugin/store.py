@@ -224,14 +224,19 @@ def runs_with_graph(data_provider, ctx, experiment_id: str) -> set[str]:
             | {run for run, tags in keras.items() if any(series.plugin_content == b"1" for series in tags.values())})
 
 
-def _latest_blob_key(data_provider, ctx, experiment_id, plugin, run, tag) -> str | None:
+def _latest_blob(data_provider, ctx, experiment_id, plugin, run, tag) -> tuple[str, float] | None:
+    """(the blob key of the tag's latest record, its wall time), or None. A data provider's blob key names
+    the record's place (run, tag, step), not its bytes: a step traced again under the same tag and step
+    (a script run again into its run's directory) has the same key, and a later wall time, so caches key
+    on both (trial AD's re-traced run had kept showing its first step, and the graph of one read beside
+    the edges of the other had failed)."""
     sequences = data_provider.read_blob_sequences(
         ctx, experiment_id=experiment_id, plugin_name=plugin,
         run_tag_filter=provider_mod.RunTagFilter(runs=[run], tags=[tag]), downsample=1)
     data = sequences.get(run, {}).get(tag, ())
     if not data or not data[-1].values:
         return None
-    return data[-1].values[0].blob_key
+    return data[-1].values[0].blob_key, float(data[-1].wall_time)
 
 
 # -- profiles (.xplane.pb) ----------------------------------------------------------------
@@ -274,7 +279,7 @@ def find_profiles(logdir: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     if not logdir or not gfile.isdir(logdir):
         return found
-    for directory, _, files in gfile.walk(logdir):
+    for directory, _, files in walk(logdir):
         profiles = sorted(f for f in files if f.endswith(PROFILE_SUFFIX))
         if not profiles:
             continue
@@ -285,6 +290,28 @@ def find_profiles(logdir: str) -> dict[str, list[str]]:
         run = _relative(run_dir, logdir.rstrip("/") or "/") if len(run_dir) >= len(logdir.rstrip("/")) else "."
         found.setdefault(run, []).extend(_join(directory, f) for f in profiles)
     return found
+
+
+def walk(top: str):
+    """(directory, subdirectories, files) under `top`, as `os.walk`: a directory that cannot be read is
+    left out, not the walk (trial AD's one unreadable run had hidden every profiled run), and a local
+    directory is walked once, however symbolic links reach it (a link to an ancestor had listed 240
+    runs `looprun/up/looprun/up/...`; TensorBoard's own reader skips such a loop too). Links to
+    directories elsewhere are followed, as TensorBoard follows them."""
+    if "://" in top:
+        try:
+            yield from _gfile().walk(top, onerror=lambda error: None)
+        except TypeError:  # TensorBoard's stub of TensorFlow's file systems takes no `onerror`
+            yield from _gfile().walk(top)
+        return
+    seen: set[str] = set()
+    for directory, subdirectories, files in os.walk(top, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen:
+            subdirectories[:] = []
+            continue
+        seen.add(real)
+        yield directory, subdirectories, files
 
 
 def find_profiles_in_spec(logdir_spec: str) -> dict[str, list[str]]:
@@ -310,6 +337,9 @@ class _ProfileListing:
     refs: list[StepRef]
     failure: tuple[str, str] | None  # (status, message) when the file gives no steps
     devices: list[list[str]]  # per step
+    # Where the file could not be read (its permissions, a network file system): when to try again, as a
+    # file's length and path stay the same once it can be (trial AD's had stayed failed until a restart).
+    retry_at: float | None = None
 
 
 def _profile_name(path: str, sessions: dict[str, int]) -> str:
@@ -411,20 +441,24 @@ class StepStore:
         key = (path, length)
         with self._listing_lock:
             listing = self._listings.get(key)
-        if listing is not None and (not listing.refs or listing.refs[0].run == run):
+        if (listing is not None and (not listing.refs or listing.refs[0].run == run)
+                and (listing.retry_at is None or time.monotonic() < listing.retry_at)):
             return listing
         name = _profile_name(path, sessions)
         wall_time = 0.0
+        retry_at = None
         try:
             profile = self._profile(path, length)
         except trace_mod.TraceDecodeError as exc:
             failure = ("corrupt", f"{name}: {exc}")
         except Exception as exc:  # noqa: BLE001 - one unreadable file must not hide the other runs
             failure = ("corrupt", f"{name}: cannot read {path}: {exc}")
+            retry_at = time.monotonic() + _PROFILE_SCAN_SECONDS
         else:
             failure = None if profile.steps else ("no_memory", f"{name}: {profile.message or xplane.NO_MEMORY_HELP}")
         if failure is not None:
-            listing = _ProfileListing([StepRef(run, name, PROFILE, 0, wall_time, path, -1)], failure, [[]])
+            listing = _ProfileListing([StepRef(run, name, PROFILE, 0, wall_time, path, -1)], failure, [[]],
+                                      retry_at)
         else:
             refs = []
             for index, (suffix, number) in enumerate(_step_tags(profile)):
@@ -511,9 +545,10 @@ class StepStore:
         return None
 
     def _own_run_graph(self, ctx, experiment_id: str, run: str) -> graph_mod.RunGraph | None:
-        key = _latest_blob_key(self._provider, ctx, experiment_id, GRAPHS, run, RUN_GRAPH_TAG)
-        if key is None:
+        latest = _latest_blob(self._provider, ctx, experiment_id, GRAPHS, run, RUN_GRAPH_TAG)
+        if latest is None:
             return self.function_graph_of(ctx, experiment_id, run)
+        key = latest[0]
 
         def load():
             try:
@@ -528,7 +563,7 @@ class StepStore:
             except Exception:  # noqa: BLE001 - a bad graph must not break the memory view
                 return None
 
-        graph = self._graphs.get_or_compute(("graph", experiment_id, run, key), load)
+        graph = self._graphs.get_or_compute(("graph", experiment_id, run, latest), load)
         if graph is not None and graph.model is not None and not graph.model.tensors:
             # A TF2 function's GraphDef (tf_keras' callback writes one beside its model config) takes
             # its variables as arguments, and names none: the model config sizes them.
@@ -559,9 +594,10 @@ class StepStore:
                 if series.plugin_content == b"1":
                     candidates.append((plugin != KERAS_MODEL, -float(series.max_wall_time), rank, tag, plugin))
         for *_, tag, plugin in sorted(candidates):
-            key = _latest_blob_key(self._provider, ctx, experiment_id, plugin, run, tag)
-            if key is None:
+            latest = _latest_blob(self._provider, ctx, experiment_id, plugin, run, tag)
+            if latest is None:
                 continue
+            key = latest[0]
             read = function_graph.from_keras_config if plugin == KERAS_MODEL else function_graph.from_run_metadata
 
             def load(key=key, read=read):
@@ -571,7 +607,7 @@ class StepStore:
                 except Exception:  # noqa: BLE001 - a bad record must not break the memory view
                     return None
 
-            found = self._graphs.get_or_compute(("function_graph", experiment_id, run, plugin, tag, key), load)
+            found = self._graphs.get_or_compute(("function_graph", experiment_id, run, plugin, tag, latest), load)
             if found is not None:
                 return found
         return None
@@ -579,11 +615,11 @@ class StepStore:
     def step_devices(self, ctx, experiment_id: str, ref: StepRef) -> list[str]:
         if ref.plugin == PROFILE:
             return self._profile_devices(ref)
-        key = _latest_blob_key(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
-        if key is None:
+        latest = _latest_blob(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
+        if latest is None:
             return []
         return self._devices.get_or_compute(
-            key, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=key)))
+            latest, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=latest[0])))
 
     def _profile_devices(self, ref: StepRef) -> list[str]:
         listing = self._listing_of(ref)
@@ -602,12 +638,13 @@ class StepStore:
             return self._steps.get_or_compute(
                 ("profile", ref.path, ref.index, ref.tag),
                 lambda: self._profile_analysis(ref, self._graph_ops(ctx, experiment_id, ref.run)))
-        key = _latest_blob_key(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
-        cache_key = ("step", experiment_id, ref.run, ref.tag, key)
+        latest = _latest_blob(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
+        cache_key = ("step", experiment_id, ref.run, ref.tag, latest)
 
         def compute():
-            if key is None:
+            if latest is None:
                 return analysis.failed_step("empty", "This tag holds no RunMetadata blob.")
+            key = latest[0]
             # Read by the decoder itself, which drops the bytes once parsed (a big step's
             # bytes and their parsed copy are not held together).
             read = functools.partial(self._provider.read_blob, ctx, blob_key=key)

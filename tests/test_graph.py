@@ -56,6 +56,23 @@ def test_a_graph_that_can_be_read_again_drops_its_bytes_once_the_model_is_read(u
     assert kept.data == data  # without a way to read them again, the bytes stay
 
 
+def test_a_graph_read_again_as_another_graph_gives_no_edges(unet_trace):
+    """TensorBoard serves the newest graph of a run under the blob key of the first (a script run again into
+    its run's directory writes its graph again): read again for its edges, the bytes are another graph's.
+    Its edges beside the first graph's names had indexed past them (trial AD: a 500 in the graph route);
+    the graph keeps its names and has no edges."""
+    from tracedata import REPO, read_blob_bytes
+
+    first = read_blob_bytes(REPO / "demo_logs", "growth", "__run_graph__", ("graphs",))
+    served = graph.RunGraph.from_bytes(first, reload=lambda: unet_trace.graph_def_bytes)
+    assert served.model is not None and served.data == b""  # dropped: the edges read them again
+    assert len(graph.graph_blobs(unet_trace.graph_def_bytes)) > len(served.names)
+    source, target = served.edges
+    assert source.size == target.size == 0
+    collapsed = graph.collapse(served, "")
+    assert sum(collapsed.children.values()) == len(served.names) and not collapsed.edges
+
+
 def test_hand_built_graph_inputs_ports_controls_and_strangers():
     graph_def = graph_pb2.GraphDef()
     graph_def.node.add(name="a", op="Const")

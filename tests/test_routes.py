@@ -737,3 +737,31 @@ def test_a_device_as_the_runs_route_lists_it_names_its_space(tb):
         tb, "scopes", run="gpu", tag=step["tag"], device="GPU:0/GPU_0_bfc")
     code, response = get(tb, "scopes", run="gpu", tag=step["tag"], device="/device:GPU:7")
     assert code == 404 and "GPU:0/GPU_0_bfc" in response.get_data(as_text=True)
+
+
+def test_a_graph_written_again_under_its_key_does_not_break_the_graph_route(tmp_path):
+    """A script run again into its run's directory writes its graph again: TensorBoard's multiplexer serves
+    the newest graph's bytes under the same blob key, while the plugin's graph, read before and its bytes
+    dropped, reads them again for its edges. The edges of another graph beside the first's names had
+    failed the graph route with a 500 (trial AD: `IndexError` in `_collapse`); they are left out, and the
+    route answers. (With TensorBoard's Rust data server a record written again has a new wall time, which
+    the caches key on: the routes read the new step and graph.)"""
+    import shutil
+    import time
+
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tracedata import read_blob_bytes
+
+    run = tmp_path / "rerun"
+    shutil.copytree(REPO / "demo_logs" / "growth", run)
+    app = tensorboard_app(tmp_path)
+    assert get_json(app, "summary", run="rerun", tag="step_2")["status"] == "ok"  # the graph read, its bytes dropped
+    unet_graph = read_blob_bytes(REPO / "demo_logs", "unet_b2", "__run_graph__", ("graphs",))
+    writer = EventFileWriter(str(run))
+    writer.add_event(event_pb2.Event(wall_time=time.time(), graph_def=unet_graph))
+    writer.close()
+    app.provider._multiplexer.Reload()
+    code, response = get(app, "graph", run="rerun", tag="step_2")
+    assert code == 200, response.get_data()[:300]
+    assert response.get_json()["nodes"]
