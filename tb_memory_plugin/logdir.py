@@ -169,7 +169,8 @@ def data_provider(logdir: str, run: str | None = None):
         tensor_size_guidance={store.TAGGED_RUN_METADATA: 0, store.RUN_METADATA: 0})
     runs = run_directories(logdir, run)
     for name, path in runs.items():
-        multiplexer.AddRun(path, name)
+        if _readable(path):
+            multiplexer.AddRun(path, name)
     multiplexer.Reload()
     _as_tensorboard_serves(multiplexer)
     return provider_mod.MultiplexerDataProvider(multiplexer, logdir)
@@ -222,10 +223,47 @@ def run_directories(logdir: str, run: str | None = None) -> dict[str, str]:
 
 def _listed(logdir: str) -> dict[str, str]:
     """Every run under the logdir, named as TensorBoard's EventMultiplexer.AddRunsFromDirectory
-    names them (the logdir's own run `.`)."""
+    names them (the logdir's own run `.`). A local logdir is walked as the plugin walks it for
+    profiles (`store.walk`): a directory that cannot be read is left out, and one reached again
+    through a symbolic link is not listed again (trial AD's link to an ancestor had printed 1,560
+    steps, and one unreadable directory had stopped the command)."""
     from tensorboard.backend.event_processing import io_wrapper
 
-    return {os.path.relpath(directory, logdir): directory for directory in io_wrapper.GetLogdirSubdirectories(logdir)}
+    from .store import walk
+
+    if is_remote(logdir):
+        directories = io_wrapper.GetLogdirSubdirectories(logdir)
+    else:
+        directories = (directory for directory, _, files in walk(logdir)
+                       if any(io_wrapper.IsSummaryEventsFile(os.path.join(directory, name)) for name in files))
+    return {os.path.relpath(directory, logdir): directory for directory in directories}
+
+
+def _readable(directory: str) -> bool:
+    """Whether a run's event files can be opened; where one cannot, said once (as damage, beside the
+    figures) and the run left out, not the command (trial AD's unreadable file had ended in a traceback)."""
+    if is_remote(directory):
+        return True
+    from tensorboard.backend.event_processing import io_wrapper
+
+    try:
+        names = [name for name in os.listdir(directory) if io_wrapper.IsSummaryEventsFile(os.path.join(directory, name))]
+    except FileNotFoundError:  # no such run: the command says so
+        return True
+    except OSError as exc:
+        _DAMAGE.setdefault(directory, Damage(f"{directory}: cannot be read ({exc.strerror or exc}): its run is left out",
+                                             lost=True))
+        return False
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            _DAMAGE.setdefault(path, Damage(f"{path}: cannot be read ({exc.strerror or exc}): its run is left out",
+                                            lost=True))
+            return False
+    return True
 
 
 def root_label(logdir: str, own_name: str, listed: dict[str, str] | None = None) -> str:

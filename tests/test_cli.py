@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -1123,3 +1124,20 @@ def test_a_runs_traced_steps_are_listed_as_written(tmp_path):
     store, ctx, _ = cli._open_store(str(tmp_path), None)
     (refs,) = store.list_steps(ctx, "").values()
     assert [ref.tag for ref in refs] == ["train_2", "eval_2", "train_3", "eval_3"]
+
+
+def test_a_run_whose_event_file_cannot_be_opened_is_named_and_the_others_print(tmp_path, capsys):
+    """An event file that cannot be opened (unreadable to the user, here a link to nothing, which root cannot
+    open either) leaves its run out with a one-line warning naming it; the other runs still print (trial AD's
+    unreadable file had ended the command in a traceback, an unreadable directory in a one-line error and
+    nothing else), and a link back up the logdir lists nothing twice."""
+    import shutil
+
+    shutil.copytree(REPO / "demo_logs" / "growth", tmp_path / "good")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "events.out.tfevents.1795449388.vm").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "good" / "up").symlink_to("..")
+    assert cli.main(["summary", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert re.findall(r"^== (\S+) / (\S+)", out, re.M) == [("good", "step_1"), ("good", "step_2"), ("good", "step_3")]
+    assert "bad/events.out.tfevents.1795449388.vm: cannot be read" in err and "its run is left out" in err

@@ -1116,6 +1116,51 @@ def test_runs_list_profiled_steps(tb):
     assert [s["tag"] for s in runs["corrupt"]["steps"]] == [f"profile/{session}"]
 
 
+def test_profiles_are_found_once_past_a_link_to_an_ancestor(tmp_path):
+    """A symbolic link back up the logdir (`looprun/up -> ..`) is walked once: it had listed 240 runs
+    `looprun/up/looprun/up/...` and the CLI had printed 1,560 steps (trial AD). A link to a run kept
+    elsewhere is followed, as TensorBoard follows it."""
+    from tb_memory_plugin import store as store_mod
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet", tmp_path / "logs" / "keras")
+    shutil.copytree(REPO / "demo_logs" / "keras_unet", tmp_path / "elsewhere")
+    (tmp_path / "logs" / "looprun").mkdir()
+    (tmp_path / "logs" / "looprun" / "up").symlink_to("..")
+    (tmp_path / "logs" / "linked").symlink_to(tmp_path / "elsewhere")
+    found = store_mod.find_profiles(str(tmp_path / "logs"))
+    assert sorted(found) == ["keras/train", "linked/train"]
+    assert all(len(paths) == 1 for paths in found.values())
+
+
+def test_a_profile_that_could_not_be_read_is_read_again_later(tmp_path, monkeypatch):
+    """A profile that cannot be read (its permissions, a network file system) is listed as failed, and read
+    again once the logdir is walked again: its path and length stay the same once it can be, and it had
+    stayed failed until TensorBoard restarted (trial AD)."""
+    from tb_memory_plugin import cli, store as store_mod
+
+    shutil.copytree(REPO / "demo_logs" / "keras_unet", tmp_path / "keras")
+    read, clock = store_mod._read_bytes, [1000.0]
+    refused = {"now": True}
+
+    def flaky(path):
+        if refused["now"]:
+            raise PermissionError(13, "Permission denied", path)
+        return read(path)
+
+    monkeypatch.setattr(store_mod, "_read_bytes", flaky)
+    monkeypatch.setattr(store_mod.time, "monotonic", lambda: clock[0])
+    st, ctx, _ = cli._open_store(str(tmp_path / "keras"), None)
+    (failed,) = [ref for ref in st.list_steps(ctx, "")["train"] if ref.plugin == store_mod.PROFILE]
+    step = st.analysis(ctx, "", failed)
+    assert step.status == "corrupt" and "Permission denied" in step.message
+    refused["now"] = False
+    assert [ref.tag for ref in st.list_steps(ctx, "")["train"] if ref.plugin == store_mod.PROFILE] == [failed.tag]
+    clock[0] += 2 * store_mod._PROFILE_SCAN_SECONDS
+    profiled = [ref for ref in st.list_steps(ctx, "")["train"] if ref.plugin == store_mod.PROFILE]
+    assert len(profiled) > 1 and all(ref.tag.startswith(failed.tag + "/step_") for ref in profiled)
+    assert st.analysis(ctx, "", profiled[-1]).status == "ok"
+
+
 def test_summary_of_a_profiled_step(tb, steps, keras_logdir):
     from tracedata import read_blob_bytes
 
