@@ -35,6 +35,7 @@ RUN_GRAPH_TAG = "__run_graph__"
 PROFILE = "xplane"  # StepRef.plugin of a profiled step: read from a `.xplane.pb`, not the data provider
 PROFILE_DIR = ("plugins", "profile")  # <run>/plugins/profile/<session>/<host>.xplane.pb
 PROFILE_SUFFIX = ".xplane.pb"
+OLD_PROFILE_SUFFIX = ".trace.json.gz"  # what the profiler wrote before TensorFlow 2.5 (no XSpace)
 _PROFILE_SCAN_SECONDS = 10.0  # how long one walk of the logdir for profiles is trusted
 
 
@@ -280,7 +281,10 @@ def find_profiles(logdir: str) -> dict[str, list[str]]:
     if not logdir or not gfile.isdir(logdir):
         return found
     for directory, _, files in walk(logdir):
-        profiles = sorted(f for f in files if f.endswith(PROFILE_SUFFIX))
+        # An old profiler's session (TensorFlow 2.2-2.4: `<host>.trace.json.gz`, no XSpace) is listed too, to
+        # say what it is rather than nothing (trial AD's had left the page saying no step was traced).
+        profiles = (sorted(f for f in files if f.endswith(PROFILE_SUFFIX))
+                    or sorted(f for f in files if f.endswith(OLD_PROFILE_SUFFIX))[:1])
         if not profiles:
             continue
         parts = directory.rstrip("/").replace("\\", "/").split("/")
@@ -448,6 +452,11 @@ class StepStore:
         wall_time = 0.0
         retry_at = None
         try:
+            if path.endswith(OLD_PROFILE_SUFFIX):
+                raise trace_mod.TraceDecodeError(
+                    f"{posixpath.basename(path)} is an old profiler's trace (TensorFlow 2.2-2.4), with no memory "
+                    "events this tool reads: profile the step again with TensorFlow 2.5 or later, which writes "
+                    f"`<host>{PROFILE_SUFFIX}`")
             profile = self._profile(path, length)
         except trace_mod.TraceDecodeError as exc:
             failure = ("corrupt", f"{name}: {exc}")

@@ -1053,8 +1053,22 @@ def test_wire_follows_the_chain_past_odd_events(profile_path):
 @pytest.mark.parametrize("cut", [0.5, 0.9, 0.999])
 def test_corrupt_bytes_raise_decode_error(profile_path, cut):
     data = profile_path.read_bytes()
-    with pytest.raises(TraceDecodeError, match="not a valid XSpace"):
+    with pytest.raises(TraceDecodeError, match="not a valid XSpace") as raised:
         xplane.decode(data[: int(len(data) * cut)])
+    if cut == 0.5:  # in the middle of the one plane: the file stops inside it
+        assert "cut short, or still being written" in str(raised.value)
+
+
+def test_bytes_that_are_no_profile_say_what_they_are(profile_path):
+    """An empty file, a gzip-compressed one and a JSON one (an old profiler's trace) are said to be what they
+    are (trial AD: the empty one had been told to set TF_CPU_ALLOCATOR_USE_BFC, the others given a wire type at
+    byte 1)."""
+    import gzip
+
+    for data, said in ((b"", "the file is empty"), (gzip.compress(profile_path.read_bytes()), "gzip-compressed"),
+                       (b'{"traceEvents": []}', "text (JSON")):
+        with pytest.raises(TraceDecodeError, match=re.escape(said)):
+            xplane.decode(data)
 
 
 def test_garbage_raises_decode_error():
@@ -1159,6 +1173,24 @@ def test_a_profile_that_could_not_be_read_is_read_again_later(tmp_path, monkeypa
     profiled = [ref for ref in st.list_steps(ctx, "")["train"] if ref.plugin == store_mod.PROFILE]
     assert len(profiled) > 1 and all(ref.tag.startswith(failed.tag + "/step_") for ref in profiled)
     assert st.analysis(ctx, "", profiled[-1]).status == "ok"
+
+
+def test_an_old_profilers_session_is_listed_and_says_what_it_is(tmp_path):
+    """A session of the profiler before TensorFlow 2.5 (`<host>.trace.json.gz`, no `.xplane.pb`) is listed,
+    saying what it is and what to do, not left out: trial AD's page had said no step was traced at all."""
+    import gzip
+
+    from tb_memory_plugin import cli, store as store_mod
+
+    session = tmp_path / "old" / "plugins" / "profile" / "2020_05_05_00_00_00"
+    session.mkdir(parents=True)
+    (session / "host.trace.json.gz").write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    (session / "host.memory_profile.json.gz").write_bytes(gzip.compress(b"{}"))
+    st, ctx, _ = cli._open_store(str(tmp_path), None)
+    (ref,) = st.list_steps(ctx, "")["old"]
+    step = st.analysis(ctx, "", ref)
+    assert ref.tag == "profile/2020_05_05_00_00_00" and step.status == "corrupt"
+    assert "old profiler's trace" in step.message and "TensorFlow 2.5 or later" in step.message
 
 
 def test_summary_of_a_profiled_step(tb, steps, keras_logdir):

@@ -142,7 +142,7 @@ export class App {
     this.state.runs = runs;
     this.page.pickers.setRuns(runs);
     if (!chooseRun(runs, null)) {
-      this.showEmpty('No traced steps yet', 'No run in this log directory has a step traced with run metadata.', 'No traced steps', { howTo: true });
+      this.showEmpty('No traced steps yet', 'No run in this log directory has a traced step: run metadata from a traced Session.run, or a profile (.xplane.pb) with memory events.', 'No traced steps', { howTo: true });
       return;
     }
     const restored = restorable(before, runs);

@@ -690,6 +690,8 @@ def test_bad_steps_explain_themselves_and_never_blank_the_page(dashboard):
     empty = dash.loc(tid("empty-state"))
     empty.wait_for(state="visible")
     assert "FULL_TRACE" in empty.inner_text(), "the empty state should say how to trace with memory"
+    # ... and how a TF2 or Keras user records it (the profiler): it had said only that they write no step stats.
+    assert "tf.profiler.experimental.start" in dash.loc(tid("profile-howto")).inner_text()
     status = dash.loc(tid("status")).inner_text().strip()
     assert status, "the status line should say what happened"
     if summary["message"]:

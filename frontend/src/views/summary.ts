@@ -19,6 +19,15 @@ export const TRACE_HOWTO = [
   "writer.add_run_metadata(run_metadata, 'step_%d' % i)",
 ].join('\n');
 
+/** How TF 2.x and Keras users record a step's memory: the profiler, into the logdir (README, "TF2 and Keras"). */
+export const PROFILE_HOWTO = [
+  'tf.profiler.experimental.start(logdir)   # or keras.callbacks.TensorBoard(logdir, profile_batch=(2, 4))',
+  "for step in range(3):",
+  "    with tf.profiler.experimental.Trace('train', step_num=step):",
+  '        train_step(x, y)',
+  'tf.profiler.experimental.stop()',
+].join('\n');
+
 /**
  * A node's name in the summary is shortened past this many characters by leaving out its first
  * components ("…/unet_11/Conv2D_grad/Conv2DBackpropInput"): its layer and its own name stay, and
@@ -370,10 +379,12 @@ export class EmptyStateView {
     this.element.append(
       el('p', {}, 'Trace one training step with memory (TF 1.x sessions, or tf.compat.v1 in TF 2.x) and write its run metadata:'),
       el('pre', { 'data-testid': 'trace-howto' }, TRACE_HOWTO),
+      el('p', {}, 'TF 2.x eager, tf.function and Keras fit: profile a few steps instead (their memory is in the profiler’s .xplane.pb, which TensorFlow 2.5 and later write):'),
+      el('pre', { 'data-testid': 'profile-howto' }, PROFILE_HOWTO),
       el(
         'p',
         { class: 'muted' },
-        'Then reload. TF 2.x eager and Keras profile_batch write no step stats (their memory is in the profiler’s trace). TensorBoard keeps 10 traced steps per run unless started with --samples_per_plugin graph_tagged_run_metadata=0.',
+        'Then reload. On a CPU, set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts, or the profile records no memory. TensorBoard keeps 10 traced steps per run unless started with --samples_per_plugin graph_tagged_run_metadata=0.',
       ),
     );
   }

@@ -139,8 +139,19 @@ _STAT_ALIASES = {"tensor_shape": "shape"}
 
 
 def _check_bytes(data) -> None:
+    """Bytes that cannot be a profile, said for what they are (trial AD: an empty file had been told to set
+    TF_CPU_ALLOCATOR_USE_BFC, a gzip or JSON file given a wire type at byte 1)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TraceDecodeError(f"expected bytes, got {type(data).__name__}")
+    if not len(data):
+        raise TraceDecodeError("the file is empty (0 B): the profiler wrote nothing to it, or is still writing it")
+    head = bytes(data[:2])
+    if head == b"\x1f\x8b":
+        raise TraceDecodeError("the file is gzip-compressed, not the profiler's XSpace as it writes it: decompress it "
+                               "(`gunzip`), or profile the step again")
+    if head[:1] in (b"{", b"["):
+        raise TraceDecodeError("the file is text (JSON, as an old profiler's `*.trace.json.gz` holds), not the "
+                               "profiler's binary XSpace: profile the step again with TensorFlow 2.5 or later")
 
 
 # -- columns of one plane ----------------------------------------------------------------
@@ -1381,7 +1392,10 @@ def decode(data) -> Profile:
             steps = _PlaneSteps(events, profile_start_ns, programs)
             plane_steps.append((steps, steps.steps))
     except (wire.WireError, IndexError, ValueError) as exc:
-        raise TraceDecodeError(f"the profile's bytes ({len(data)} B) are not a valid XSpace: {exc}") from None
+        # A field running past the end of the file itself: the file stops inside it.
+        cut = (" (the file ends inside a message: cut short, or still being written)"
+               if str(exc).endswith(f" > {len(data)})") else "")
+        raise TraceDecodeError(f"the profile's bytes ({len(data)} B) are not a valid XSpace{cut}: {exc}") from None
     all_steps = [step for _, steps in plane_steps for step in steps]
     made_by_jax = not memory_events and any(
         _JAX_EVENT_RE.search(name) for plane in planes for name, _ in plane.event_names.values())
