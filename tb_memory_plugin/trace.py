@@ -248,9 +248,6 @@ class Trace:
     duration_us: int
     node_stat_count: int  # executions over all devices, as the source counted them
     op_types: Mapping[str, str] = field(default_factory=dict)  # runtime name -> op type the source knows for sure
-    # Runtime name -> op type of the graphs the step ran (RunMetadata's partition graphs, after grappler: a fused
-    # node's kernel), as a graph names it: where the run graph lacks the name, before its label.
-    ran_op_types: Mapping[str, str] = field(default_factory=dict)
     source: str = "run_metadata"  # or "xplane"
     # What the source knows the step misses (a device that ran work but whose allocations
     # are not in the trace), said beside the figures; None when nothing is.
@@ -260,6 +257,9 @@ class Trace:
     layers: Mapping[str, str] = field(default_factory=dict)
     # Of the XLA program that allocated the most in the step, where its compiled HLO was read.
     program_shapes: ProgramShapes | None = None
+    # Runtime name -> op type of the graphs the step ran (RunMetadata's partition graphs, after grappler: a fused
+    # node's kernel), as a graph names it: where the run graph lacks the name, before its label.
+    ran_op_types: Mapping[str, str] = field(default_factory=dict)
 
 
 def labels_of(label_of: Mapping[str, str], names: list[str]) -> list[str]:
