@@ -24,7 +24,7 @@ from .figures import ALLOCATED, INPUTS, OUTPUT, format_bytes
 from .graph import graph_blobs
 from .names import _SLOT_RE, computes_gradient, is_apply_op, label_inputs, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
-from .trace import DEVICE_MEMORY, device_task, labels_of, parse_device, same_device
+from .trace import BFC_REGION_MIN, DEVICE_MEMORY, device_task, labels_of, parse_device, same_device
 
 VARIABLE = "variable"
 SLOT = "slot"  # optimizer state: slots of a variable, and the optimizer's own variables (beta1_power)
@@ -588,6 +588,12 @@ def other_note(resident: "Resident") -> str | None:
         return None
     if other < 0:
         return OTHER_BELOW_ZERO_NOTE
+    notes = [note for note in (_constants_note(resident, other), _blocks_note(resident, other)) if note]
+    return "; ".join(notes) or None
+
+
+def _constants_note(resident: "Resident", other: int) -> str | None:
+    """The constants the variables start from (`InitialValue`), where they come to most of other."""
     least = resident.counts_from
     values = [value for value in resident.initial_values if value.bytes >= least]
     held = sum(value.bytes for value in values)
@@ -604,6 +610,38 @@ def other_note(resident: "Resident") -> str | None:
             "under 10 MiB: with both off (GraphOptions(rewrite_options=RewriterConfig(constant_folding=OFF), "
             "optimizer_options=OptimizerOptions(opt_level=L0)) in the session's ConfigProto) they are freed "
             "once copied; a Const of the graph (Adagrad's initial accumulator) stays")
+
+
+_HUGE_TENSOR = 64 << 20
+
+
+def _blocks_note(resident: "Resident", other: int) -> str | None:
+    """Where the allocator hands out blocks (a BFC allocator's: `Resident.in_blocks`), the model's huge tensors
+    (`_HUGE_TENSOR` or more: larger than the regions a pool grew by before them, so each takes a fresh one,
+    a power of two) held with room to spare: that room is in use too, and counts as other, where it comes to
+    a quarter of it or more (trial AA's 457.8 MiB embedding in a 512 MiB block: 54.2 MiB of other that
+    nothing named). A smaller tensor shares a region with others: its room is not known."""
+    if not resident.in_blocks or other < BFC_REGION_MIN:
+        return None
+    rounded = []
+    held = [(tensor.name, tensor.bytes or 0) for tensor in resident.tensors]
+    held += [(value.node, value.bytes) for value in resident.initial_values]  # held too (_constants_note)
+    for name, size in held:
+        if size >= _HUGE_TENSOR:
+            block = 1 << (size - 1).bit_length()
+            if block - size >= BFC_REGION_MIN // 2:  # room worth a word (a 2 MiB region's half)
+                rounded.append((block - size, block, name, size))
+    room = sum(extra for extra, *_ in rounded)
+    if not rounded or room > 1.1 * other or room < 0.25 * other:
+        return None
+    rounded.sort(key=lambda item: -item[0])
+    shown = ", ".join(f"{name} ({format_bytes(size)}) in {format_bytes(block)}" for _, block, name, size in rounded[:3])
+    more = f" and {len(rounded) - 3} more" if len(rounded) > 3 else ""
+    return (f"{'other' if room >= 0.9 * other else 'of other, ' + format_bytes(room)} may be the allocator's "
+            f"rounding of the model's largest tensors, each in a block of a power of two: {shown}{more} "
+            f"({format_bytes(room)} of room in them). A BFC allocator gives a request a whole free block under "
+            "twice its size, and its pool grows by regions that double: a tensor just over a power of two costs "
+            "nearly twice its size, one just under it little")
 
 
 def counted_note(resident: "Resident") -> str | None:
@@ -636,6 +674,7 @@ class Resident:
     counts_from: int = 0
     fed_counted: int | None = None
     initial_values: list[InitialValue] = field(default_factory=list)  # the constants its variables start from
+    in_blocks: bool = False  # the allocator hands out blocks of its regions (a BFC allocator: `_blocks_note`)
 
     @property
     def param_count(self) -> int:
@@ -736,7 +775,8 @@ def resident_of_space(model: Model, step, space) -> Resident:
     return Resident(tensors, space.start_bytes, model.weight_constants_used, note=model.note,
                     fed=fed_before_step(space), counts_from=least,
                     fed_counted=fed_before_step(space, least) if least else None,
-                    initial_values=[value for value in model.initial_values if here.intersection(value.variables)])
+                    initial_values=[value for value in model.initial_values if here.intersection(value.variables)],
+                    in_blocks="bfc" in space.trace.allocator.lower() or space.trace.allocator == "mklcpu")
 
 
 def fed_before_step(space, at_least: int = 0) -> int:
