@@ -150,8 +150,9 @@ class MemoryPlugin(base_plugin.TBPlugin):
     def runs_impl(self, ctx, experiment):
         with_graph = self._store.runs_with_graph(ctx, experiment)
         runs = []
-        for run, refs in self._store.list_steps(ctx, experiment).items():
-            devices = {ref: self._store.step_devices(ctx, experiment, ref) for ref in refs}
+        listed = self._store.list_steps(ctx, experiment)
+        devices = self._store.steps_devices(ctx, experiment, [ref for refs in listed.values() for ref in refs])
+        for run, refs in listed.items():
             steps = [{"tag": ref.tag, "step": ref.step, "wall_time": ref.wall_time, "source": ref.source,
                       "devices": devices[ref]} for ref in refs]
             # The step the page opens the run on, by the rule the CLI and default_step use (one home).
@@ -172,7 +173,8 @@ class MemoryPlugin(base_plugin.TBPlugin):
         building the summary: the page asks for the chosen step's summary next, with its run graph.
         """
         steps = self._store.list_steps(ctx, experiment)
-        latest = [store.latest_step(refs, self._devices_of(ctx, experiment)) for refs in steps.values() if refs]
+        devices = self._store.steps_devices(ctx, experiment, [ref for refs in steps.values() for ref in refs])
+        latest = [store.latest_step(refs, devices.__getitem__) for refs in steps.values() if refs]
         compared = sorted(latest, key=lambda ref: ref.wall_time, reverse=True)[:max_runs]
         key = (experiment, tuple(compared))
         if self._default_step is not None and self._default_step[0] == key:

@@ -630,6 +630,33 @@ class StepStore:
         return self._devices.get_or_compute(
             latest, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=latest[0])))
 
+    def steps_devices(self, ctx, experiment_id: str, refs: list[StepRef]) -> dict[StepRef, list[str]]:
+        """`step_devices` of many steps (the runs route's every step): their latest records found in one
+        read per plugin rather than one per step, and the blobs not yet scanned read a few at a time. Over
+        TensorBoard's Rust data server each read is a call: trial AD's 200 runs (600 steps) had taken 27 s
+        to list cold, 1,200 calls one after the other."""
+        out = {ref: self._profile_devices(ref) for ref in refs if ref.plugin == PROFILE}
+        recorded = [ref for ref in refs if ref.plugin != PROFILE]
+        latest: dict[StepRef, tuple[str, float] | None] = {}
+        for plugin in sorted({ref.plugin for ref in recorded}):
+            mine = [ref for ref in recorded if ref.plugin == plugin]
+            sequences = self._provider.read_blob_sequences(
+                ctx, experiment_id=experiment_id, plugin_name=plugin, downsample=1,
+                run_tag_filter=provider_mod.RunTagFilter(runs={ref.run for ref in mine}, tags={ref.tag for ref in mine}))
+            for ref in mine:
+                data = sequences.get(ref.run, {}).get(ref.tag, ())
+                latest[ref] = ((data[-1].values[0].blob_key, float(data[-1].wall_time))
+                               if data and data[-1].values else None)
+
+        def devices_of(key: tuple[str, float]) -> list[str]:
+            return self._devices.get_or_compute(
+                key, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=key[0])))
+
+        keys = sorted({key for key in latest.values() if key is not None})
+        found = dict(zip(keys, _prefetch_pool().map(devices_of, keys))) if keys else {}
+        out.update((ref, found[latest[ref]] if latest[ref] is not None else []) for ref in recorded)
+        return out
+
     def _profile_devices(self, ref: StepRef) -> list[str]:
         listing = self._listing_of(ref)
         return list(listing[1].devices[ref.index]) if listing and listing[1].failure is None else []
