@@ -777,9 +777,14 @@ def variable_copies(space, step) -> list[Finding]:
     nodes = [names.graph_names[code] for code, _ in rows]
     readers = sorted({op for other in step.spaces for op in other.names.op_type_names if op in _VARIABLE_READERS})
     listed = ", ".join(f"{names.graph_names[code]} ({format_bytes(b)})" for code, b in rows[:TOP_NODES])
+    recorded = sum(b for _, b in rows)
+    # Where the readings contradict part of what the records hold (_confirmed_at_peak), the list adds up to more:
+    # said, or it reads as an error (trial AA: 26.6 MiB above 24.4 + 24.4 + 2.9 x 3 MiB).
+    net = (f"; the records' {format_bytes(recorded)}, less what the allocator's readings show was given back "
+           "before the peak: allocator_gap" if recorded > held else "")
     message = (f"{len(rows)} variable update{'s' if len(rows) > 1 else ''} gave {'their variables' if len(rows) > 1 else 'its variable'} "
-               f"a new buffer, {format_bytes(held)} held at the peak ({held / space.peak_rise_bytes:.0%} of the peak "
-               f"rise): {listed}. TensorFlow updates a variable in place unless its buffer is shared when the update "
+               f"a new buffer, {format_bytes(held)} held at the peak ({held / space.peak_rise_bytes:.0%} of the "
+               f"peak rise{net}): {listed}. TensorFlow updates a variable in place unless its buffer is shared when the update "
                "runs (read by an op still using it, or shared with another variable since initialization), and "
                "then copies it: the old buffer and the new are both held."
                + (f" This step also ran {', '.join(readers)}, which may read the variables."

@@ -964,6 +964,14 @@ def test_text_says_why_the_peak_is_relative(capsys, in_use, words):
     assert space.baseline == "none" and (space.snapshot_gap is None) == (in_use == 0)
     cli._print_space_at_peak(space, "layer", 3)
     assert words in capsys.readouterr().out
+    # oneDNN's mklcpu reads only on requests of 256 KiB or more: a step that made none has no reading, said so.
+    nodes[0] = protos.Node("layer_a/Conv2D", 10, 12, op="Conv2D", outputs=[("mklcpu", 100)],
+                           memory=[protos.Mem("mklcpu", [(10, 100)], peak=100, live=100, bytes_in_use=0)])
+    (space,) = store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).spaces
+    cli._print_space_at_peak(space, "layer", 3)
+    if not in_use:
+        assert ("(mklcpu reported no bytes in use in this step: it reads them only on requests of 256.0 KiB or more, "
+                "and this step made none)") in capsys.readouterr().out
 
 
 def _write_restarted_run(run_dir) -> None:
