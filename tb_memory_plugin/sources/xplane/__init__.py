@@ -92,6 +92,10 @@ MKLCPU_NOTE = (  # its larger requests are its BFC allocator's, which writes the
     "and more in a profile: smaller tensors are missing from these figures. Set TF_CPU_ALLOCATOR_USE_BFC=true "
     "before TensorFlow starts to record every allocation."
 )
+STEPS_PER_EXECUTION_NOTE = (  # trial AB: a step of `fit(steps_per_execution=4)` allocated 4 steps' worth, unsaid
+    "This step is one call of Keras' train function with steps_per_execution > 1: it ran that many training "
+    "steps (the profile numbers its steps by them: at 4, step_4, step_8), so its allocated figures are theirs together, "
+    "and its peak the highest of theirs.")
 _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its kernels and copies)
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
@@ -865,10 +869,12 @@ class _PlaneSteps:
         op_types: dict[str, str] = {}
         layers: dict[str, str] = {}
         devices = []
+        looped = False
         for allocator in np.unique(allocators).tolist():
-            space, space_op_types, space_layers = self._space(
+            space, space_op_types, space_layers, space_looped = self._space(
                 step, rows.take(np.flatnonzero(allocators == allocator)), in_window, self._text(allocator),
                 self._text(main))
+            looped |= space_looped
             spaces.append(space)
             op_types.update(space_op_types)
             layers.update(space_layers)
@@ -885,8 +891,10 @@ class _PlaneSteps:
             layers=layers,
             source="xplane",
             program_shapes=self._program_shapes(step),
-            note=(MKLCPU_NOTE if any(s.allocator == MKLCPU for s in spaces)
-                  and not any(s.memory_kind == DEVICE_MEMORY for s in spaces) else None),
+            note=" ".join(note for note in (
+                MKLCPU_NOTE if any(s.allocator == MKLCPU for s in spaces)
+                and not any(s.memory_kind == DEVICE_MEMORY for s in spaces) else None,
+                STEPS_PER_EXECUTION_NOTE if looped else None) if note) or None,
         )
 
     def _program_shapes(self, step: ProfileStep) -> ProgramShapes | None:
@@ -919,7 +927,8 @@ class _PlaneSteps:
         return out
 
     def _space(self, step: ProfileStep, rows: "_Rows", ops_in_window: np.ndarray, allocator: str,
-               main_allocator: str) -> tuple[SpaceTrace, dict[str, str], dict[str, str]]:
+               main_allocator: str) -> tuple[SpaceTrace, dict[str, str], dict[str, str], bool]:
+        """(the space, op types and layers its source knows, whether Keras' steps_per_execution loop ran in it)."""
         memory, strings, ops = self.memory, self.strings, self.ops
         events, node, size, requested, shape = rows.event, rows.node, rows.size, rows.requested, rows.shape
         # Executions: the distinct ops holding events, then the other ops run in the window.
@@ -1058,7 +1067,8 @@ class _PlaneSteps:
             runs=runs,
             **columns,
         )
-        return space, op_types, layers
+        looped = any(map(names_mod.in_keras_steps_loop, {raw for raw in raw_names if raw.startswith("while")}))
+        return space, op_types, layers, looped
 
     def _main_allocator(self, events: np.ndarray) -> int:
         allocators = self.memory["allocator_name"][events]

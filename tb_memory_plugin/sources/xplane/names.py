@@ -167,6 +167,14 @@ def _named(raw: str, kept: int, in_model: bool = False) -> tuple[str, str | None
     return "/".join((*parts[:skip], *bases[:kept], *parts[skip + kept:])), "/".join((*loops, *bases[:kept]))
 
 
+def in_keras_steps_loop(raw: str) -> bool:
+    """Whether an op ran in Keras 3's steps_per_execution loop (`while/body/_1/while/cond/then/_143/while/cond/
+    StatefulPartitionedCall/...`: the train step called from the loop's branch), as `_stripped` reads it."""
+    parts = _without_branch_calls(_without_calls(raw.split("/")))
+    loop, branch = _KERAS_STEPS_LOOP
+    return len(parts) > 3 and bool(loop.match(parts[0]) and branch.match(parts[1]) and _CALL_RE.match(parts[2]))
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
     """(how many leading scopes are no Keras scopes, a `gradient_tape`, another replica's
@@ -178,8 +186,7 @@ def _stripped(raw: str) -> tuple[int, tuple[str, ...]]:
         skip, parts = _stripped(raw[len(INPUT_PIPELINE) + 1:])
         return skip + 1, (INPUT_PIPELINE, *parts)
     parts = _without_branch_calls(_without_calls(raw.split("/")))
-    loop, branch = _KERAS_STEPS_LOOP
-    if len(parts) > 3 and loop.match(parts[0]) and branch.match(parts[1]) and _CALL_RE.match(parts[2]):
+    if in_keras_steps_loop(raw):
         parts = _without_branch_calls(_without_calls(parts[2:]))  # the loop's own ops (`while/add`) stay
     parts = _tape_in_front(_without_inner_calls(parts))
     # A distribution strategy's other replica (`replica_1/...`: MirroredStrategy), the tape's scope
