@@ -44,6 +44,9 @@ def _json(request, body, code=200, started=None):
     return http_util.Respond(request, json.dumps(body), "application/json", code=code, headers=headers)
 
 
+_LISTS = frozenset({"runs", "tags"})  # parameters a route takes as lists (the what-if's steps to fit with)
+
+
 def _route(handler):
     """GET only; turns our exceptions into JSON errors."""
 
@@ -52,6 +55,12 @@ def _route(handler):
         started = time.perf_counter()
         if request.method != "GET":
             return _json(request, {"error": "only GET is allowed"}, 405, started)
+        # A parameter given twice is asked of one value (`run=a&run=b` had read the first, said nothing), but
+        # the lists the what-if takes (`runs`, `tags`).
+        twice = sorted(name for name, values in request.args.lists() if len(values) > 1 and name not in _LISTS)
+        if twice:
+            return _json(request, {"error": f"parameter {twice[0]!r} given {len(request.args.getlist(twice[0]))} "
+                                            "times: give it once"}, 400, started)
         try:
             with store.gc_paused():  # a cold request decodes a whole step: see gc_paused
                 body = handler(self, request)

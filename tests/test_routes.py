@@ -401,6 +401,16 @@ def test_bad_parameters_are_400(tb, route, params):
     assert set(body) == {"error"}
 
 
+def test_a_parameter_given_twice_is_400_but_the_lists_a_route_takes():
+    """`run=a&run=b` had read the first and said nothing (trial AD): one value is asked, so two are refused; the
+    what-if's lists (`runs`, `tags`) take several."""
+    app = tensorboard_app(REPO / "demo_logs")
+    response = app.client.get(PREFIX + "summary?run=unet_b2&run=unet_b4&tag=step_3")
+    assert response.status_code == 400 and response.get_json() == {"error": "parameter 'run' given 2 times: give it once"}
+    response = app.client.get(PREFIX + "whatif?run=unet_b2&tag=step_3&batch=8&runs=unet_b2&runs=unet_b4")
+    assert response.status_code == 200, response.get_data()[:300]
+
+
 @pytest.mark.parametrize("route, params, expect", [
     ("runs", {}, 200),
     ("summary", {"run": "unet", "tag": "step_1"}, 200),
