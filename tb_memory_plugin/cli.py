@@ -150,7 +150,8 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
         baseline = f"relative to the step's start ({space.trace.allocator} is shared with {', '.join(space.trace.shared_with)})"
     elif summary["snapshots"]["count"]:  # docs/figures.md: readings that imply a negative start
         baseline = "relative to the step's start (the allocator's readings give no usable start)"
-    elif thresholds := trace_mod.readings_thresholds(space.trace.allocator):
+    elif (thresholds := trace_mod.readings_thresholds(space.trace.allocator)) and not (
+            space.trace.event_bytes >= thresholds[0]).any():
         # mklcpu reads only as a request of its size is made (trial AA: 3,000 small variables, none of 256 KiB).
         baseline = (f"relative to the step's start ({space.trace.allocator} reported no bytes in use in this step: "
                     f"it reads them only on requests of {format_bytes(thresholds[0])} or more, and this step made "

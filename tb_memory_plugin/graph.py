@@ -61,6 +61,7 @@ class RunGraph:
     # Reads the serialized GraphDef again (TensorBoard holds it): with one, the bytes are
     # dropped once the model is read, and read again only if the edges are asked for later.
     reload: Callable[[], bytes] | None = field(repr=False, default=None, compare=False)
+    size: int | None = field(repr=False, default=None, compare=False)  # of the bytes first read (`reload`'s check)
     # Collapsed scopes, most recently used last (collapse()); shared by the route's threads.
     _collapsed: collections.OrderedDict = field(default_factory=collections.OrderedDict, init=False, repr=False,
                                                 compare=False)
@@ -101,13 +102,15 @@ class RunGraph:
         # One str per op type, shared by its nodes (a graph has a few hundred op types): less
         # memory, and a step's op types come back as the same few objects, quick to code.
         shared = dict(zip(distinct := list(dict.fromkeys(ops)), as_text(distinct)))
-        return cls(names, list(map(shared.__getitem__, ops)), bytes(data), reload)
+        return cls(names, list(map(shared.__getitem__, ops)), bytes(data), reload, len(data))
 
     @cached_property
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         """(source node, target node) of every data and control input inside the graph."""
-        blobs = graph_blobs(self._bytes())
-        if len(blobs) != len(self.names):  # read again, the bytes are another graph's (rewritten under its key)
+        data = self._bytes()
+        blobs = graph_blobs(data)
+        # Read again, the bytes are another graph's (TensorBoard serves a graph written again under its key).
+        if len(blobs) != len(self.names) or (self.size is not None and len(data) != self.size):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         merged = _classes()["Inputs"].FromString(_END_OF_NODE_FIELD.join(blobs) + _END_OF_NODE_FIELD).input
         # `^ctrl` and `name:port` -> `name`, all inputs at once; then each to its node index

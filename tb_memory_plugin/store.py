@@ -299,22 +299,30 @@ def find_profiles(logdir: str) -> dict[str, list[str]]:
 def walk(top: str):
     """(directory, subdirectories, files) under `top`, as `os.walk`: a directory that cannot be read is
     left out, not the walk (trial AD's one unreadable run had hidden every profiled run), and a local
-    directory is walked once, however symbolic links reach it (a link to an ancestor had listed 240
-    runs `looprun/up/looprun/up/...`; TensorBoard's own reader skips such a loop too). Links to
-    directories elsewhere are followed, as TensorBoard follows them."""
+    symbolic link back to a directory on the way down to it is not followed (a link to an ancestor had
+    listed 240 runs `looprun/up/looprun/up/...`; TensorBoard's own reader skips such a loop too). Other
+    links to directories are followed, as TensorBoard follows them: an alias of a run (`latest -> run_17`)
+    is listed beside it, as TensorBoard lists it."""
     if "://" in top:
         try:
             yield from _gfile().walk(top, onerror=lambda error: None)
         except TypeError:  # TensorBoard's stub of TensorFlow's file systems takes no `onerror`
             yield from _gfile().walk(top)
         return
-    seen: set[str] = set()
+    top = top.rstrip(os.sep) or os.sep
+    real_of: dict[str, str] = {}
     for directory, subdirectories, files in os.walk(top, followlinks=True):
-        real = os.path.realpath(directory)
-        if real in seen:
-            subdirectories[:] = []
-            continue
-        seen.add(real)
+        real_of[directory] = os.path.realpath(directory)
+        on_the_way = set()  # the real directories from the top down to this one
+        path = directory
+        while True:
+            on_the_way.add(real_of.get(path) or os.path.realpath(path))
+            if path == top or len(path) <= len(top):
+                break
+            path = os.path.dirname(path)
+        subdirectories[:] = [name for name in subdirectories
+                             if not (os.path.islink(os.path.join(directory, name))
+                                     and os.path.realpath(os.path.join(directory, name)) in on_the_way)]
         yield directory, subdirectories, files
 
 

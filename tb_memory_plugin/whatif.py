@@ -1441,8 +1441,7 @@ class WhatIf:
                 "show what it holds (the batch given to the step as an argument, made before it: a SavedModel's "
                 "or a tf.function's input; tf.data's prefetched batches, Keras' input buffers), which may grow with "
                 "the batch, and the peak by as much (a Keras fit's start can grow by several MiB from one batch size "
-                "to the next; trial AB's served model's grew by its input, 56 MiB at 304): read the predicted rise, "
-                "or trace the batch asked")
+                "to the next; a served model's, by its input): read the predicted rise, or trace the batch asked")
         trace = base.space.trace
         if self.limit is not None and chunking(base.source, trace.allocator):
             safe = (max_batch(self.one_step.worst_chunks(), self.limit, self.absolute(self.one_step))

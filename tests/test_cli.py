@@ -972,6 +972,13 @@ def test_text_says_why_the_peak_is_relative(capsys, in_use, words):
     if not in_use:
         assert ("(mklcpu reported no bytes in use in this step: it reads them only on requests of 256.0 KiB or more, "
                 "and this step made none)") in capsys.readouterr().out
+        # A request of that size made, and still no reading (oneDNN sending every request to malloc): not said so.
+        nodes[0] = protos.Node("layer_a/Conv2D", 10, 12, op="Conv2D", outputs=[("mklcpu", 512 << 10)],
+                               memory=[protos.Mem("mklcpu", [(10, 512 << 10)], peak=512 << 10, live=512 << 10,
+                                                  bytes_in_use=0)])
+        (space,) = store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).spaces
+        cli._print_space_at_peak(space, "layer", 3)
+        assert "relative to the step's start (this allocator reports no bytes in use)" in capsys.readouterr().out
 
 
 def _write_restarted_run(run_dir) -> None:

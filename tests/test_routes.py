@@ -749,29 +749,46 @@ def test_a_device_as_the_runs_route_lists_it_names_its_space(tb):
     assert code == 404 and "GPU:0/GPU_0_bfc" in response.get_data(as_text=True)
 
 
-def test_a_graph_written_again_under_its_key_does_not_break_the_graph_route(tmp_path):
-    """A script run again into its run's directory writes its graph again: TensorBoard's multiplexer serves
-    the newest graph's bytes under the same blob key, while the plugin's graph, read before and its bytes
-    dropped, reads them again for its edges. The edges of another graph beside the first's names had
-    failed the graph route with a 500 (trial AD: `IndexError` in `_collapse`); they are left out, and the
-    route answers. (With TensorBoard's Rust data server a record written again has a new wall time, which
-    the caches key on: the routes read the new step and graph.)"""
+def test_a_record_written_again_under_its_key_is_read_again(tmp_path):
+    """TensorBoard's Rust data server serves a step traced again under its tag and step (a script run again
+    into its run's directory) under the same blob key, with a later wall time: the routes read it again
+    (trial AD's had kept showing the first step). TensorBoard's in-process multiplexer keeps the first
+    record, so the later one is served here as the Rust server serves it, through its provider."""
     import shutil
-    import time
 
-    from tensorboard.compat.proto import event_pb2
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.data import provider
     from tracedata import read_blob_bytes
 
-    run = tmp_path / "rerun"
-    shutil.copytree(REPO / "demo_logs" / "growth", run)
+    shutil.copytree(REPO / "demo_logs" / "growth", tmp_path / "rerun")
     app = tensorboard_app(tmp_path)
-    assert get_json(app, "summary", run="rerun", tag="step_2")["status"] == "ok"  # the graph read, its bytes dropped
-    unet_graph = read_blob_bytes(REPO / "demo_logs", "unet_b2", "__run_graph__", ("graphs",))
-    writer = EventFileWriter(str(run))
-    writer.add_event(event_pb2.Event(wall_time=time.time(), graph_def=unet_graph))
-    writer.close()
-    app.provider._multiplexer.Reload()
-    code, response = get(app, "graph", run="rerun", tag="step_2")
-    assert code == 200, response.get_data()[:300]
-    assert response.get_json()["nodes"]
+    again = {"now": False}
+    unet_step = read_blob_bytes(REPO / "demo_logs", "unet_b2", "step_2")
+
+    class Rewritten:
+        def __init__(self, provider):
+            self._provider = provider
+            self._keys = set()
+
+        def __getattr__(self, name):
+            return getattr(self._provider, name)
+
+        def read_blob_sequences(self, ctx, **kwargs):
+            sequences = self._provider.read_blob_sequences(ctx, **kwargs)
+            if not again["now"] or "step_2" not in sequences.get("rerun", {}):
+                return sequences
+            data = list(sequences["rerun"]["step_2"])
+            data[-1] = provider.BlobSequenceDatum(step=data[-1].step, wall_time=data[-1].wall_time + 60,
+                                                  values=data[-1].values)
+            self._keys.add(data[-1].values[0].blob_key)
+            return {**sequences, "rerun": {**sequences["rerun"], "step_2": data}}
+
+        def read_blob(self, ctx, blob_key):
+            return unet_step if again["now"] and blob_key in self._keys else self._provider.read_blob(ctx, blob_key=blob_key)
+
+    app.plugin._store._provider = Rewritten(app.plugin._store._provider)
+    first = get_json(app, "summary", run="rerun", tag="step_2")
+    again["now"] = True
+    second = get_json(app, "summary", run="rerun", tag="step_2")
+    unet = get_json(tensorboard_app(REPO / "demo_logs"), "summary", run="unet_b2", tag="step_2")
+    assert first["node_stat_count"] != unet["node_stat_count"] == second["node_stat_count"]
+    assert second["devices"][0]["peak_rise_bytes"] == unet["devices"][0]["peak_rise_bytes"]

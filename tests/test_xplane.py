@@ -791,6 +791,12 @@ def test_names_are_cleaned_and_raw_names_kept(steps):
     ("gradient_tape/while/accnet_1/pool_1/MaxPool2d/MaxPoolGrad", "gradient_tape/while/accnet/pool/MaxPool2d/MaxPoolGrad",
      "while/accnet/pool"),
     ("while/AssignAddVariableOp_2", "while/AssignAddVariableOp_2", None),
+    # A tf.switch_case's branch call and its gradient (a Case op named `gradient`), as a cond's (review AE).
+    ("router/switch_case/indexed_case/branch0/_0/router/switch_case/indexed_case/MatMul",
+     "router/switch_case/indexed_case/MatMul", None),
+    ("gradient_tape/router/switch_case/indexed_case/gradient/branch0/_11/gradient_tape/router/switch_case/"
+     "indexed_case/gradients/router/switch_case/indexed_case/MatMul_grad/MatMul_1",
+     "gradient_tape/router/switch_case/indexed_case/MatMul_grad/MatMul_1", None),
 ])
 def test_clean_keras_names(raw, cleaned, layer):
     assert xnames.clean(raw) == cleaned
@@ -1131,7 +1137,7 @@ def test_runs_list_profiled_steps(tb):
 
 
 def test_profiles_are_found_once_past_a_link_to_an_ancestor(tmp_path):
-    """A symbolic link back up the logdir (`looprun/up -> ..`) is walked once: it had listed 240 runs
+    """A symbolic link back up the logdir (`looprun/up -> ..`) is not followed: it had listed 240 runs
     `looprun/up/looprun/up/...` and the CLI had printed 1,560 steps (trial AD). A link to a run kept
     elsewhere is followed, as TensorBoard follows it."""
     from tb_memory_plugin import store as store_mod
@@ -1141,8 +1147,14 @@ def test_profiles_are_found_once_past_a_link_to_an_ancestor(tmp_path):
     (tmp_path / "logs" / "looprun").mkdir()
     (tmp_path / "logs" / "looprun" / "up").symlink_to("..")
     (tmp_path / "logs" / "linked").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "logs" / "latest").symlink_to(tmp_path / "logs" / "keras")  # an alias: listed beside it
+    # Two links that lead to each other's directory: followed once each, not round and round.
+    (tmp_path / "logs" / "a").mkdir()
+    (tmp_path / "logs" / "b").mkdir()
+    (tmp_path / "logs" / "a" / "to_b").symlink_to(tmp_path / "logs" / "b")
+    (tmp_path / "logs" / "b" / "to_a").symlink_to(tmp_path / "logs" / "a")
     found = store_mod.find_profiles(str(tmp_path / "logs"))
-    assert sorted(found) == ["keras/train", "linked/train"]
+    assert sorted(found) == ["keras/train", "latest/train", "linked/train"]
     assert all(len(paths) == 1 for paths in found.values())
 
 

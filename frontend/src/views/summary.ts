@@ -384,7 +384,7 @@ export class EmptyStateView {
       el(
         'p',
         { class: 'muted' },
-        'Then reload. On a CPU, set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts, or the profile records no memory. TensorBoard keeps 10 traced steps per run unless started with --samples_per_plugin graph_tagged_run_metadata=0.',
+        'Then reload. On a CPU, set TF_CPU_ALLOCATOR_USE_BFC=true before TensorFlow starts, or the profile records only oneDNN’s allocations of 256 KiB and more (none with oneDNN off). TensorBoard keeps 10 traced steps per run unless started with --samples_per_plugin graph_tagged_run_metadata=0.',
       ),
     );
   }

@@ -33,6 +33,7 @@ _LOOP_SCOPE_RE = re.compile(r"^while(?:_\d+)?$")
 # A control-flow function's call: `<If op>/then/_0/`, `<While op>/body/_1/`, its body's ops
 # named again under the op's own scope (`cond/then/_0/cond/adam/Sub_10`).
 _BRANCHES = frozenset({"then", "else", "body", "cond"})
+_CASE_BRANCH_RE = re.compile(r"^branch\d+$")  # a `tf.switch_case`'s branch: `indexed_case/branch1/_1/...`
 _BRANCH_INDEX_RE = re.compile(r"^_\d+$")
 # Keras 3's fit with steps_per_execution > 1 calls its train step from a loop's branch: once its
 # branch calls are dropped, `while/cond/StatefulPartitionedCall/gradient_tape/...`. The loop and
@@ -259,7 +260,12 @@ def _without_branch_calls(parts: list[str]) -> list[str]:
     (`while/body/_1/gradient_tape/while/mlp/MatMul` -> `gradient_tape/while/mlp/MatMul`)."""
     k = 1
     while k + 2 < len(parts):
-        if parts[k] in _BRANCHES and _BRANCH_INDEX_RE.match(parts[k + 1]) and any(
+        branch = parts[k] in _BRANCHES or bool(_CASE_BRANCH_RE.match(parts[k]))
+        if branch and _BRANCH_INDEX_RE.match(parts[k + 1]) and (case := _case_gradient(parts, k)) is not None:
+            parts = case
+            k = 1
+            continue
+        if branch and _BRANCH_INDEX_RE.match(parts[k + 1]) and any(
                 parts[k + 2 + tape:k + 2 + tape + k] == parts[:k] or (tape and _loop_gradient_body(parts, k))
                 for tape in (0, 1) if not tape or _STEP_SCOPE_RE.match(parts[k + 2])):
             parts = parts[k + 2:]
@@ -267,6 +273,23 @@ def _without_branch_calls(parts: list[str]) -> list[str]:
             continue
         k += 1
     return parts
+
+
+def _case_gradient(parts: list[str], k: int) -> list[str] | None:
+    """A `tf.switch_case`'s gradient taken by a tape: its Case op is named `gradient` in the forward case's
+    scope, and its branch's ops after the tape's scope, the case's path, `gradients` and the case's path again
+    (`gradient_tape/r/indexed_case/gradient/branch0/_11/gradient_tape/r/indexed_case/gradients/r/indexed_case/
+    MatMul_grad/MatMul_1`) -> `gradient_tape/r/indexed_case/MatMul_grad/MatMul_1`, as a cond's gradients
+    read. None where `parts[k]` is no such call."""
+    if k < 3 or parts[k - 1] != "gradient" or not _STEP_SCOPE_RE.match(parts[0]):
+        return None
+    case = parts[1:k - 1]
+    rest = parts[k + 2:]
+    n = len(case)
+    if (len(rest) > 2 * n + 2 and _STEP_SCOPE_RE.match(rest[0]) and rest[1:1 + n] == case
+            and rest[1 + n] == "gradients" and rest[2 + n:2 + 2 * n] == case):
+        return [parts[0], *case, *rest[2 + 2 * n:]]
+    return None
 
 
 def _loop_gradient_body(parts: list[str], k: int) -> bool:
