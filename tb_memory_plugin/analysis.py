@@ -8,7 +8,6 @@ routes and the tests all read them from a `StepAnalysis`. Plain Python + numpy.
 
 from __future__ import annotations
 
-import collections
 import functools
 from dataclasses import dataclass
 import threading
@@ -19,7 +18,7 @@ import numpy as np
 
 from ._numeric import scatter_sum
 from .curve import build_curve
-from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, INPUTS, OPTIMIZER, OTHER, OUTPUT,
+from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OPTIMIZER, OTHER, OUTPUT,
                       PARAMETERS, TEMPORARIES, format_bytes, listed)
 from .names import (UNATTRIBUTED, UNUSED_SCRATCH, UPDATED_ARGUMENTS, VARIABLE_WRITERS, XLA_CLUSTER_OP_TYPES,
                     XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, NameTable, op_type_from_label, ran_xla_clusters,
@@ -532,7 +531,7 @@ class SpaceAnalysis:
         allocation of the step), each name's once. A start read below them is no start."""
         trace, names = self.trace, self.names
         least = self.readings_partial_from or 1
-        held = names.of_op_type(_HELD_BEFORE_OPS.__contains__) | (names.category == INPUTS)
+        held = names.of_op_type(_HELD_BEFORE_OPS.__contains__) | names.step_inputs
         rows = np.flatnonzero(held[self.name_code] & (trace.allocated == 0) & (trace.output >= least))
         if not rows.size:
             return 0
@@ -824,10 +823,9 @@ def analyse(trace: Trace, graph_ops: Mapping[str, str] | None = None) -> StepAna
                             "This step has no step stats: it was written without tracing "
                             "(or by TF2 eager/Keras, whose memory is in profiler files). " + NO_MEMORY_HELP
                             + f" {TF2_PROFILE_HELP}.")
-    if trace.ran_op_types:  # the run graph's op types first (a fused node's is its graph op's, `Relu`), as labels
-        graph_ops = collections.ChainMap(graph_ops, trace.ran_op_types) if graph_ops else trace.ran_op_types
+    # The run graph's op types first (a fused node's is its graph op's, `Relu`), then the graphs the step ran.
     spaces = [SpaceAnalysis(space, NameTable.build(space.distinct_names, space.label_of, trace.op_types, graph_ops,
-                                                   space.input_names, trace.layers))
+                                                   space.input_names, trace.layers, trace.ran_op_types))
               for space in trace.spaces]
     has_bytes = any(int(s.trace.allocated.sum()) or int(s.trace.output.sum()) or s.has_curve for s in spaces)
     clusters = xla_clusters(spaces)

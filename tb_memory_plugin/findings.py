@@ -373,8 +373,10 @@ def graph_constants(model: Model) -> list[Finding]:
 
 
 def compared_refs(refs: Sequence, ref, limit: int = STEP_GROWTH_STEPS) -> list:
-    """`ref` and its nearest traced steps of the same source in its run (earlier ones first), in step order."""
-    same = sorted((r for r in refs if r.run == ref.run and r.source == ref.source),
+    """`ref` and its nearest traced steps of the same source in its run (earlier ones first), in step order;
+    of a profile, of the same profile file (another session is another process, whose steps' numbers and
+    memory say nothing of these)."""
+    same = sorted((r for r in refs if r.run == ref.run and r.source == ref.source and r.path == ref.path),
                   key=lambda r: (r.step, r.wall_time, r.tag))
     if ref not in same:
         return [ref]
@@ -438,10 +440,10 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
             continue
         history.append((number, left if other_space is space else _grown(other_space), other_space.start_bytes))
         spaces.append(other_space)
-    if held is None or left < STEP_GROWTH_MIN_BYTES:
-        return _growth_between_steps(space, history, spaces)
-    if any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
-        return []  # some traced step of the run ended where it started: no steady growth
+    if held is None or left < STEP_GROWTH_MIN_BYTES or any(h[1] < STEP_GROWTH_MIN_BYTES for h in history):
+        # This step, or another traced step of the run, ended where it started: no steady growth in the steps;
+        # outside them, said alike on every step compared.
+        return _growth_between_steps(space, history, spaces, left)
     freed = _replaced_freed(space, held, history)
     if (sum(b for _, b in _kept_variable_buffers(space, smallest=1, values=False)) - freed) * 10 >= left * 9:
         # Nearly all of it is resource variables' new buffers (an assign or an optimizer's update,
@@ -498,7 +500,8 @@ def step_growth(space, step, run_steps: Sequence[tuple[int, object]]) -> list[Fi
     )]
 
 
-def _growth_between_steps(space, history: list[tuple[int, int, int | None]], spaces: list) -> list[Finding]:
+def _growth_between_steps(space, history: list[tuple[int, int, int | None]], spaces: list,
+                          left: int) -> list[Finding]:
     """Growth outside the traced steps: where each of three traced steps or more of one work (each
     allocating within `_SAME_WORK` of the others: not a run's steps at several batch sizes, whose starts
     rise with the batch) starts higher than the one before by more than that one left behind
@@ -526,7 +529,8 @@ def _growth_between_steps(space, history: list[tuple[int, int, int | None]], spa
         "grows every step runs out in the end. A profile that spans the time between steps shows its "
         "allocations in the trace viewer.",
         space.trace.id,
-        {"left_behind_bytes": 0, "between_steps_bytes": grown,
+        {"left_behind_bytes": max(left, 0),
+         "between_steps_bytes": grown,
          "steps": [{"step": h[0], "left_behind_bytes": h[1], "start_bytes": h[2]} for h in history],
          "holders": []},
     )]

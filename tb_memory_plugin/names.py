@@ -467,6 +467,7 @@ def tensorflow_xla_program(name: str) -> bool:
 XLA_CLUSTER_OP_TYPES = frozenset({"_XlaRun", "XlaLaunch", "XlaLaunchV2"})
 XLA_OFF_ADVICE = ("trace the step with XLA off (no jit_scope, no TF_XLA_FLAGS=--tf_xla_auto_jit, no "
                   "global_jit_level) to see that memory")
+_FUNCTION_ARGUMENT = "_Arg"  # a feed's op too, but a feed's name is its own kind (FEED)
 _INPUT_OPS = frozenset(
     {"_Arg", "Placeholder", "PlaceholderWithDefault", "IteratorGetNext", "IteratorGetNextSync", "IteratorV2",
      "OneShotIterator", "MultiDeviceIteratorGetNextFromShard", "_Recv", COPY_TO_DEVICE_OP_TYPE,
@@ -977,6 +978,15 @@ class NameTable:
             return self._op_types
         return list(map(self.op_type_names.__getitem__, self.op_code.tolist()))
 
+    @cached_property
+    def step_inputs(self) -> np.ndarray:
+        """Per name: an input of the step's own (a feed's `_arg_`, a placeholder, an iterator's batch): the
+        inputs category but for a function body's arguments (`_Arg` ops named after them, `logits_0`), which
+        are its caller's tensors, made in the step (trial AA's CTC loss: its `[time, batch, classes]`
+        arguments had been read as the step's feeds, its batch 59)."""
+        arguments = self.of_op_type(_FUNCTION_ARGUMENT.__eq__) & (self.kind_code != _KIND_CODE[FEED])
+        return (self.category == INPUTS) & ~arguments
+
     def op_type(self, index: int) -> str:
         """One name's op type (without building the per-name list)."""
         return self.op_type_names[int(self.op_code[index])]
@@ -1109,13 +1119,15 @@ class NameTable:
     @classmethod
     def build(cls, raw: list[str], label_of: Mapping[str, str], source_ops: Mapping[str, str],
               graph_ops: Mapping[str, str] | None, input_names: frozenset[str] = frozenset(),
-              source_layers: Mapping[str, str] | None = None) -> "NameTable":
+              source_layers: Mapping[str, str] | None = None,
+              ran_ops: Mapping[str, str] | None = None) -> "NameTable":
         """`input_names`: runtime names the source saw feed the step (categorised as inputs);
-        `source_layers`: the layers of the names the source knows them of."""
+        `source_layers`: the layers of the names the source knows them of; `ran_ops`: op types of the
+        graphs the step ran (RunMetadata's partition graphs), for the names the run graph lacks."""
         lines = _Lines(raw)
         graph_names, paths, kind_code, fixed, runtime, changed, derived = _classify_all(raw, lines)
         op_types, op_type_names, op_code = _resolve_op_codes(runtime, graph_names, fixed, label_of, source_ops,
-                                                             graph_ops, derived)
+                                                             graph_ops, derived, ran_ops)
         parts = FirstComponents(paths, lines.with_lines(paths, changed))
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
         if input_names:
@@ -1295,13 +1307,16 @@ class CodedOpTypes(collections.abc.Mapping):
 def _resolve_op_codes(runtime: list[str], graph_names: list[str], fixed: dict[int, str],
                       label_of: Mapping[str, str], source_ops: Mapping[str, str],
                       graph_ops: Mapping[str, str] | None,
-                      derived: list[int]) -> tuple[list[str] | None, list[str], np.ndarray]:
+                      derived: list[int], ran_ops: Mapping[str, str] | None = None
+                      ) -> tuple[list[str] | None, list[str], np.ndarray]:
     """`_resolve_op_types` coded: (the op types, None where only coded; each op type once,
     sorted; each name's index into those). With a coded run graph (CodedOpTypes) and no
     op types from the source, the graph's codes are read in one pass and only the names
-    it lacks, or whose op type is not the graph's, are resolved one by one."""
+    it lacks, or whose op type is not the graph's, are resolved one by one (from `ran_ops` first, then
+    their labels)."""
     if source_ops or not isinstance(graph_ops, CodedOpTypes):
-        op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, graph_ops, derived)
+        chained = (collections.ChainMap(graph_ops, ran_ops) if graph_ops else ran_ops) if ran_ops else graph_ops
+        op_types = _resolve_op_types(runtime, graph_names, fixed, label_of, source_ops, chained, derived)
         return (op_types, *coded(op_types))
     type_names = graph_ops.type_names
     graph_code = np.fromiter(map(graph_ops.code_of.get, graph_names, itertools.repeat(-1)), dtype=np.int64,
@@ -1312,7 +1327,8 @@ def _resolve_op_codes(runtime: list[str], graph_names: list[str], fixed: dict[in
     rows = sorted(set(fixed).union(derived, np.flatnonzero(unknown).tolist()))
     positions = dict(zip(rows, range(len(rows))))
     own = _resolve_op_types([runtime[i] for i in rows], [graph_names[i] for i in rows],
-                            {positions[i]: op for i, op in fixed.items()}, label_of, source_ops, graph_ops,
+                            {positions[i]: op for i, op in fixed.items()}, label_of, source_ops,
+                            collections.ChainMap(graph_ops, ran_ops) if ran_ops else graph_ops,
                             [positions[i] for i in derived])
     normal = np.ones(graph_code.size, dtype=bool)
     normal[rows] = False

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from tensorboard.compat.proto import graph_pb2, node_def_pb2
 
-from .figures import ALLOCATED, INPUTS, OUTPUT, format_bytes
+from .figures import ALLOCATED, OUTPUT, format_bytes
 from .graph import graph_blobs
 from .names import _SLOT_RE, computes_gradient, is_apply_op, label_inputs, layer_path, optimizer_scope, scope_of
 from .scope_tree import SELF
@@ -613,6 +613,11 @@ def _constants_note(resident: "Resident", other: int) -> str | None:
 
 
 _HUGE_TENSOR = 64 << 20
+# Allocators that grow their pool by doubling regions: oneDNN's mklcpu and the CPU's BFC
+# (TF_CPU_ALLOCATOR_USE_BFC). A GPU's BFC takes its memory in one region unless told to grow (allow_growth),
+# which the trace does not say: its blocks are not read as powers of two.
+_GROWING_BFC = frozenset({"mklcpu", "bfc_cpu_allocator_for_gpu"})
+_BFC_MAX_ROOM = 128 << 20  # BFC splits a block whose room would be this or more (kMaxInternalFragmentation)
 
 
 def _blocks_note(resident: "Resident", other: int) -> str | None:
@@ -629,7 +634,9 @@ def _blocks_note(resident: "Resident", other: int) -> str | None:
     for name, size in held:
         if size >= _HUGE_TENSOR:
             block = 1 << (size - 1).bit_length()
-            if block - size >= BFC_REGION_MIN // 2:  # room worth a word (a 2 MiB region's half)
+            # Kept whole only under BFC's split rule: room under the request and under 128 MiB (a 300 MiB
+            # tensor's 512 MiB block is split, its 212 MiB of room free again).
+            if BFC_REGION_MIN // 2 <= block - size < _BFC_MAX_ROOM:  # room worth a word (a 2 MiB region's half)
                 rounded.append((block - size, block, name, size))
     room = sum(extra for extra, *_ in rounded)
     if not rounded or room > 1.1 * other or room < 0.25 * other:
@@ -639,9 +646,10 @@ def _blocks_note(resident: "Resident", other: int) -> str | None:
     more = f" and {len(rounded) - 3} more" if len(rounded) > 3 else ""
     return (f"{'other' if room >= 0.9 * other else 'of other, ' + format_bytes(room)} may be the allocator's "
             f"rounding of the model's largest tensors, each in a block of a power of two: {shown}{more} "
-            f"({format_bytes(room)} of room in them). A BFC allocator gives a request a whole free block under "
-            "twice its size, and its pool grows by regions that double: a tensor just over a power of two costs "
-            "nearly twice its size, one just under it little")
+            f"({format_bytes(room)} of room in them). A BFC allocator that grows its pool by regions that double "
+            "gives a tensor larger than the regions before it a fresh one, and keeps it whole where the room left is "
+            "under the request and under 128 MiB: a tensor just over a power of two costs nearly twice its size, "
+            "one just under it little")
 
 
 def counted_note(resident: "Resident") -> str | None:
@@ -776,7 +784,7 @@ def resident_of_space(model: Model, step, space) -> Resident:
                     fed=fed_before_step(space), counts_from=least,
                     fed_counted=fed_before_step(space, least) if least else None,
                     initial_values=[value for value in model.initial_values if here.intersection(value.variables)],
-                    in_blocks="bfc" in space.trace.allocator.lower() or space.trace.allocator == "mklcpu")
+                    in_blocks=space.trace.allocator in _GROWING_BFC)
 
 
 def fed_before_step(space, at_least: int = 0) -> int:
@@ -796,7 +804,7 @@ def feeds(space) -> np.ndarray:
     batch), but for a `PlaceholderWithDefault`: unfed, it hands on its default, a constant the graph
     holds (not the step's input, nor of the batch fed); fed, the feed's `_arg_` holds the bytes."""
     names = space.names
-    return (names.category == INPUTS) & ~names.of_op_type(_WITH_DEFAULT.__eq__)
+    return names.step_inputs & ~names.of_op_type(_WITH_DEFAULT.__eq__)
 
 
 def placeholder_defaults(space) -> np.ndarray:

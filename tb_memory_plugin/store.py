@@ -395,7 +395,7 @@ class StepStore:
         self._logdir_spec = logdir_spec if not self._logdir else None  # `--logdir_spec` instead of a logdir
         self._steps = LRUCache(step_capacity)
         self._graphs = LRUCache(graph_capacity)
-        self._devices = LRUCache(1024)
+        self._devices = LRUCache(1 << 16)  # a few names per step: every step of a big logdir (200 runs x 10 steps)
         self._profiles = LRUCache(profile_capacity)  # decoded profiles (their memory events as columns)
         self._listings: dict[tuple[str, int], _ProfileListing] = {}
         self._listing_lock = threading.Lock()
@@ -661,7 +661,11 @@ class StepStore:
                 key, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=key[0])))
 
         keys = sorted({key for key in latest.values() if key is not None})
-        found = dict(zip(keys, _prefetch_pool().map(devices_of, keys))) if keys else {}
+        # Over the wire a few at a time, in threads of their own (a summary's run graph read in the prefetch
+        # threads meanwhile does not wait behind them); in process one at a time: a blob is a copy there,
+        # nothing to overlap, and a few big steps' bytes held at once would only raise the peak.
+        scan = _scan_pool().map if self._reads_over_the_wire and len(keys) > 1 else map
+        found = dict(zip(keys, scan(devices_of, keys)))
         out.update((ref, found[latest[ref]] if latest[ref] is not None else []) for ref in recorded)
         return out
 
@@ -709,7 +713,17 @@ def _in_process(provider) -> bool:
 
 
 _PREFETCH: concurrent.futures.ThreadPoolExecutor | None = None
+_SCAN: concurrent.futures.ThreadPoolExecutor | None = None
 _PREFETCH_LOCK = threading.Lock()
+
+
+def _scan_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads that read the steps' blobs for their devices (`steps_devices`), over the wire."""
+    global _SCAN
+    with _PREFETCH_LOCK:
+        if _SCAN is None:
+            _SCAN = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tb-memory-scan")
+        return _SCAN
 
 
 def _prefetch_pool() -> concurrent.futures.ThreadPoolExecutor:

@@ -33,7 +33,7 @@ from .figures import (ACTIVATIONS, ALLOCATED, AT_PEAK, CATEGORIES, GRADIENTS, IN
                       listed, other_chunks)
 from . import resident as resident_mod, store as store_mod
 from .findings import allocator_gap, cpu_working_set_scratch, readings_above, variable_copies
-from .names import FEED, KINDS, REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
+from .names import REPLICA_RE, XLA_OFF_ADVICE, XLA_PROGRAM_OP_TYPE, label_inputs, renumbering
 from .trace import BFC_ROUNDING, DEVICE_MEMORY, ProgramShapes, labels_of
 
 # Ops whose output has a variable's shape: a tensor of that shape is a parameter
@@ -42,8 +42,6 @@ _VARIABLE_READS = frozenset({"ReadVariableOp", "_ReadVariablesOp", "VariableV2",
 # Casts: mixed precision casts each weight to float16 in the forward pass (`fc/Cast/Cast`), a
 # tensor shaped like the parameter because it is one, not a batch that matches a layer's width.
 _CAST_OPS = frozenset({"Cast"})
-_FUNCTION_ARGUMENT = "_Arg"  # a feed's op too, but a feed's name is its own kind (names.FEED)
-_FEED_KIND = KINDS.index(FEED)
 # A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
 # outputs): `[steps, ...]`, each step a tensor the loop's body made.
 _TRANSPOSE_OPS = frozenset({"Transpose", "ConjugateTranspose", "_MklTranspose"})  # not a layout transpose's
@@ -88,13 +86,8 @@ class WhatIfError(ValueError):
 
 
 def _rows_of(space: SpaceAnalysis, category: int) -> np.ndarray:
-    """The names of one category; of the inputs, the step's own (feeds, placeholders, iterators): not a
-    function body's arguments (`_Arg` ops named after them: `logits_0`), which are its caller's tensors
-    (trial AA's CTC loss, whose time-major `[59, batch, 30]` logits had read as batch 59)."""
-    rows = space.names.category == category
-    if category == INPUTS:
-        rows &= ~(space.names.of_op_type(_FUNCTION_ARGUMENT.__eq__) & (space.names.kind_code != _FEED_KIND))
-    return np.flatnonzero(rows)
+    """The names of one category; of the inputs, the step's own (`NameTable.step_inputs`)."""
+    return np.flatnonzero(space.names.step_inputs if category == INPUTS else space.names.category == category)
 
 
 def _shapes_of(step: StepAnalysis, category: int, skip: Callable[[str], bool] | None = None):
@@ -430,11 +423,11 @@ class _Outputs:
             partitions = names.of_op_type(_PARTITION_OPS.__contains__)
             for i in np.flatnonzero(partitions[fresh]).tolist():
                 self._partitions.append([shape for shape, _ in outputs[i]])
-            data = (names.category == ACTIVATIONS) | (names.category == INPUTS)  # the forward pass, its feeds
+            data = (names.category == ACTIVATIONS) | names.step_inputs  # the forward pass, its feeds
             per_space.append((np.repeat(rows[fresh], counts), np.repeat(reads[fresh], counts),
                               list(itertools.chain.from_iterable(outputs)), np.repeat(stacks[fresh], counts),
                               np.repeat(casts[fresh], counts), np.repeat(data[fresh], counts),
-                              np.repeat(names.category[fresh] == INPUTS, counts), np.repeat(transposes[fresh], counts)))
+                              np.repeat(names.step_inputs[fresh], counts), np.repeat(transposes[fresh], counts)))
         self.count = len(self.names)
         out_row = np.concatenate([p[0] for p in per_space]) if per_space else np.zeros(0, np.int64)
         from_reads = np.concatenate([p[1] for p in per_space]) if per_space else np.zeros(0, bool)

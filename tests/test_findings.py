@@ -605,6 +605,7 @@ def test_growth_between_traced_steps_is_said(capsys, tmp_path):
 
 
 def test_one_step_alone_is_compared_with_its_neighbours():
+    from tb_memory_plugin import store as store_mod
     from tb_memory_plugin.store import StepRef
 
     refs = [StepRef("r", f"step_{k}", "graph_tagged_run_metadata", k, float(k)) for k in (1, 2, 3, 4, 5)]
@@ -612,6 +613,10 @@ def test_one_step_alone_is_compared_with_its_neighbours():
     assert [r.step for r in findings.compared_refs(refs + [other_run], refs[4])] == [3, 4, 5]
     assert [r.step for r in findings.compared_refs(refs, refs[0])] == [1, 2, 3]
     assert findings.compared_refs(refs[:1], refs[0]) == [refs[0]]
+    # A profile's steps are compared within their file: another session is another process (review AE).
+    profiled = [StepRef("p", f"profile/{session}/step_{k}", store_mod.PROFILE, k, float(k), f"/{session}.xplane.pb", k)
+                for session in ("s1", "s2") for k in (1, 2, 3)]
+    assert [r.tag for r in findings.compared_refs(profiled, profiled[4])] == [f"profile/s2/step_{k}" for k in (1, 2, 3)]
 
 
 # -- layout_transpose: a hand-built GPU step ------------------------------------------------------------

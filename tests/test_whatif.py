@@ -758,6 +758,10 @@ def test_a_functions_arguments_are_no_feeds_and_a_transposed_tensor_is_time_majo
                  if names.op_type(i) == "_Arg" and not names.raw[i].startswith("_arg_")]
     assert arguments  # the trace has them: the test could fail
     assert whatif.traced_batch(small.step) == 4 and whatif.traced_batch(large.step) == 8
+    # The step's own feeds, one home for every reader of them (the resident split's inputs among them).
+    assert not names.step_inputs[[names.raw.index(name) for name in arguments]].any()
+    from tb_memory_plugin import resident
+    assert resident.fed_before_step(small.space) == 4 * 40 * 8 * 4 + 4 * 5 * 4  # audio and labels, as fed
     one = whatif.WhatIf([small], 8).one_step
     measured = large.space.peak_rise_bytes
     assert measured > 1.5 * small.space.peak_rise_bytes
