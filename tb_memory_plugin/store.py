@@ -664,7 +664,7 @@ class StepStore:
         # Over the wire a few at a time, in threads of their own (a summary's run graph read in the prefetch
         # threads meanwhile does not wait behind them); in process one at a time: a blob is a copy there,
         # nothing to overlap, and a few big steps' bytes held at once would only raise the peak.
-        scan = _scan_pool().map if self._reads_over_the_wire and len(keys) > 1 else map
+        scan = _pool("scan").map if self._reads_over_the_wire and len(keys) > 1 else map
         found = dict(zip(keys, scan(devices_of, keys)))
         out.update((ref, found[latest[ref]] if latest[ref] is not None else []) for ref in recorded)
         return out
@@ -697,7 +697,7 @@ class StepStore:
             # bytes and their parsed copy are not held together).
             read = functools.partial(self._provider.read_blob, ctx, blob_key=key)
             if self._reads_over_the_wire:  # the run graph is read in a thread while the step is read and decoded
-                return analyse_bytes(read, _prefetch_pool().submit(self.run_graph, ctx, experiment_id, ref.run).result)
+                return analyse_bytes(read, _pool("read").submit(self.run_graph, ctx, experiment_id, ref.run).result)
             return analyse_bytes(read, self.run_graph(ctx, experiment_id, ref.run))
 
         step = self._steps.get_or_compute(cache_key, compute)
@@ -712,27 +712,18 @@ def _in_process(provider) -> bool:
     return module is not None and isinstance(provider, module.MultiplexerDataProvider)
 
 
-_PREFETCH: concurrent.futures.ThreadPoolExecutor | None = None
-_SCAN: concurrent.futures.ThreadPoolExecutor | None = None
-_PREFETCH_LOCK = threading.Lock()
+_POOLS: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
 
 
-def _scan_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """Threads that read the steps' blobs for their devices (`steps_devices`), over the wire."""
-    global _SCAN
-    with _PREFETCH_LOCK:
-        if _SCAN is None:
-            _SCAN = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tb-memory-scan")
-        return _SCAN
-
-
-def _prefetch_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """Threads that read run graphs while steps are decoded (the page asks for a few steps at once)."""
-    global _PREFETCH
-    with _PREFETCH_LOCK:
-        if _PREFETCH is None:
-            _PREFETCH = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="tb-memory-read")
-        return _PREFETCH
+def _pool(name: str) -> concurrent.futures.ThreadPoolExecutor:
+    """Four threads of their own per use, made on first use: `read` reads run graphs while steps are decoded
+    (the page asks for a few steps at once); `scan` reads steps' blobs for their devices over the wire
+    (`steps_devices`), so a summary's graph read does not wait behind a cold runs listing."""
+    with _POOLS_LOCK:
+        if name not in _POOLS:
+            _POOLS[name] = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"tb-memory-{name}")
+        return _POOLS[name]
 
 
 def analyse_bytes(data: bytes | Callable[[], bytes],
