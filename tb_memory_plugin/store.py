@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
-import functools
 import gc
 import os
 import posixpath
@@ -657,8 +656,13 @@ class StepStore:
                                if data and data[-1].values else None)
 
         def devices_of(key: tuple[str, float]) -> list[str]:
-            return self._devices.get_or_compute(
-                key, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=key[0])))
+            def scan() -> list[str]:
+                try:
+                    return run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=key[0]))
+                except Exception:  # noqa: BLE001 - one record TensorBoard cannot hand over lists no device, no more
+                    return []
+
+            return self._devices.get_or_compute(key, scan)
 
         keys = sorted({key for key in latest.values() if key is not None})
         # Over the wire a few at a time, in threads of their own (a summary's run graph read in the prefetch
@@ -693,9 +697,17 @@ class StepStore:
             if latest is None:
                 return analysis.failed_step("empty", "This tag holds no RunMetadata blob.")
             key = latest[0]
-            # Read by the decoder itself, which drops the bytes once parsed (a big step's
-            # bytes and their parsed copy are not held together).
-            read = functools.partial(self._provider.read_blob, ctx, blob_key=key)
+
+            def read() -> bytes:
+                # Read by the decoder itself, which drops the bytes once parsed (a big step's bytes and their
+                # parsed copy are not held together). A record TensorBoard cannot hand over is this step's
+                # failure alone (trial AF: its Rust data server refuses the blob key of a run named with a `"`).
+                try:
+                    return self._provider.read_blob(ctx, blob_key=key)
+                except Exception as exc:  # noqa: BLE001
+                    raise trace_mod.TraceDecodeError(
+                        f"TensorBoard could not hand over this step's record ({type(exc).__name__}: {exc})") from None
+
             if self._reads_over_the_wire:  # the run graph is read in a thread while the step is read and decoded
                 return analyse_bytes(read, _pool("read").submit(self.run_graph, ctx, experiment_id, ref.run).result)
             return analyse_bytes(read, self.run_graph(ctx, experiment_id, ref.run))

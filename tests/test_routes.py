@@ -792,3 +792,41 @@ def test_a_record_written_again_under_its_key_is_read_again(tmp_path):
     unet = get_json(tensorboard_app(REPO / "demo_logs"), "summary", run="unet_b2", tag="step_2")
     assert first["node_stat_count"] != unet["node_stat_count"] == second["node_stat_count"]
     assert second["devices"][0]["peak_rise_bytes"] == unet["devices"][0]["peak_rise_bytes"]
+
+
+def test_a_record_tensorboard_cannot_hand_over_fails_its_step_alone(tmp_path):
+    """TensorBoard's Rust data server refuses the blob keys of a run whose name holds a `"` (trial AF: the
+    runs and default_step routes had failed with a 500, the whole tab with them). Such a record is its own
+    step's failure: the runs list every run, the default step is another's, the step says why."""
+    import shutil
+
+    from tensorboard import errors
+
+    for run in ("bad", "good"):
+        shutil.copytree(REPO / "demo_logs" / "growth", tmp_path / run)
+    app = tensorboard_app(tmp_path)
+
+    class Refusing:
+        def __init__(self, provider):
+            self._provider = provider
+
+        def __getattr__(self, name):
+            return getattr(self._provider, name)
+
+        def read_blob(self, ctx, blob_key):
+            if '"bad"' in _decoded(blob_key):  # the multiplexer's blob keys are JSON naming the run, in base64
+                raise errors.InvalidArgumentError("failed to parse blob key")
+            return self._provider.read_blob(ctx, blob_key=blob_key)
+
+    def _decoded(blob_key):
+        import base64
+        return base64.urlsafe_b64decode(blob_key + "=" * (-len(blob_key) % 4)).decode("utf-8", "replace")
+
+    app.plugin._store._provider = Refusing(app.plugin._store._provider)
+    runs = {r["run"]: r for r in get_json(app, "runs")["runs"]}
+    assert set(runs) == {"bad", "good"} and all(s["devices"] == [] for s in runs["bad"]["steps"])
+    assert all(s["devices"] for s in runs["good"]["steps"])
+    assert get_json(app, "default_step")["run"] == "good"
+    bad = get_json(app, "summary", run="bad", tag="step_3")
+    assert bad["status"] == "corrupt" and "TensorBoard could not hand over this step's record" in bad["message"]
+    assert get_json(app, "summary", run="good", tag="step_3")["status"] == "ok"
