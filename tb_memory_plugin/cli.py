@@ -146,18 +146,8 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
             least = format_bytes(summary["start_counts_from_bytes"])
             baseline += (f", counting {space.trace.allocator}'s requests of {least} and more: smaller tensors in use "
                          "before the step are not in it, nor in the peak")
-    elif space.trace.shared_with:
-        baseline = f"relative to the step's start ({space.trace.allocator} is shared with {', '.join(space.trace.shared_with)})"
-    elif summary["snapshots"]["count"]:  # docs/figures.md: readings that imply a negative start
-        baseline = "relative to the step's start (the allocator's readings give no usable start)"
-    elif (thresholds := trace_mod.readings_thresholds(space.trace.allocator)) and not (
-            space.trace.event_bytes >= thresholds[0]).any():
-        # mklcpu reads only as a request of its size is made (trial AA: 3,000 small variables, none of 256 KiB).
-        baseline = (f"relative to the step's start ({space.trace.allocator} reported no bytes in use in this step: "
-                    f"it reads them only on requests of {format_bytes(thresholds[0])} or more, and this step made "
-                    "none)")
     else:
-        baseline = "relative to the step's start (this allocator reports no bytes in use)"
+        baseline = f"relative to the step's start ({summary['no_baseline_reason']})"
     peak = summary["peak_bytes"] if start is not None else summary["peak_rise_bytes"]
     print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
           f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")

@@ -14,8 +14,9 @@ from . import graph as graph_mod
 from . import curve as curve_mod
 from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
-from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT
+from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT, format_bytes
 from .findings import readings_gap
+from .trace import readings_thresholds
 
 TOP_SCOPES = 10
 # A scope holding this share of what its level holds at the peak is looked inside: the CLI points to it, and
@@ -55,6 +56,21 @@ def category_rows(space: SpaceAnalysis, execs=None) -> list[dict]:
             for name, at_peak, allocated in space.by_category(execs)]
 
 
+def no_baseline_reason(space: SpaceAnalysis) -> str:
+    """Why a space's figures are relative to the step's start, as the CLI and the page say it."""
+    trace = space.trace
+    if trace.shared_with:
+        return f"{trace.allocator} is shared with {', '.join(trace.shared_with)}"
+    if trace.snapshot_bytes.size:  # docs/figures.md: readings that imply a negative start, or count none
+        return "the allocator's readings give no usable start"
+    thresholds = readings_thresholds(trace.allocator)
+    if thresholds and not (trace.event_bytes >= thresholds[0]).any():
+        # mklcpu reads only as a request of its size is made (trial AA: 3,000 small variables, none of 256 KiB).
+        return (f"{trace.allocator} reported no bytes in use in this step: it reads them only on requests of "
+                f"{format_bytes(thresholds[0])} or more, and this step made none")
+    return "this allocator reports no bytes in use"
+
+
 def peak_fields(space: SpaceAnalysis) -> dict:
     """The peak as the summary, compare and default_step routes and the CLI give it: null without
     allocation records (no curve, so no peak; the at-peak figures of the listings stay 0)."""
@@ -83,6 +99,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         # The smallest request the allocator counts in the readings the start comes from (oneDNN's
         # mklcpu: 256 KiB): smaller tensors in use before the step are not in the start.
         "start_counts_from_bytes": space.start_counts_from,
+        "no_baseline_reason": no_baseline_reason(space) if start is None else None,
         **peak_fields(space),
         "peak_node": node_ref(space, space.peak_exec(), group),
         "largest_at_peak": _largest_at_peak(space, group),

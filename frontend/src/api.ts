@@ -178,6 +178,8 @@ export interface DeviceSummary {
   start_bytes: Bytes | null;
   /** The smallest request the allocator counts in the readings the start comes from (oneDNN's mklcpu: 256 KiB; null: all, or no start). Absent from older servers. */
   start_counts_from_bytes?: Bytes | null;
+  /** Without a start: why (a shared allocator, readings that give none, mklcpu reading only large requests); else null. Absent from older servers. */
+  no_baseline_reason?: string | null;
   peak_bytes: Bytes | null;
   /** Null without a curve (`has_curve` false), as `peak_time_us` and `peak_bytes` are. */
   peak_rise_bytes: Bytes | null;

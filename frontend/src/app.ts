@@ -293,11 +293,14 @@ export class App {
       }
       case 'corrupt': {
         const profile = summary.source === 'xplane';
+        // A profile that cannot be read (damaged, cut short, empty, or an old profiler's format: its message says
+        // which) is fixed by profiling again: shown how, as for a step without memory.
         this.showEmpty(profile ? 'This step’s profile cannot be read' : 'This step’s run metadata cannot be read', text, `Step “${tag}”: unreadable`, {
           error: true,
           hint: profile
-            ? 'The profile file (.xplane.pb) does not decode as an XSpace (damaged, cut short, or not a profile). Other runs and profiles are not affected: profile this step again.'
+            ? 'Other runs and profiles are not affected: profile this step again.'
             : 'The bytes stored for this step do not decode as a RunMetadata (a damaged or truncated event file). Other steps are not affected: pick another step, or trace this one again.',
+          howTo: profile,
         });
         return;
       }

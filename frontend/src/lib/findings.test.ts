@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../api';
 import { INITIAL_SELECTION } from '../selection';
-import { findingLabel, findingSelection, notAtPeak, sortFindings } from './findings';
+import { findingLabel, findingSelection, findingTitle, notAtPeak, sortFindings } from './findings';
 
 const finding = (over: Partial<Finding>): Finding => ({
   kind: 'conv_scratch',
@@ -48,5 +48,13 @@ describe('findings', () => {
     expect(findingLabel('undonated_arguments')).toBe('arguments not donated');
     expect(findingLabel('variable_copies')).toBe('variables copied by their updates');
     expect(findingLabel('new_kind')).toBe('new kind');
+  });
+
+  it('titles growth between the steps as such, not as memory the step left behind', () => {
+    expect(findingTitle(finding({ kind: 'step_growth', details: { left_behind_bytes: 4096 } }))).toBe('memory left behind by the step');
+    expect(findingTitle(finding({ kind: 'step_growth', details: { left_behind_bytes: 0, between_steps_bytes: 1 << 21 } }))).toBe(
+      'memory that grows between steps',
+    );
+    expect(findingTitle(finding({ kind: 'allocator_gap' }))).toBe('allocator gap');
   });
 });

@@ -18,6 +18,12 @@ export function findingLabel(kind: string): string {
   return KIND_LABELS[kind] ?? kind.replace(/_/g, ' ');
 }
 
+/** One finding's title: its kind's, but where the finding says otherwise (a step_growth outside the steps). */
+export function findingTitle(f: Finding): string {
+  if (f.kind === 'step_growth' && f.details['between_steps_bytes'] !== undefined) return 'memory that grows between steps';
+  return findingLabel(f.kind);
+}
+
 /** Whether a finding says it holds nothing at the peak (a convolution's scratch freed before it). */
 export function notAtPeak(f: Finding): boolean {
   return f.details['at_peak_bytes'] === 0;

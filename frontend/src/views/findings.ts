@@ -4,7 +4,7 @@
 import type { DeviceSummary, Finding } from '../api';
 import { breakableText, clear, el } from '../dom';
 import { formatBytes, formatExactBytes } from '../format';
-import { findingLabel, findingSelection, notAtPeak, sortFindings } from '../lib/findings';
+import { findingLabel, findingTitle, findingSelection, notAtPeak, sortFindings } from '../lib/findings';
 import type { Selection } from '../selection';
 
 /** Findings sharing their advice shown in full before the rest fold into one line (the CLI spells out as many). */
@@ -93,7 +93,7 @@ export class FindingsView {
     const head = el(
       'div',
       { class: 'finding-head' },
-      el('b', {}, findingLabel(f.kind)),
+      el('b', {}, findingTitle(f)),
       el('span', { class: 'finding-bytes', title: formatExactBytes(f.bytes) }, formatBytes(f.bytes)),
       f.scope ? el('code', { class: 'finding-scope', title: f.scope }, f.scope) : null,
       notAtPeak(f) ? el('span', { class: 'muted', 'data-testid': 'finding-not-at-peak' }, 'none of it at the peak') : null,

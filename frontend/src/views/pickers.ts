@@ -160,8 +160,11 @@ export function deviceLabel(d: DeviceSummary): string {
  * which a narrow picker would otherwise cut off), and the step number where the tag does not hold it.
  */
 export function stepLabel(tag: string, step: number | null): string {
-  const label = step !== null && !tag.includes(String(step)) ? `${tag} (step ${step})` : tag;
-  if (!tag.startsWith('profile/')) return label;
+  // The step's number is in the tag where one of its numbers is it (`b32` at step 3 is not: trial AF).
+  const numbered = step !== null && (tag.match(/\d+/g) ?? []).some((n) => Number(n) === step);
+  const label = step !== null && !numbered ? `${tag} (step ${step})` : tag;
+  // A profile's step: its own name first, then its session; a whole profile (`profile/<session>`) as it is.
+  if (!tag.startsWith('profile/') || tag.indexOf('/') === tag.lastIndexOf('/')) return label;
   const cut = label.lastIndexOf('/');
   return `${label.slice(cut + 1)} · ${label.slice(0, cut)}`;
 }

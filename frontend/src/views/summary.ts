@@ -128,11 +128,12 @@ export class SummaryView {
         );
       }
     } else {
-      const shared = device.shared_with ?? [];
+      // Why, as the CLI says it (the route's `no_baseline_reason`: a shared allocator, readings that give no start,
+      // mklcpu's readings of large requests only).
+      const reason = device.no_baseline_reason;
       main.append(
-        el('span', { class: 'note', 'data-testid': 'summary-no-baseline' }, shared.length
-          ? `no allocator baseline (${device.allocator} is shared with ${shared.join(', ')}): relative to the step’s start`
-          : 'no allocator baseline: relative to the step’s start'),
+        el('span', { class: 'note', 'data-testid': 'summary-no-baseline' },
+          reason ? `no allocator baseline (${reason}): relative to the step’s start` : 'no allocator baseline: relative to the step’s start'),
       );
     }
     // A device's limit is what the step must fit in: line 1. A host allocator's cap is not the

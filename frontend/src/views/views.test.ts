@@ -633,13 +633,19 @@ describe('SummaryView', () => {
     expect(view.element.textContent).not.toContain('allocator readings differ');
   });
 
-  it('says with whom an allocator without a baseline is shared', () => {
+  it('says why an allocator gives no baseline, as the route words it', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
     const relative = { ...device, baseline: 'none' as const, start_bytes: null, peak_bytes: null, end_bytes: null };
-    view.setData(summary, { ...relative, allocator: 'mklcpu', shared_with: ['CPU:1/mklcpu'] });
+    const shared = 'mklcpu is shared with CPU:1/mklcpu';
+    view.setData(summary, { ...relative, allocator: 'mklcpu', shared_with: ['CPU:1/mklcpu'], no_baseline_reason: shared });
     expect(document.querySelector('[data-testid=summary-no-baseline]')!.textContent).toBe(
       'no allocator baseline (mklcpu is shared with CPU:1/mklcpu): relative to the step’s start',
+    );
+    const none = 'mklcpu reported no bytes in use in this step: it reads them only on requests of 256.0 KiB or more, and this step made none';
+    view.setData(summary, { ...relative, no_baseline_reason: none });
+    expect(document.querySelector('[data-testid=summary-no-baseline]')!.textContent).toBe(
+      `no allocator baseline (${none}): relative to the step’s start`,
     );
     view.setData(summary, { ...relative, shared_with: [] });
     expect(document.querySelector('[data-testid=summary-no-baseline]')!.textContent).toBe('no allocator baseline: relative to the step’s start');
@@ -1256,6 +1262,9 @@ describe('stepLabel', () => {
     expect(stepLabel('step_7', 7)).toBe('step_7');
     expect(stepLabel('train', 4)).toBe('train (step 4)');
     expect(stepLabel('a/b', null)).toBe('a/b');
+    expect(stepLabel('b32', 3)).toBe('b32 (step 3)'); // a digit of another number is not the step's
+    expect(stepLabel('b8_3', 3)).toBe('b8_3');
+    expect(stepLabel('profile/2020_05_05_00_00_00', 0)).toBe('profile/2020_05_05_00_00_00'); // a whole profile, as it is
   });
 });
 
