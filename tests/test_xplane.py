@@ -1389,8 +1389,10 @@ def test_a_train_step_run_in_keras_loop_is_named_as_one_run_alone(steps_per_exec
         layers[per_call] = {path for path, row in space.top_level("layer") if row[figures.ALLOCATED] > 2**16}
         categories[per_call] = {name: allocated for name, _, allocated in space.by_category()}
         assert whatif.traced_batch(step) == 16
-        # One step of 4 is 4 training steps: said (trial AB's allocated figures were 4 steps' worth, unsaid).
-        assert ((step.trace.note or "").find("steps_per_execution > 1") >= 0) == (per_call == 4), step.trace.note
+        # One step of 4 is 4 training steps: said, with the number the profile's step numbers tell (trial AB's
+        # allocated figures were 4 steps' worth, unsaid; trial AF's note had not said how many).
+        said = "with steps_per_execution=4 (the profile's step numbers are 4 apart): it ran 4 training steps"
+        assert (said in (step.trace.note or "")) == (per_call == 4), step.trace.note
     assert "spe_cnn" in layers[4] and layers[4] == layers[1], layers
     for per_call in (1, 4):
         assert categories[per_call]["gradients"] > 0 and categories[per_call]["optimizer"] > 0, categories

@@ -96,6 +96,14 @@ STEPS_PER_EXECUTION_NOTE = (  # trial AB: a step of `fit(steps_per_execution=4)`
     "This step is one call of Keras' train function with steps_per_execution > 1: it ran that many training "
     "steps (the profile numbers its steps by them: at 4, step_4, step_8), so its allocated figures are theirs together, "
     "and its peak the highest of theirs.")
+
+
+def steps_per_execution_note(count: int) -> str:
+    """STEPS_PER_EXECUTION_NOTE where the profile's step numbers tell how many steps a call ran (trial AF: the
+    note had never said the number)."""
+    return (f"This step is one call of Keras' train function with steps_per_execution={count} (the profile's step "
+            f"numbers are {count} apart): it ran {count} training steps, so its allocated figures are theirs "
+            "together, and its peak the highest of theirs.")
 _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its kernels and copies)
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
@@ -1366,11 +1374,22 @@ class Profile:
         return UNRECORDED_DEVICE_HELP.format(devices=", ".join(self.unrecorded_devices)) \
             if self.unrecorded_devices else None
 
+    def _numbers_apart(self, step: ProfileStep) -> int | None:
+        """How far a step's number is from the nearest other step's of the profile (Keras numbers the calls of
+        a steps_per_execution loop by the batches they run: step_4, step_8), or None without two numbers."""
+        if step.number is None:
+            return None
+        apart = [abs(step.number - other.number) for other in self.steps
+                 if other is not step and other.number is not None and other.number != step.number]
+        return min(apart) if apart else None
+
     def trace(self, index: int) -> Trace:
         step = self.steps[index]
         for plane, steps in self._planes:
             if any(s is step for s in steps):
                 trace = plane.trace(step)
+                if trace.note and STEPS_PER_EXECUTION_NOTE in trace.note and (count := self._numbers_apart(step)):
+                    trace.note = trace.note.replace(STEPS_PER_EXECUTION_NOTE, steps_per_execution_note(count))
                 notes = [note for note in (trace.note, self._unrecorded_note,
                                            WHOLE_PROFILE_NOTE if step.whole and not self.made_by_jax else None) if note]
                 trace.note = " ".join(notes) if notes else None
