@@ -63,6 +63,8 @@ export class TreemapView {
   private labelled: string[] = [];
   /** A keyboard drill in: the next level drawn takes the focus (its first tile). */
   private focusOnData = false;
+  /** A keyboard step up: the tile of the level left (trial AF's Escape had focused the parent's first tile). */
+  private focusScope: string | null = null;
   /** The size was switched to allocated bytes for a step without a curve (not by the user). */
   private autoSized = false;
 
@@ -135,7 +137,10 @@ export class TreemapView {
     this.render();
     if (this.focusOnData) {
       this.focusOnData = false; // asked once: a level that never came (null, an error) takes nothing later
-      if (data) this.area.querySelector<HTMLElement>('[tabindex="0"]')?.focus();
+      const left = this.focusScope === null ? undefined : this.tileByScope.get(this.focusScope);
+      this.focusScope = null;
+      if (left) this.setTabStop(left);
+      if (data) (left ?? this.area.querySelector<HTMLElement>('[tabindex="0"]'))?.focus();
     }
   }
 
@@ -149,7 +154,10 @@ export class TreemapView {
     const path = this.data?.path ?? [];
     const parent = path[path.length - 2];
     if (!parent) return false;
-    if (keyboard) this.focusOnData = true;
+    if (keyboard) {
+      this.focusOnData = true;
+      this.focusScope = path[path.length - 1]?.scope ?? null;
+    }
     this.selection.drill(parent.scope);
     return true;
   }

@@ -120,6 +120,29 @@ describe('TreemapView', () => {
     expect(document.activeElement?.getAttribute('data-testid')).toBe('treemap-tile');
   });
 
+  it('going up by keyboard gives the focus to the tile of the level left', () => {
+    const selection = new Selection();
+    const view = new TreemapView(selection);
+    mount(view.element);
+    view.setData(level);
+    tileFor(`${EVIL}/a`)!.focus();
+    document.activeElement!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
+    // The root level: the scope just left is its second tile (trial AF's Escape had focused the first).
+    const root: ScopesResponse = {
+      ...level,
+      scope: '',
+      name: '(all)',
+      path: [{ name: '(all)', scope: '' }],
+      children: [
+        { ...level.children[0]!, scope: 'big', name: 'big', figures: figures(500) },
+        { ...level.children[0]!, scope: EVIL, name: EVIL, figures: figures(300) },
+      ],
+    };
+    view.setData(root);
+    expect((document.activeElement as HTMLElement).dataset.scope).toBe(EVIL);
+    expect(tileFor(EVIL)!.tabIndex).toBe(0);
+  });
+
   it('drills in with Shift+Enter and gives the level drawn next the focus', () => {
     const selection = new Selection();
     const view = new TreemapView(selection);
