@@ -364,6 +364,11 @@ def _stacked(tree, node: int, split: bool = True) -> list[int]:
     return sorted(entries, key=lambda entry: -int(tree.figures[entry, AT_PEAK]))
 
 
+def _below(path: str, scope: str) -> str:
+    """`path` from below `scope` (`adam/mul` below ``; `unet_01/Conv2D` below `shared_model`)."""
+    return path[len(scope) + 1:] if scope and path.startswith(scope + "/") else path
+
+
 def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", top: int = 8,
           window: tuple[int, int] | None = None, split: bool = True) -> dict:
     """The downsampled curve, split by the largest children of `breakdown` (`_stacked`; with `split` False,
@@ -380,7 +385,10 @@ def curve(space: SpaceAnalysis, group: str, points: int, breakdown: str = "", to
     for child in _stacked(tree, node, split)[:top]:
         values = curve_mod.held_by(trace, curve_data, tree.executions(child), sampled.position)
         explained += values
-        series.append({"scope": tree.paths[child], "name": _leaf_name(tree.paths[child]), "bytes": values.tolist()})
+        # Named from the scope broken down: a child split into its own children (`_stacked`) keeps its name in
+        # front (`adam/UnsortedSegmentSum_1`, trial AF's legend had read `UnsortedSegmentSum_1` alone).
+        series.append({"scope": tree.paths[child], "name": _below(tree.paths[child], tree.paths[node]),
+                       "bytes": values.tolist()})
     series.append({"scope": None, "name": "(other)", "bytes": (sampled.max_bytes - explained).tolist()})
     snapshots, snapshot_index = curve_mod.sample_snapshots(trace, points, window)
     shown = peak_fields(space)

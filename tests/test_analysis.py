@@ -370,6 +370,8 @@ def test_curve_series_stack_exactly(space, group, breakdown, top):
     stacked = np.sum([s["bytes"] for s in body["series"]], axis=0)
     assert stacked.tolist() == [m - start for m in body["max_bytes"]]
     assert body["series"][-1]["name"] == "(other)"
+    # Each named from the scope broken down, a split child's name in front (trial AF's legend had read a leaf).
+    assert all(s["name"] == (s["scope"][len(breakdown) + 1:] if breakdown else s["scope"]) for s in body["series"][:-1])
     assert len(body["series"]) <= top + 1
     assert all(len(s["bytes"]) == len(body["t_us"]) for s in body["series"])
 
