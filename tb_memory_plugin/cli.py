@@ -151,6 +151,9 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     peak = summary["peak_bytes"] if start is not None else summary["peak_rise_bytes"]
     print(f"   peak {format_bytes(peak)} at {summary['peak_time_us'] / 1000:.3f} ms, "
           f"rise {format_bytes(summary['peak_rise_bytes'])}; {baseline}")
+    if too_high := summary["snapshots"]["peak_too_high_bytes"]:
+        print(f"   the peak may be up to {format_bytes(too_high)} lower: the records count variables' old buffers "
+              "the allocator gave back with no record (see its allocator_gap finding)")
     with_small = (summary["resident"] or {}).get("peak_with_uncounted_bytes")
     if with_small is not None and summary["resident"]["uncounted_noticeable"]:
         print(f"   with the model's smaller tensors in use before the step "

@@ -15,7 +15,7 @@ from . import curve as curve_mod
 from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
 from .figures import ALLOCATED, AT_PEAK, CATEGORIES, FIGURES, OUTPUT, format_bytes
-from .findings import readings_gap
+from .findings import peak_too_high, readings_gap
 from .trace import readings_thresholds
 
 TOP_SCOPES = 10
@@ -108,7 +108,7 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "event_count": int(trace.event_time_us.size - trace.piece_rows),
         "figures": figures_dict(space.totals()),
         "snapshots": {"count": int(trace.snapshot_bytes.size), "max_abs_diff_bytes": space.snapshot_gap,
-                      "readings_gap_bytes": readings_gap(space)},
+                      "readings_gap_bytes": readings_gap(space), "peak_too_high_bytes": peak_too_high(space)},
         "categories": category_rows(space),
         "op_types": op_type_rows(space),
         "top_scopes": [{"scope": path, "name": _leaf_name(path), "figures": figures_dict(row)}

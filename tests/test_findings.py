@@ -12,7 +12,7 @@ from tensorboard.compat.proto import config_pb2, graph_pb2
 import protos
 from protos import GPU0, Mem, Node
 from tracedata import start_by_rule
-from tb_memory_plugin import cli, findings, graph, resident, store
+from tb_memory_plugin import cli, findings, graph, report, resident, store
 
 MKL_CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 KiB = 1024
@@ -437,9 +437,13 @@ def test_the_peak_shown_is_too_high_by_no_more_than_its_excess_over_the_largest_
     (gap,) = [f for f in findings.step_findings(step, None) if f.kind == findings.ALLOCATOR_GAP]
     over = space.peak_bytes - gap.details["max_reading_bytes"]
     assert 0 < over < table and f"{findings.format_bytes(over)} too high" in gap.suggestion, (over, gap.suggestion)
+    # The summary says it beside the peak, the one figure (trial AF had read the headline above the finding).
+    assert findings.peak_too_high(space) == gap.details["peak_too_high_bytes"] == over
+    assert report.device_summary(space, "layer")["snapshots"]["peak_too_high_bytes"] == over
     step, _ = _new_buffer_step(late_reading=table + (1 << 20))
     gaps = [f for f in findings.step_findings(step, None) if f.kind == findings.ALLOCATOR_GAP]
     assert gaps and all("peak shown may be" not in f.suggestion for f in gaps)
+    assert findings.peak_too_high(step.spaces[0]) == 0
 
 
 # -- graph_constants: a dataset embedded with tf.constant ----------------------------------------------

@@ -196,7 +196,8 @@ export interface DeviceSummary {
   /** The allocator's own readings: how many, their raw disagreement with the records at each op's
    * end, and the gap the allocator_gap finding flags (null where it flags none; absent from older
    * servers): the one figure the page shows. */
-  snapshots: { count: number; max_abs_diff_bytes: Bytes | null; readings_gap_bytes?: Bytes | null };
+  /** `peak_too_high_bytes`: how much the peak shown may be above the allocator's (its largest reading bounds it); 0 where not. */
+  snapshots: { count: number; max_abs_diff_bytes: Bytes | null; readings_gap_bytes?: Bytes | null; peak_too_high_bytes?: Bytes };
   categories: CategoryTotal[];
   op_types: OpTypeTotal[];
   top_scopes: TopScope[];

@@ -656,6 +656,16 @@ describe('SummaryView', () => {
     expect(view.element.textContent).not.toContain('allocator readings differ');
   });
 
+  it('says beside the peak how much lower it may be, where the readings bound it', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const snapshots = { count: 40, max_abs_diff_bytes: 2 * 1048576, readings_gap_bytes: 1048576 };
+    view.setData(summary, { ...device, snapshots: { ...snapshots, peak_too_high_bytes: 31 * 1048576 } });
+    expect(document.querySelector('[data-testid=summary-peak-too-high]')!.textContent).toBe('may be up to 31.0 MiB lower');
+    view.setData(summary, { ...device, snapshots: { ...snapshots, peak_too_high_bytes: 0 } });
+    expect(document.querySelector('[data-testid=summary-peak-too-high]')).toBeNull();
+  });
+
   it('says why an allocator gives no baseline, as the route words it', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
