@@ -108,7 +108,8 @@ _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its ke
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")
 
-_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER, _FUNCTION_RUN, _ITERATOR = range(9)
+_ALLOCATION, _DEALLOCATION, _PROCESS, _OP, _OTHER, _SKIPPED, _MARKER, _FUNCTION_RUN, _ITERATOR, _EAGER_EXECUTE = range(10)
+_EAGER_EXECUTE_EVENT = "EagerLocalExecute: "  # an eager call of an op or function (`EagerLocalExecute: __inference_f_12`)
 # tf.data at work on a thread of its own or its caller's (`MakeIterator::MapAndBatchDataset` filling a
 # buffer as an iterator is made; `Iterator::...` producing an element): what is allocated inside is
 # the input pipeline's, whatever thread runs it (a `map` without num_parallel_calls runs inline).
@@ -279,6 +280,7 @@ class _PlaneEvents:
     processes: dict  # start_ps, end_ps, step_id
     markers: dict  # start_ps, end_ps, step_num
     function_runs: dict  # start_ps, end_ps, line: functions run by the function runtime (not XLA's)
+    eager_executes: dict  # start_ps, end_ps, line, node: eager calls of tf.functions (`EagerLocalExecute: <f>`)
     iterators: dict  # start_ps, end_ps, line: tf.data at work (_ITERATOR_EVENT), on any thread
     strings: _Strings
     input_lines: np.ndarray  # per line of the plane: whether it is one of tf.data's threads
@@ -301,6 +303,9 @@ def _event_kinds(event_names: dict[int, tuple[str, str]], strings: _Strings):
             kinds[i] = _PROCESS
         elif name == "KernelAndDeviceFunc::Run":  # a function run by TensorFlow's function runtime
             kinds[i] = _FUNCTION_RUN
+        elif name.startswith(_EAGER_EXECUTE_EVENT) and _TF_FUNCTION_RE.match(name[len(_EAGER_EXECUTE_EVENT):]):
+            kinds[i] = _EAGER_EXECUTE
+            node[i] = strings.code(name[len(_EAGER_EXECUTE_EVENT):])
         elif name.startswith(_ITERATOR_EVENT):
             kinds[i] = _ITERATOR
         elif name.startswith(_NOT_OPS):
@@ -334,7 +339,7 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
         stat_ids.setdefault(_STAT_ALIASES.get(name, name), []).append(metadata_id)
     meta_ids, meta_kinds, meta_node, meta_op_type = _event_kinds(plane.event_names, strings)
     parts: dict[str, list] = {"memory": [], "ops": [], "processes": [], "markers": [], "function_runs": [],
-                              "iterators": []}
+                              "iterators": [], "eager_executes": []}
     for line_index, line in enumerate(plane.lines):
         base_ps = line.timestamp_ns * 1000
         for first in range(0, line.body_start.size, _EVENTS_PER_CHUNK):
@@ -365,6 +370,10 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
             run = kind == _FUNCTION_RUN
             if run.any():
                 parts["function_runs"].append({"start_ps": start_ps[run], "end_ps": end_ps[run], "line": line_column[run]})
+            eager = kind == _EAGER_EXECUTE
+            if eager.any():
+                parts["eager_executes"].append({"start_ps": start_ps[eager], "end_ps": end_ps[eager],
+                                                "line": line_column[eager], "node": meta_node[at[eager]]})
             iterating = kind == _ITERATOR
             if iterating.any():
                 parts["iterators"].append({"start_ps": start_ps[iterating], "end_ps": end_ps[iterating],
@@ -373,7 +382,7 @@ def _plane_events(data, buf: np.ndarray, plane: wire.Plane) -> _PlaneEvents:
             if named.any():
                 parts["markers"].append({"start_ps": start_ps[named], "end_ps": end_ps[named],
                                          "step_num": meta_node[at[named]]})
-            with_stats = np.flatnonzero(~is_op & ~named & ~run & ~iterating)
+            with_stats = np.flatnonzero(~is_op & ~named & ~run & ~iterating & ~eager)
             if with_stats.size == 0:
                 continue
             stat_owner, stat_start, stat_end = fields.of(4, wire.LEN)
@@ -510,7 +519,8 @@ class _PlaneSteps:
         self._attribute_unnamed()
         # Functions TensorFlow up to 2.17 ran as XLA programs, in events of their own op type.
         self.function_programs: frozenset[int] = frozenset()
-        self.xla_nodes, self.function_programs = self._allocating_in_programs(events.function_runs)
+        self.xla_nodes, self.function_programs = self._allocating_in_programs(events.function_runs,
+                                                                              events.eager_executes)
         self.jax_pieces: set[int] = set()  # node codes of JAX programs' pieces (named by hlo.node_name)
         # Each program run whose blocks were read: (start, bytes it allocated, its module's shapes).
         self.program_runs: list[tuple[int, int, ProgramShapes]] = []
@@ -627,7 +637,8 @@ class _PlaneSteps:
                 high = np.searchsorted(time, ops["end_ps"][row], side="right")
                 yield row, on_line[low:high]
 
-    def _allocating_in_programs(self, function_runs: dict) -> tuple[frozenset[int], frozenset[int]]:
+    def _allocating_in_programs(self, function_runs: dict,
+                                eager_executes: dict | None = None) -> tuple[frozenset[int], frozenset[int]]:
         """The nodes (tf_op codes) that allocated inside an XLA program running on their thread:
         a tf.function run with jit_compile holds XLA's buffers, an XLA program, not its own op type.
         TensorFlow up to 2.17 runs the program in no event of its own: there a function that
@@ -647,7 +658,8 @@ class _PlaneSteps:
             rows = named[memory["tf_op"][named] == code]
             if not function_runs or (_innermost_on_lines(function_runs, memory["time_ps"][rows],
                                                          memory["line"][rows]) < 0).all():
-                found.add(code)
+                if not _runtime_ran(code, rows, memory, function_runs, eager_executes):
+                    found.add(code)
         return frozenset(found), frozenset(found - in_programs)
 
     def _split_programs(self, programs: hlo.Programs) -> dict[int, list[tuple[int, int, int, int]]]:
@@ -1227,6 +1239,28 @@ def _merge_numbered(steps: list[ProfileStep]) -> list[ProfileStep]:
         into.step_ids = sorted({*into.step_ids, step.step_id}, key=lambda i: (i != into.step_id, i))
         into.start_ps, into.end_ps = min(into.start_ps, step.start_ps), max(into.end_ps, step.end_ps)
     return merged
+
+
+def _runtime_ran(code: int, rows: np.ndarray, memory: dict, function_runs: dict, eager_executes: dict | None) -> bool:
+    """Whether TensorFlow's function runtime ran a function in the eager calls of it that its allocations (`rows`)
+    were made in: a `KernelAndDeviceFunc::Run` inside such a call. TensorFlow 2.21 instantiates a function on its
+    first call, inside that call but before its run, allocating under the function's name (trial AB's first
+    `train_on_batch`: 1,174 allocations read as an XLA program of 0 B at the peak); a program XLA compiled (up to
+    TensorFlow 2.17) runs in no such run."""
+    if not function_runs or not eager_executes or not eager_executes.get("node", np.zeros(0)).size:
+        return False
+    calls = np.flatnonzero(eager_executes["node"] == code)
+    if not calls.size:
+        return False
+    call = _innermost_on_lines({key: values[calls] for key, values in eager_executes.items()},
+                               memory["time_ps"][rows], memory["line"][rows])
+    for row in np.unique(call[call >= 0]).tolist():
+        index = calls[row]
+        line, start, end = (int(eager_executes[key][index]) for key in ("line", "start_ps", "end_ps"))
+        if ((function_runs["line"] == line) & (function_runs["start_ps"] >= start)
+                & (function_runs["start_ps"] <= end)).any():
+            return True
+    return False
 
 
 def _innermost_on_lines(events: dict, times: np.ndarray, lines: np.ndarray) -> np.ndarray:
