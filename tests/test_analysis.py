@@ -189,7 +189,8 @@ def test_allocator_snapshots_beside_the_records_curve(unet_trace, space, capsys)
     assert space.snapshot_gap == gap
     summary = report.device_summary(space, "layer")
     assert summary["snapshots"] == {"count": len(snapshots), "max_abs_diff_bytes": gap,
-                                    "readings_gap_bytes": findings.readings_gap(space)}
+                                    "readings_gap_bytes": findings.readings_gap(space),
+                                    "peak_too_high_bytes": findings.peak_too_high(space)}
     # The one figure the page, the finding and a comparison give (the raw disagreement is bigger).
     found = findings.allocator_gap(space)
     assert summary["snapshots"]["readings_gap_bytes"] == (found[0].bytes if found else None)
