@@ -41,9 +41,12 @@ def _leaf_name(path: str) -> str:
 def node_ref(space: SpaceAnalysis, exec_index: int | None, group: str = "layer") -> dict | None:
     if exec_index is None:
         return None
+    # `path`: the node as the grouping's tree names it (runtime calls dropped, a gradient in its layer:
+    # `router/indexed_case/Tile` for `router/indexed_case/branch1/_1/Tile`), as its tile does; `name` is the raw one.
     return {"name": space.trace.name(exec_index), "scope": space.scope_of(exec_index, group),
             "op_type": space.op_type(exec_index),
-            "graph_name": space.graph_name(exec_index)}
+            "graph_name": space.graph_name(exec_index),
+            "path": space.names.leaf_path(group, int(space.name_code[exec_index]))}
 
 
 def op_type_rows(space: SpaceAnalysis, execs=None) -> list[dict]:

@@ -891,6 +891,10 @@ def test_a_control_flow_ops_body_and_gradient_share_its_layer(kind, layer):
     assert forward and backward, (kind, [raw[i] for i in calls])
     layers = {names_.layer(i) for i in forward + backward}
     assert layers == {layer}, {raw[i]: names_.layer(i) for i in forward + backward}
+    # The summary names a node by its raw name and by its tile's path, which drops the call (trial AF).
+    ref = report.node_ref(space, int(np.flatnonzero(space.name_code == forward[0])[0]), "layer")
+    assert ref["name"] == raw[forward[0]] and ref["path"] == names_.leaf_path("layer", forward[0])
+    assert not re.search(r"/(?:body|then|else|branch\d+)/_\d+/", ref["path"]), ref
     # The tree still adds up: the top level's figures are the step's.
     for group in ("scope", "layer"):
         assert (sum(row for _, row in space.top_level(group)) == space.totals()).all()

@@ -78,6 +78,8 @@ export interface NodeRef {
   op_type: string | null;
   /** The GraphDef node the runtime name maps back to (a layout transpose's producer, say). */
   graph_name?: string | null;
+  /** The node as the grouping's tree (its tile) names it: runtime calls dropped, a gradient in its layer. Absent from older servers. */
+  path?: string;
 }
 /** The node execution holding the most bytes at the peak, with those bytes. */
 export interface LargestAtPeak extends NodeRef {

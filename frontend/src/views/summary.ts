@@ -35,6 +35,14 @@ export const PROFILE_HOWTO = [
  */
 export const SUMMARY_NAME_CHARS = 48;
 
+/**
+ * The node's tile, where its path in the grouping is not its raw name (a control-flow call or a gradients
+ * scope dropped: `router/indexed_case/Tile` for `router/indexed_case/branch1/_1/Tile`), as a title line.
+ */
+function tileLine(node: { name: string; path?: string }): string {
+  return node.path && node.path !== node.name ? `\nin the treemap: ${node.path}` : '';
+}
+
 export class SummaryView {
   readonly element = el('section', { class: 'summary', 'data-testid': 'summary', 'aria-label': 'Step summary' });
   /** The peak as absolute memory (resident + rise) where the start is known, or as the rise alone; the user switches
@@ -161,7 +169,10 @@ export class SummaryView {
       const node = device.peak_node;
       const op = opTypeSuffix(node.op_type);
       main.append(
-        nameItem('op at peak: ', node.name, opSuffix(node.name, node.op_type), { 'data-testid': 'summary-op', title: `op at peak: ${node.name}${op}\nscope: ${node.scope || '(root)'}` }),
+        nameItem('op at peak: ', node.name, opSuffix(node.name, node.op_type), {
+          'data-testid': 'summary-op',
+          title: `op at peak: ${node.name}${op}\nscope: ${node.scope || '(root)'}${tileLine(node)}`,
+        }),
       );
     }
     if (device.largest_at_peak) main.append(this.largestItem(device.largest_at_peak));
@@ -240,6 +251,7 @@ export class SummaryView {
     const title = [
       `biggest at peak: ${largest.name}${op} holds ${formatBytes(largest.at_peak_bytes)} (${formatExactBytes(largest.at_peak_bytes)})${runs}`,
       `scope: ${scope}`,
+      tileLine(largest).trim() || null,
       largest.graph_name && largest.graph_name !== largest.name ? `graph node: ${largest.graph_name}` : null,
       this.selection ? 'click to select its scope' : null,
     ]

@@ -544,6 +544,18 @@ describe('SummaryView', () => {
     expect(selection.get().selected).toBe(EVIL);
   });
 
+  it('names the tile of a node whose raw name holds a runtime call, in its title', () => {
+    const view = new SummaryView(new Selection());
+    mount(view.element);
+    const raw = 'router/indexed_case/branch1/_1/Tile';
+    view.setData(summary, { ...device, largest_at_peak: { ...device.largest_at_peak!, name: raw, graph_name: raw, path: 'router/indexed_case/Tile' } });
+    const item = document.querySelector<HTMLElement>('[data-testid=summary-largest]')!;
+    expect(item.querySelector('code')!.textContent).toBe(raw); // the raw name stays visible
+    expect(item.title).toContain('in the treemap: router/indexed_case/Tile');
+    view.setData(summary, { ...device, largest_at_peak: { ...device.largest_at_peak!, path: device.largest_at_peak!.name } });
+    expect(document.querySelector<HTMLElement>('[data-testid=summary-largest]')!.title).not.toContain('in the treemap');
+  });
+
   it('leaves out an op type the name already ends with, keeping it in the title', () => {
     const view = new SummaryView(new Selection());
     mount(view.element);
