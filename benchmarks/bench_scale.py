@@ -336,7 +336,7 @@ def real_server_runs(logdir: str, expected: int) -> dict:
     looked up and read one call at a time). Timed once TensorBoard itself lists every run; the plugin must
     be pip-installed for its entry point (tests/tbserver.py serves this checkout's code)."""
     sys.path.insert(0, os.path.join(REPO, "tests"))
-    from tbserver import TensorBoard, get_json as fetch_json
+    from tbserver import NotReady, TensorBoard, get_json as fetch_json
 
     server = TensorBoard.from_checkout(logdir, "--load_fast=true",
                                        log_path=os.path.join("/tmp", "bench_scale_tensorboard.log"))
@@ -346,17 +346,9 @@ def real_server_runs(logdir: str, expected: int) -> dict:
 
         def listed():
             if len(fetch_json(server.url + "/data/runs", timeout=30)) < expected:
-                raise RuntimeError("TensorBoard has not listed every run yet")
+                raise NotReady("TensorBoard has not listed every run yet")
 
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                listed()
-                break
-            except (RuntimeError, OSError, ValueError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        server.wait_until(listed, 300, "listing every run")
         result = {}
         for key in ("runs_cold_s", "runs_warm_s"):
             start = time.perf_counter()

@@ -86,7 +86,11 @@ _INLINED_RE = re.compile(r"^Func/(?P<path>.+/(?:input|output|input_control_node|
 # (`rnn/while/body/_1/gru_cell/MatMul`, `cond/else/_12/...`, a `tf.switch_case`'s
 # `indexed_case/branch1/_1/...`). Those two components are the runtime's call, not the user's
 # scopes: the path drops them (`rnn/while/gru_cell/MatMul`, as TensorFlow 1's control flow named it).
-_CALL_RE = re.compile(r"/(?:body|cond|then|else|branch\d+)/_\d+(?=/|$)")
+_CALL_FUNCTIONS = r"(?:body|cond|then|else|branch\d+)"  # the function a lowered loop or branch calls
+_CALL_RE = re.compile(rf"/{_CALL_FUNCTIONS}/_\d+(?=/|$)")
+CALL_FUNCTION_RE = re.compile(rf"^{_CALL_FUNCTIONS}$")  # one such component (a profile's names: sources/xplane)
+# The Case op a switch_case's gradient runs, `<op>_grad/gradient/...` (a profile names it `<op>/gradient/...`).
+CASE_GRADIENT_OP = "gradient"
 # A function called in a graph (a tf.function, `tf.compat.v1.wrap_function`) and inlined at run time: its
 # body's ops are named under the call's node, `fwd1/StatefulPartitionedCall/Relu`. The call is the
 # runtime's, not a scope of the user's: an op's path drops it (`fwd1/Relu`), as a profile's names drop it
@@ -371,7 +375,7 @@ def _below_gradients(path: str) -> str | None:
     return None
 
 
-_BRANCH_GRADIENT_OPS = ("StatelessIf", "If", "gradient")  # the op a branch's gradient runs, `<op>_grad/<it>/...`
+_BRANCH_GRADIENT_OPS = ("StatelessIf", "If", CASE_GRADIENT_OP)  # the op a branch's gradient runs, `<op>_grad/<it>/...`
 
 
 def _without_control_flow_gradients(path: str) -> str:

@@ -629,13 +629,7 @@ class StepStore:
         return None
 
     def step_devices(self, ctx, experiment_id: str, ref: StepRef) -> list[str]:
-        if ref.plugin == PROFILE:
-            return self._profile_devices(ref)
-        latest = _latest_blob(self._provider, ctx, experiment_id, ref.plugin, ref.run, ref.tag)
-        if latest is None:
-            return []
-        return self._devices.get_or_compute(
-            latest, lambda: run_metadata.scan_devices(self._provider.read_blob(ctx, blob_key=latest[0])))
+        return self.steps_devices(ctx, experiment_id, [ref])[ref]
 
     def steps_devices(self, ctx, experiment_id: str, refs: list[StepRef]) -> dict[StepRef, list[str]]:
         """`step_devices` of many steps (the runs route's every step): their latest records found in one

@@ -44,7 +44,7 @@ _VARIABLE_READS = frozenset({"ReadVariableOp", "_ReadVariablesOp", "VariableV2",
 _CAST_OPS = frozenset({"Cast"})
 # A loop's outputs stacked over its iterations (`TensorArray.stack()`, `tf.scan`, a dynamic RNN's
 # outputs): `[steps, ...]`, each step a tensor the loop's body made.
-_TRANSPOSE_OPS = frozenset({"Transpose", "ConjugateTranspose", "_MklTranspose"})  # not a layout transpose's
+_TRANSPOSE_OPS = frozenset({"Transpose", "ConjugateTranspose"})  # not a layout transpose's (oneDNN's as the graph's)
 _STACK_OPS = frozenset({"TensorListStack", "TensorArrayGatherV3", "TensorArrayGatherV2", "TensorArrayPack"})
 # tf.dynamic_partition splits its input's rows among its outputs by the data (a mixture of experts' router):
 # each output holds a share of the batch, whose first dimension no shape says carries it.

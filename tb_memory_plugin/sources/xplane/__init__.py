@@ -92,18 +92,20 @@ MKLCPU_NOTE = (  # its larger requests are its BFC allocator's, which writes the
     "and more in a profile: smaller tensors are missing from these figures. Set TF_CPU_ALLOCATOR_USE_BFC=true "
     "before TensorFlow starts to record every allocation."
 )
-STEPS_PER_EXECUTION_NOTE = (  # trial AB: a step of `fit(steps_per_execution=4)` allocated 4 steps' worth, unsaid
-    "This step is one call of Keras' train function with steps_per_execution > 1: it ran that many training "
-    "steps (the profile numbers its steps by them: at 4, step_4, step_8), so its allocated figures are theirs together, "
-    "and its peak the highest of theirs.")
+def steps_per_execution_note(count: int | None = None) -> str:
+    """What a step of Keras' steps_per_execution loop is (trial AB: a step of `fit(steps_per_execution=4)`
+    allocated 4 steps' worth, unsaid), with the count where the profile's step numbers tell it (trial AF: the
+    note had not said it)."""
+    if count is None:
+        ran, apart = "that many", " (the profile numbers its steps by them: at 4, step_4, step_8)"
+        what = "steps_per_execution > 1"
+    else:
+        ran, apart, what = str(count), "", f"steps_per_execution={count} (the profile's step numbers are {count} apart)"
+    return (f"This step is one call of Keras' train function with {what}: it ran {ran} training steps{apart}, so "
+            "its allocated figures are theirs together, and its peak the highest of theirs.")
 
 
-def steps_per_execution_note(count: int) -> str:
-    """STEPS_PER_EXECUTION_NOTE where the profile's step numbers tell how many steps a call ran (trial AF: the
-    note had never said the number)."""
-    return (f"This step is one call of Keras' train function with steps_per_execution={count} (the profile's step "
-            f"numbers are {count} apart): it ran {count} training steps, so its allocated figures are theirs "
-            "together, and its peak the highest of theirs.")
+STEPS_PER_EXECUTION_NOTE = steps_per_execution_note()  # a plane's step, before the profile tells the count
 _DEVICE_PLANE_RE = re.compile(r"^/device:GPU:\d+$")  # a GPU's own plane (its kernels and copies)
 # Events only JAX's runtime (PjRt) writes: a profile without memory events made by JAX.
 _JAX_EVENT_RE = re.compile(r"^PjitFunction\(|PjRt")

@@ -17,7 +17,7 @@ import functools
 import re
 from typing import NamedTuple
 
-from ...names import REPLICA_RE
+from ...names import CALL_FUNCTION_RE, CASE_GRADIENT_OP, REPLICA_RE
 
 INPUT_PIPELINE = "(input pipeline)"  # what tf.data's threads allocate; their ops' names below it
 
@@ -32,8 +32,6 @@ _STEP_SCOPE_RE = re.compile(r"^gradient_tape(?:_\d+)?$")
 _LOOP_SCOPE_RE = re.compile(r"^while(?:_\d+)?$")
 # A control-flow function's call: `<If op>/then/_0/`, `<While op>/body/_1/`, its body's ops
 # named again under the op's own scope (`cond/then/_0/cond/adam/Sub_10`).
-_BRANCHES = frozenset({"then", "else", "body", "cond"})
-_CASE_BRANCH_RE = re.compile(r"^branch\d+$")  # a `tf.switch_case`'s branch: `indexed_case/branch1/_1/...`
 _BRANCH_INDEX_RE = re.compile(r"^_\d+$")
 # Keras 3's fit with steps_per_execution > 1 calls its train step from a loop's branch: once its
 # branch calls are dropped, `while/cond/StatefulPartitionedCall/gradient_tape/...`. The loop and
@@ -260,7 +258,7 @@ def _without_branch_calls(parts: list[str]) -> list[str]:
     (`while/body/_1/gradient_tape/while/mlp/MatMul` -> `gradient_tape/while/mlp/MatMul`)."""
     k = 1
     while k + 2 < len(parts):
-        branch = parts[k] in _BRANCHES or bool(_CASE_BRANCH_RE.match(parts[k]))
+        branch = bool(CALL_FUNCTION_RE.match(parts[k]))  # `then`, `else`, `body`, `cond`, a switch_case's `branch1`
         if branch and _BRANCH_INDEX_RE.match(parts[k + 1]) and (case := _case_gradient(parts, k)) is not None:
             parts = case
             k = 1
@@ -281,7 +279,7 @@ def _case_gradient(parts: list[str], k: int) -> list[str] | None:
     (`gradient_tape/r/indexed_case/gradient/branch0/_11/gradient_tape/r/indexed_case/gradients/r/indexed_case/
     MatMul_grad/MatMul_1`) -> `gradient_tape/r/indexed_case/MatMul_grad/MatMul_1`, as a cond's gradients
     read. None where `parts[k]` is no such call."""
-    if k < 3 or parts[k - 1] != "gradient" or not _STEP_SCOPE_RE.match(parts[0]):
+    if k < 3 or parts[k - 1] != CASE_GRADIENT_OP or not _STEP_SCOPE_RE.match(parts[0]):
         return None
     case = parts[1:k - 1]
     rest = parts[k + 2:]
