@@ -197,6 +197,8 @@ export class GraphView {
         // One Tab stop for the whole graph (the selected box, else the first): arrows move between boxes.
         tabindex: -1,
         role: 'button',
+        // Its name for a screen reader: the box's own, and its figures (the <title> tooltip is longer).
+        'aria-label': `${n.name}: ${boxFiguresText(n, hasCurve)}`,
       });
       g.append(
         svgEl('rect', { width: p.width, height: p.height, rx: n.kind === 'scope' ? 6 : 2, fill: 'var(--box)' }),

@@ -426,6 +426,10 @@ describe('GraphView', () => {
     const stops = () => [...document.querySelectorAll<SVGGElement>('[data-testid=graph-node][tabindex="0"]')].map((b) => b.dataset.id);
     expect(stops()).toEqual(['m']);
     const first = document.querySelector<SVGGElement>('[data-testid=graph-node][data-id=m]')!;
+    // Each box is named for a screen reader by its name and figures (trial AF: the boxes had none).
+    // (The box's name is the fixture's markup, kept as text.)
+    expect(first.getAttribute('aria-label')).toBe(`${EVIL}: at peak 10 B · allocated 1 B · output 1 B`);
+    expect(first.querySelector('img')).toBeNull();
     first.focus();
     first.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
     expect(stops()).toEqual(['loss']);
