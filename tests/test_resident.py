@@ -694,21 +694,17 @@ def test_a_huge_tensors_block_is_said_to_hold_other(tmp_path):
     a power of two, and keeps it whole under twice the request: a 70 MiB embedding and the 70 MiB zeros it
     was initialized from sit in 128 MiB blocks each. Other (what no parameter, slot or feed explains) is those
     zeros and the two blocks' room, exactly; both are said (trial AA's 457.8 MiB table in a 512 MiB block had
-    left 54.2 MiB of other unexplained)."""
-    import tensorflow as tf
+    left 54.2 MiB of other unexplained). Traced in a process of its own: in the suite's, a free region an
+    earlier test left may hold the table."""
+    from tracedata import traced_in_fresh_process
 
-    from tracedata import traced_graph_step
-
-    tf1 = tf.compat.v1
-    graph_ = tf.Graph()
-    with graph_.as_default():
-        ids = tf1.placeholder(tf.int32, (None,), name="ids")
-        table = tf1.get_variable("embed/table", (70 * 1024, 256), initializer=tf1.zeros_initializer())
-        train = tf1.train.GradientDescentOptimizer(0.1).minimize(
-            tf.reduce_sum(tf.square(tf.nn.embedding_lookup(table, ids))))
-        init = tf1.global_variables_initializer()
-    run_metadata = traced_graph_step(graph_, init, train, {ids: np.arange(64, dtype=np.int32)})
-    run_graph = graph.RunGraph.from_bytes(graph_.as_graph_def().SerializeToString())
+    run_metadata, graph_def = traced_in_fresh_process("""
+ids = tf1.placeholder(tf.int32, (None,), name="ids")
+table = tf1.get_variable("embed/table", (70 * 1024, 256), initializer=tf1.zeros_initializer())
+train = tf1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.square(tf.nn.embedding_lookup(table, ids))))
+feed = {"ids:0": np.arange(64, dtype=np.int32)}
+""", tmp_path)
+    run_graph = graph.RunGraph.from_bytes(graph_def)
     step = store.analyse_bytes(run_metadata, run_graph)
     space = step.space(None)
     assert space.trace.allocator == "mklcpu"

@@ -56,6 +56,38 @@ def traced_graph_step(graph, init, train, feed, memory_optimization=None) -> byt
     return metadata.SerializeToString()
 
 
+_FRESH_PROCESS_SCRIPT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import tensorflow as tf
+import tracedata
+tf1 = tf.compat.v1
+graph = tf.Graph()
+with graph.as_default():
+    scope = {"tf": tf, "tf1": tf1, "np": np}
+    exec(sys.argv[2], scope)
+    init = tf1.global_variables_initializer()
+metadata = tracedata.traced_graph_step(graph, init, scope["train"], {graph.get_tensor_by_name(k): v for k, v in scope["feed"].items()})
+open(sys.argv[3], "wb").write(metadata)
+open(sys.argv[4], "wb").write(graph.as_graph_def().SerializeToString())
+"""
+
+
+def traced_in_fresh_process(build: str, directory: Path) -> tuple[bytes, bytes]:
+    """(RunMetadata, GraphDef) bytes of one traced step, as `traced_graph_step` traces it, in a process of its
+    own: `build` is Python that builds the graph with `tf` and `tf1` and sets `train` (the op run) and
+    `feed` (tensor name -> array). For figures that depend on the allocator's history (a BFC allocator's
+    regions are the process's: earlier tests in the suite's process leave free regions a tensor may reuse)."""
+    import subprocess
+
+    metadata, graph_def = directory / "run_metadata.pb", directory / "graph.pb"
+    job = subprocess.run([sys.executable, "-c", _FRESH_PROCESS_SCRIPT, str(TESTS), build, str(metadata), str(graph_def)],
+                         capture_output=True, timeout=600)
+    assert job.returncode == 0, job.stderr.decode()[-3000:]
+    return metadata.read_bytes(), graph_def.read_bytes()
+
+
 def read_blob_bytes(logdir: Path, run: str, tag: str, plugins=("graph_tagged_run_metadata", "graph_run_metadata")) -> bytes:
     """The exact bytes TensorBoard's data provider hands the plugin for run/tag."""
     from tensorboard import context
