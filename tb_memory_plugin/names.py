@@ -58,10 +58,13 @@ _OPTIMIZER_COMPONENTS = frozenset(
     }
 )
 
-# Grappler's memory optimizer names the copies of nodes it runs again for the backward pass
-# `Recomputed/<node>`, and their NoOp triggers `RecomputeTrigger/<node>` (memory_optimizer.cc):
-# a prefix to the whole name, taken off without touching the node's own components.
-_RECOMPUTED_PREFIXES = ("Recomputed/", "RecomputeTrigger/")
+# Prefixes grappler puts before a whole node name, taken off without touching the node's own
+# components: the memory optimizer names the copies of nodes it runs again for the backward pass
+# `Recomputed/<node>`, and their NoOp triggers `RecomputeTrigger/<node>` (memory_optimizer.cc);
+# constant folding names the Identity it puts on a Switch's output for a control dependency
+# `ConstantFoldingCtrl/<switch>_<port>` (constant_folding.cc; a tf.cond's asserts, a RaggedTensor's
+# checks: it had made a top-level `ConstantFoldingCtrl` scope 27 levels deep).
+_NODE_PREFIXES = ("Recomputed/", "RecomputeTrigger/", "ConstantFoldingCtrl/")
 
 
 # `<node>-<port>[-<port>...]-TransposeNHWCToNCHW-LayoutOptimizer` and the
@@ -187,7 +190,7 @@ def _drop_optimizer_components(name: str) -> str:
 def classify(raw_name: str) -> NameInfo:
     """Map a raw node name from step stats to its graph node and scope."""
     name = strip_stream_suffix(raw_name)
-    while name.startswith(_RECOMPUTED_PREFIXES) and name.partition("/")[2]:  # its node's: scope, op type
+    while name.startswith(_NODE_PREFIXES) and name.partition("/")[2]:  # its node's: scope, op type
         name = name.partition("/")[2]
     if name.startswith("_"):
         arg = _ARG_RE.match(name)
@@ -434,6 +437,23 @@ def layer_of(layer_path: str) -> str:
         return layer_path[:slash]
     end = layer_path.find("/", grad)
     return layer_path[:end] if slash < 0 and end > 0 else layer_path
+
+
+# The name scopes TensorFlow's own Python functions open for what is one op to the user (their default
+# names, as `tf.name_scope(name, "einsum")` opens them): a layer named so, below another, is that one's, as
+# one named as an op type is (`NameTable._named_as_op_type`; trial AG's transformer had listed
+# `encoder/layer_0/ffn/Gelu` and `head/einsum` as layers). None is a Keras layer's default name
+# (`einsum_dense`, `batch_normalization`, `activation`), which stay layers.
+OP_SCOPES = frozenset({
+    "einsum",  # tf.einsum
+    "Tensordot",  # tf.tensordot (TF1 also names its output op so)
+    "Gelu",  # tf.nn.gelu
+    "moments",  # tf.nn.moments
+    "batchnorm",  # tf.nn.batch_normalization
+    "l2_normalize",  # tf.math.l2_normalize
+    "logistic_loss",  # tf.nn.sigmoid_cross_entropy_with_logits
+    "clip_by_value",  # tf.clip_by_value
+})
 
 
 # --- categories --------------------------------------------------------------
@@ -950,9 +970,9 @@ def _heads(texts, k: int) -> np.ndarray:
     return np.array([int.from_bytes(text.encode()[:k], "little") for text in texts], dtype=np.uint64)
 
 
-# Path components that may make `classify` change a name (a grappler pass's, a recomputed op's prefix, a
+# Path components that may make `classify` change a name (a grappler pass's, a prefix of grappler's to a node, a
 # function's call), by their first 8 bytes (a superset is fine: classify checks exactly). Each is that long.
-_CLASSIFIED_COMPONENTS = [*_OPTIMIZER_COMPONENTS, *_RECOMPUTED_PREFIXES, *_FUNCTION_CALL_HEADS]
+_CLASSIFIED_COMPONENTS = [*_OPTIMIZER_COMPONENTS, *_NODE_PREFIXES, *_FUNCTION_CALL_HEADS]
 _CLASSIFIED_HEADS = _heads(_CLASSIFIED_COMPONENTS, 8)
 assert all(len(name) >= 8 and name[0].isupper() for name in _CLASSIFIED_COMPONENTS)
 # Optimizer slot names, by their first 4 bytes (every one is that long).
@@ -1049,7 +1069,8 @@ class NameTable:
         """Whether a layer below another is named as one of the step's op types is (`layer1/MatMul`,
         `MatMul_1`): an op's name, whose op grappler fused away (`layer1/Relu`, a `_FusedMatMul`, ran it)
         while its reads and its gradients (`gradient_tape/layer1/MatMul/MatMul`) keep it. Exactly as the
-        op type is spelt: Keras' layers (`conv2d`) are named in lower case."""
+        op type is spelt: Keras' layers (`conv2d`) are named in lower case. So is a scope TensorFlow's
+        own Python opens for one op (`OP_SCOPES`: `ffn/einsum`, `ffn/Gelu`)."""
         slash = layer.rfind("/")
         if slash <= 0:
             return False
@@ -1061,7 +1082,7 @@ class NameTable:
 
     @cached_property
     def _op_type_set(self) -> frozenset[str]:
-        return frozenset(self.op_type_names)
+        return frozenset(self.op_type_names) | OP_SCOPES
 
     @cached_property
     def layer_paths(self) -> list[str]:

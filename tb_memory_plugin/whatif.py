@@ -277,13 +277,14 @@ def _flattened(step: StepAnalysis, batch: int) -> set[int]:
 
 
 def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]]:
-    """Feeds whose first dimension is a whole multiple of the batch, other than the batch flattened
-    with a feed's positions: `boxes` `[4 x batch, 4]` (a detection model's boxes), a sparse feed's
-    entries, a ragged feed's flat values. Their rows are items of the examples, whose count the
-    step cannot tell grows with the batch (or stays: a table fed at a size that divides by it),
-    so tensors of that length are not scaled. {first dimension: (feed name, shape)}, the first
-    feed of each. None at batch 1, where every dimension is a multiple, and in a profile, which
-    holds no feed (its input ops are the pipeline's, example by example)."""
+    """Feeds whose first dimension is longer than the batch, other than the batch flattened with a
+    feed's positions or a time-major feed's steps: `boxes` `[4 x batch, 4]` (a detection model's
+    boxes), a sparse feed's entries, a ragged feed's flat values (trial AG's `[282, 64]` at batch 16,
+    no multiple of it: its branch had stayed at its traced size, 15% low, and nothing said so). Their
+    rows are items of the examples, whose count the step cannot tell grows with the batch (or stays:
+    a table fed whole), so tensors of that length are not scaled. {first dimension: (feed name,
+    shape)}, the first feed of each. None at batch 1, where every dimension is a multiple, and in a
+    profile, which holds no feed (its input ops are the pipeline's, example by example)."""
     if batch <= 1 or step.trace.source == XPLANE_SOURCE:
         return {}
     known = flattened_batches(step, batch) | time_major_steps(step, batch)
@@ -295,7 +296,7 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
         rows = _rows_of(space, INPUTS).tolist()
         for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
             for shape, _ in outputs:
-                if (shape and shape[0] > batch and shape[0] % batch == 0 and shape[0] not in known
+                if (shape and shape[0] > batch and shape[0] not in known
                         and shape[0] not in found):  # named as the user's graph names it (`boxes`)
                     found[shape[0]] = (space.names.graph_names[row], tuple(shape))
     return found
@@ -696,10 +697,12 @@ class OneStep:
             feeds, held = self.per_item
             dim, (name, shape) = min(feeds.items())
             more = f" (and {len(feeds) - 1} more)" if len(feeds) > 1 else ""
-            said.append((True, f"the feed {name} {list(shape)}{more} is {dim // self.batch} times the batch ({self.batch}) long: "
+            long = (f"{dim // self.batch} times the batch ({self.batch}) long" if dim % self.batch == 0 else
+                    f"{dim} long, more than the batch ({self.batch})")
+            said.append((True, f"the feed {name} {list(shape)}{more} is {long}: "
                         f"tensors of its length ({format_bytes(held)} of the step's outputs) are not scaled, so "
-                        "where they grow with the batch (an example's boxes, tokens or entries) this predicts too "
-                        "little; fit over two batch sizes"))
+                        "where they grow with the batch (an example's boxes, tokens or entries, a ragged feed's "
+                        "values) this predicts too little; fit over two batch sizes"))
         if self.replicas > 1:
             said.append((False, f"the step runs {self.replicas} replicas (a distribution strategy): the batch read "
                         f"({self.batch}) is each replica's, and so is the batch asked for (the global batch is "

@@ -1162,3 +1162,17 @@ def test_a_profiles_variable_buffers_replaced_in_the_step_are_no_turnover_that_h
     assert last.space(None).curve.end_rise_bytes == 512 * KiB
     (growth,) = [f for f in findings.step_findings(last, None, steps) if f.kind == findings.STEP_GROWTH]
     assert growth.nodes == ["data/cache"] and "adam" not in growth.message
+
+
+def test_the_allocator_gap_names_what_in_the_step_allocates_outside_the_records():
+    """The climbs' explanation names what the step ran: oneDNN's convolutions, XLA clusters, else library
+    kernels in general (trial AG's transformer, with neither, read that its convolutions did)."""
+    from types import SimpleNamespace
+
+    def said(*op_types):
+        return findings._unrecorded_by(SimpleNamespace(op_type_names=sorted(op_types)))
+
+    assert said("MatMul", "Conv2DBackpropFilter") == "oneDNN's convolutions allocate outside the records"
+    assert said("_XlaRun", "MatMul") == "XLA clusters allocate outside the records"
+    assert said("_FusedConv2D", "_XlaRun") == "oneDNN's convolutions and XLA clusters allocate outside the records"
+    assert said("MatMul", "Einsum") == "library kernels such as oneDNN's keep scratchpads and caches outside the records"

@@ -14,7 +14,7 @@ COMPONENTS = [
     "Adam", "Adam_1", "Momentum", "training", "optimizer", "beta1_power", "update_dense", "update_", "update_0_2",
     "clip_by_global_norm", "clip_by_global_norm_2", "global_norm",
     "while", "while_grad", "body", "cond", "cond_grad", "StatelessIf", "If", "then", "else", "_1", "_12", "merge",
-    "ConstantFolding", "ArithmeticOptimizer", "AddOpsRewrite_loss", "LayoutOptimizer", "Remapper",
+    "ConstantFolding", "ConstantFoldingCtrl", "Recomputed", "ArithmeticOptimizer", "AddOpsRewrite_loss", "LayoutOptimizer", "Remapper",
     "BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer", "PermConstNHWCToNCHW-LayoutOptimizer",
     "Conv2D-folded-1", "ShapeN-matshapes-1", "_1__cf__3", "Conv2D:Conv2D",
     "_arg_frames_0_0", "_retval_loss_0_0", "_SOURCE", "_Recv_x", "(self)", "a.b", "ünï", "",

@@ -34,6 +34,15 @@ def test_a_recomputed_layout_transpose_is_charged_to_its_nodes_scope():
     assert names.classify("Recomputed/").graph_name == "Recomputed/"  # nothing after the prefix: kept
 
 
+def test_constant_foldings_control_identity_is_its_switchs():
+    """Constant folding puts an Identity on a Switch's output for a control dependency, named
+    `ConstantFoldingCtrl/<switch>_<port>` (trial AG: a RaggedTensor's checks under a tf.cond made a
+    top-level `ConstantFoldingCtrl` scope): it is in its switch's scope."""
+    info = names.classify("ConstantFoldingCtrl/ragged/RaggedFromRowLengths/assert_equal_1/Assert/AssertGuard/Switch_1")
+    assert info.graph_name == "ragged/RaggedFromRowLengths/assert_equal_1/Assert/AssertGuard/Switch_1"
+    assert names.scope_of(info.path) == "ragged/RaggedFromRowLengths/assert_equal_1/Assert/AssertGuard"
+
+
 @pytest.mark.parametrize("raw, graph_name", [
     ("ConstantFolding/shared_model/unet_02/Conv2D", "shared_model/unet_02/Conv2D"),
     ("ConstantFolding/gradients/shared_model/unet_01/Conv2D_grad/ShapeN-matshapes-1",
