@@ -7,15 +7,16 @@ The big step is built from the real deep step, not traced: tracing a real
 1,000,000-op TensorFlow graph takes far too long here (the 76k-node deep step
 took ~3.5 minutes to build and trace, and that grows superlinearly). So the
 deep step's RunMetadata (make_big_trace.py --shape deep) is replicated
---replicas times (13: 987,935 node stats, 341 MB of RunMetadata) under
+--replicas times (13: 987,935 node stats, 329 MB of RunMetadata) under
 distinct top-level scopes, as if 13 copies of the model ran one after another
 in one step:
 
   * every node name gets the copy's scope: `model/stage_00/...` ->
-    `replica_00/model/stage_00/...`; feeds and return values keep their form
-    with the scope inside (`_arg_inputs_0_0` -> `_arg_replica_00/inputs_0_0`,
-    as TensorFlow names the feed of a placeholder `replica_00/inputs`), other
-    `_`-prefixed plumbing gets a suffix (`_SOURCE` -> `_SOURCE_replica_00`);
+    `copy_00/model/stage_00/...` (not `replica_00`: a distribution strategy's
+    replicas are one model's, folded together by layer); feeds and return values keep their form
+    with the scope inside (`_arg_inputs_0_0` -> `_arg_copy_00/inputs_0_0`,
+    as TensorFlow names the feed of a placeholder `copy_00/inputs`), other
+    `_`-prefixed plumbing gets a suffix (`_SOURCE` -> `_SOURCE_copy_00`);
     the names in each timeline_label (`name = Op(inputs)`) likewise;
   * each copy's times (all_start/scheduled micros and nanos, allocation
     records' alloc_micros) are shifted by its index times the step's span
@@ -24,14 +25,14 @@ in one step:
     RunMetadata (concatenated on the wire: a repeated field's encodings add up).
 
 It is written with TensorBoard's `EventFileWriter` as one `FileWriter`-compatible
-event file (741 MB): `Event(graph_def=...)` (what add_graph writes), the
-GraphDef replicated likewise (1.6 million nodes, 400 MB: node names, inputs and
+event file (713 MB): `Event(graph_def=...)` (what add_graph writes), the
+GraphDef replicated likewise (1.6 million nodes, 384 MB: node names, inputs and
 `loc:@` colocations renamed), and `Event(tagged_run_metadata=
 TaggedRunMetadata(tag="step_1", ...), step=1)` (what add_run_metadata writes).
 A second logdir (<scale-dir>_nograph) holds the same step without the
 GraphDef, to tell the graph's cost from the step's. No TensorFlow is needed;
 record checksums use google-crc32c when it is installed (TensorBoard's own
-pure-Python crc32c would take many minutes on 741 MB).
+pure-Python crc32c would take many minutes on 713 MB).
 
 Measured, each in a fresh process (so "cold" is cold and peak RSS is that
 process's own: VmHWM of /proc/self/status, as getrusage's ru_maxrss would
@@ -154,6 +155,12 @@ def _length_delimited(field: int, payload: bytes) -> bytes:
     return encode_varint(field << 3 | 2) + encode_varint(len(payload)) + payload
 
 
+# Each copy's top-level scope (`copy_00/...`): distinct models, as many names as the copies hold. (Named
+# `replica_00` until 2026-11-28, when the layer grouping began to fold a distribution strategy's
+# `replica_<N>/` into one model's layers.)
+COPY_SCOPE = "copy"
+
+
 def replicate(run_metadata_bytes: bytes, graph_bytes: bytes, replicas: int) -> tuple[bytes, bytes, int]:
     """(RunMetadata, GraphDef, node stats) of `replicas` copies run one after another."""
     from tensorboard.compat.proto import config_pb2, graph_pb2
@@ -166,7 +173,7 @@ def replicate(run_metadata_bytes: bytes, graph_bytes: bytes, replicas: int) -> t
     graph_chunks = []
     node_stats = 0
     for index in range(replicas):
-        rename = renamer(f"replica_{index:02d}")
+        rename = renamer(f"{COPY_SCOPE}_{index:02d}")
         copy = config_pb2.RunMetadata.FromString(run_metadata_bytes)
         for i, device in enumerate(copy.step_stats.dev_stats):
             shift_copy(device, rename, index * period)
@@ -236,7 +243,7 @@ def make_scale_step(deep: str, out: str, replicas: int) -> dict:
     if missing:
         sys.exit(f"{missing[0]} is missing: generate the deep step first with "
                  f"`python benchmarks/make_big_trace.py --shape deep --out {deep}` (~4 minutes)")
-    stamp = {"replicas": replicas, "sources": [[p, os.path.getsize(p), os.path.getmtime(p)] for p in sources]}
+    stamp = {"replicas": replicas, "scope": COPY_SCOPE, "sources": [[p, os.path.getsize(p), os.path.getmtime(p)] for p in sources]}
     stamp_path = os.path.join(out, "scale.json")
     if os.path.exists(stamp_path) and all(glob.glob(os.path.join(d, "events.out.tfevents.*"))
                                           for d in (out, without_graph(out))):

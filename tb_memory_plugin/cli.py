@@ -999,10 +999,12 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--tag", action="append",
                       help="the step to predict from (default: the run's latest step; other runs' steps match it); "
                            "several with one --run fit that run's steps, or once per --run in order")
-    what.add_argument("--batch", required=True, type=_batch, help="the batch size to predict")
+    what.add_argument("--batch", required=True, type=_batch,
+                      help="the batch size to predict (the global batch, where a distribution strategy runs replicas)")
     what.add_argument("--traced-batch", type=_batch, action="append",
-                      help="the batch each step ran at, once per step (per --run, or per --tag of one run) in "
-                           "order, where the one read from its shapes is wrong (a time-major or ragged feed)")
+                      help="the batch each step ran at (global, as --batch), once per step (per --run, or per --tag "
+                           "of one run) in order, where the one read from its shapes is wrong (a time-major or "
+                           "ragged feed)")
     what.add_argument("--limit", type=byte_count, help="memory limit: 16GiB, or bytes from 1 MiB (units are powers of "
                                                        "1024, 16GB and 16G too, as memory sizes are quoted): the largest "
                                                        "batch that fits (default: a GPU allocator's capacity, where "

@@ -257,15 +257,19 @@ def layer_path(graph_name: str) -> str:
     `Adam/update_shared_model/unet_01/kernel/ResourceApplyAdam`
       -> `shared_model/unet_01/kernel/ResourceApplyAdam`; a LossScaleOptimizer's update,
     applied inside a `cond` (`cond/adam/Sub_10`), is the optimizer's (`adam/Sub_10`).
-    Names with nothing after the prefix (`gradients/AddN`) stay where they are.
+    Names with nothing after the prefix (`gradients/AddN`) stay where they are. Another replica's
+    (`replica_1/cnn/conv1/Conv2D`: MirroredStrategy) is its layer's, as replica 0's is.
     """
     first, sep, rest = graph_name.partition("/")
     if sep and first.startswith("cond") and _COND_RE.match(first) and "/" in rest \
             and optimizer_scope(rest.partition("/")[0]):
         return layer_path(rest)
+    if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first):
+        return layer_path(rest)
     folded = _first_component_rules(graph_name)
     if folded is not None:
-        return folded
+        # A replica's gradients (`gradient_tape/replica_1/cnn/...`, as a profile's names are cleaned).
+        return layer_path(folded) if folded != graph_name and folded.startswith("replica_") else folded
     below = _below_gradients(graph_name)
     return graph_name if below is None else _below_folded(below, graph_name)
 
@@ -1413,6 +1417,56 @@ _NO_CUT = LayerCut(None, {}, None)
 
 
 def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] | None = None) -> LayerCut:
+    """`layer_path` over many paths (`_layer_cut`); another replica's (`replica_1/...`: MirroredStrategy)
+    are cut as their paths below that scope are (its own `layer_cut`), as replica 0's are, in numpy (a
+    space of one replica's names holds nothing else: 1M names had gone through the one-name rule)."""
+    graph_names = paths if graph_names is None else graph_names
+    lines = parts.lines
+    replica = parts.where(REPLICA_RE.match) & parts.has_rest if lines.ok else None
+    if replica is None or not replica.any():
+        return _layer_cut(paths, parts, graph_names)
+    rows = np.flatnonzero(replica)
+    second = (parts.length[rows] + 1).tolist()
+    rest = [paths[i][k:] for i, k in zip(rows.tolist(), second)]
+    rest_parts = FirstComponents(rest, _Lines(rest))
+    # The graph names below the scope, made only for the rows the one-name rule reads (a few).
+    rest_graph = rest if graph_names is paths else _Rows(lambda j: _below_replica(graph_names[rows[j]], rest[j]))
+    inner = layer_cut(rest, rest_parts, rest_graph)
+    n = len(paths)
+    # A space of one replica's names (a GPU's under MirroredStrategy) has no others to cut.
+    outer = LayerCut(None, {}, None) if rows.size == n else _layer_cut(paths, parts, graph_names)
+    cut = np.zeros(n, dtype=np.int64) if outer.cut is None else outer.cut.copy()
+    others = {i: layer for i, layer in outer.others.items() if not replica[i]}
+    offset = np.asarray(second, dtype=np.int64)
+    cut[rows] = offset + (0 if inner.cut is None else inner.cut)
+    others.update(zip(rows[list(inner.others)].tolist(), inner.others.values()))
+    slash = None
+    if not others:  # (with others, the layer paths' first components are read from the paths themselves)
+        slash = (outer.slash.copy() if outer.slash is not None
+                 else np.where(parts.length < parts.path_length, parts.length, -1))
+        inner_slash = (inner.slash if inner.slash is not None
+                       else np.where(rest_parts.length < rest_parts.path_length, rest_parts.length, -1))
+        slash[rows] = np.where(inner_slash >= 0, offset + inner_slash, -1)
+    return LayerCut(cut, others, slash)
+
+
+class _Rows:
+    """A sequence whose rows are made when read (by index only)."""
+
+    def __init__(self, row: Callable[[int], str]) -> None:
+        self._row = row
+
+    def __getitem__(self, index: int) -> str:
+        return self._row(int(index))
+
+
+def _below_replica(graph_name: str, rest: str) -> str:
+    """A replica's graph name below its scope (the path's `rest`), where it has that scope too."""
+    first, sep, below = graph_name.partition("/")
+    return below if sep and REPLICA_RE.match(first) else rest
+
+
+def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str]) -> LayerCut:
     """`layer_path` over many paths, as how much of each path its layer path drops
     (`layer_path_of` where a gradients scope is below the first component, with
     `graph_names`, the names with the runtime's calls, where the caller has them).
@@ -1424,7 +1478,6 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     all up to the gradients scope's end); the others go through the one-name rule.
     """
     n = len(paths)
-    graph_names = paths if graph_names is None else graph_names
     lines = parts.lines
     if not lines.ok:
         others = {i: layer for i, (path, layer) in enumerate(zip(paths, map(layer_path_of, graph_names, paths)))
@@ -1520,6 +1573,17 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
         layer = layer_path(paths[i])
         if layer != paths[i][int(cut[i]):]:
             others[i] = layer
+    # A replica's names below a cut scope (`gradient_tape/replica_1/cnn/...`): the one-name rule drops it too.
+    # (The cut rows' first byte after the cut read first: an "r" is rare, no 8-byte gather of every row.)
+    rows = np.flatnonzero(cut > 0)
+    rows = rows[lines.buf[np.minimum(lines.starts[rows] + cut[rows], lines.buf.size - 1)] == ord("r")]
+    if rows.size:
+        below_cut = np.zeros(n, dtype=bool)
+        below_cut[rows] = True
+        for i in np.flatnonzero(lines.starting_with(b"replica_", below_cut, cut)).tolist():
+            layer = layer_path_of(graph_names[i], paths[i])
+            if layer != paths[i][int(cut[i]):]:
+                others[i] = layer
     if not (others or cut.any()):
         return _NO_CUT
     # A cut path's layer path starts at its second component (`update_` cut off it), or its
@@ -1540,6 +1604,9 @@ def layer_path_of(graph_name: str, path: str) -> str:
     Conv2D_grad/...`, where the forward `acc/while/body/_1/cnn/Conv2D` is `acc/while/cnn/
     Conv2D`). Everywhere else, `layer_path` of the path.
     """
+    first, sep, rest = path.partition("/")
+    if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first):  # as `layer_path` reads it
+        return layer_path_of(_below_replica(graph_name, rest), rest)
     if ("/gradients" in path and graph_name != path and _first_component_rules(path) is None
             and _below_gradients(path) is not None):
         scope = _GRADIENTS_BELOW_RE.search(graph_name)

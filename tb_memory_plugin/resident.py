@@ -526,7 +526,8 @@ class ResidentIndex:
     """
 
     def __init__(self, tensors: Iterable[ModelTensor], group: str) -> None:
-        rows = sorted((t.path(group).replace("/", _SLASH_KEY), t) for t in tensors)
+        # By key only: tensors may share a path (another replica's variables grouped by layer), and are not ordered.
+        rows = sorted(((t.path(group).replace("/", _SLASH_KEY), t) for t in tensors), key=lambda row: row[0])
         self.keys = np.array([key for key, _ in rows], dtype=str) if rows else np.zeros(0, dtype="<U1")
         params = [t for _, t in rows]
         count = np.array([(t.count or 0) if t.kind != SLOT else 0 for t in params], dtype=np.int64)

@@ -118,7 +118,8 @@ _SPARSE_FEED_RE = re.compile(r"^_arg_.+/(?:indices|values|shape|dense_shape)_\d+
 
 
 def traced_batch(step: StepAnalysis) -> int:
-    """The batch size the step ran at: the commonest first dimension of the feeds' outputs
+    """The batch size the step ran at, each replica's where a distribution strategy runs several
+    (`global_batch` is theirs together): the commonest first dimension of the feeds' outputs
     (`_arg_*`, placeholders, iterators) over all memory spaces.
 
     A profile (XPlane) holds no feed: the input pipeline prefetched the batch before the step
@@ -607,9 +608,11 @@ class OneStep:
         """batch: the batch the step ran at, where the user gives it (else read from its shapes)."""
         self.space = space
         self._peaks: dict[int, tuple[int, int, int]] = {}  # `_peak_at`'s, by batch
-        self.batch = batch or traced_batch(step)
         self.replicas = replica_count(step)
-        outputs = _Outputs(step, self.batch)
+        self.batch = batch or global_batch(step)
+        # Each replica's share of it, as the step's shapes hold it.
+        self.replica_batch = max(1, self.batch // self.replicas)
+        outputs = _Outputs(step, self.replica_batch)
         trace = space.trace
         rows = outputs.rows(space)
         event_row = rows[trace.name_code[trace.event_exec]] if trace.event_exec.size else np.zeros(0, np.int64)
@@ -695,7 +698,7 @@ class OneStep:
                         f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
                         "over steps at two batch sizes"))
         if self.scales.any() and self.batch_in_parameter_shape:  # beside a small share too
-            said.append((True, f"at the traced batch ({self.batch}) some tensors are shaped like the model's parameters: "
+            said.append((True, f"at the traced batch ({self.replica_batch}) some tensors are shaped like the model's parameters: "
                         "the forward pass's are scaled where they are fed the batch, but the backward pass's cannot "
                         "be told from the weights' gradients and are not, so this may be off; trace at a batch size "
                         "that is no layer's width, or fit over two batch sizes"))
@@ -703,16 +706,17 @@ class OneStep:
             feeds, held = self.per_item
             dim, (name, shape) = min(feeds.items())
             more = f" (and {len(feeds) - 1} more)" if len(feeds) > 1 else ""
-            long = (f"{dim // self.batch} times the batch ({self.batch}) long" if dim % self.batch == 0 else
-                    f"{dim} long, more than the batch ({self.batch})")
+            shaped = self.replica_batch
+            long = (f"{dim // shaped} times the batch ({shaped}) long" if dim % shaped == 0 else
+                    f"{dim} long, more than the batch ({shaped})")
             said.append((True, f"the feed {name} {list(shape)}{more} is {long}: "
                         f"tensors of its length ({format_bytes(held)} of the step's outputs) are not scaled, so "
                         "where they grow with the batch (an example's boxes, tokens or entries, a ragged feed's "
                         "values) this predicts too little; fit over two batch sizes"))
         if self.replicas > 1:
-            said.append((False, f"the step runs {self.replicas} replicas (a distribution strategy): the batch read "
-                        f"({self.batch}) is each replica's, and so is the batch asked for (the global batch is "
-                        f"{self.replicas} times it)"))
+            said.append((False, f"the step runs {self.replicas} replicas (a distribution strategy): its batch "
+                        f"({self.batch}) is the global batch, {self.replica_batch} per replica, and so is the batch "
+                        "asked for"))
         return said
 
     @cached_property
@@ -826,6 +830,14 @@ def _layers(space: SpaceAnalysis) -> tuple[list[str], np.ndarray]:
     """Layer names, and the layer of each distinct name (grouped by layer: gradients and
     optimizer updates folded into their layer)."""
     return space.names.layers
+
+
+def global_batch(step: StepAnalysis) -> int:
+    """The batch as the user counts it (`fit(batch_size=...)`, `--traced-batch`): the traced batch, each
+    replica's (`traced_batch`: the shapes hold a replica's share), times the replicas (trial AH's
+    MirroredStrategy run at 64 had been read as batch 32, and a what-if asked at 64 predicted twice
+    the real rise)."""
+    return traced_batch(step) * replica_count(step)
 
 
 def replica_count(step: StepAnalysis) -> int:
@@ -1244,7 +1256,7 @@ class Traced:
 
     @cached_property
     def batch(self) -> int:
-        return self.given_batch or traced_batch(self.step)
+        return self.given_batch or global_batch(self.step)
 
 
 def nearest_traced(steps: list[Traced], batch: int) -> Traced:

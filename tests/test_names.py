@@ -165,6 +165,15 @@ def test_plain_names_are_kept():
     ("cond/adam", "cond/adam"),
     ("gradients/cond/mul_grad/Mul", "cond/mul_grad/Mul"),
     ("conditioner/adam/x", "conditioner/adam/x"),
+    # Another replica's ops (MirroredStrategy) are their layers', as replica 0's: forward, gradients (as a
+    # profile's names are cleaned, and as a graph names them), updates (trial AH: `replica_1` had held 40% of
+    # a step's rise apart from the layers, where the what-if read them in).
+    ("replica_1/cnn/conv1/Conv2D", "cnn/conv1/Conv2D"),
+    ("gradient_tape/replica_1/cnn/gap/Tile", "cnn/gap/Tile"),
+    ("replica_1/gradients/cnn/conv1/Conv2D_grad/Conv2DBackpropInput", "cnn/conv1/Conv2D_grad/Conv2DBackpropInput"),
+    ("replica_1/Add_1", "Add_1"),
+    ("replica_1", "replica_1"),
+    ("replica_cnn/conv/Conv2D", "replica_cnn/conv/Conv2D"),
 ])
 def test_layer_path_folds_gradients_and_updates(graph_name, layer):
     assert names.layer_path(graph_name) == layer

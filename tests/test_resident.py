@@ -716,3 +716,16 @@ feed = {"ids:0": np.arange(64, dtype=np.int32)}
     assert ("of other, 116.0 MiB may be the allocator's rounding of the model's largest tensors, each in a block of "
             "a power of two: embed/table (70.0 MiB) in 128.0 MiB, embed/table/Initializer/zeros (70.0 MiB) in "
             "128.0 MiB") in note
+
+
+def test_tensors_that_share_a_layer_path_are_summed_under_it():
+    """Grouped by layer, another replica's variables (`replica_1/cnn/kernel`) share replica 0's path: the index
+    sums both under it (the 1M-node benchmark's 13 copies of a model had made the summary route a 500)."""
+    def variable(name, count):
+        return resident.ModelTensor(name, resident.VARIABLE, None, "float32", (count,), count, 4 * count, "")
+
+    tensors = [variable("cnn/kernel", 10), variable("replica_1/cnn/kernel", 10), variable("replica_1/fc/w", 3)]
+    layer = resident.ResidentIndex(tensors, "layer")
+    assert layer.sums(["cnn", "fc", ""]).tolist() == [[20, 80, 0], [3, 12, 0], [23, 92, 0]]
+    scope = resident.ResidentIndex(tensors, "scope")
+    assert scope.sums(["cnn", "replica_1/cnn", "replica_1"]).tolist() == [[10, 40, 0], [10, 40, 0], [13, 52, 0]]

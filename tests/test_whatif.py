@@ -1281,14 +1281,18 @@ def _reference_one_step(step, space) -> tuple[list[bool], int]:
     # The batch as a first dimension, or flattened with a feed's positions (all its dimensions
     # but the batch, or but the batch and the last where it has three or more); in a profile, which
     # has no feeds, with the positions of the forward pass's tensors of rank three or more.
+    # (Each space's own outputs of its names.)
     leads = {batch}
     profile = step.trace.source == "xplane"
     for other in step.spaces:
+        if other.trace.outputs_of is None or batch <= 1:
+            continue
         for index, name in enumerate(other.names.raw):
             category = other.names.category[index]
-            if batch > 1 and name in shapes and (category == ACTIVATIONS if profile else category == INPUTS):
+            if category == ACTIVATIONS if profile else category == INPUTS:
+                (outputs,) = other.trace.outputs_of([name])
                 leads.update(batch * int(np.prod(shape[1:] if len(shape) == 2 else shape[1:-1])) for shape, _ in
-                             shapes[name] if len(shape) >= (3 if profile else 2) and shape[0] == batch)
+                             outputs if len(shape) >= (3 if profile else 2) and shape[0] == batch)
     # Shaped like a parameter, with the batch first: a feed's carry it, and a forward-pass op's whose data
     # input carries it (in the order the names first ran, so chains follow).
     carrying = {name for name, outputs in shapes.items()

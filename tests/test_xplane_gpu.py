@@ -653,9 +653,10 @@ def test_a_profile_on_onednns_cpu_allocator_says_what_it_misses():
         assert (analysed.message is not None and "TF_CPU_ALLOCATOR_USE_BFC=true" in analysed.message) == noted
 
 
-def test_a_what_if_on_a_step_of_several_replicas_says_the_batch_is_each_replicas():
-    """MirroredStrategy runs replica 1's ops under `replica_1/`: the batch read from the shapes is a
-    replica's, and the what-if says so (the global batch is twice it)."""
+def test_a_what_if_on_a_step_of_several_replicas_reads_the_global_batch():
+    """MirroredStrategy runs replica 1's ops under `replica_1/`: the shapes hold a replica's batch, and the
+    step's batch is theirs together, the global batch a user passes to `fit` (trial AH: a run at 64 had read
+    as 32, and a what-if asked at 64 predicted twice the real rise); the what-if says so."""
     from protos import XSpaceBuilder
 
     from tb_memory_plugin import whatif
@@ -667,8 +668,11 @@ def test_a_what_if_on_a_step_of_several_replicas_says_the_batch_is_each_replicas
         space.allocate(2, 15 + 30 * k, 16 * 8 * 4, tf_op=f"{prefix}dense/MatMul", id=7, shape="[16,8]")
     step = analysis.analyse(xplane.decode(space.serialized()).trace(0))
     one = whatif.one_step(step, step.spaces[0])
-    assert (one.batch, one.replicas) == (16, 2)
-    assert "runs 2 replicas" in one.warning and "global batch is 2 times it" in one.warning
+    assert (one.batch, one.replica_batch, one.replicas) == (32, 16, 2)
+    assert whatif.global_batch(step) == 32 and whatif.traced_batch(step) == 16
+    assert "runs 2 replicas" in one.warning and "its batch (32) is the global batch, 16 per replica" in one.warning
+    # Both replicas' [16, 8] tensors scale with the global batch: twice it, twice the bytes.
+    assert one.peak_rise(64) == 2 * one.peak_rise(32) == 2 * step.spaces[0].peak_rise_bytes
 
 
 def test_markers_nested_in_an_outer_marker_are_the_steps():
