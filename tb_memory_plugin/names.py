@@ -587,6 +587,21 @@ _GRADIENT_RE = re.compile(rf"^{_GRADIENT_FIRST}(?:/|$)|_grad(?:/|$)")  # such a 
 _GRADIENTS_SECOND_RE = re.compile(r"^[^/]+/gradients(?:_\d+)?/")
 
 
+# A distribution strategy's all-reduce, applied by the optimizer (Keras 3 under MirroredStrategy): every
+# gradient packed into one tensor (`adam/concat`, as long as the model's parameters), the reduced one
+# split back (`adam/split`), the collective ops themselves, at the optimizer scope's root; and the
+# collective's own scratch (`CollectiveAdapterImpl::TempChunk`). Gradients, not optimizer state (trial
+# AH: 29 of a step's 32.7 MiB read as the optimizer's, as if another optimizer would save them).
+_GRADIENT_PACKING_OPS = frozenset({"ConcatV2", "Concat", "SplitV", "Split", "CollectiveReduceV2", "CollectiveReduceV3",
+                                   "CollectiveReduce", "NcclAllReduce"})
+_COLLECTIVE_SCRATCH = "CollectiveAdapterImpl"
+
+
+def _packed_gradients(own: str, op_type: str) -> bool:
+    """Whether an op at the optimizer scope's root (`adam/concat_1`) packs or all-reduces gradients."""
+    return op_type in _GRADIENT_PACKING_OPS and own.count("/") == 1
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def categorise(path: str, op_type: str, kind: str) -> int:
     """Heuristic category of a runtime name from its path, op type and kind.
@@ -606,8 +621,13 @@ def categorise(path: str, op_type: str, kind: str) -> int:
     own = _looked_through(path)
     if optimizer_scope(own.partition("/")[0]):
         # Gradients taken under the optimizer's scope (tf_keras' `training/Adam/gradients/...`,
-        # `minimize` under `optimizer/`) are gradients, as their layer path says.
+        # `minimize` under `optimizer/`) are gradients, as their layer path says; so are the gradients
+        # packed for a distribution strategy's all-reduce (`_packed_gradients`).
+        if _packed_gradients(own, op_type):
+            return GRADIENTS
         return GRADIENTS if "/gradients" in path and _below_gradients(path) is not None else OPTIMIZER
+    if own.startswith(_COLLECTIVE_SCRATCH):
+        return GRADIENTS
     if _updated_below_scope(own):
         return OPTIMIZER
     initialized = _initializer_category(own)
@@ -1727,6 +1747,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         slot[i] = bool(_SLOT_RE.match(paths[i].rsplit("/", 1)[-1]))
     # _GRADIENT_RE: a first component of _GRADIENT_FIRST_RE, or a component ending in `_grad`.
     gradient = parts.where(_GRADIENT_FIRST_RE.match) | lines.containing(b"_grad/") | lines.ending_with(b"_grad")
+    scratch = parts.where(lambda first: first.startswith(_COLLECTIVE_SCRATCH))  # (see _COLLECTIVE_SCRATCH)
     rows = np.flatnonzero(parts.where(_LOOKED_THROUGH_RE.match) & parts.has_rest)
     # Each name's first component as `categorise` reads it: where it ends in its name (its "/", if
     # any), and how long it is.
@@ -1742,6 +1763,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         optimizer_first[rows] = np.fromiter(map(optimizer_scope, distinct), bool, len(distinct))[code]
         gradient[rows] |= np.fromiter((_GRADIENT_FIRST_RE.match(t) is not None for t in distinct), bool,
                                       len(distinct))[code]
+        scratch[rows] = np.fromiter((t.startswith(_COLLECTIVE_SCRATCH) for t in distinct), bool, len(distinct))[code]
     # A gradients scope as the second component (`train/gradients/AddN_3`, `replica_1/train/gradients/...`):
     # gradients. Found from the slashes (lines.gradients_below); the one-name rule decides where the
     # word is numbered (`gradients_1`).
@@ -1764,6 +1786,11 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
     if scope_lines.size:
         rows = np.unique(scope_lines[optimizer_first[scope_lines]]).tolist()
         is_gradient_below[[i for i in rows if _below_gradients(paths[i]) is not None]] = True
+    # Gradients packed for an all-reduce at the optimizer's root, and a collective's scratch: the one-name
+    # rule on the rows of those op types under an optimizer's scope, and on first components.
+    packed = np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(op_flag(_GRADIENT_PACKING_OPS.__contains__) & optimizer_first).tolist()
+    packed[[i for i in rows if _packed_gradients(_looked_through(paths[i]), distinct_ops[op_code[i]])]] = True
     # A variable's initializer run in the step, by the one-name rule on the rows with an `Initiali`
     # component after their first (found from the slashes).
     initialized = np.full(n, -1, dtype=np.int64)
@@ -1771,9 +1798,10 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         category = _initializer_category(_looked_through(paths[i]))
         initialized[i] = -1 if category is None else category
     return np.select(
-        [is_input, is_plumbing, is_apply, is_gradient_below, optimizer_first | updated_below, initialized >= 0, slot,
-         gradient | is_check, is_variable, is_other],
-        [INPUTS, OTHER, OPTIMIZER, GRADIENTS, OPTIMIZER, initialized, OPTIMIZER, GRADIENTS, PARAMETERS, OTHER],
+        [is_input, is_plumbing, is_apply, is_gradient_below | packed, optimizer_first, scratch, updated_below,
+         initialized >= 0, slot, gradient | is_check, is_variable, is_other],
+        [INPUTS, OTHER, OPTIMIZER, GRADIENTS, OPTIMIZER, GRADIENTS, OPTIMIZER, initialized, OPTIMIZER, GRADIENTS,
+         PARAMETERS, OTHER],
         default=ACTIVATIONS,
     ).astype(np.int64)
 

@@ -18,9 +18,11 @@ COMPONENTS = [
     "BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer", "PermConstNHWCToNCHW-LayoutOptimizer",
     "Conv2D-folded-1", "ShapeN-matshapes-1", "_1__cf__3", "Conv2D:Conv2D",
     "_arg_frames_0_0", "_retval_loss_0_0", "_SOURCE", "_Recv_x", "(self)", "a.b", "ünï", "",
+    "concat_1", "split", "CollectiveAdapterImpl::TempChunk",
 ]
 OP_TYPES = ["MatMul", "Relu", "VariableV2", "ReadVariableOp", "Const", "Placeholder", "ApplyAdam",
-            "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", "IsFinite", "_MklMatMul", "_MklNativeFusedMatMul", None]
+            "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", "IsFinite", "_MklMatMul", "_MklNativeFusedMatMul",
+            "ConcatV2", "SplitV", None]
 
 name_strategy = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=6).map("/".join)
 
