@@ -2109,6 +2109,18 @@ def test_a_profile_without_shapes_says_why(profiles):
         whatif.traced_batch(step)
 
 
+# A custom training loop's step of `model` (SGD, sparse categorical cross-entropy), for the scripts below.
+_TRAIN_STEP_SCRIPT = """
+optimizer = keras.optimizers.SGD(0.01)
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+"""
+
 MAPPED_PIPELINE_SCRIPT = """
 import sys
 import numpy as np
@@ -2120,15 +2132,7 @@ model = keras.Sequential([keras.layers.Conv2D(64, 3, padding="same", activation=
                           keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
                           keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)])
 model.build((None, 32, 32, 3))
-optimizer = keras.optimizers.SGD(0.01)
-loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-@tf.function
-def train_step(x, y):
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, model(x, training=True))
-    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-
+""" + _TRAIN_STEP_SCRIPT + """
 rng = np.random.default_rng(0)
 images = rng.standard_normal((batch * 6, 32, 32, 3)).astype("float32")
 ds = tf.data.Dataset.from_tensor_slices((images, rng.integers(0, 10, batch * 6).astype("int32")))
@@ -2154,15 +2158,7 @@ import keras
 logdir, batch = sys.argv[1], int(sys.argv[2])
 model = keras.Sequential([keras.Input((64,), dtype="int32"), keras.layers.Embedding(8000, 32, name="tok_emb"),
                           keras.layers.Dense(64, activation="relu", name="ffn"), keras.layers.Dense(8000, name="lm_head")])
-optimizer = keras.optimizers.SGD(0.01)
-loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-@tf.function
-def train_step(x, y):
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, model(x, training=True))
-    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-
+""" + _TRAIN_STEP_SCRIPT + """
 rng = np.random.default_rng(0)
 x = tf.constant(rng.integers(0, 8000, (batch, 64)).astype("int32"))
 train_step(x, x)
@@ -2596,21 +2592,25 @@ def test_steps_of_one_function_may_differ_by_an_op_of_a_loop():
     assert not whatif._same_function(set(), set())
 
 
+def _layers_of_ops(ops: list[tuple[str, str]]) -> dict[str, str]:
+    """Each op's layer (findings, what-if), in a hand-built step of these (name, op type), 1 KiB each."""
+    import protos
+
+    kib = 1 << 10
+    nodes = [protos.Node(name, 2 * i, 2 * i + 1, op=op, outputs=[("cpu", kib)], memory=[protos.Mem("cpu", [(2 * i, kib)])])
+             for i, (name, op) in enumerate(ops)]
+    space = store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).space(None)
+    return {raw: space.names.layer(i) for i, raw in enumerate(space.names.raw)}
+
+
 def test_a_layer_named_as_an_op_type_whose_op_was_fused_is_its_scopes():
     """grappler fused `layer1/MatMul` into `layer1/Relu` (a `_FusedMatMul`), but its variable's read and its
     gradient keep its name (`gradient_tape/layer1/MatMul/MatMul`): a layer named as an op type of the step,
     below another, is that one's (trial W's tf.Module had read `layer1/MatMul` beside `layer1`). Keras' layers
     are named in lower case, `conv2d`, and stay layers."""
-    import protos
-
-    kib = 1 << 10
-    names = [("layer1/MatMul/ReadVariableOp", "ReadVariableOp"), ("layer1/Relu", "_FusedMatMul"),
-             ("gradient_tape/layer1/MatMul/MatMul", "MatMul"), ("model/conv2d/Conv2D", "Conv2D"),
-             ("gradient_tape/model/conv2d/Conv2D/Conv2DBackpropInput", "Conv2DBackpropInput")]
-    nodes = [protos.Node(name, 2 * i, 2 * i + 1, op=op, outputs=[("cpu", kib)], memory=[protos.Mem("cpu", [(2 * i, kib)])])
-             for i, (name, op) in enumerate(names)]
-    space = store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).space(None)
-    layers = {raw: space.names.layer(i) for i, raw in enumerate(space.names.raw)}
+    layers = _layers_of_ops([("layer1/MatMul/ReadVariableOp", "ReadVariableOp"), ("layer1/Relu", "_FusedMatMul"),
+                             ("gradient_tape/layer1/MatMul/MatMul", "MatMul"), ("model/conv2d/Conv2D", "Conv2D"),
+                             ("gradient_tape/model/conv2d/Conv2D/Conv2DBackpropInput", "Conv2DBackpropInput")])
     assert layers == {"layer1/MatMul/ReadVariableOp": "layer1", "layer1/Relu": "layer1",
                       "gradient_tape/layer1/MatMul/MatMul": "layer1", "model/conv2d/Conv2D": "model/conv2d",
                       "gradient_tape/model/conv2d/Conv2D/Conv2DBackpropInput": "model/conv2d"}
@@ -2620,16 +2620,9 @@ def test_a_scope_tensorflow_opens_for_one_op_is_its_layers():
     """`tf.einsum` and `tf.nn.gelu` open a scope of their own (`einsum`, `Gelu`) around their ops: below a layer
     it is that layer's (trial AG's transformer had listed `encoder/ffn/Gelu` and `head/einsum` as layers), at the
     top it stays one; a Keras layer's default name (`einsum_dense`) stays a layer."""
-    import protos
-
-    kib = 1 << 10
-    names = [("encoder/ffn/einsum/Einsum", "Einsum"), ("encoder/ffn/Gelu/mul", "Mul"), ("encoder/ffn/Gelu/Erf", "Erf"),
-             ("gradients/encoder/ffn/Gelu/mul_grad/Mul", "Mul"), ("einsum/Einsum", "Einsum"),
-             ("model/einsum_dense/einsum/Einsum", "Einsum")]
-    nodes = [protos.Node(name, 2 * i, 2 * i + 1, op=op, outputs=[("cpu", kib)], memory=[protos.Mem("cpu", [(2 * i, kib)])])
-             for i, (name, op) in enumerate(names)]
-    space = store.analyse_bytes(protos.serialized({protos.CPU0: nodes})).space(None)
-    layers = {raw: space.names.layer(i) for i, raw in enumerate(space.names.raw)}
+    layers = _layers_of_ops([("encoder/ffn/einsum/Einsum", "Einsum"), ("encoder/ffn/Gelu/mul", "Mul"),
+                             ("encoder/ffn/Gelu/Erf", "Erf"), ("gradients/encoder/ffn/Gelu/mul_grad/Mul", "Mul"),
+                             ("einsum/Einsum", "Einsum"), ("model/einsum_dense/einsum/Einsum", "Einsum")])
     assert layers == {"encoder/ffn/einsum/Einsum": "encoder/ffn", "encoder/ffn/Gelu/mul": "encoder/ffn",
                       "encoder/ffn/Gelu/Erf": "encoder/ffn", "gradients/encoder/ffn/Gelu/mul_grad/Mul": "encoder/ffn",
                       "einsum/Einsum": "einsum", "model/einsum_dense/einsum/Einsum": "model/einsum_dense"}
