@@ -774,8 +774,10 @@ def _ctc(batch: int, steps: int = 40) -> whatif.Traced:
         loss = tf.reduce_mean(tf.nn.ctc_loss(tf.sparse.from_dense(labels), logits, None, lengths, blank_index=-1))
         return [x, labels], tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
 
+    # Its ops one at a time: run in parallel on a loaded machine, batch 4 peaked at another point of the step
+    # (a CI run predicted batch 8 12% low from it).
     return _traced_real(f"ctc_b{batch}", build, [np.ones((batch, steps, 8), np.float32),
-                                                 np.tile(np.arange(1, 6, dtype=np.int32), (batch, 1))])
+                                                 np.tile(np.arange(1, 6, dtype=np.int32), (batch, 1))], one_thread=True)
 
 
 def test_a_functions_arguments_are_no_feeds_and_a_transposed_tensor_is_time_major():
