@@ -151,7 +151,9 @@ def test_profiled_batches_are_the_steps(profile, reference):
     for step in profile.steps:
         allocations = [e for e in _in_window(reference, step) if e["allocation"]]
         ids = collections.Counter(e["id"] for e in allocations)
-        assert ids.most_common(1)[0][0] == step.step_id  # the step's own allocations dominate its window
+        # The step's own allocations dominate its window (on a loaded machine a batch may run two executor steps,
+        # both its own: a CI run's second one allocated the more).
+        assert ids.most_common(1)[0][0] in step.step_ids
         assert (step.start_ps, step.end_ps) == _window(reference, step)
         assert step.devices == ["/device:CPU:0"]
 
