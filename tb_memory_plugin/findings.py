@@ -708,7 +708,7 @@ def _allocator_gap(space) -> list[Finding]:
         named = [f"{node} (+{format_bytes(grew)} at {at / 1000:.3f} ms)" if node else
                  f"a reading at {at / 1000:.3f} ms (+{format_bytes(grew)})" for node, grew, at in climbs]
         message += (" The readings climb above the records most after " + listed(named) + ": what ran just "
-                    "before those readings took memory that no record shows (" + _unrecorded_by(space.names)
+                    "before those readings took memory that no record shows (" + _unrecorded_by(space.names, space.trace.device_type)
                     + (", and a request's block holds more than the request" if block is not None else "") + ").")
         nodes += [node for node, _, _ in climbs if node and node not in nodes]
     return [Finding(
@@ -726,17 +726,18 @@ def _allocator_gap(space) -> list[Finding]:
 CLIMBS_NAMED = 3  # the largest climbs of the readings over the records an allocator_gap names
 
 
-def _unrecorded_by(names) -> str:
-    """What in this step allocates outside the records, by its op types: oneDNN's convolutions, XLA
-    clusters, else library kernels in general (trial AG's transformer, which had neither, read that
-    its convolutions and XLA clusters did)."""
+def _unrecorded_by(names, device_type: str) -> str:
+    """What in this step allocates outside the records, by its op types and device: convolutions (oneDNN's on
+    a CPU, cuDNN's on a GPU), XLA clusters, else library kernels in general (trial AG's transformer, which
+    had neither, read that its convolutions and XLA clusters did)."""
+    library = "cuDNN's and cuBLAS'" if device_type.upper() == "GPU" else "oneDNN's"
     sources = []
     if any("Conv" in op_type for op_type in names.op_type_names):
-        sources.append("oneDNN's convolutions")
+        sources.append(f"{library.split(' and ')[0]} convolutions")
     if ran_xla_clusters(names):
         sources.append("XLA clusters")
     if not sources:
-        return "library kernels such as oneDNN's keep scratchpads and caches outside the records"
+        return f"library kernels such as {library} keep workspaces and caches outside the records"
     return listed(sources) + " allocate outside the records"
 
 

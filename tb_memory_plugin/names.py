@@ -267,11 +267,17 @@ def layer_path(graph_name: str) -> str:
     if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first):
         return layer_path(rest)
     folded = _first_component_rules(graph_name)
-    if folded is not None:
-        # A replica's gradients (`gradient_tape/replica_1/cnn/...`, as a profile's names are cleaned).
-        return layer_path(folded) if folded != graph_name and folded.startswith("replica_") else folded
-    below = _below_gradients(graph_name)
-    return graph_name if below is None else _below_folded(below, graph_name)
+    if folded is None:
+        below = _below_gradients(graph_name)
+        folded = graph_name if below is None else _below_folded(below, graph_name)
+    # What a rule folded to may be another replica's (`gradient_tape/replica_1/cnn/...`: its gradients).
+    return _past_replica(folded) if folded != graph_name else folded
+
+
+def _past_replica(path: str) -> str:
+    """`layer_path` of what follows a leading replica scope (`replica_1/cnn/...`), else the path."""
+    first, sep, rest = path.partition("/")
+    return layer_path(rest) if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first) else path
 
 
 def _first_component_rules(graph_name: str) -> str | None:
@@ -447,14 +453,12 @@ def layer_of(layer_path: str) -> str:
 # names, as `tf.name_scope(name, "einsum")` opens them): a layer named so, below another, is that one's, as
 # one named as an op type is (`NameTable._named_as_op_type`; trial AG's transformer had listed
 # `encoder/layer_0/ffn/Gelu` and `head/einsum` as layers). None is a Keras layer's default name
-# (`einsum_dense`, `batch_normalization`, `activation`), which stay layers.
+# (`einsum_dense`, `batch_normalization`, `activation`), which stay layers, nor a name a user would give
+# a layer of their own (`moments`, `batchnorm` are left out: a layer so named would fold into its model).
 OP_SCOPES = frozenset({
     "einsum",  # tf.einsum
     "Tensordot",  # tf.tensordot (TF1 also names its output op so)
     "Gelu",  # tf.nn.gelu
-    "moments",  # tf.nn.moments
-    "batchnorm",  # tf.nn.batch_normalization
-    "l2_normalize",  # tf.math.l2_normalize
     "logistic_loss",  # tf.nn.sigmoid_cross_entropy_with_logits
     "clip_by_value",  # tf.clip_by_value
 })
@@ -568,7 +572,7 @@ _SLOT_NAMES = ("Adam", "Momentum", "RMSProp", "Adagrad", "Adadelta", "Ftrl", "Ad
                "ExponentialMovingAverage")
 _SLOT_RE = re.compile(rf"^(?:{'|'.join(_SLOT_NAMES)})(?:_\d+)?$")
 # A distribution strategy's other replica's scope (MirroredStrategy: `replica_1/...`).
-_REPLICA = r"replica_\d+"
+_REPLICA = r"replica_[1-9]\d*"  # replica 0's names have no such scope
 REPLICA_RE = re.compile(rf"^{_REPLICA}$")
 # A control-flow branch's scope at the root (a LossScaleOptimizer applies its update in one).
 _COND = r"cond(?:_\d+)?"
@@ -1018,6 +1022,9 @@ class NameTable:
     category: np.ndarray  # into figures.CATEGORIES
     path_parts: "FirstComponents"  # first components of `paths`
     source_layers: Mapping[str, str] = field(default_factory=dict)  # raw name -> layer, where the source knows
+    # The feeds (`_arg_<node>_0_0`) the run graph names a PlaceholderWithDefault: their node's shape and default
+    # are the graph's (a table fed whole), by row.
+    fed_defaults: frozenset[int] = frozenset()
 
     @cached_property
     def op_types(self) -> list[str]:
@@ -1181,8 +1188,12 @@ class NameTable:
         category = categorise_all(paths, kind_code, op_types, parts, (op_type_names, op_code))
         if input_names:
             category[np.fromiter(map(input_names.__contains__, raw), dtype=bool, count=len(raw))] = INPUTS
+        fed_defaults = frozenset()
+        if graph_ops is not None:
+            feeds = np.flatnonzero(kind_code == _KIND_CODE[FEED]).tolist()
+            fed_defaults = frozenset(i for i in feeds if graph_ops.get(graph_names[i]) == "PlaceholderWithDefault")
         return cls(raw, graph_names, paths, kind_code, op_types, op_type_names, op_code, category, parts,
-                   source_layers or {})
+                   source_layers or {}, fed_defaults)
 
 
 def coded(texts: list[str]) -> tuple[list[str], np.ndarray]:
@@ -1442,22 +1453,31 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
     space of one replica's names holds nothing else: 1M names had gone through the one-name rule)."""
     graph_names = paths if graph_names is None else graph_names
     lines = parts.lines
+    n = len(paths)
     replica = parts.where(REPLICA_RE.match) & parts.has_rest if lines.ok else None
-    if replica is None or not replica.any():
+    if replica is None:
         return _layer_cut(paths, parts, graph_names)
-    rows = np.flatnonzero(replica)
-    second = (parts.length[rows] + 1).tolist()
-    rest = [paths[i][k:] for i, k in zip(rows.tolist(), second)]
+    # A space of one replica's names (a GPU's under MirroredStrategy) has no others to cut.
+    outer = LayerCut(None, {}, None) if n and replica.all() else _layer_cut(paths, parts, graph_names)
+    # Where another cut lands on a replica's scope (its gradients: `gradient_tape/replica_1/cnn/...`), that
+    # scope goes too, and what follows it is cut as a path of its own.
+    offset = np.where(replica, parts.length + 1, 0)
+    if outer.cut is not None:
+        rows, below = _replica_after(lines, outer.cut, outer.others)
+        first = replica[rows]  # (a replica's own rows are cut below their scope already)
+        offset[rows[~first]] = below[~first]
+    rows = np.flatnonzero(offset)
+    if not rows.size:
+        return outer
+    starts = offset[rows].tolist()
+    rest = [paths[i][k:] for i, k in zip(rows.tolist(), starts)]
     rest_parts = FirstComponents(rest, _Lines(rest))
     # The graph names below the scope, made only for the rows the one-name rule reads (a few).
     rest_graph = rest if graph_names is paths else _Rows(lambda j: _below_replica(graph_names[rows[j]], rest[j]))
     inner = layer_cut(rest, rest_parts, rest_graph)
-    n = len(paths)
-    # A space of one replica's names (a GPU's under MirroredStrategy) has no others to cut.
-    outer = LayerCut(None, {}, None) if rows.size == n else _layer_cut(paths, parts, graph_names)
     cut = np.zeros(n, dtype=np.int64) if outer.cut is None else outer.cut.copy()
-    others = {i: layer for i, layer in outer.others.items() if not replica[i]}
-    offset = np.asarray(second, dtype=np.int64)
+    others = {i: layer for i, layer in outer.others.items() if not offset[i]}
+    offset = offset[rows]
     cut[rows] = offset + (0 if inner.cut is None else inner.cut)
     others.update(zip(rows[list(inner.others)].tolist(), inner.others.values()))
     slash = None
@@ -1468,6 +1488,30 @@ def layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str] |
                        else np.where(rest_parts.length < rest_parts.path_length, rest_parts.length, -1))
         slash[rows] = np.where(inner_slash >= 0, offset + inner_slash, -1)
     return LayerCut(cut, others, slash)
+
+
+def _replica_after(lines: "_Lines", cut: np.ndarray, others: dict[int, str]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, where their path goes on): the cut rows (not the one-name rule's) whose layer path starts with
+    another replica's scope and goes on below it, and the position after that scope's "/". Their cut's first
+    byte read first: an "r" is rare (no 8-byte gather of every cut row)."""
+    rows = np.flatnonzero(cut > 0)
+    rows = rows[lines.buf[np.minimum(lines.starts[rows] + cut[rows], lines.buf.size - 1)] == ord("r")]
+    empty = np.zeros(0, dtype=np.int64)
+    if not rows.size:
+        return empty, empty
+    mask = np.zeros(lines.count, dtype=bool)
+    mask[rows] = True
+    if others:
+        mask[list(others)] = False
+    rows = np.flatnonzero(lines.starting_with(b"replica_", mask, cut))
+    if not rows.size:
+        return empty, empty
+    end = lines.slash_from(np.where(mask, cut, 0))[rows]  # the scope's "/" (-1: nothing below it)
+    below = (end >= 0) & (end + 1 < lines.lengths[rows])  # and something after it
+    rows, end = rows[below], end[below]
+    distinct, code = lines.code_slices(lines.starts[rows] + cut[rows], end - cut[rows])
+    replica = np.fromiter(map(bool, map(REPLICA_RE.match, distinct)), bool, len(distinct))[code]
+    return rows[replica], end[replica] + 1
 
 
 class _Rows:
@@ -1593,17 +1637,6 @@ def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str])
         layer = layer_path(paths[i])
         if layer != paths[i][int(cut[i]):]:
             others[i] = layer
-    # A replica's names below a cut scope (`gradient_tape/replica_1/cnn/...`): the one-name rule drops it too.
-    # (The cut rows' first byte after the cut read first: an "r" is rare, no 8-byte gather of every row.)
-    rows = np.flatnonzero(cut > 0)
-    rows = rows[lines.buf[np.minimum(lines.starts[rows] + cut[rows], lines.buf.size - 1)] == ord("r")]
-    if rows.size:
-        below_cut = np.zeros(n, dtype=bool)
-        below_cut[rows] = True
-        for i in np.flatnonzero(lines.starting_with(b"replica_", below_cut, cut)).tolist():
-            layer = layer_path_of(graph_names[i], paths[i])
-            if layer != paths[i][int(cut[i]):]:
-                others[i] = layer
     if not (others or cut.any()):
         return _NO_CUT
     # A cut path's layer path starts at its second component (`update_` cut off it), or its

@@ -300,7 +300,8 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        rows = _rows_of(space, INPUTS).tolist()
+        # Not a PlaceholderWithDefault fed: a table of the graph's shape, fed whole (trial AG's `[2000, 256]`).
+        rows = [row for row in _rows_of(space, INPUTS).tolist() if row not in space.names.fed_defaults]
         for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
             for shape, _ in outputs:
                 if (shape and shape[0] > batch and shape[0] not in known
@@ -499,7 +500,8 @@ class _Outputs:
             batched |= look_alike & np.isin(out_row, promoted)
         # At batch 1 a first dimension that is a feed's sequence (`[seq, d]`) may be the batch
         # flattened with it, or the sequence's own (positions, masks): not scaled, and weighed.
-        unsure = np.zeros(len(shapes), dtype=bool) if batch > 1 else np.isin(first_dim, sorted(_flattened(step, 1)))
+        unsure = np.zeros(len(shapes), dtype=bool) if batch > 1 else np.isin(first_dim, sorted(
+            _flattened(step, 1, ACTIVATIONS, min_rank=3) if step.trace.source == XPLANE_SOURCE else _flattened(step, 1)))
         self.unsure_flattened_bytes = int(sizes[unsure & (rank > 1) & ~parameter & ~from_reads].sum())
         # Outputs as long as a feed of items (`[4 x batch, 4]` boxes) that nothing else scales.
         self.per_item_feeds = per_item_feeds(step, batch)
@@ -688,7 +690,7 @@ class OneStep:
             said.append((True, f"nothing in this step was found to carry its batch ({self.batch}): this one-step "
                         "prediction is the traced peak"))
         elif self.unsure_flattened:
-            said.append((True, "traced at batch 1, tensors whose first dimension is a feed's sequence ([seq, d]) may be the "
+            said.append((True, "traced at batch 1, tensors whose first dimension is an input's sequence ([seq, d]) may be the "
                         "batch flattened with it or the sequence's own (positions, masks), and are not scaled, so "
                         "this may predict too little; trace at batch 2 or more, or fit over two batch sizes"))
         elif self._most_scaled_share < _FEW_SCALED:
@@ -697,8 +699,11 @@ class OneStep:
                         "by that share only, staying near the traced peak unless the batch grows many times over; "
                         f"where the step's batch is not {self.batch}, or its peak does grow with the batch, fit "
                         "over steps at two batch sizes"))
+        # The batch the shapes hold, in words: each replica's where there are several.
+        shaped = f"each replica's batch ({self.replica_batch})" if self.replicas > 1 else f"the batch ({self.batch})"
         if self.scales.any() and self.batch_in_parameter_shape:  # beside a small share too
-            said.append((True, f"at the traced batch ({self.replica_batch}) some tensors are shaped like the model's parameters: "
+            said.append((True, f"at {shaped.replace('the batch', 'the traced batch')} some tensors are shaped like "
+                        "the model's parameters: "
                         "the forward pass's are scaled where they are fed the batch, but the backward pass's cannot "
                         "be told from the weights' gradients and are not, so this may be off; trace at a batch size "
                         "that is no layer's width, or fit over two batch sizes"))
@@ -706,9 +711,8 @@ class OneStep:
             feeds, held = self.per_item
             dim, (name, shape) = min(feeds.items())
             more = f" (and {len(feeds) - 1} more)" if len(feeds) > 1 else ""
-            shaped = self.replica_batch
-            long = (f"{dim // shaped} times the batch ({shaped}) long" if dim % shaped == 0 else
-                    f"{dim} long, more than the batch ({shaped})")
+            each = self.replica_batch
+            long = f"{dim // each} times {shaped} long" if dim % each == 0 else f"{dim} long, more than {shaped}"
             said.append((True, f"the feed {name} {list(shape)}{more} is {long}: "
                         f"tensors of its length ({format_bytes(held)} of the step's outputs) are not scaled, so "
                         "where they grow with the batch (an example's boxes, tokens or entries, a ragged feed's "
@@ -841,8 +845,14 @@ def global_batch(step: StepAnalysis) -> int:
 
 
 def replica_count(step: StepAnalysis) -> int:
-    """Replicas the step runs: the `replica_<N>` scopes of its names, and replica 0's own."""
-    scopes = {first for space in step.spaces for first in space.names.path_parts.distinct if REPLICA_RE.match(first)}
+    """Replicas the step runs: the `replica_<N>` scopes of its names (N from 1, with names below them: a node
+    named so is no scope; MirroredStrategy names no `replica_0` nor `replica_01`), and replica 0's own."""
+    scopes = set()
+    for space in step.spaces:
+        parts = space.names.path_parts
+        scoped = np.zeros(len(parts.distinct), dtype=bool)
+        scoped[parts.code[parts.has_rest]] = True
+        scopes.update(first for first, below in zip(parts.distinct, scoped.tolist()) if below and REPLICA_RE.match(first))
     return len(scopes) + 1
 
 

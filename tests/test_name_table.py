@@ -251,7 +251,8 @@ def test_another_replicas_names_fold_into_their_layers_as_the_one_name_rule_fold
     forward = ["cnn/conv1/Conv2D", "replica_1/cnn/conv1/Conv2D", "replica_1/Add_1"]
     backward = ["gradient_tape/cnn/conv1/Conv2D/Conv2DBackpropInput",
                 "gradient_tape/replica_1/cnn/conv1/Conv2D/Conv2DBackpropInput", "gradient_tape/rnn/x/y",
-                "gradients/replica_1", "replica_1/gradients/cnn/conv1/Conv2D_grad/Conv2DBackpropFilter"]
+                "gradients/replica_1", "replica_1/gradients/cnn/conv1/Conv2D_grad/Conv2DBackpropFilter",
+                "gradient_tape/replica_1/", "gradient_tape/replica_0/cnn/x", "gradient_tape/replica_2/update_cnn/x"]
     for raw in (forward + backward, backward):
         ops = {name: "Conv2D" for name in raw}
         assert_agrees(raw, {}, {}, ops)
@@ -261,5 +262,14 @@ def test_another_replicas_names_fold_into_their_layers_as_the_one_name_rule_fold
         assert layers["replica_1/gradients/cnn/conv1/Conv2D_grad/Conv2DBackpropFilter"] == \
             "cnn/conv1/Conv2D_grad/Conv2DBackpropFilter"
         assert layers["gradients/replica_1"] == "gradients/replica_1"
+        assert layers["gradient_tape/replica_1/"] == "replica_1/"  # nothing below the scope: kept
+        assert layers["gradient_tape/replica_0/cnn/x"] == "replica_0/cnn/x"  # replica 0 has no such scope
+        # Below the scope, the rules of a path of its own (an optimizer's update of `cnn`).
+        assert layers["gradient_tape/replica_2/update_cnn/x"] == names.layer_path("update_cnn/x")
+    # A space of one replica's names only (a GPU's): cut below the scope, in numpy (no one-name rule).
+    only = ["replica_1/cnn/conv1/Conv2D", "gradient_tape/replica_1/cnn/conv1/Conv2D/Conv2DBackpropInput"]
+    cut = names.NameTable.build(only, {}, {}, {})._layer_cut
+    assert not cut.others and [p[k:] for p, k in zip(only, cut.cut.tolist())] == [
+        "cnn/conv1/Conv2D", "cnn/conv1/Conv2D/Conv2DBackpropInput"]
     assert dict(zip(forward, names.NameTable.build(forward, {}, {}, {}).layer_paths)) == {
         "cnn/conv1/Conv2D": "cnn/conv1/Conv2D", "replica_1/cnn/conv1/Conv2D": "cnn/conv1/Conv2D", "replica_1/Add_1": "Add_1"}

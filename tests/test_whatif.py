@@ -414,6 +414,31 @@ def test_a_ragged_feeds_values_no_multiple_of_the_batch_are_warned_of():
     assert whatif.predicted_bytes(predictor, 12, absolute=False) < _ragged_model(12, 35).space.peak_rise_bytes
 
 
+def test_a_table_fed_whole_to_a_placeholder_with_default_is_no_feed_of_items():
+    """A PlaceholderWithDefault of a fixed `[2000, 64]` table, fed whole (review AI: trial AG's `bias_table` was
+    warned of as a feed of items, its length no multiple of the batch): the run graph names its node so, and
+    nothing is said; without the graph the step cannot tell, and says it."""
+    import tensorflow as tf
+
+    graph_ = tf.Graph()
+    with graph_.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, (None, 64), name="x")
+        table = tf.compat.v1.placeholder_with_default(tf.zeros((2000, 64)), (2000, 64), name="table")
+        ids = tf.compat.v1.placeholder(tf.int32, (None,), name="ids")
+        h = tf.nn.relu(tf.matmul(x + tf.gather(table * 2.0, ids), tf.compat.v1.get_variable("w", (64, 64))))
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(tf.square(h)))
+        init = tf.compat.v1.global_variables_initializer()
+    from tracedata import traced_graph_step
+
+    feed = {x: np.ones((6, 64), np.float32), table: np.ones((2000, 64), np.float32), ids: np.arange(6, dtype=np.int32)}
+    metadata = traced_graph_step(graph_, init, train, feed)
+    run_graph = graph.RunGraph.from_bytes(graph_.as_graph_def().SerializeToString())
+    with_graph, without = store.analyse_bytes(metadata, run_graph), store.analyse_bytes(metadata)
+    assert whatif.traced_batch(with_graph) == 6
+    assert whatif.per_item_feeds(with_graph, 6) == {}
+    assert whatif.per_item_feeds(without, 6) == {2000: ("table", (2000, 64))}
+
+
 def _experts_model(batch: int) -> whatif.Traced:
     """A real step of a mixture of experts: tf.dynamic_partition sends each example's row to one of four
     experts (here by a fed id, evenly), tf.dynamic_stitch puts their outputs back in order. Its ops run one
@@ -599,7 +624,7 @@ def test_tensors_of_the_batch_flattened_with_the_sequence_scale():
     # At batch 1 the logits are [seq, vocab]: the batch flattened, or the sequence's own? Said.
     single = _language_model(1)
     one = whatif.one_step(single.step, single.space)
-    assert "traced at batch 1, tensors whose first dimension is a feed's sequence" in one.warning
+    assert "traced at batch 1, tensors whose first dimension is an input's sequence" in one.warning
 
 
 def _time_major(batch: int, steps: int = 24) -> whatif.Traced:
@@ -2193,9 +2218,11 @@ def test_a_profiles_logits_flattened_with_the_sequence_carry_the_batch(tmp_path)
     assert whatif.traced_batch(traced) == 4
     assert 4 * 64 in whatif.flattened_batches(traced, 4)
     one = whatif.one_step(traced, space)
-    real = _language_model_steps(tmp_path, 8)[-1].space(None).peak_rise_bytes
+    # (Each step of the profile at batch 8: their peaks differ by the schedule on a loaded machine.)
+    real = [step.space(None).peak_rise_bytes for step in _language_model_steps(tmp_path, 8)]
     predicted = whatif.predicted_bytes(one, 8, absolute=False)
-    assert abs(predicted - real) <= 0.1 * real, (predicted, real, space.peak_rise_bytes)
+    # The logits unscaled, it had predicted 38% low.
+    assert 0.85 * min(real) <= predicted <= 1.15 * max(real), (predicted, real, space.peak_rise_bytes)
 
 
 def test_the_batch_of_a_profile_whose_pipeline_maps_examples_is_the_forward_passs(tmp_path):
@@ -2677,3 +2704,18 @@ def test_variables_copied_by_their_updates_in_the_traced_steps_are_said():
                                "and 1.0 MiB in copied_b32 step_1 at the peak") for note in notes), notes
     plain = [_mlp(batch, 512) for batch in (16, 32)]
     assert not any("copied them" in note for note in whatif.WhatIf(plain, 64).notes)
+
+
+def test_only_scopes_named_as_another_replicas_count_as_replicas():
+    """MirroredStrategy names replica 1's ops `replica_1/...`, never `replica_0/` nor `replica_01/`; a node named
+    `replica_1` with nothing below it is no scope (review AI: an ensemble's `replica_0/` and `replica_1/` had read
+    as 3 replicas, and the global batch as three times the shapes')."""
+    import protos
+
+    def replicas(names):
+        nodes = [protos.Node(name, 2 * i, 2 * i + 1, op="MatMul", outputs=[("cpu", 1024)],
+                             memory=[protos.Mem("cpu", [(2 * i, 1024)])]) for i, name in enumerate(names)]
+        return whatif.replica_count(store.analyse_bytes(protos.serialized({protos.CPU0: nodes})))
+
+    assert replicas(["dense/MatMul", "replica_1/dense/MatMul", "replica_2/dense/MatMul"]) == 3
+    assert replicas(["replica_0/dense/MatMul", "replica_1", "replica_01/dense/MatMul", "dense/MatMul"]) == 1
