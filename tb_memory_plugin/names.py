@@ -271,7 +271,18 @@ def layer_path(graph_name: str) -> str:
         below = _below_gradients(graph_name)
         folded = graph_name if below is None else _below_folded(below, graph_name)
     # What a rule folded to may be another replica's (`gradient_tape/replica_1/cnn/...`: its gradients).
-    return _past_replica(folded) if folded != graph_name else folded
+    return _without_inner_tape(_past_replica(folded) if folded != graph_name else folded)
+
+
+# A gradient tape's scope below the first component, with something below it: a tape opened inside a loop or a
+# function (gradient accumulation: `while/body/_1/gradient_tape/enc2/MatMul/MatMul_1`), whose gradients name the
+# body's ops as the body's forward ops are named, so they fold beside them (`while/enc2/MatMul/MatMul_1`).
+_INNER_TAPE_RE = re.compile(r"(?<=.)/gradient_tape(?:_\d+)?(?=/.)")
+
+
+def _without_inner_tape(path: str) -> str:
+    """A layer path without a gradient tape's scope below its first component (`_INNER_TAPE_RE`)."""
+    return _INNER_TAPE_RE.sub("", path) if "/gradient_tape" in path else path
 
 
 def _past_replica(path: str) -> str:
@@ -1554,7 +1565,9 @@ def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str])
     # A LossScaleOptimizer's update in a branch (`cond/adam/...`): the branch's scope cut off
     # where the optimizer's follows it (asked of the few distinct second components).
     branch = parts.where(_COND_RE.match) & parts.has_rest
-    if not (gradients_first.any() or b"update_" in lines.data or lines.gradients_below[0].size or branch.any()):
+    inner_tape = lines.lines_with_component(b"gradient")  # (a tape's scope below the first: the one-name rule's)
+    if not (gradients_first.any() or b"update_" in lines.data or lines.gradients_below[0].size or branch.any()
+            or inner_tape.size):
         return _NO_CUT
     second = parts.length + 1  # where the second component starts
     # Where the second component ends, for paths that go on below it (-1: they do not): the
@@ -1637,6 +1650,13 @@ def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str])
         layer = layer_path(paths[i])
         if layer != paths[i][int(cut[i]):]:
             others[i] = layer
+    # A tape's gradients taken inside a loop or a function (`while/body/_1/gradient_tape/enc2/MatMul`): the
+    # one-name rule drops the tape's scope (`_without_inner_tape`), on the few rows that hold it.
+    for i in inner_tape.tolist():
+        if i not in others and "/gradient_tape" in paths[i] and _INNER_TAPE_RE.search(paths[i]):
+            layer = layer_path_of(graph_names[i], paths[i])
+            if layer != paths[i][int(cut[i]):]:
+                others[i] = layer
     if not (others or cut.any()):
         return _NO_CUT
     # A cut path's layer path starts at its second component (`update_` cut off it), or its
@@ -1670,7 +1690,7 @@ def layer_path_of(graph_name: str, path: str) -> str:
             inner = graph_name[call.end() + 1:]
             folded = layer_path(inner)
             if folded != inner:
-                return f"{_without_calls(graph_name[:call.start()])}/{folded}"
+                return _without_inner_tape(f"{_without_calls(graph_name[:call.start()])}/{folded}")
     return layer_path(path)
 
 

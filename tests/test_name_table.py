@@ -18,7 +18,7 @@ COMPONENTS = [
     "BiasAdd-0-1-TransposeNCHWToNHWC-LayoutOptimizer", "PermConstNHWCToNCHW-LayoutOptimizer",
     "Conv2D-folded-1", "ShapeN-matshapes-1", "_1__cf__3", "Conv2D:Conv2D",
     "_arg_frames_0_0", "_retval_loss_0_0", "_SOURCE", "_Recv_x", "(self)", "a.b", "ünï", "",
-    "concat_1", "split", "CollectiveAdapterImpl::TempChunk",
+    "concat_1", "split", "CollectiveAdapterImpl::TempChunk", "gradient_tape_1",
 ]
 OP_TYPES = ["MatMul", "Relu", "VariableV2", "ReadVariableOp", "Const", "Placeholder", "ApplyAdam",
             "ResourceApplyAdam", "NoOp", "Conv2DBackpropInput", "_Arg", "IsFinite", "_MklMatMul", "_MklNativeFusedMatMul",
