@@ -331,8 +331,10 @@ def computes_gradient(graph_name: str) -> bool:
 
 
 def _gradient_path(path: str) -> bool:
-    """`computes_gradient` of a path whose first component is the user's (looked through already)."""
-    return _GRADIENT_RE.search(path) is not None or _GRADIENTS_SECOND_RE.match(path) is not None
+    """`computes_gradient` of a path whose first component is the user's (looked through already); a tape's
+    scope below it too (`while/body/_1/gradient_tape/...`: a tape opened in a loop, `_INNER_TAPE_RE`)."""
+    return (_GRADIENT_RE.search(path) is not None or _GRADIENTS_SECOND_RE.match(path) is not None
+            or ("/gradient_tape" in path and _INNER_TAPE_RE.search(path) is not None))
 
 
 def _looked_through(path: str) -> str:
@@ -465,11 +467,13 @@ def layer_of(layer_path: str) -> str:
 # one named as an op type is (`NameTable._named_as_op_type`; trial AG's transformer had listed
 # `encoder/layer_0/ffn/Gelu` and `head/einsum` as layers). None is a Keras layer's default name
 # (`einsum_dense`, `batch_normalization`, `activation`), which stay layers, nor a name a user would give
-# a layer of their own (`moments`, `batchnorm` are left out: a layer so named would fold into its model).
+# a layer of their own (`batchnorm`, `l2_normalize` are left out: a layer so named would fold into its model;
+# `moments` stays, a layer norm's in every TF1 transformer).
 OP_SCOPES = frozenset({
     "einsum",  # tf.einsum
     "Tensordot",  # tf.tensordot (TF1 also names its output op so)
     "Gelu",  # tf.nn.gelu
+    "moments",  # tf.nn.moments
     "logistic_loss",  # tf.nn.sigmoid_cross_entropy_with_logits
     "clip_by_value",  # tf.clip_by_value
 })
@@ -1826,6 +1830,10 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         gradient[line[second & ends]] = True
         unsure = np.unique(line[second & ~ends]).tolist()
         gradient[[i for i in unsure if _GRADIENTS_SECOND_RE.match(_looked_through(paths[i]))]] = True
+    # A tape's scope below the first component (`_INNER_TAPE_RE`), on the rows found from the slashes.
+    for i in lines.lines_with_component(b"gradient").tolist():
+        if "/gradient_tape" in paths[i] and _INNER_TAPE_RE.search(_looked_through(paths[i])):
+            gradient[i] = True
     # An optimizer's updates under a scope of the user's (`train/Adam/update_<var>/...`), by the
     # one-name rule on the rows with an `update_` component whose first is no optimizer's.
     updated_below = np.zeros(n, dtype=bool)

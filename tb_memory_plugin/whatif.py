@@ -92,12 +92,16 @@ def _rows_of(space: SpaceAnalysis, category: int) -> np.ndarray:
 
 def _shapes_of(step: StepAnalysis, category: int, skip: Callable[[str], bool] | None = None):
     """The shapes of the outputs of the names of one category (`_rows_of`; but those `skip` says),
-    over all memory spaces."""
+    over all memory spaces. Of the inputs, not a table fed whole to a PlaceholderWithDefault (review
+    AJ: a `[2000, 64]` table beside a `[6, 64]` batch had read as batch 2000)."""
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        names = [space.names.raw[i] for i in _rows_of(space, category).tolist()]
+        rows = _rows_of(space, category).tolist()
+        if category == INPUTS and space.names.fed_defaults:
+            rows = [row for row in rows if row not in space.names.fed_defaults]
+        names = [space.names.raw[i] for i in rows]
         for outputs in outputs_of([name for name in names if not (skip and skip(name))]):
             yield from (shape for shape, _ in outputs)
 

@@ -484,3 +484,11 @@ def test_gradients_packed_for_an_all_reduce_are_gradients(path, op_type, categor
     (`adam/concat`, as long as the model's parameters), all-reduces it and splits it back: gradients, not
     optimizer state (trial AH: 29 of a step's 32.7 MiB had read as the optimizer's)."""
     assert names.categorise(path, op_type, names.OP) == category
+
+
+@pytest.mark.parametrize("path", ["while/gradient_tape/enc/MatMul/MatMul_1", "replica_1/while/gradient_tape/enc/MatMul",
+                                  "outer/gradient_tape_1/dense/MatMul"])
+def test_a_tape_opened_inside_a_loop_computes_gradients(path):
+    """Its scope below the first component is a tape's, whose ops are gradients, as the layer grouping folds them
+    (review AJ: they had read as activations, the forward pass the what-if reads its batch from)."""
+    assert names.categorise(path, "MatMul", names.OP) == GRADIENTS

@@ -1059,7 +1059,8 @@ class _PlaneSteps:
         # 5.2 MiB of activations). Up to 2.17 `(no op)` also holds an XLA program's buffers written `(null)`:
         # those stay as they are, said by the step's note.
         null_op = bool((memory["null_op"][events] & (node == strings.code(UNATTRIBUTED))).any())
-        if UNATTRIBUTED in distinct_names and not null_op:
+        # (Not in pinned host memory: JAX's and TensorFlow's device-to-host readbacks, a loss's 4 bytes, are there.)
+        if UNATTRIBUTED in distinct_names and not null_op and "host" not in allocator:
             input_names.append(UNATTRIBUTED)
         device, device_type, index = _device_of(allocator)
         read = events[rows.reading]  # the allocator's readings: one per profile event, not per piece
