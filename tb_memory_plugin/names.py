@@ -264,8 +264,9 @@ def layer_path(graph_name: str) -> str:
     if sep and first.startswith("cond") and _COND_RE.match(first) and "/" in rest \
             and optimizer_scope(rest.partition("/")[0]):
         return layer_path(rest)
-    if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first):
-        return layer_path(rest)
+    below_replica = _replica_rest(graph_name)
+    if below_replica is not None:
+        return layer_path(below_replica)
     folded = _first_component_rules(graph_name)
     if folded is None:
         below = _below_gradients(graph_name)
@@ -280,15 +281,27 @@ def layer_path(graph_name: str) -> str:
 _INNER_TAPE_RE = re.compile(r"(?<=.)/gradient_tape(?:_\d+)?(?=/.)")
 
 
+def _has_inner_tape(path: str) -> bool:
+    """Whether a path holds a gradient tape's scope below its first component (`_INNER_TAPE_RE`)."""
+    return "/gradient_tape" in path and _INNER_TAPE_RE.search(path) is not None
+
+
 def _without_inner_tape(path: str) -> str:
     """A layer path without a gradient tape's scope below its first component (`_INNER_TAPE_RE`)."""
     return _INNER_TAPE_RE.sub("", path) if "/gradient_tape" in path else path
 
 
+def _replica_rest(path: str) -> str | None:
+    """What follows a leading replica scope (`replica_1/cnn/...` -> `cnn/...`), where there is one and
+    something follows it; else None."""
+    first, sep, rest = path.partition("/")
+    return rest if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first) else None
+
+
 def _past_replica(path: str) -> str:
     """`layer_path` of what follows a leading replica scope (`replica_1/cnn/...`), else the path."""
-    first, sep, rest = path.partition("/")
-    return layer_path(rest) if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first) else path
+    rest = _replica_rest(path)
+    return path if rest is None else layer_path(rest)
 
 
 def _first_component_rules(graph_name: str) -> str | None:
@@ -333,8 +346,7 @@ def computes_gradient(graph_name: str) -> bool:
 def _gradient_path(path: str) -> bool:
     """`computes_gradient` of a path whose first component is the user's (looked through already); a tape's
     scope below it too (`while/body/_1/gradient_tape/...`: a tape opened in a loop, `_INNER_TAPE_RE`)."""
-    return (_GRADIENT_RE.search(path) is not None or _GRADIENTS_SECOND_RE.match(path) is not None
-            or ("/gradient_tape" in path and _INNER_TAPE_RE.search(path) is not None))
+    return _GRADIENT_RE.search(path) is not None or _GRADIENTS_SECOND_RE.match(path) is not None or _has_inner_tape(path)
 
 
 def _looked_through(path: str) -> str:
@@ -1541,8 +1553,8 @@ class _Rows:
 
 def _below_replica(graph_name: str, rest: str) -> str:
     """A replica's graph name below its scope (the path's `rest`), where it has that scope too."""
-    first, sep, below = graph_name.partition("/")
-    return below if sep and REPLICA_RE.match(first) else rest
+    below = _replica_rest(graph_name)
+    return rest if below is None else below
 
 
 def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str]) -> LayerCut:
@@ -1657,7 +1669,7 @@ def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str])
     # A tape's gradients taken inside a loop or a function (`while/body/_1/gradient_tape/enc2/MatMul`): the
     # one-name rule drops the tape's scope (`_without_inner_tape`), on the few rows that hold it.
     for i in inner_tape.tolist():
-        if i not in others and "/gradient_tape" in paths[i] and _INNER_TAPE_RE.search(paths[i]):
+        if i not in others and _has_inner_tape(paths[i]):
             layer = layer_path_of(graph_names[i], paths[i])
             if layer != paths[i][int(cut[i]):]:
                 others[i] = layer
@@ -1681,8 +1693,8 @@ def layer_path_of(graph_name: str, path: str) -> str:
     Conv2D_grad/...`, where the forward `acc/while/body/_1/cnn/Conv2D` is `acc/while/cnn/
     Conv2D`). Everywhere else, `layer_path` of the path.
     """
-    first, sep, rest = path.partition("/")
-    if sep and rest and first.startswith("replica_") and REPLICA_RE.match(first):  # as `layer_path` reads it
+    rest = _replica_rest(path)
+    if rest is not None:  # as `layer_path` reads it
         return layer_path_of(_below_replica(graph_name, rest), rest)
     if ("/gradients" in path and graph_name != path and _first_component_rules(path) is None
             and _below_gradients(path) is not None):
@@ -1832,7 +1844,7 @@ def categorise_all(paths: list[str], kind_code: np.ndarray, op_types: list[str] 
         gradient[[i for i in unsure if _GRADIENTS_SECOND_RE.match(_looked_through(paths[i]))]] = True
     # A tape's scope below the first component (`_INNER_TAPE_RE`), on the rows found from the slashes.
     for i in lines.lines_with_component(b"gradient").tolist():
-        if "/gradient_tape" in paths[i] and _INNER_TAPE_RE.search(_looked_through(paths[i])):
+        if _has_inner_tape(_looked_through(paths[i])):
             gradient[i] = True
     # An optimizer's updates under a scope of the user's (`train/Adam/update_<var>/...`), by the
     # one-name rule on the rows with an `update_` component whose first is no optimizer's.

@@ -86,22 +86,25 @@ class WhatIfError(ValueError):
 
 
 def _rows_of(space: SpaceAnalysis, category: int) -> np.ndarray:
-    """The names of one category; of the inputs, the step's own (`NameTable.step_inputs`)."""
-    return np.flatnonzero(space.names.step_inputs if category == INPUTS else space.names.category == category)
+    """The names of one category; of the inputs, the step's own (`NameTable.step_inputs`), but a table fed
+    whole to a PlaceholderWithDefault (`NameTable.fed_defaults`), which says nothing of the batch (review AJ:
+    a `[2000, 64]` table beside a `[6, 64]` batch had read as batch 2000; trial AG's had been warned of as a
+    feed of items)."""
+    if category != INPUTS:
+        return np.flatnonzero(space.names.category == category)
+    rows = np.flatnonzero(space.names.step_inputs)
+    fed = space.names.fed_defaults
+    return rows[~np.isin(rows, list(fed))] if fed else rows
 
 
 def _shapes_of(step: StepAnalysis, category: int, skip: Callable[[str], bool] | None = None):
     """The shapes of the outputs of the names of one category (`_rows_of`; but those `skip` says),
-    over all memory spaces. Of the inputs, not a table fed whole to a PlaceholderWithDefault (review
-    AJ: a `[2000, 64]` table beside a `[6, 64]` batch had read as batch 2000)."""
+    over all memory spaces."""
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        rows = _rows_of(space, category).tolist()
-        if category == INPUTS and space.names.fed_defaults:
-            rows = [row for row in rows if row not in space.names.fed_defaults]
-        names = [space.names.raw[i] for i in rows]
+        names = [space.names.raw[i] for i in _rows_of(space, category).tolist()]
         for outputs in outputs_of([name for name in names if not (skip and skip(name))]):
             yield from (shape for shape, _ in outputs)
 
@@ -252,11 +255,7 @@ def flattened_batches(step: StepAnalysis, batch: int) -> set[int]:
     profile holds no feed: there from the forward pass's tensors of rank 3 or more with the batch
     first (`[batch, seq, d]`: trial AH's language model's `[8 x 64, 20000]` logits, 49 MiB, had stayed
     at their traced size, its peak predicted 22% low)."""
-    if batch <= 1:
-        return set()
-    if step.trace.source == XPLANE_SOURCE:
-        return _flattened(step, batch, ACTIVATIONS, min_rank=3)
-    return _flattened(step, batch)
+    return _flattened(step, batch) if batch > 1 else set()
 
 
 def time_major_steps(step: StepAnalysis, batch: int) -> set[int]:
@@ -275,8 +274,9 @@ def time_major_steps(step: StepAnalysis, batch: int) -> set[int]:
     return {shape[0] for shape in shapes if shape[1] == batch and shape[0] > 1 and shape[0] != batch}
 
 
-def _flattened(step: StepAnalysis, batch: int, category: int = INPUTS, min_rank: int = 2) -> set[int]:
-    """`flattened_batches` of the shapes of one category's outputs (the feeds'), at batch 1 too."""
+def _flattened(step: StepAnalysis, batch: int) -> set[int]:
+    """`flattened_batches`, at batch 1 too: of the feeds' shapes, of a profile's forward pass's of rank 3 or more."""
+    category, min_rank = (ACTIVATIONS, 3) if step.trace.source == XPLANE_SOURCE else (INPUTS, 2)
     flat: set[int] = set()
     for shape in _shapes_of(step, category):
         if len(shape) >= min_rank and shape[0] == batch:
@@ -304,8 +304,7 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        # Not a PlaceholderWithDefault fed: a table of the graph's shape, fed whole (trial AG's `[2000, 256]`).
-        rows = [row for row in _rows_of(space, INPUTS).tolist() if row not in space.names.fed_defaults]
+        rows = _rows_of(space, INPUTS).tolist()
         for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
             for shape, _ in outputs:
                 if (shape and shape[0] > batch and shape[0] not in known
@@ -504,8 +503,7 @@ class _Outputs:
             batched |= look_alike & np.isin(out_row, promoted)
         # At batch 1 a first dimension that is a feed's sequence (`[seq, d]`) may be the batch
         # flattened with it, or the sequence's own (positions, masks): not scaled, and weighed.
-        unsure = np.zeros(len(shapes), dtype=bool) if batch > 1 else np.isin(first_dim, sorted(
-            _flattened(step, 1, ACTIVATIONS, min_rank=3) if step.trace.source == XPLANE_SOURCE else _flattened(step, 1)))
+        unsure = np.zeros(len(shapes), dtype=bool) if batch > 1 else np.isin(first_dim, sorted(_flattened(step, 1)))
         self.unsure_flattened_bytes = int(sizes[unsure & (rank > 1) & ~parameter & ~from_reads].sum())
         # Outputs as long as a feed of items (`[4 x batch, 4]` boxes) that nothing else scales.
         self.per_item_feeds = per_item_feeds(step, batch)
@@ -854,9 +852,7 @@ def replica_count(step: StepAnalysis) -> int:
     scopes = set()
     for space in step.spaces:
         parts = space.names.path_parts
-        scoped = np.zeros(len(parts.distinct), dtype=bool)
-        scoped[parts.code[parts.has_rest]] = True
-        scopes.update(first for first, below in zip(parts.distinct, scoped.tolist()) if below and REPLICA_RE.match(first))
+        scopes.update(parts.distinct[code] for code in np.unique(parts.code[parts.where(REPLICA_RE.match) & parts.has_rest]))
     return len(scopes) + 1
 
 
