@@ -1397,7 +1397,13 @@ def test_a_train_step_run_in_keras_loop_is_named_as_one_run_alone(steps_per_exec
         raw = [space.trace.label_of.get(n, "") for n in names if n.startswith("gradient_tape/spe_cnn/conv/")]
         # The raw names keep the loop: `while/body/_1/while/cond/then/_143/while/cond/StatefulPartitionedCall/...`.
         assert raw and all(r.startswith("while/body/") == (per_call == 4) for r in raw), raw
-        layers[per_call] = {path for path, row in space.top_level("layer") if row[figures.ALLOCATED] > 2**16}
+        # The layers holding 1% of the step's bytes or more (the optimizer's root holds under 0.1%, near 64 KiB with
+        # 4 steps: a fixed 64 KiB line had let a loaded machine's schedule decide); the optimizer's ops are its own
+        # (`adam`, or `adam_1` for the process's second optimizer), not the loop's.
+        rows = space.top_level("layer")
+        total = sum(row[figures.ALLOCATED] for _, row in rows)
+        layers[per_call] = {path for path, row in rows if row[figures.ALLOCATED] >= 0.01 * total}
+        assert [path for path, _ in rows if re.fullmatch(r"adam(_\d+)?", path)], rows
         categories[per_call] = {name: allocated for name, _, allocated in space.by_category()}
         assert whatif.traced_batch(step) == 16
         # One step of 4 is 4 training steps: said, with the number the profile's step numbers tell (trial AB's
