@@ -1159,11 +1159,13 @@ class NameTable:
         cut, others, slash = self._layer_cut
         if cut is None:
             return self.path_parts
-        if others:  # paths the one-name rule changed: from the layer paths themselves
-            return FirstComponents(self.layer_paths, _Lines(self.layer_paths))
-        # Each layer path is its path from cut[i] on: found in the paths' own joined lines.
-        return FirstComponents(lambda: self.layer_paths, self.path_parts.lines, offset=cut, slash=slash,
-                               base=self.path_parts)
+        if others and (len(others) * 4 > len(self.paths) or not self.path_parts.lines.ok):
+            return FirstComponents(self.layer_paths, _Lines(self.layer_paths))  # read from the layer paths
+        # Each layer path is its path from cut[i] on: found in the paths' own joined lines; the few the
+        # one-name rule gives replace theirs (1M names had been joined and read again for 86k of them).
+        parts = FirstComponents(lambda: self.layer_paths, self.path_parts.lines, offset=cut, slash=slash,
+                                base=self.path_parts)
+        return parts.replacing(others) if others else parts
 
     def leaf_paths(self, group: str) -> list[str]:
         """The leaf paths of a grouping ("layer" or "scope")."""
@@ -1277,6 +1279,31 @@ class FirstComponents:
                 self._paths = self._paths()
             self._lines = _Lines(self._paths)
         return self._lines
+
+    def replacing(self, paths: dict[int, str]) -> "FirstComponents":
+        """These first components with some paths replaced (by index: the one-name rule's layer paths):
+        only those are read, the codes of the others kept (in first-seen order, each text once)."""
+        rows = np.fromiter(paths, dtype=np.int64, count=len(paths))
+        firsts = [path.partition("/")[0] for path in paths.values()]
+        code_of = {text: i for i, text in enumerate(self.distinct)}
+        texts = list(self.distinct)
+        for text in firsts:
+            if code_of.setdefault(text, len(texts)) == len(texts):
+                texts.append(text)
+        code = self.code.copy()
+        code[rows] = np.fromiter(map(code_of.__getitem__, firsts), dtype=np.int64, count=len(firsts))
+        present, first_row = np.unique(code, return_index=True)  # a text no path keeps is dropped
+        order = present[np.argsort(first_row, kind="stable")]
+        remap = np.zeros(len(texts), dtype=np.int64)
+        remap[order] = np.arange(order.size)
+        out = object.__new__(FirstComponents)
+        out._paths, out._lines, out.slash_index = self._paths, None, None
+        out.distinct, out.code = [texts[c] for c in order.tolist()], remap[code]
+        out.length, out.path_length = self.length.copy(), self.path_length.copy()
+        out.length[rows] = np.fromiter(map(len, firsts), dtype=np.int64, count=len(firsts))
+        out.path_length[rows] = np.fromiter(map(len, paths.values()), dtype=np.int64, count=len(firsts))
+        out.has_rest = out.length < out.path_length - 1
+        return out
 
     def where(self, test) -> np.ndarray:
         """Which paths have a first component that passes `test`."""
@@ -1629,6 +1656,20 @@ def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str])
     # starting with `update_`.
     third_update = (deeper & ~plain & ~update & ~nested & ~two_level
                     & lines.starting_with(b"update_", deeper, second_end + 1))
+    # Where the update names a variable (no Keras 3 number) and goes on below it, cut after `update_` as
+    # that rule cuts (a deep model trained under a scope of the user's had sent every update through it:
+    # a tenth of a transformer's names); a branch's keep the one-name rule (below).
+    third_cut, third_cut_slash = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if third_update.any():
+        rows = np.flatnonzero(third_update & ~branch)
+        start = second_end[rows] + 1 + len("update_")
+        variable = (lines.buf[np.minimum(lines.starts[rows] + start, lines.buf.size - 1)] - np.uint8(ord("0"))) >= 10
+        rows, start = rows[variable], start[variable]
+        at = np.zeros(n, dtype=np.int64)
+        at[rows] = start
+        found = lines.slash_from(at)[rows]
+        third_cut, third_cut_slash, start = rows[found >= 0], found[found >= 0], start[found >= 0]
+        cut[third_cut] = start
     # And tf_keras' `training/Adam/Adam/update_<scope>/...`: an `update_` fourth component.
     # (Only under an optimizer's first component, as the one-name rule asks: few rows.)
     rows = np.flatnonzero(deeper & ~third_update & ~plain & ~update & ~nested & ~two_level
@@ -1643,7 +1684,9 @@ def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str])
         offset = np.zeros(n, dtype=np.int64)
         offset[rows] = third_slash + 1 - lines.starts[rows]
         third_update |= lines.starting_with(b"update_", fourth, offset)
-    others = {i: layer_path_of(graph_names[i], paths[i]) for i in np.flatnonzero(third_update | nested).tolist()}
+    one_name = third_update | nested
+    one_name[third_cut] = False
+    others = {i: layer_path_of(graph_names[i], paths[i]) for i in np.flatnonzero(one_name).tolist()}
     if branch.any():  # the optimizer's own forms below the branch (its updates, its gradients): the one-name rule
         for i in np.flatnonzero(branch & (lines.containing(b"update_") | lines.containing(b"gradients"))).tolist():
             others[i] = layer_path_of(graph_names[i], paths[i])
@@ -1681,6 +1724,7 @@ def _layer_cut(paths: list[str], parts: FirstComponents, graph_names: list[str])
     if two_level.any():
         slash[two_level] = third_end[two_level]
     slash[below] = below_slash
+    slash[third_cut] = third_cut_slash
     return LayerCut(cut, others, slash)
 
 
