@@ -197,7 +197,10 @@ def classify(raw_name: str) -> NameInfo:
         if arg:
             feed = arg.group("feed")
             return NameInfo(feed, f"{FEEDS_SCOPE}/{feed}", FEED, "_Arg")
-        if name.startswith(("_retval", "_SOURCE", "_SINK", "_Send", "_Recv", "_HostSend", "_HostRecv")):
+        # (`_send_<tensor>_<port>`: the sends a function's runtime adds for a tensor, a branch's pivot, a
+        # folded constant: `_send_ConstantFolding/gradient_tape/.../ShapeN-matshapes-1_0` had been a layer.)
+        if name.startswith(("_retval", "_SOURCE", "_SINK", "_Send", "_Recv", "_HostSend", "_HostRecv", "_send_",
+                            "_recv_")):
             return NameInfo(name, f"{PLUMBING_SCOPE}/{name}", PLUMBING, None)
     if name.startswith("Func/"):
         inlined = _INLINED_RE.match(name)

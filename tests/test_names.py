@@ -70,10 +70,11 @@ def test_feeds_and_plumbing():
     assert feed.fixed_op_type == "_Arg"
     assert names.scope_of(feed.path) == names.FEEDS_SCOPE
     assert names.classify("_arg_target_flow_0_1").graph_name == "target_flow"
-    for raw in ("_retval_loss_0_0", "_SOURCE", "_SINK", "_Recv_x", "_Send_y"):
+    for raw in ("_retval_loss_0_0", "_SOURCE", "_SINK", "_Recv_x", "_Send_y", "_send_cond/else/_1/cond/Cast_0",
+                "_send_ConstantFolding/gradient_tape/seqconv/conv_a/convolution/ShapeN-matshapes-1_0", "_recv_x_0"):
         info = names.classify(raw)
         assert info.kind == names.PLUMBING, raw
-        assert names.scope_of(info.path) == names.PLUMBING_SCOPE
+        assert info.path == f"{names.PLUMBING_SCOPE}/{raw}", raw
 
 
 @pytest.mark.parametrize("raw, path", [
