@@ -36,6 +36,7 @@ PROFILE_DIR = ("plugins", "profile")  # <run>/plugins/profile/<session>/<host>.x
 PROFILE_SUFFIX = ".xplane.pb"
 OLD_PROFILE_SUFFIX = ".trace.json.gz"  # what the profiler wrote before TensorFlow 2.5 (no XSpace)
 _PROFILE_SCAN_SECONDS = 10.0  # how long one walk of the logdir for profiles is trusted
+PROFILE_CACHE_BYTES = 256 << 20  # the decoded profiles kept, by their files' sizes (`StepStore._profiles`)
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,13 @@ class LRUCache:
     of each decoding the same blob (they would only slow each other down).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, weigh: Callable[[Hashable], int] | None = None, budget: int = 0) -> None:
+        """capacity: how many values at most; weigh, budget: where given, the values' weights (by key)
+        are kept within the budget too (the most recent value is kept whatever it weighs)."""
         self._capacity = capacity
+        self._weigh = weigh
+        self._budget = budget
+        self._weight = 0
         self._items: collections.OrderedDict = collections.OrderedDict()
         self._pending: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
@@ -83,8 +89,14 @@ class LRUCache:
             with self._lock:
                 self._items[key] = value
                 self._items.move_to_end(key)
-                while len(self._items) > self._capacity:
-                    self._items.popitem(last=False)
+                weigh = self._weigh
+                if weigh is not None:
+                    self._weight += weigh(key)
+                while len(self._items) > self._capacity or (
+                        weigh is not None and self._weight > self._budget and len(self._items) > 1):
+                    oldest, _ = self._items.popitem(last=False)
+                    if weigh is not None:
+                        self._weight -= weigh(oldest)
             return value
         finally:
             with self._lock:
@@ -378,7 +390,7 @@ class StepStore:
     """Reads and analyses steps for one data provider (and the profiles under its logdir), with caches."""
 
     def __init__(self, data_provider, step_capacity: int = 16, graph_capacity: int = 8,
-                 logdir: str | None = None, profile_capacity: int = 2, only_run: str | None = None,
+                 logdir: str | None = None, profile_capacity: int = 64, only_run: str | None = None,
                  logdir_spec: str | None = None, own_run_name: str | None = None) -> None:
         self._provider = data_provider
         # Blobs from TensorBoard's Rust data server (--load_fast) come over gRPC (~0.15 s for a
@@ -395,7 +407,10 @@ class StepStore:
         self._steps = LRUCache(step_capacity)
         self._graphs = LRUCache(graph_capacity)
         self._devices = LRUCache(1 << 16)  # a few names per step: every step of a big logdir (200 runs x 10 steps)
-        self._profiles = LRUCache(profile_capacity)  # decoded profiles (their memory events as columns)
+        # Decoded profiles (their memory events as columns, about their file's size), within a budget of
+        # their files' bytes: listing the runs decodes every profile, and the page's first question (the
+        # default step) analyses the latest step of each run; two kept had decoded 21 runs' profiles twice.
+        self._profiles = LRUCache(profile_capacity, weigh=lambda key: max(key[2], 0), budget=PROFILE_CACHE_BYTES)
         self._listings: dict[tuple[str, int], _ProfileListing] = {}
         self._listing_lock = threading.Lock()
         self._scan: tuple[float, dict[str, list[str]]] | None = None

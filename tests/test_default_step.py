@@ -7,6 +7,7 @@ import json
 
 import pytest
 from werkzeug.test import Client
+from tracedata import REPO
 
 PREFIX = "/data/plugin/memory/"
 
@@ -193,3 +194,42 @@ def test_a_profiles_steps_are_listed_as_they_ran():
     # A profile that failed to read is one entry (index -1), placed by its name.
     failed = store.StepRef("r", "profile/s0", store.PROFILE, 0, 0.0, "p", -1)
     assert sorted(refs + [failed], key=store.step_order)[0] is failed
+
+
+def test_the_runs_profiles_are_decoded_once_for_the_first_open(tmp_path, monkeypatch):
+    """Listing the runs decodes every profile; the default step then analyses each run's latest step from
+    the profiles kept (two kept had decoded trial AM's 21 profiled runs twice: 18 s before the page showed)."""
+    import shutil
+
+    from tb_memory_plugin import store
+    from tb_memory_plugin.sources import xplane
+
+    source = next((REPO / "demo_logs" / "keras_unet").glob("**/*.xplane.pb"))
+    for k in range(5):
+        session = tmp_path / f"fit_{k}" / "plugins" / "profile" / f"2026_11_28_10_00_0{k}"
+        session.mkdir(parents=True)
+        shutil.copy(source, session / source.name)
+    decoded = []
+    real = xplane.decode
+    monkeypatch.setattr(xplane, "decode", lambda data: decoded.append(len(data)) or real(data))
+    client, plugin = _app(tmp_path)
+    runs = get_json(client, "runs")["runs"]
+    assert len(runs) == 5 and len(decoded) == 5
+    body = get_json(client, "default_step")
+    assert body["run"] in {run["run"] for run in runs} and body["compared_steps"] == 5
+    assert len(decoded) == 5, "the default step decoded the profiles again"
+    # Within a budget of their files' bytes: beyond it the oldest go (the latest is kept whatever it weighs).
+    assert plugin._store._profiles._budget == store.PROFILE_CACHE_BYTES
+
+
+def test_lru_cache_keeps_its_values_within_a_budget():
+    from tb_memory_plugin import store
+
+    cache = store.LRUCache(10, weigh=lambda key: key[1], budget=100)
+    for name, weight in (("a", 40), ("b", 40), ("c", 40)):
+        cache.get_or_compute((name, weight), lambda name=name: name)
+    assert len(cache) == 2 and cache.get_or_compute(("a", 40), lambda: "again") == "again"  # a went first
+    cache.get_or_compute(("huge", 500), lambda: "huge")  # over the budget alone: kept, the rest go
+    assert len(cache) == 1 and cache.get_or_compute(("huge", 500), lambda: "miss") == "huge"
+    cache.get_or_compute(("d", 10), lambda: "d")
+    assert len(cache) == 1 and cache.get_or_compute(("d", 10), lambda: "miss") == "d"
