@@ -1636,3 +1636,49 @@ def test_a_loop_inside_an_xla_program_holds_its_bodys_values(jit_logdir):
     assert held >= 0.25 * space.peak_rise_bytes, (held, space.peak_rise_bytes)
     share = int(step.message.split("That places ", 1)[1].split("%", 1)[0])
     assert share >= 50, step.message
+
+
+# -- fit, then predict, in one profile ------------------------------------------------------------
+
+# The profiler API around a fit at batch 16 and a predict at batch 32: four unmarked function runs, two of
+# the training function and two of the inference one, of one model at two batches.
+_FIT_THEN_PREDICT_SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+root = sys.argv[1]
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu", name="fc1"),
+                          keras.layers.Dense(10, name="fc2")], name="mlp")
+model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+x, y = np.random.rand(64, 64).astype(np.float32), np.random.randint(0, 10, 64)
+model.fit(x[:32], y[:32], batch_size=16, verbose=0)
+model.predict(x, batch_size=32, verbose=0)
+tf.profiler.experimental.start(root)
+model.fit(x[:32], y[:32], batch_size=16, verbose=0)
+model.predict(x, batch_size=32, verbose=0)
+tf.profiler.experimental.stop()
+"""
+
+
+def test_a_predict_step_is_not_offered_a_fit_with_the_training_steps(tmp_path):
+    """A training step and an inference step of one model at two batches share the model's layers but few
+    ops: the what-if from either does not offer a fit over the other (trial AL: an evaluate batch at 128 had
+    been offered the training steps at 64, and that fit predicted 40% low at twice the batch)."""
+    from tb_memory_plugin import cli
+
+    root = _profiled_by(_FIT_THEN_PREDICT_SCRIPT, tmp_path / "fp")
+    steps = {}
+    for tag in ("run_1", "run_2", "run_3", "run_4"):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(["whatif", str(root), "--tag", tag, "--batch", "64", "--json"])
+        if code == 0:
+            body = json.loads(out.getvalue())
+            steps[tag] = (body["runs"][0]["batch"], body["notes"])
+    batches = {batch for batch, _ in steps.values()}
+    assert batches == {16, 32}, steps  # the training runs at 16, the inference ones at 32
+    for tag, (batch, notes) in steps.items():
+        assert not [n for n in notes if "also holds the same model's" in n], (tag, notes)
