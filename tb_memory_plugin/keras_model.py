@@ -33,7 +33,10 @@ def model_from_config(config: dict) -> Model | None:
     _walk(config, "", weights, unsized)
     if not weights:
         return None
-    slots = _slot_names(config.get("compile_config") or {})
+    # Keras 2 (tf_keras) writes no compile config: its optimizer is not known, not absent (trial AL's Adam
+    # slots had been sized as none, and counted in "other").
+    keras2 = "compile_config" not in config and str(config.get("keras_version", "")).startswith("2.")
+    slots = None if keras2 else _slot_names(config.get("compile_config") or {})
     tensors = [tensor for tensor, _ in weights]
     tensors += [ModelTensor(f"{t.name}/{slot}", SLOT, t.name, t.dtype, t.shape, t.count, t.bytes, "")
                 for t, trainable in weights if trainable for slot in slots or ()]
@@ -43,7 +46,9 @@ def model_from_config(config: dict) -> Model | None:
                      f"({', '.join(unsized[:5])}{', ...' if len(unsized) > 5 else ''}): any weights "
                      f"{'they hold are' if len(unsized) > 1 else 'it holds are'} not counted")
     if slots is None:
-        notes.append("the optimizer's slots are not counted (its class is not one sized here)")
+        notes.append("the optimizer's slots are not counted (" + (
+            "a Keras 2 model's config does not name its optimizer" if keras2 else "its class is not one sized here")
+            + ")")
     notes.append("sized from the Keras model's config (the callback's `keras` tag), not from a GraphDef")
     return Model(tensors, [], {}, 0, note="; ".join(notes))
 

@@ -457,6 +457,15 @@ def test_keras_configs_of_common_layers_are_sized_as_keras_counts_them():
     assert "slots are not counted" in keras_model.model_from_config(json.loads(model.to_json())).note
     model.compile("sgd", "mse")  # by its string name
     assert "slots are not counted" not in keras_model.model_from_config(json.loads(model.to_json())).note
+    # Keras 2 (tf_keras) writes its version and no compile config: the optimizer is not known, said so (trial
+    # AL's Adam had been sized as keeping no slots). A Keras 3 model never compiled keeps none, unsaid.
+    keras2 = {key: value for key, value in json.loads(model.to_json()).items() if key != "compile_config"}
+    keras2["keras_version"] = "2.21.0"
+    sized = keras_model.model_from_config(keras2)
+    assert "the optimizer's slots are not counted (a Keras 2 model's config does not name its optimizer)" in sized.note
+    assert not [t for t in sized.tensors if t.kind == "slot"]
+    uncompiled = {key: value for key, value in json.loads(model.to_json()).items() if key != "compile_config"}
+    assert "slots are not counted" not in keras_model.model_from_config(uncompiled).note
     # A layer of a class not sized here is named, without saying it holds weights (trial Y's ViT `patchify`,
     # a reshape, had been said to hold weights not counted).
     config = json.loads(model.to_json())
