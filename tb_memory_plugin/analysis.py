@@ -941,6 +941,13 @@ def xla_clusters_note(clusters: list[str]) -> str:
 NOTED_PROGRAM_SHARE = 0.1  # XLA programs holding less of the peak rise than this go without a note
 
 
+def _holds_updated_arguments(spaces) -> bool:
+    """Whether a JAX program's new values of its own arguments are among the spaces' names (a TensorFlow
+    program's profile has none: its note had spoken of JAX, trial AL)."""
+    prefix = UPDATED_ARGUMENTS + "/"
+    return any(space.names.any_leaf_starting_with("scope", prefix) for space in spaces)
+
+
 def _programs_held(spaces: list[SpaceAnalysis]) -> tuple | None:
     """What XLA programs hold in the space `xla_programs_note` reads (the device memory's where they
     hold some, else the host's; the space with the largest rise): (device memory, rise, their share
@@ -986,9 +993,11 @@ def xla_programs_note(spaces: list[SpaceAnalysis]) -> str | None:
         note += (
             "XLA allocates a program's buffers itself, a few blocks per run that name no op. They are shown by the "
             "ops whose values XLA placed in them (op type `XLA program`), read from the program's compiled HLO in "
-            "the profile: an output block by the op that made it (a new value of one of a JAX program's own "
-            f"arguments, not donated, by that argument: `{UPDATED_ARGUMENTS}/...`), the scratch block by the values "
-            f"live at its own peak. That places {placed_share:.0%} of the programs' bytes at the peak")
+            "the profile: an output block by the op that made it" + (
+                f" (a new value of one of a JAX program's own arguments, not donated, by that argument: "
+                f"`{UPDATED_ARGUMENTS}/...`)" if _holds_updated_arguments(spaces) else "")
+            + ", the scratch block by the values live at its own peak. That places "
+            f"{placed_share:.0%} of the programs' bytes at the peak")
         if unused_share >= 0.005:
             note += (f"; {unused_share:.0%} is scratch that no value holds at the block's own peak "
                      f"(`{most_unused}`): XLA's layout keeps it for values live at other times")

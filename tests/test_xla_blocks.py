@@ -198,6 +198,8 @@ def test_a_jax_mlps_backward_values_are_its_layers_gradients():
             assert gpu.names.leaf_path("layer", gpu.name_code[rows[backward]]).startswith("block_0/")
         else:
             assert CATEGORIES[gpu.category[rows["(updated arguments)/params[0]['w']"]]] == "optimizer"
+            step = analysis.analyse(xplane.decode(_path(run).read_bytes()).trace(0))
+            assert "(a new value of one of a JAX program's own arguments, not donated" in step.message
 
 
 # -- hand-built -----------------------------------------------------------------------------------

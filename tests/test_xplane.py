@@ -1592,6 +1592,7 @@ def test_tensorflows_xla_programs_hold_their_buffers_by_layer(jit_logdir, run):
     named = step.message.split("peak rise: ", 1)[1].split(". ", 1)[0]
     assert peak_node["name"] in named and not any(name in named for name in placed)
     assert "read from the program's compiled HLO in the profile" in step.message
+    assert "JAX" not in step.message  # a TensorFlow program's (trial AL: its note had spoken of a JAX program's)
     # The batch is the program's data argument's (x: [32, 64]), not a parameter's; one step of XLA
     # programs cannot be scaled (XLA lays them out again per batch size): a fit is asked for.
     assert whatif.traced_batch(step) == 32
