@@ -287,6 +287,29 @@ def _flattened(step: StepAnalysis, batch: int) -> set[int]:
     return flat
 
 
+def shorter_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]]:
+    """Feeds of batched examples (rank 2 or more) whose first dimension is shorter than the batch read from
+    the feeds and divides it, not a time-major feed's steps: `images [4, 96, 96, 3]` beside `boxes [64, 4]` and
+    `box_labels [64]`, whose items outvoted the images (trial AK: the batch was read as 64, and a what-if at 16
+    predicted 79% low, unsaid). {first dimension: (feed name, shape)}, the first feed of each; none in a
+    profile, which holds no feed."""
+    if batch <= 1 or step.trace.source == XPLANE_SOURCE:
+        return {}
+    steps = time_major_steps(step, batch)
+    found: dict[int, tuple[str, tuple]] = {}
+    for space in step.spaces:
+        outputs_of = space.trace.outputs_of
+        if outputs_of is None:
+            continue
+        rows = _rows_of(space, INPUTS).tolist()
+        for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
+            for shape, _ in outputs:
+                if (len(shape) >= 2 and 1 < shape[0] < batch and batch % shape[0] == 0 and shape[0] not in steps
+                        and shape[0] not in found):
+                    found[shape[0]] = (space.names.graph_names[row], tuple(shape))
+    return found
+
+
 def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]]:
     """Feeds whose first dimension is longer than the batch, other than the batch flattened with a
     feed's positions or a time-major feed's steps: `boxes` `[4 x batch, 4]` (a detection model's
@@ -507,6 +530,7 @@ class _Outputs:
         self.unsure_flattened_bytes = int(sizes[unsure & (rank > 1) & ~parameter & ~from_reads].sum())
         # Outputs as long as a feed of items (`[4 x batch, 4]` boxes) that nothing else scales.
         self.per_item_feeds = per_item_feeds(step, batch)
+        self.shorter_feeds = shorter_feeds(step, batch)
         per_item = np.isin(first_dim, sorted(self.per_item_feeds)) & (rank > 0) & ~batched & ~parameter & ~from_reads
         self.per_item_bytes = int(sizes[per_item].sum())
         # oneDNN's workspaces (batch norm, max pool) are flat: one dimension, a multiple of the
@@ -658,6 +682,7 @@ class OneStep:
         # Said where the step's outputs of a per-item length weigh 1% of the peak rise.
         self.per_item = (outputs.per_item_feeds, outputs.per_item_bytes) if (
             outputs.per_item_bytes > 0 and outputs.per_item_bytes * 100 >= space.peak_rise_bytes) else None
+        self.shorter_feeds = outputs.shorter_feeds
         # Bytes held before the step that grow with the batch: feeds, batch-shaped constants. An
         # input op that allocates in the step (a queue's dequeue) is in the rise, scaled there.
         allocated = space.name_column(ALLOCATED) > 0
@@ -719,6 +744,12 @@ class OneStep:
                         f"tensors of its length ({format_bytes(held)} of the step's outputs) are not scaled, so "
                         "where they grow with the batch (an example's boxes, tokens or entries, a ragged feed's "
                         "values) this predicts too little; fit over two batch sizes"))
+        if self.shorter_feeds and self.replicas == 1:
+            dim, (name, shape) = max(self.shorter_feeds.items())
+            said.append((True, f"the feed {name} {list(shape)} holds {dim} examples, {self.batch // dim} times fewer "
+                        f"than the batch read from the most feeds' first dimension ({self.batch}): where the step's "
+                        f"batch is {dim} (the others' rows an example's items: boxes, nodes, tokens), this predicts "
+                        f"far off; give the batch it ran at (traced batch; the CLI's --traced-batch {dim})"))
         if self.replicas > 1:
             said.append((False, f"the step runs {self.replicas} replicas (a distribution strategy): its batch "
                         f"({self.batch}) is the global batch, {self.replica_batch} per replica, and so is the batch "
