@@ -297,6 +297,14 @@ def shorter_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]
         return {}
     steps = time_major_steps(step, batch)
     found: dict[int, tuple[str, tuple]] = {}
+    for name, shape in _feed_shapes(step):
+        if len(shape) >= 2 and 1 < shape[0] < batch and batch % shape[0] == 0 and shape[0] not in steps:
+            found.setdefault(shape[0], (name, tuple(shape)))
+    return found
+
+
+def _feed_shapes(step: StepAnalysis):
+    """(graph name, shape) of each output of the step's own inputs (`_rows_of`), space by space."""
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
@@ -304,10 +312,7 @@ def shorter_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]
         rows = _rows_of(space, INPUTS).tolist()
         for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
             for shape, _ in outputs:
-                if (len(shape) >= 2 and 1 < shape[0] < batch and batch % shape[0] == 0 and shape[0] not in steps
-                        and shape[0] not in found):
-                    found[shape[0]] = (space.names.graph_names[row], tuple(shape))
-    return found
+                yield space.names.graph_names[row], shape
 
 
 def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]]:
@@ -323,16 +328,9 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
         return {}
     known = flattened_batches(step, batch) | time_major_steps(step, batch)
     found: dict[int, tuple[str, tuple]] = {}
-    for space in step.spaces:
-        outputs_of = space.trace.outputs_of
-        if outputs_of is None:
-            continue
-        rows = _rows_of(space, INPUTS).tolist()
-        for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
-            for shape, _ in outputs:
-                if (shape and shape[0] > batch and shape[0] not in known
-                        and shape[0] not in found):  # named as the user's graph names it (`boxes`)
-                    found[shape[0]] = (space.names.graph_names[row], tuple(shape))
+    for name, shape in _feed_shapes(step):  # named as the user's graph names it (`boxes`)
+        if shape and shape[0] > batch and shape[0] not in known:
+            found.setdefault(shape[0], (name, tuple(shape)))
     return found
 
 

@@ -1203,7 +1203,7 @@ def test_an_old_profilers_session_is_listed_and_says_what_it_is(tmp_path):
     saying what it is and what to do, not left out: trial AD's page had said no step was traced at all."""
     import gzip
 
-    from tb_memory_plugin import cli, store as store_mod
+    from tb_memory_plugin import cli
 
     session = tmp_path / "old" / "plugins" / "profile" / "2020_05_05_00_00_00"
     session.mkdir(parents=True)
