@@ -1136,6 +1136,13 @@ describe('WhatIfView', () => {
     view.setChoices(['b8'], []);
     expect(view.request()).toMatchObject({ tags: ['b8'], runs: [] });
     expect(select.querySelectorAll('optgroup').length).toBe(1);
+    // A profile's steps by their own names first, whole in their titles; asked by their tags.
+    const session = 'profile/2026_11_28_19_05_19';
+    view.setChoices([`${session}/step_0`, `${session}/step_1`], []);
+    expect([...select.options].map((o) => o.textContent)).toEqual([`step_0 · ${session}`, `step_1 · ${session}`]);
+    expect([...select.options].map((o) => o.title)).toEqual([`${session}/step_0`, `${session}/step_1`]);
+    select.options[1]!.selected = true;
+    expect(view.request()).toMatchObject({ tags: [`${session}/step_1`] });
   });
 
   it('shows the answer\'s notes one per line, as text', () => {

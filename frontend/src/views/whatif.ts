@@ -13,6 +13,7 @@ import { formatBytes, formatBytesDelta, formatCount, formatExactBytes } from '..
 import type { Column } from '../lib/table';
 import { batchTickCount, besideAnchor, edgeAnchor, labelBaseline, maxBatchText, methodText, notes, parseBatch, parseLimit, pointLabelPlace, quotedRun, skippedText, whatIfChart, type PlotArea } from '../lib/whatif';
 import { DataTable } from './data-table';
+import { stepLabel } from './pickers';
 import { onResize } from './resize';
 
 /** The batch asked for first, before the user types one. */
@@ -158,7 +159,10 @@ export class WhatIfView {
     const group = (label: string, kind: 'tag' | 'run', values: readonly string[]) => {
       if (values.length === 0) return;
       this.runsSelect.append(el('optgroup', { label },
-        ...values.map((value) => el('option', { value, 'data-kind': kind, selected: picked.has(`${kind}\n${value}`) }, value))));
+        ...values.map((value) => el('option', { value, 'data-kind': kind, selected: picked.has(`${kind}\n${value}`), title: value },
+          // A profile's step by its own name first (`step_2 · profile/<session>`): cut, the list had shown
+          // `profile/2026_11_28_19_05_19/` three times over (trial AM).
+          kind === 'tag' ? stepLabel(value, null) : value))));
     };
     group('steps of this run', 'tag', tags);
     group('other runs', 'run', runs);
