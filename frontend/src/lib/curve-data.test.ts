@@ -121,6 +121,11 @@ describe('zoomRange', () => {
   it('treats a tiny drag as a click', () => {
     expect(zoomRange(10, 12, invert)).toBeNull();
   });
+  it('keeps the span within the plot: a drag begun in the axis margin starts at the step', () => {
+    expect(zoomRange(2, 50, invert, [20, 300])).toEqual({ start_us: 200, end_us: 500 });
+    expect(zoomRange(250, 400, invert, [20, 300])).toEqual({ start_us: 2500, end_us: 3000 });
+    expect(zoomRange(0, 19, invert, [20, 300])).toBeNull();  // all of it outside: no zoom
+  });
 });
 
 describe('highlightOf', () => {

@@ -134,14 +134,18 @@ export function curvePointsFor(widthPx: number): number {
 /** A drag of fewer pixels than this is a click, not a zoom. */
 export const MIN_ZOOM_PX = 4;
 
-/** Turns a dragged pixel span into a time range, or null when it is too small to mean a zoom. */
+/** Turns a dragged pixel span into a time range, or null when it is too small to mean a zoom. The span is
+ * kept within `plot` (the plot's pixels, where given): a drag begun in the axis' margin had zoomed to a
+ * window starting before the step (-10 ms, trial AM). */
 export function zoomRange(
   x0: number,
   x1: number,
   invert: (px: number) => number,
+  plot?: readonly [number, number],
 ): { start_us: number; end_us: number } | null {
-  const lo = Math.min(x0, x1);
-  const hi = Math.max(x0, x1);
+  const within = (px: number) => (plot ? Math.min(Math.max(px, Math.min(...plot)), Math.max(...plot)) : px);
+  const lo = within(Math.min(x0, x1));
+  const hi = within(Math.max(x0, x1));
   if (hi - lo < MIN_ZOOM_PX) return null;
   const start = Math.round(invert(lo));
   const end = Math.round(invert(hi));

@@ -483,7 +483,7 @@ export class CurveView {
       const start = this.dragStartPx;
       this.dragStartPx = null;
       this.svg.select('rect.drag').classed('hidden', true);
-      const range = zoomRange(start, localX(ev), (px) => this.x.invert(px));
+      const range = zoomRange(start, localX(ev), (px) => this.x.invert(px), this.x.range() as [number, number]);
       if (range) this.selection.set({ timeRange: range });
     };
     svgNode.addEventListener('pointerup', endDrag);
