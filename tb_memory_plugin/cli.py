@@ -219,11 +219,8 @@ def _print_space_at_peak(space: SpaceAnalysis, group: str, top: int, resident=No
     _print_the_rest([row["figures"] for row in rest], "op types")
     for row in below:
         op_type_line(row)
-    if any(row["name"] == UNKNOWN_OP for row in listed):
-        print(f"   {UNKNOWN_OP}: ops whose type the trace does not give (in a profile, ops it holds no event of: "
-              "the inexpensive ops TensorFlow runs inline, a loop body's, which profiling with "
-              "tf.profiler.experimental.ProfilerOptions(host_tracer_level=3) names, and a function's own "
-              "constants and dataset ops, which it does not)")
+    if summary.get("op_types_note") and any(row["name"] == UNKNOWN_OP for row in listed):
+        print(f"   {summary['op_types_note']}")
     print(f"   categories at peak{within} (heuristic):")
     for row in category_rows:
         held = row.get("resident_bytes")

@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from . import graph as graph_mod
+from . import names
 from . import curve as curve_mod
 from . import resident as resident_mod
 from .analysis import SpaceAnalysis, StepAnalysis
@@ -113,7 +114,8 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         "snapshots": {"count": int(trace.snapshot_bytes.size), "max_abs_diff_bytes": space.snapshot_gap,
                       "readings_gap_bytes": readings_gap(space), "peak_too_high_bytes": peak_too_high(space)},
         "categories": category_rows(space),
-        "op_types": op_type_rows(space),
+        "op_types": (op_types := op_type_rows(space)),
+        "op_types_note": UNKNOWN_OP_NOTE if any(row["name"] == names.UNKNOWN_OP for row in op_types) else None,
         "top_scopes": [{"scope": path, "name": _leaf_name(path), "figures": figures_dict(row)}
                        for path, row in space.top_level(group)[:TOP_SCOPES]],
         "xla_programs": [{**dataclasses.asdict(program), "kept_bytes": program.kept_bytes}
@@ -130,6 +132,14 @@ def device_summary(space: SpaceAnalysis, group: str, all_scopes: bool = False,
         ]
     _add_resident(summary, resident, group)
     return summary
+
+
+# What the `(unknown)` op type is, said where a step's op types hold it (the CLI and the page).
+UNKNOWN_OP_NOTE = (
+    f"{names.UNKNOWN_OP}: ops whose type the trace does not give (in a profile, ops it holds no event of: the "
+    "inexpensive ops TensorFlow runs inline, a loop body's, which profiling with "
+    "tf.profiler.experimental.ProfilerOptions(host_tracer_level=3) names, and a function's own constants and "
+    "dataset ops, which it does not)")
 
 
 def _add_resident(summary: dict, resident: resident_mod.Resident | None, group: str) -> None:

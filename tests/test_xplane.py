@@ -319,6 +319,10 @@ def test_a_loop_bodys_ops_hold_no_temporaries_of_runs_not_in_progress(tmp_path):
         assert cli.main(["summary", str(tmp_path), "--top", "1000"]) == 0
     listed = re.findall(r"^ +\S+ \S+  \(unknown\) x\d+", out.getvalue(), re.MULTILINE)
     assert listed and out.getvalue().count("ProfilerOptions(host_tracer_level=3)") == len(listed)
+    # The summary says what `(unknown)` is, for the CLI and the page (the page had not: trial AM).
+    device = report.step_summary(analysis.analyse(profile.trace(0)), "layer")["devices"][0]
+    assert any(row["name"] == "(unknown)" for row in device["op_types"])
+    assert device["op_types_note"] == report.UNKNOWN_OP_NOTE and "host_tracer_level=3" in device["op_types_note"]
 
 
 _LENGTHS_SCRIPT = """

@@ -202,6 +202,8 @@ export interface DeviceSummary {
   snapshots: { count: number; max_abs_diff_bytes: Bytes | null; readings_gap_bytes?: Bytes | null; peak_too_high_bytes?: Bytes };
   categories: CategoryTotal[];
   op_types: OpTypeTotal[];
+  /** What the `(unknown)` op type is, where the step's op types hold it; null where not (absent from older servers). */
+  op_types_note?: string | null;
   top_scopes: TopScope[];
   /** Absent from older servers; null when the run has no graph. */
   resident?: Resident | null;

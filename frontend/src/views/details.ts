@@ -305,6 +305,8 @@ export class StepOpTypesView {
   readonly element: HTMLElement;
   private readonly table: DataTable<OpTypeTotal>;
   private readonly caption = el('span', { class: 'muted' });
+  /** What `(unknown)` is, where the step has it (the CLI says it too): a row named so had gone unexplained. */
+  private readonly note = el('div', { class: 'muted hidden', style: 'font-size:11px', 'data-testid': 'op-types-note' });
   private device: DeviceSummary | null = null;
 
   constructor(selection: Selection) {
@@ -322,11 +324,14 @@ export class StepOpTypesView {
       { class: 'panel', 'aria-label': 'Op types of the whole step' },
       el('div', { class: 'panel-toolbar' }, el('h2', {}, 'Op types, whole step'), this.caption, el('span', { class: 'spacer' }), this.table.exports),
       this.table.element,
+      this.note,
     );
   }
 
   setDevice(device: DeviceSummary | null): void {
     this.device = device;
+    this.note.textContent = device?.op_types_note ?? '';
+    this.note.classList.toggle('hidden', !device?.op_types_note);
     this.table.omitColumns(device?.has_curve === false ? PEAK_ONLY_KEYS : [], { key: 'allocated_bytes', direction: 'desc' });
     this.caption.textContent = device ? `${countOf(device.op_types.length, 'op type')} on ${device.id}` : '';
     this.table.setRows(device?.op_types ?? []);

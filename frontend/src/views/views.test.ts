@@ -6,7 +6,7 @@ import { formatBytes } from '../format';
 import { Selection } from '../selection';
 import { previewOfChild } from '../lib/scope-preview';
 import { DataTable } from './data-table';
-import { DetailsView } from './details';
+import { DetailsView, StepOpTypesView } from './details';
 import { FindingsView } from './findings';
 import { GraphView, MIN_FIT_SCALE } from './graph';
 import { EmptyStateView, SUMMARY_NAME_CHARS, SummaryView, openingText, opSuffix, opTypeSuffix } from './summary';
@@ -527,6 +527,18 @@ describe('SummaryView', () => {
   const summary: SummaryResponse = {
     run: 'r', tag: 't', step: 1, status: 'ok', message: null, duration_us: 3000, default_device: device.id, devices: [device],
   };
+
+  it('says what the (unknown) op type is under the step\'s op types, as text, where the step has it', () => {
+    const view = new StepOpTypesView(new Selection());
+    mount(view.element);
+    const note = () => view.element.querySelector<HTMLElement>('[data-testid=op-types-note]')!;
+    view.setDevice({ ...device, op_types_note: `(unknown): ops whose type the trace does not give ${EVIL}` });
+    expect(note().classList.contains('hidden')).toBe(false);
+    expect(note().textContent).toBe(`(unknown): ops whose type the trace does not give ${EVIL}`);
+    expect(document.querySelectorAll('img').length).toBe(0);
+    view.setDevice(device);  // none (an older server's answer, or no unknown op)
+    expect(note().classList.contains('hidden')).toBe(true);
+  });
 
   it('names the biggest holder at the peak as text, its scope in the title, and selects the scope on click', () => {
     const selection = new Selection();
