@@ -67,6 +67,8 @@ export class GraphView {
   /** False for a trace without allocation records: boxes show allocated bytes, never "at peak 0 B". */
   private hasCurve = true;
   private graph: GraphResponse | null = null;
+  /** The box whose click changed the grouping to name scopes (said in the caption until it is by layer again). */
+  private switchedFor: string | null = null;
 
   constructor(
     private readonly selection: Selection,
@@ -143,13 +145,19 @@ export class GraphView {
     const omitted = graph.omitted_nodes > 0 ? ` · ${formatCount(graph.omitted_nodes)} smaller folded into "(other)"` : '';
     // The graph keeps the graph's own name scopes: in the grouping by layer the treemap's figures
     // for a scope (gradients folded in) differ from its box's.
-    const layers = this.selection.get().group === 'layer' ? ' · boxes are the graph’s name scopes (the treemap folds gradients and updates into layers)' : '';
+    const group = this.selection.get().group;
+    const layers = group === 'layer' ? ' · boxes are the graph’s name scopes (the treemap folds gradients and updates into layers)' : '';
+    // Why the grouping changed, where a box's click changed it (trial AM: it had changed unsaid).
+    if (group === 'layer') this.switchedFor = null;
+    const switched = this.switchedFor !== null
+      ? ` · grouped by name scope to show ${this.switchedFor}, whose ops the grouping by layer folds into their layers`
+      : '';
     // A run's graph that joins none of these boxes (a Keras model's config beside a profile's function
     // scopes) draws no edge: said so, not promised.
     const source = graph.source === 'run_graph' && graph.edges.length === 0 && graph.nodes.length > 1
       ? 'the run’s graph joins none of these boxes: no edges'
       : SOURCE_TEXT[graph.source] ?? graph.source;
-    this.info.textContent = `${countOf(graph.nodes.length, 'box', 'boxes')} · ${source}${omitted}${layers}`;
+    this.info.textContent = `${countOf(graph.nodes.length, 'box', 'boxes')} · ${source}${omitted}${layers}${switched}`;
     this.draw(graph, this.layout);
     this.fit();
     this.updateSelected();
@@ -258,6 +266,7 @@ export class GraphView {
    */
   private pick(n: GraphNode, drill: boolean): void {
     if (n.in_group === false) {
+      this.switchedFor = n.id;
       const focus = drill ? n.id : this.selection.get().focus;
       this.selection.set({ group: 'scope', focus, selected: n.id });
     } else if (drill) {

@@ -454,6 +454,17 @@ describe('GraphView', () => {
     expect(tape.querySelector('title')!.textContent).toContain('a click shows it grouped by name scope');
     tape.dispatchEvent(new MouseEvent('click', { bubbles: true }));
     expect(selection.get()).toMatchObject({ group: 'scope', focus: '', selected: 'gradient_tape' });
+    // The change of grouping is said with the graph drawn for it (trial AM: it had changed unsaid), until the
+    // grouping is by layer again.
+    view.setData(withTape);
+    const note = () => view.element.querySelector('.graph-note')!.textContent!;
+    expect(note()).toContain('grouped by name scope to show gradient_tape, whose ops the grouping by layer folds into their layers');
+    selection.set({ group: 'layer' });
+    view.setData(withTape);
+    expect(note()).not.toContain('to show gradient_tape');
+    selection.set({ group: 'scope' });
+    view.setData(withTape);
+    expect(note()).not.toContain('to show gradient_tape');  // chosen by the user: nothing to explain
     selection.set({ group: 'layer' });
     view.setData(withTape);
     document.querySelector('[data-testid=graph-node][data-id=gradient_tape]')!.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
