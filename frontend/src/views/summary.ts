@@ -189,13 +189,15 @@ export class SummaryView {
     );
     secondary.append(identity);
     if (capacity && host) secondary.append(capacity);
-    const notes = [`${formatTime(summary.duration_us)} · ${countOf(device.exec_count, 'execution')} · ${countOf(device.event_count, 'allocation event')}`];
+    const notes: string[] = [];
     // The gap the allocator_gap finding and the compare view give (the raw disagreement at each
-    // op's end is bigger, and had read as a second, different figure beside them).
+    // op's end is bigger, and had read as a second, different figure beside them). First: the line is
+    // cut where it is narrow, and this one matters (at 1100 px it had been cut after the step's counts: trial AM).
     const gap = device.snapshots.readings_gap_bytes;
     if (typeof gap === 'number' && device.snapshots.count > 0) {
       notes.push(`allocator readings differ from the records by up to ${formatBytes(gap)} (see the allocator gap finding)`);
     }
+    notes.push(`${formatTime(summary.duration_us)} · ${countOf(device.exec_count, 'execution')} · ${countOf(device.event_count, 'allocation event')}`);
     notes.push('categories are heuristic (from names, op types and lifetimes)');
     appendNote(secondary, notes.join(' · '));
   }

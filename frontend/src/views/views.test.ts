@@ -691,6 +691,8 @@ describe('SummaryView', () => {
     view.setData(summary, { ...device, snapshots: { count: 40, max_abs_diff_bytes: 2 * 1048576, readings_gap_bytes: 1048576 } });
     expect(view.element.textContent).toContain('allocator readings differ from the records by up to 1.00 MiB');
     expect(view.element.textContent).not.toContain('2.00 MiB');
+    // First of the notes, which a narrow line cuts from the end.
+    expect(view.element.querySelector('.summary-line.secondary .note')!.textContent).toMatch(/^allocator readings differ/);
     view.setData(summary, { ...device, snapshots: { count: 40, max_abs_diff_bytes: 2 * 1048576, readings_gap_bytes: null } });
     expect(view.element.textContent).not.toContain('allocator readings differ');
   });
