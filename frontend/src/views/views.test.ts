@@ -1081,6 +1081,27 @@ describe('WhatIfView', () => {
     return input;
   };
 
+  it('asks twice the traced batch where the default is not above it, until a batch is typed', () => {
+    const view = new WhatIfView(() => ['x']);
+    document.body.replaceChildren(view.element);
+    const asked: (number | undefined)[] = [];
+    view.onRequest = () => asked.push(view.request()?.batch);
+    const batch = view.element.querySelector<HTMLInputElement>('[data-testid=whatif-batch]')!;
+    expect(batch.value).toBe('8');
+    view.setData(answer);  // traced at 2: batch 8 is larger, kept
+    expect(batch.value).toBe('8');
+    expect(asked).toEqual([]);
+    const at16 = { ...answer, runs: [{ ...answer.runs[0]!, batch: 16 }] };
+    view.setData(at16);
+    expect(batch.value).toBe('32');
+    expect(asked).toEqual([32]);
+    view.setData({ ...at16, batch: 32 });  // its answer: nothing more asked
+    expect(asked).toEqual([32]);
+    type(view, 'whatif-batch', '4');  // typed: kept, whatever the step
+    view.setData({ ...at16, batch: 4 });
+    expect(batch.value).toBe('4');
+  });
+
   it('marks what it cannot read, and the answer shown as the last values read', () => {
     const view = new WhatIfView(() => ['x']);
     document.body.replaceChildren(view.element);

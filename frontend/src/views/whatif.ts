@@ -62,8 +62,10 @@ export class WhatIfView {
   readonly element: HTMLElement;
   /** Called (debounced while typing) when the batch, limit or runs change to something valid. */
   onRequest: (() => void) | null = null;
+  /** Whether the user has typed a batch: until then, one at or below the traced batch becomes twice it. */
+  private batchTyped = false;
   private readonly batchInput = el('input', { type: 'number', min: 1, step: 1, value: DEFAULT_BATCH, 'data-testid': 'whatif-batch', 'aria-label': 'Batch size', class: 'whatif-batch' });
-  private readonly limitInput = el('input', { type: 'text', placeholder: 'e.g. 16 GiB', 'data-testid': 'whatif-limit', 'aria-label': 'Memory limit', class: 'whatif-limit', title: 'The memory the step must fit in, with its unit (binary: 512 MiB, 16 GiB or 16 GB; a bare number is bytes, from 1 MiB); empty: the allocator’s capacity where the trace has one' });
+  private readonly limitInput = el('input', { type: 'text', placeholder: 'e.g. 16 GiB', 'data-testid': 'whatif-limit', 'aria-label': 'Memory limit', class: 'whatif-limit', title: 'The memory the step must fit in, with its unit (binary: 512 MiB, 16 GiB or 16 GB; a bare number is bytes, from 1 MiB); empty: a GPU allocator’s capacity where the trace has one (a host allocator’s is a cap set at start-up, not the machine’s memory: no limit)' });
   private readonly tracedInput = el('input', { type: 'number', min: 1, step: 1, placeholder: 'as read', 'data-testid': 'whatif-traced-batch', 'aria-label': 'Batch the step ran at', class: 'whatif-batch', title: 'The batch this step ran at, where the one read from its shapes is wrong (a time-major or ragged feed); empty: as read' });
   private readonly runsSelect = el('select', { multiple: true, size: 3, 'data-testid': 'whatif-runs', 'aria-label': 'Other steps of this run, and other runs of the same model, fitted with this one', title: 'Other steps of this run, or runs of the same model, at other batch sizes: the peak is then fitted per layer (Ctrl/Cmd-click to pick several)' });
   private readonly inputNote = el('span', { class: 'muted whatif-input-note' });
@@ -122,7 +124,10 @@ export class WhatIfView {
       el('div', { class: 'whatif-runs' }, el('label', { class: 'muted', title: 'Every traced step and run is listed: pick those of this model at other batch sizes (others are refused with a reason).' }, 'fit with steps or runs (pick this model’s, at other batch sizes)', this.runsSelect)),
       this.body,
     );
-    this.batchInput.addEventListener('input', () => this.changed(true));
+    this.batchInput.addEventListener('input', () => {
+      this.batchTyped = true;
+      this.changed(true);
+    });
     this.limitInput.addEventListener('input', () => this.changed(true));
     this.tracedInput.addEventListener('input', () => this.changed(true));
     this.runsSelect.addEventListener('change', () => this.changed(false));
@@ -226,6 +231,12 @@ export class WhatIfView {
     this.layers.omitColumns(data.method === 'fit' ? ONE_STEP_ONLY : FIT_ONLY, { key: 'at_peak_bytes', direction: 'desc' });
     this.layers.setRows(data.layers);
     this.draw();
+    // The default batch (8) at or below the batch the step ran at (16) asks what a smaller batch needs: until the
+    // user types one, twice the traced batch is asked instead (trial AM).
+    if (!this.batchTyped && first && data.batch <= first.batch && String(data.batch) === this.batchInput.value) {
+      this.batchInput.value = String(first.batch * 2);
+      this.changed(false);
+    }
   }
 
   private changed(typing: boolean): void {
