@@ -41,6 +41,9 @@ interface Placed {
   y1: number;
 }
 
+/** The op types the legend names at most (the largest tiles' first). */
+const LEGEND_OPS = 14;
+
 export class TreemapView {
   readonly element: HTMLElement;
   private readonly area = el('div', { class: 'treemap-area', role: 'listbox', 'aria-label': 'Scopes: arrow keys move between tiles, Enter selects, Shift+Enter opens, Escape goes up' });
@@ -55,6 +58,8 @@ export class TreemapView {
   private readonly moreButton = el('button', { type: 'button', class: 'more-button hidden', 'data-testid': 'treemap-more', 'aria-controls': 'mem-treemap-more-list' });
   private folded: ScopeChild[] = [];
   private readonly legend = el('div', { class: 'legend' });
+  /** The op types the tiles drawn are coloured by, in the order drawn (the legend's). */
+  private readonly shownOps = new Set<string>();
   private data: ScopesResponse | null = null;
   private tileByScope = new Map<string, HTMLElement>();
   /** The tiles (and the "(N more)" tile) in drawn order, largest first: one Tab stop, arrows between them. */
@@ -193,6 +198,7 @@ export class TreemapView {
     clear(this.area);
     clear(this.crumbs);
     clear(this.legend);
+    this.shownOps.clear();
     this.tileByScope.clear();
     this.stops = [];
     this.labelled = [];
@@ -249,7 +255,7 @@ export class TreemapView {
       this.area.append(fragment);
     }
     this.renderNotes(agg.nonPositive.length, data);
-    this.renderLegend(agg.tiles);
+    this.renderLegend();
     this.updateSelected();
   }
 
@@ -457,7 +463,10 @@ export class TreemapView {
   }
 
   private colorFor(child: ScopeChild): string {
-    if (this.colorSelect.value === 'op_type') return colorForName(child.top_op_type);
+    if (this.colorSelect.value === 'op_type') {
+      if (child.top_op_type) this.shownOps.add(child.top_op_type);
+      return colorForName(child.top_op_type);
+    }
     return CATEGORY_COLORS[dominantCategory(child.categories)];
   }
 
@@ -482,7 +491,7 @@ export class TreemapView {
     this.note.textContent = parts.join(' · ');
   }
 
-  private renderLegend(tiles: Tile<ScopeChild>[]): void {
+  private renderLegend(): void {
     if (this.colorSelect.value === 'category') {
       for (const name of CATEGORY_NAMES) {
         this.legend.append(el('span', {}, el('span', { class: 'swatch', style: `background:${CATEGORY_COLORS[name]}` }), name));
@@ -490,9 +499,9 @@ export class TreemapView {
       this.legend.append(el('span', { class: 'muted' }, '(dominant category at peak; categories are heuristic)'));
       return;
     }
-    const ops = new Set<string>();
-    for (const t of tiles) if (t.type === 'item' && t.item.top_op_type) ops.add(t.item.top_op_type);
-    for (const op of [...ops].slice(0, 14)) {
+    // Every op type a tile or a part inside one is coloured by, as drawn (the tiles' alone had left the parts'
+    // colours unnamed: trial AM).
+    for (const op of [...this.shownOps].slice(0, LEGEND_OPS)) {
       this.legend.append(el('span', {}, el('span', { class: 'swatch', style: `background:${colorForName(op)}` }), op));
     }
   }

@@ -234,6 +234,19 @@ describe('TreemapView inside a big tile', () => {
     expect(shown.filter((p) => p.dataset.scope).map((p) => p.dataset.scope)).toContain(`${EVIL}/a/c`);
   });
 
+  it('names in its legend every op type a tile or a part inside one is coloured by', () => {
+    const view = new TreemapView(new Selection());
+    mount(view.element);
+    view.setData(withInside);
+    const picker = document.querySelector<HTMLSelectElement>('[data-testid=color-picker]')!;
+    picker.value = 'op_type';
+    picker.dispatchEvent(new Event('change'));
+    const legend = [...view.element.querySelectorAll('.legend > span')].map((s) => s.textContent);
+    expect(legend).toEqual(expect.arrayContaining(['MatMul', 'Relu']));  // the parts' inside the big tile
+    const tiles = [...view.element.querySelectorAll<HTMLElement>('.treemap-area > .tile')].map((t) => t.dataset.scope);
+    expect(legend.length).toBeGreaterThanOrEqual(new Set(withInside.children.filter((c) => tiles.includes(c.scope)).map((c) => c.top_op_type)).size);
+  });
+
   it('selects a named part on a click, opens the tile with it selected on a double click; the hatched rest is the tile’s', () => {
     const selection = new Selection();
     const view = new TreemapView(selection);
