@@ -151,6 +151,7 @@ pre { background: var(--code-bg); padding: 8px 10px; border-radius: 4px; overflo
 .tile-inside { position: absolute; pointer-events: none; }
 .subtile { position: absolute; box-sizing: border-box; overflow: hidden; border: 1px solid rgba(255,255,255,0.55); padding: 0 2px; font-size: 10px; line-height: 1.2; color: var(--tile-text); }
 .subtile .name { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; display: block; }
+.subtile .bytes { white-space: nowrap; overflow: hidden; display: block; opacity: 0.85; }
 .subtile.clickable { cursor: pointer; pointer-events: auto; }
 .subtile.clickable:hover { border-color: var(--tile-text); }
 .subtile.selected { outline: 2px solid var(--accent); outline-offset: -2px; }

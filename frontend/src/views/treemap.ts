@@ -402,6 +402,8 @@ export class TreemapView {
         'data-scope': item ? item.scope : null,
       });
       if (item && pw >= 34 && ph >= 13) sub.append(el('span', { class: 'name' }, item.name));
+      // Its bytes below its name where a second line fits (32 MiB parts had shown their names alone: trial AM).
+      if (item && pw >= 40 && ph >= 26) sub.append(el('span', { class: 'bytes' }, formatBytes(item.figures[figure])));
       if (item) {
         // A named part is selected by a click on it (it had taken three: the tile, a double click, then
         // the part's own tile), and a double click opens the tile's scope with it selected.

@@ -226,6 +226,10 @@ describe('TreemapView inside a big tile', () => {
     expect(tile.textContent).toContain(EVIL);
     expect(tile.querySelector('.tile-inside')!.getAttribute('aria-hidden')).toBe('true');
     expect(tile.title).toContain(`holds: ${EVIL} `);
+    // A part big enough for a second line shows its bytes under its name, as text.
+    const named = parts.filter((p) => p.querySelector('.bytes'));
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.map((p) => p.querySelector('.bytes')!.textContent)).toContain(formatBytes(120));
     // Sized by output bytes, the part without bytes at the peak shows too.
     const picker = document.querySelector<HTMLSelectElement>('[data-testid=size-picker]')!;
     picker.value = 'output_bytes';
