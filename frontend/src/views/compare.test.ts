@@ -56,6 +56,17 @@ describe('CompareView', () => {
     expect(document.querySelector('[data-testid=compare-delta]')!.textContent).toContain('+30 B');
   });
 
+  it('keeps a tile for each of the largest changes, however small their bytes beside the others', () => {
+    const view = new CompareView(new Selection());
+    mount(view);
+    // A big scope that barely changed and many small ones; the smallest changed most (trial AM's head/einsum).
+    const small = Array.from({ length: 40 }, (_v, i) => row(`s${i}`, 30, 30, 'same'));
+    view.setData({ ...body, children: [row('big', 10000000, 9999999), ...small, row('einsum', 1, 90)] });
+    const tiles = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-tile]')].map((t) => t.dataset.scope);
+    expect(tiles).toContain('big');
+    expect(tiles).toContain('einsum');
+  });
+
   it('gives each side its rise and start beside its peak: the difference shown is the rises’', () => {
     const view = new CompareView(new Selection());
     mount(view);

@@ -59,6 +59,9 @@ function figureColumns<T extends CompareScopeRow | CompareCategoryRow>(figure: C
   ];
 }
 
+/** How many of the largest changes keep a tile of their own in the difference treemap. */
+const KEPT_CHANGES = 3;
+
 export class CompareView {
   readonly element: HTMLElement;
   readonly curve = new CompareCurveView();
@@ -284,7 +287,19 @@ export class CompareView {
     const extent = divergingExtent(d.children, figure, d.scope);
     const width = this.area.clientWidth || 500;
     const height = this.area.clientHeight || 330;
-    const agg = aggregateTiles(d.children, (r) => largerSide(r, figure), (r) => r.name, { areaPx: width * height, keep: (r) => r.kind === 'self' });
+    // The largest changes keep tiles of their own, however small their bytes (trial AM: a scope's -912 KiB,
+    // the step's largest change, had been folded into "(5 more)" beside a large scope's +512 B).
+    const largest = new Set(
+      [...d.children]
+        .filter((r) => deltaBytes(r, figure) !== 0)
+        .sort((a, b) => Math.abs(deltaBytes(b, figure)) - Math.abs(deltaBytes(a, figure)))
+        .slice(0, KEPT_CHANGES)
+        .map((r) => r.name),
+    );
+    const agg = aggregateTiles(d.children, (r) => largerSide(r, figure), (r) => r.name, {
+      areaPx: width * height,
+      keep: (r) => r.kind === 'self' || largest.has(r.name),
+    });
     if (agg.tiles.length === 0) {
       this.area.append(el('div', { class: 'muted', style: 'padding:12px' }, `No child of this scope holds bytes ${figureLabel(figure)} in either step.`));
     } else {
