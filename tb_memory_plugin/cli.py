@@ -77,8 +77,8 @@ def _without_at_peak(row: dict) -> dict:
 
 
 def _print_step(run: str, tag: str, step_number: int, step: StepAnalysis, spaces: list, group: str,
-                top: int, run_graph=None, scope: str = "") -> None:
-    print(f"== {run} / {tag} ({_step_label(tag, step_number)})")
+                top: int, run_graph=None, scope: str = "", function: str | None = None) -> None:
+    print(f"== {run} / {tag} ({_step_label(tag, step_number, function)})")
     if step.message:
         print(f"   note: {step.message}")
     curve_elsewhere = any(s.has_curve for s in step.spaces)  # else the note above already says "no curve"
@@ -100,12 +100,15 @@ def _op_type_suffix(op_type: str | None, name: str = "") -> str:
     return f" {op_type}" if op_type.startswith("(") and op_type.endswith(")") else f" ({op_type})"
 
 
-def _step_label(tag: str, number: int) -> str:
+def _step_label(tag: str, number: int, function: str | None = None) -> str:
     """What a step's number is, for its heading: a profile's `run_<n>` is the n-th run of a function in
-    a profile that marks no step there (not the step `step_<n>` beside it may be)."""
+    a profile that marks no step there (not the step `step_<n>` beside it may be), named where the
+    profile says which (a fit's, a predict's, an evaluate's)."""
     from .store import is_function_run
 
-    return f"function run {number}, no step marker" if is_function_run(tag) else f"step {number}"
+    if not is_function_run(tag):
+        return f"step {number}"
+    return f"function run {number}{f' of {function}' if function else ''}, no step marker"
 
 
 def _scope_rows(space: SpaceAnalysis, group: str, scope: str) -> list[tuple[str, dict]] | None:
@@ -489,7 +492,8 @@ def summary_command(args: argparse.Namespace) -> int:
         for ref, step, spaces in results:
             if step.status != "ok":
                 continue
-            _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top, graphs[ref.run], args.scope)
+            _print_step(ref.run, ref.tag, ref.step, step, spaces, args.group, args.top, graphs[ref.run], args.scope,
+                        ref.function)
             _print_resident(step, spaces, graphs[ref.run], args.group, args.top, args.scope)
             _print_findings([f for f in found[ref]
                              if (args.device is None or f["device"] in (None, *(s.trace.id for s in spaces)))
@@ -772,8 +776,9 @@ def diff_command(args: argparse.Namespace) -> int:
             start_change=start_change)
         _print_json(body)
     else:
-        _print_diff(comparison, f"{a_ref.run} / {a_ref.tag} ({_step_label(a_ref.tag, a_ref.step)})",
-                    f"{b_ref.run} / {b_ref.tag} ({_step_label(b_ref.tag, b_ref.step)})", args.top, start_change)
+        _print_diff(comparison, f"{a_ref.run} / {a_ref.tag} ({_step_label(a_ref.tag, a_ref.step, a_ref.function)})",
+                    f"{b_ref.run} / {b_ref.tag} ({_step_label(b_ref.tag, b_ref.step, b_ref.function)})", args.top,
+                    start_change)
     return 0
 
 

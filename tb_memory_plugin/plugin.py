@@ -163,7 +163,7 @@ class MemoryPlugin(base_plugin.TBPlugin):
         devices = self._store.steps_devices(ctx, experiment, [ref for refs in listed.values() for ref in refs])
         for run, refs in listed.items():
             steps = [{"tag": ref.tag, "step": ref.step, "wall_time": ref.wall_time, "source": ref.source,
-                      "devices": devices[ref]} for ref in refs]
+                      "devices": devices[ref], "function": ref.function} for ref in refs]
             # The step the page opens the run on, by the rule the CLI and default_step use (one home).
             latest = store.latest_step(refs, devices.__getitem__).tag if refs else None
             runs.append({"run": run, "has_graph": run in with_graph, "latest_tag": latest, "steps": steps})

@@ -48,6 +48,7 @@ class StepRef:
     wall_time: float
     path: str = ""  # a profiled step's `.xplane.pb`
     index: int = -1  # its position among the profile's steps; -1: the profile as a whole (no steps)
+    function: str | None = None  # an unmarked profiled step's tf.function (xplane.ProfileStep.function)
 
     @property
     def source(self) -> str:
@@ -495,7 +496,7 @@ class StepStore:
             for index, (suffix, number) in enumerate(_step_tags(profile)):
                 step = profile.steps[index]
                 wall_time = (profile.start_ns / 1e9 + step.start_ps / 1e12) if profile.start_ns else 0.0
-                refs.append(StepRef(run, f"{name}/{suffix}", PROFILE, number, wall_time, path, index))
+                refs.append(StepRef(run, f"{name}/{suffix}", PROFILE, number, wall_time, path, index, step.function))
             listing = _ProfileListing(refs, None, [list(step.devices) for step in profile.steps])
         with self._listing_lock:
             self._listings[key] = listing

@@ -495,7 +495,7 @@ def test_unmarked_predict_and_evaluate_are_their_batches_not_one_step(unmarked_p
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert cli.main(["summary", str(unmarked_profile.parents[3])]) == 0
     headers = [line for line in out.getvalue().splitlines() if line.startswith("== ")]
-    assert len(headers) == 6 and all(re.search(r"/run_(\d+) \(function run \1, no step marker\)$", h) for h in headers)
+    assert len(headers) == 6 and all(re.search(r"/run_(\d+) \(function run \1(?: of \w+)?, no step marker\)$", h) for h in headers)
 
 
 def test_steps_the_capture_cut_are_left_out(unmarked_profile):
@@ -1687,3 +1687,14 @@ def test_a_predict_step_is_not_offered_a_fit_with_the_training_steps(tmp_path):
     assert batches == {16, 32}, steps  # the training runs at 16, the inference ones at 32
     for tag, (batch, notes) in steps.items():
         assert not [n for n in notes if "also holds the same model's" in n], (tag, notes)
+    # Each unmarked run is named by its tf.function, in the runs route and the CLI's headings: the fit's two
+    # runs one function, the predict's another (they had looked alike: trial AL).
+    listed = json.loads(memory_app_client(root).get("/data/plugin/memory/runs").get_data(as_text=True))["runs"]
+    functions = [step["function"] for run in listed for step in run["steps"]]
+    assert len(functions) == 4 and all(functions), functions
+    assert functions[0] == functions[1] != functions[2] == functions[3], functions
+    assert not any(f.startswith("__inference_") for f in functions)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["summary", str(root), "--top", "1"]) == 0
+    assert f"(function run 3 of {functions[2]}, no step marker)" in out.getvalue()

@@ -40,6 +40,8 @@ export interface StepInfo {
   devices: string[];
   /** Absent from older servers. */
   source?: TraceSource;
+  /** An unmarked profiled step's tf.function (`multi_step_on_iterator_1187`); null otherwise, absent from older servers. */
+  function?: string | null;
 }
 export interface RunInfo {
   run: string;

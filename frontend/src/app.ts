@@ -294,7 +294,7 @@ export class App {
       case 'empty': {
         // A Keras run's `batch_N` record beside its profiled steps: open those, no TF1 how-to.
         const profiled = (this.state.runs.find((r) => r.run === summary.run)?.steps ?? []).filter((s) => s.source === 'xplane');
-        const open = profiled.slice(0, 8).map((s) => ({ label: `Open ${stepLabel(s.tag, s.step)}`, onOpen: () => this.selection.set({ tag: s.tag }) }));
+        const open = profiled.slice(0, 8).map((s) => ({ label: `Open ${stepLabel(s.tag, s.step, s.function)}`, onOpen: () => this.selection.set({ tag: s.tag }) }));
         this.showEmpty('This step has no step stats', text, `Step “${tag}”: no step stats`, open.length ? { open } : { howTo: true });
         return;
       }

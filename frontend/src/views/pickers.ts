@@ -91,7 +91,7 @@ export class PickersView {
     for (const step of run?.steps ?? []) {
       // A record that names no device (Keras' empty `batch_N` beside its profile): opened, it says where
       // the step is; listed, it says it holds none.
-      const label = stepLabel(step.tag, step.step) + (step.devices.length === 0 ? ' (no memory)' : '');
+      const label = stepLabel(step.tag, step.step, step.function) + (step.devices.length === 0 ? ' (no memory)' : '');
       this.stepSelect.append(option(step.tag, label, step.tag === state.tag));
     }
     this.stepSelect.disabled = !run || run.steps.length === 0;
@@ -159,12 +159,13 @@ export function deviceLabel(d: DeviceSummary): string {
  * A step as the picker shows it: a profiled step's number first (`step_2 · profile/2026_11_23_15_32_10`,
  * which a narrow picker would otherwise cut off), and the step number where the tag does not hold it.
  */
-export function stepLabel(tag: string, step: number | null): string {
+export function stepLabel(tag: string, step: number | null, fn: string | null = null): string {
   // The step's number is in the tag where one of its numbers is it (`b32` at step 3 is not: trial AF).
   const numbered = step !== null && (tag.match(/\d+/g) ?? []).some((n) => Number(n) === step);
   const label = step !== null && !numbered ? `${tag} (step ${step})` : tag;
-  // A profile's step: its own name first, then its session; a whole profile (`profile/<session>`) as it is.
+  // A profile's step: its own name first (an unmarked run's function beside it: a fit's, a predict's and an
+  // evaluate's runs looked alike, trial AL), then its session; a whole profile (`profile/<session>`) as it is.
   if (!tag.startsWith('profile/') || tag.indexOf('/') === tag.lastIndexOf('/')) return label;
   const cut = label.lastIndexOf('/');
-  return `${label.slice(cut + 1)} · ${label.slice(0, cut)}`;
+  return `${label.slice(cut + 1)}${fn ? ` (${fn})` : ''} · ${label.slice(0, cut)}`;
 }

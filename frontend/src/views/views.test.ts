@@ -1378,6 +1378,9 @@ describe('stepLabel', () => {
   it('puts a profiled step first, and a step number the tag lacks after it', () => {
     expect(stepLabel('profile/2026_11_23_15_32_10/step_2', 2)).toBe('step_2 · profile/2026_11_23_15_32_10');
     expect(stepLabel('profile/s/vm/run_3', 3)).toBe('run_3 · profile/s/vm');
+    // An unmarked run's function beside its name (a fit's, a predict's, an evaluate's), as text.
+    expect(stepLabel('profile/s/run_5', 5, 'one_step_on_data_distributed_1351')).toBe('run_5 (one_step_on_data_distributed_1351) · profile/s');
+    expect(stepLabel('profile/s/run_5', 5, null)).toBe('run_5 · profile/s');
     expect(stepLabel('step_7', 7)).toBe('step_7');
     expect(stepLabel('train', 4)).toBe('train (step 4)');
     expect(stepLabel('a/b', null)).toBe('a/b');

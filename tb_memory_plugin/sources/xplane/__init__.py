@@ -466,6 +466,9 @@ class ProfileStep:
     step_ids: list[int] = field(default_factory=list)  # every executor step merged into it (step_id first)
     marked: int | None = None  # the marked step it ran in (_MarkedSteps), if any
     whole: bool = False  # the whole profile: it marks no step and runs no function's
+    # An unmarked step's tf.function, as its eager call names it (`multi_step_on_iterator_1187`, without
+    # `__inference_`): a fit's, a predict's and an evaluate's runs look alike otherwise (trial AL).
+    function: str | None = None
 
     def __post_init__(self) -> None:
         self.step_ids = self.step_ids or [self.step_id]
@@ -528,6 +531,21 @@ class _PlaneSteps:
         self.program_runs: list[tuple[int, int, ProgramShapes]] = []
         self.split = self._split_programs(programs) if programs else {}
         self.steps = self._find_steps(events.processes, events.markers, events.function_runs)
+        self._name_functions(events.eager_executes)
+
+    def _name_functions(self, eager_executes: dict) -> None:
+        """Each unmarked step's tf.function: the eager call of one (`EagerLocalExecute: __inference_<f>_<n>`)
+        that overlaps its window the most, where one does."""
+        if not eager_executes or not eager_executes.get("node", np.zeros(0)).size:
+            return
+        start, end, node = eager_executes["start_ps"], eager_executes["end_ps"], eager_executes["node"]
+        for step in self.steps:
+            if step.number is not None or step.whole:
+                continue
+            overlap = np.minimum(end, step.end_ps) - np.maximum(start, step.start_ps)
+            best = int(np.argmax(overlap))
+            if overlap[best] > 0:
+                step.function = self.strings.values[int(node[best])].removeprefix("__inference_")
 
     def _pair_frees(self) -> None:
         """paired[i]: for a free, the allocation it frees (same allocator and addr, latest before); else -1."""
