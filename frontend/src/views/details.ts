@@ -177,7 +177,9 @@ export class DetailsView {
         'div',
         { class: 'muted' },
         this.hasCurve
-          ? `${executions} · ${formatPercent(d.share_of_peak)} of the peak rise (${formatBytes(d.peak_rise_bytes)})`
+          ? `${executions} · ${formatPercent(d.share_of_peak)} of the peak rise (${formatBytes(d.peak_rise_bytes)})${
+              // More than the rise: bytes held before the step that others freed count against it (trial AM's 100.1%).
+              (d.share_of_peak ?? 0) > 1 ? ', more than all of it: others freed bytes held before the step' : ''}`
           : `${executions} · no curve in this trace: no at-peak figures`,
       ),
     );

@@ -341,6 +341,15 @@ describe('DetailsView', () => {
     expect(document.querySelectorAll('img').length).toBe(0);
   });
 
+  it('says why a scope holds more than the peak rise, only where it does', () => {
+    const view = new DetailsView(new Selection());
+    mount(view.element);
+    view.setData(details);
+    expect(view.element.textContent).not.toContain('more than all of it');
+    view.setData({ ...details, scope: 'b', share_of_peak: 1.001 });
+    expect(view.element.textContent).toContain('100.1% of the peak rise (174 MiB), more than all of it: others freed bytes held before the step');
+  });
+
   it('says what a negative category is, only where there is one', () => {
     const view = new DetailsView(new Selection());
     mount(view.element);
