@@ -103,9 +103,9 @@ export class SummaryView {
         device.peak_time_us !== null ? ` at ${formatTime(device.peak_time_us)}` : '',
       ),
     );
-    if (canShowAbsolute(device)) main.append(this.modeToggle(mode));
     // The peak shown may be above the allocator's real one (variables' old buffers given back in no record): said
-    // beside it, where it is read first (trial AF had read 233 MiB above a finding bounding it by 201.5 MiB).
+    // beside it, where it is read first (trial AF had read 233 MiB above a finding bounding it by 201.5 MiB), and
+    // before the button that switches it (after it, it had read as the button's: trial AM).
     const tooHigh = device.snapshots.peak_too_high_bytes ?? 0;
     if (tooHigh > 0) {
       main.append(
@@ -120,6 +120,7 @@ export class SummaryView {
         ),
       );
     }
+    if (canShowAbsolute(device)) main.append(this.modeToggle(mode));
     if (absolute) {
       const countsFrom = device.start_counts_from_bytes ?? null;
       main.append(

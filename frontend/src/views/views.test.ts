@@ -728,7 +728,11 @@ describe('SummaryView', () => {
     mount(view.element);
     const snapshots = { count: 40, max_abs_diff_bytes: 2 * 1048576, readings_gap_bytes: 1048576 };
     view.setData(summary, { ...device, snapshots: { ...snapshots, peak_too_high_bytes: 31 * 1048576 } });
-    expect(document.querySelector('[data-testid=summary-peak-too-high]')!.textContent).toBe('may be up to 31.0 MiB lower');
+    const note = document.querySelector('[data-testid=summary-peak-too-high]')!;
+    expect(note.textContent).toBe('may be up to 31.0 MiB lower');
+    // Right after the peak, before the button that switches it.
+    const toggle = document.querySelector('[data-testid=summary-peak-mode]');
+    if (toggle) expect(note.compareDocumentPosition(toggle) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
     view.setData(summary, { ...device, snapshots: { ...snapshots, peak_too_high_bytes: 0 } });
     expect(document.querySelector('[data-testid=summary-peak-too-high]')).toBeNull();
   });
