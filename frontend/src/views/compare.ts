@@ -40,7 +40,7 @@ const STATUS_TEXT: Record<CompareScopeRow['status'], string> = {
 };
 
 /** The same, narrow enough for the table's column (the details and tooltips say it in words). */
-const STATUS_MARK: Record<CompareScopeRow['status'], string> = { added: 'A only', removed: 'B only', changed: '±', same: '=' };
+const STATUS_MARK: Record<CompareScopeRow['status'], string> = { added: 'A only', removed: 'B only', changed: 'changed', same: 'same' };
 
 function figureLabel(figure: CompareFigure): string {
   return figure === 'bytes' ? 'at peak' : 'allocated';
