@@ -1698,3 +1698,58 @@ def test_a_predict_step_is_not_offered_a_fit_with_the_training_steps(tmp_path):
     with contextlib.redirect_stdout(out):
         assert cli.main(["summary", str(root), "--top", "1"]) == 0
     assert f"(function run 3 of {functions[2]}, no step marker)" in out.getvalue()
+
+
+# -- stats read at once ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stats_are_read_at_once_as_field_by_field_and_as_the_protos_say(seed):
+    """XStats (a metadata id, then one value of any kind, none for a zero, or several fields where another
+    writer put them) serialised by TensorFlow's own protos: `_read_stats` reads most of them at once, the rest
+    field by field; both read each stat's id and value as the protos do."""
+    import random
+
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    from tb_memory_plugin.sources.xplane import _read_stats, _read_stats_by_field
+
+    rng = random.Random(seed)
+    blobs, expected = [], []
+    for _ in range(400):
+        stat = xplane_pb2.XStat(metadata_id=rng.choice([0, 1, 127, 128, 300, 2**20]))
+        kind = rng.choice(["none", "double", "uint64", "int64", "str", "bytes", "ref"])
+        value = None
+        if kind == "double":
+            value = stat.double_value = rng.choice([0.0, 1.5, -2.25, 1e300])
+        elif kind in ("uint64", "ref"):
+            value = rng.choice([0, 1, 200, 2**40, 2**64 - 1])
+            setattr(stat, f"{kind}_value", value)
+            value = value - 2**64 if value >= 2**63 else value  # read as int64
+        elif kind == "int64":
+            value = stat.int64_value = rng.choice([0, -1, 5, -(2**62)])
+        elif kind in ("str", "bytes"):
+            value = "é" * rng.randint(0, 200)
+            setattr(stat, f"{kind}_value", value if kind == "str" else value.encode())
+        blob = stat.SerializeToString()
+        if rng.random() < 0.1:  # another writer: the metadata id again, after the value (the last one counts)
+            blob += xplane_pb2.XStat(metadata_id=7).SerializeToString()
+            stat.metadata_id = 7
+        blobs.append(blob)
+        expected.append((stat.metadata_id, kind, value))
+    data = b"".join(blobs)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.cumsum([len(b) for b in blobs]).astype(np.int64)
+    starts = ends - np.array([len(b) for b in blobs], dtype=np.int64)
+    stats = _read_stats(buf, (np.arange(len(blobs)), starts, ends))
+    by_field = _read_stats_by_field(buf, starts, ends)
+    for column, other in zip((stats.metadata_id, stats.kind, stats.integer, stats.real, stats.text_start,
+                              stats.text_end), by_field):
+        assert np.array_equal(column, other)
+    for i, (metadata_id, kind, value) in enumerate(expected):
+        assert stats.metadata_id[i] == metadata_id
+        if kind == "double" and value != 0.0:
+            assert stats.real[i] == value
+        elif kind in ("uint64", "int64", "ref") and value != 0:
+            assert stats.integer[i] == value
+        elif kind in ("str", "bytes") and value:
+            assert data[stats.text_start[i]:stats.text_end[i]].decode() == value

@@ -185,9 +185,16 @@ class _Stats:
     text_end: np.ndarray
 
 
+# An XStat's value field's key byte (its number << 3 | wire type) -> its number, for the fields read.
+_STAT_VALUE_KEYS = {(wire.DOUBLE << 3) | wire.FIXED64: wire.DOUBLE, (wire.UINT64 << 3) | wire.VARINT: wire.UINT64,
+                    (wire.INT64 << 3) | wire.VARINT: wire.INT64, (wire.REF << 3) | wire.VARINT: wire.REF,
+                    (wire.STR << 3) | wire.LEN: wire.STR, (wire.BYTES << 3) | wire.LEN: wire.BYTES}
+
+
 def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
+    """The stats in `spans` (event, start, end of each XStat). Nearly every one is its metadata id then one
+    value (or none: a zero); those are read at once, the others field by field (`_read_stats_by_field`)."""
     event, starts, ends = spans
-    fields = wire.read_fields(buf, starts, ends)
     stat_count = starts.size
     metadata_id = np.zeros(stat_count, dtype=np.int64)
     kind = np.zeros(stat_count, dtype=np.int64)
@@ -195,6 +202,63 @@ def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
     real = np.zeros(stat_count, dtype=np.float64)
     text_start = np.zeros(stat_count, dtype=np.int64)
     text_end = np.zeros(stat_count, dtype=np.int64)
+    columns = (metadata_id, kind, integer, real, text_start, text_end)
+    rows = np.flatnonzero((starts < ends) & (wire._gather(buf, starts) == 0x08))
+    ids, id_length = wire.varints(buf, starts[rows] + 1)
+    key_at = starts[rows] + 1 + id_length
+    bare = key_at == ends[rows]  # the id alone: a zero value
+    key = wire._gather(buf, key_at).astype(np.int64)
+    number = np.zeros(rows.size, dtype=np.int64)
+    for byte, value_field in _STAT_VALUE_KEYS.items():
+        number[key == byte] = value_field
+    number[bare] = 0
+    value_at = key_at + 1
+    value, value_length = np.zeros(rows.size, dtype=np.uint64), np.zeros(rows.size, dtype=np.int64)
+    varint = np.flatnonzero((number == wire.UINT64) | (number == wire.INT64) | (number == wire.REF)
+                            | (number == wire.STR) | (number == wire.BYTES))
+    value[varint], value_length[varint] = wire.varints(buf, value_at[varint])
+    end = value_at + value_length
+    length = (number == wire.STR) | (number == wire.BYTES)
+    end[length] += value[length].astype(np.int64)
+    end[number == wire.DOUBLE] += 8
+    end[bare] = key_at[bare]
+    read = (bare | (number > 0)) & (end == ends[rows]) & (ends[rows] > starts[rows])
+    if (length & read & (value > np.uint64(1 << 40))).any():
+        raise wire.WireError("a field length beyond any file")
+    at = rows[read]
+    metadata_id[at] = wire.as_int64(ids[read])
+    number, value, value_at, end = number[read], value[read], value_at[read], end[read]
+    for value_field in (wire.UINT64, wire.INT64, wire.REF):
+        held = number == value_field
+        integer[at[held]] = wire.as_int64(value[held])
+        kind[at[held]] = value_field
+    held = number == wire.DOUBLE
+    real[at[held]] = wire.doubles(buf, value_at[held])
+    kind[at[held]] = wire.DOUBLE
+    for value_field in (wire.STR, wire.BYTES):
+        held = number == value_field
+        text_end[at[held]] = end[held]
+        text_start[at[held]] = end[held] - value[held].astype(np.int64)
+        kind[at[held]] = value_field
+    others = np.ones(stat_count, dtype=bool)
+    others[at] = False
+    others = np.flatnonzero(others)
+    if others.size:
+        for column, read_column in zip(columns, _read_stats_by_field(buf, starts[others], ends[others])):
+            column[others] = read_column
+    return _Stats(event, metadata_id, kind, integer, real, text_start, text_end)
+
+
+def _read_stats_by_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple:
+    """The stats in [starts, ends) read field by field: (metadata id, kind, integer, real, text start, text end)."""
+    stat_count = starts.size
+    metadata_id = np.zeros(stat_count, dtype=np.int64)
+    kind = np.zeros(stat_count, dtype=np.int64)
+    integer = np.zeros(stat_count, dtype=np.int64)
+    real = np.zeros(stat_count, dtype=np.float64)
+    text_start = np.zeros(stat_count, dtype=np.int64)
+    text_end = np.zeros(stat_count, dtype=np.int64)
+    fields = wire.read_fields(buf, starts, ends)
     owner, value, _ = fields.of(1, wire.VARINT)
     metadata_id[owner] = wire.as_int64(value)
     for number in (wire.UINT64, wire.INT64, wire.REF):
@@ -209,7 +273,7 @@ def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
         text_start[owner] = value.astype(np.int64)
         text_end[owner] = end
         kind[owner] = number
-    return _Stats(event, metadata_id, kind, integer, real, text_start, text_end)
+    return metadata_id, kind, integer, real, text_start, text_end
 
 
 class _Strings:

@@ -119,21 +119,30 @@ def _gather(buf: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 
 def varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(values as uint64, byte lengths) of the varints starting at each position."""
+    """(values as uint64, byte lengths) of the varints starting at each position: byte by byte, each
+    pass over the varints not ended yet (a 10-byte window per varint had read every varint's ten
+    bytes, where most end within four: a third of the reading's time)."""
     first = _gather(buf, pos)
-    multi = np.flatnonzero(first >= 0x80)
     values = first.astype(np.uint64)
     lengths = np.ones(pos.size, dtype=np.int64)
-    if multi.size:
-        window = _gather(buf, pos[multi, None] + _WINDOW)
-        more = window >= 0x80
-        last = np.argmin(more, axis=1)  # first byte without the continuation bit
-        if more[np.arange(multi.size), last].any():
+    rows = np.flatnonzero(first >= 0x80)
+    if rows.size:
+        at = pos[rows]
+        value = values[rows] & np.uint64(0x7F)
+        for k in range(1, 10):
+            byte = _gather(buf, at + k)
+            value |= (byte & 0x7F).astype(np.uint64) << _SHIFTS[k]
+            more = byte >= 0x80
+            if not more.any():
+                values[rows] = value
+                lengths[rows] = k + 1
+                break
+            done = ~more
+            values[rows[done]] = value[done]
+            lengths[rows[done]] = k + 1
+            rows, at, value = rows[more], at[more], value[more]
+        else:
             raise WireError("a varint longer than 10 bytes")
-        parts = (window & 0x7F).astype(np.uint64) << _SHIFTS
-        parts[_WINDOW > last[:, None]] = 0
-        values[multi] = parts.sum(axis=1, dtype=np.uint64)
-        lengths[multi] = last + 1
     return values, lengths
 
 
