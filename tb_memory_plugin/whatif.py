@@ -288,17 +288,24 @@ def _flattened(step: StepAnalysis, batch: int) -> set[int]:
 
 
 def shorter_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]]:
-    """Feeds of batched examples (rank 2 or more) whose first dimension is shorter than the batch read from
-    the feeds and divides it, not a time-major feed's steps: `images [4, 96, 96, 3]` beside `boxes [64, 4]` and
-    `box_labels [64]`, whose items outvoted the images (trial AK: the batch was read as 64, and a what-if at 16
-    predicted 79% low, unsaid). {first dimension: (feed name, shape)}, the first feed of each; none in a
-    profile, which holds no feed."""
+    """Feeds of examples outvoted by feeds of items: `images [4, 96, 96, 3]` beside `boxes [64, 4]` and
+    `box_labels [64]` (trial AK: the batch was read as 64, and a what-if at 16 predicted 79% low, unsaid). A
+    feed whose first dimension is shorter than the batch read and divides it, of a higher rank than every
+    feed voting for that batch (examples are richer than their items), whose other dimensions do not hold
+    the batch (an RNN's state `[layers, 2, batch, units]`), nor is a time-major feed's steps. A feed as rich
+    as those (prototypes `[10, 64]` beside examples `[40, 64]`: review AK) says nothing. {first dimension:
+    (feed name, shape)}, the first feed of each; none in a profile, which holds no feed."""
     if batch <= 1 or step.trace.source == XPLANE_SOURCE:
+        return {}
+    feeds = list(_feed_shapes(step))
+    voters = [len(shape) for _, shape in feeds if shape and shape[0] == batch]
+    if len(voters) < 2:  # outvoted: two feeds or more say the batch
         return {}
     steps = time_major_steps(step, batch)
     found: dict[int, tuple[str, tuple]] = {}
-    for name, shape in _feed_shapes(step):
-        if len(shape) >= 2 and 1 < shape[0] < batch and batch % shape[0] == 0 and shape[0] not in steps:
+    for name, shape in feeds:
+        if (len(shape) > max(voters) and 1 < shape[0] < batch and batch % shape[0] == 0 and shape[0] not in steps
+                and batch not in shape[1:]):
             found.setdefault(shape[0], (name, tuple(shape)))
     return found
 
@@ -1140,13 +1147,17 @@ class Fitted:
         fifth: a line with a fixed part of zero or more rises in proportion at most, whatever the allocator's
         chunks; trial AK's per-example gradients rose 3.0, 4.5 and 4.0 times per doubling, and the fit was 43%
         low at the next, said to be the chunks); "" where they do not."""
-        traced = [(batch, rise) for batch, rise in self._traced if rise > 0]
-        if len(traced) < 3 or len(traced) != len(self._traced):
+        # One rise per batch size (their mean: a fit may hold two steps at one batch), three sizes or more.
+        by_batch: dict[int, list[int]] = {}
+        for batch, rise in self._traced:
+            by_batch.setdefault(batch, []).append(rise)
+        traced = [(batch, sum(rises) / len(rises)) for batch, rises in sorted(by_batch.items())]
+        if len(traced) < 3 or any(rise <= 0 for _, rise in traced):
             return ""
         pairs = list(zip(traced, traced[1:]))
         if not all(r2 * b1 >= _FASTER_THAN_BATCH * r1 * b2 for (b1, r1), (b2, r2) in pairs):
             return ""
-        return ", ".join(f"{format_bytes(rise)} at batch {batch}" for batch, rise in traced)
+        return ", ".join(f"{format_bytes(round(rise))} at batch {batch}" for batch, rise in traced)
 
     def _bent_layers(self, most: int = 3) -> str:
         """The layers whose line goes below zero at batch 0 (they grew faster than the batch between
