@@ -65,6 +65,9 @@ describe('CompareView', () => {
     const tiles = [...document.querySelectorAll<HTMLElement>('[data-testid=compare-tile]')].map((t) => t.dataset.scope);
     expect(tiles).toContain('big');
     expect(tiles).toContain('einsum');
+    // Drawn at a readable size (at its share it had been 0 px wide: review AK).
+    const einsum = document.querySelector<HTMLElement>('[data-testid=compare-tile][data-scope=einsum]')!;
+    expect(parseFloat(einsum.style.width) * parseFloat(einsum.style.height)).toBeGreaterThanOrEqual(300);
   });
 
   it('gives each side its rise and start beside its peak: the difference shown is the rises’', () => {

@@ -61,6 +61,8 @@ function figureColumns<T extends CompareScopeRow | CompareCategoryRow>(figure: C
 
 /** How many of the largest changes keep a tile of their own in the difference treemap. */
 const KEPT_CHANGES = 3;
+/** The least area such a tile is drawn at, in px² (about 20 x 20). */
+const KEPT_CHANGE_AREA_PX = 400;
 
 export class CompareView {
   readonly element: HTMLElement;
@@ -300,6 +302,10 @@ export class CompareView {
       areaPx: width * height,
       keep: (r) => r.kind === 'self' || largest.has(r.name),
     });
+    // Such a tile is drawn at a readable size however small its bytes (at its share it had been 0 px wide:
+    // review AK); its title and colour say its bytes and change.
+    const floor = (agg.total * KEPT_CHANGE_AREA_PX) / (width * height);
+    for (const tile of agg.tiles) if (tile.type === 'item' && largest.has(tile.item.name)) tile.value = Math.max(tile.value, floor);
     if (agg.tiles.length === 0) {
       this.area.append(el('div', { class: 'muted', style: 'padding:12px' }, `No child of this scope holds bytes ${figureLabel(figure)} in either step.`));
     } else {

@@ -466,8 +466,11 @@ export class CurveView {
       if (!this.curve) return;
       const px = localX(ev);
       if (this.dragStartPx !== null) {
-        const x0 = Math.min(this.dragStartPx, px);
-        const w = Math.abs(px - this.dragStartPx);
+        // Drawn within the plot, as the zoom it makes is (`zoomRange`).
+        const [left, right] = this.x.range() as [number, number];
+        const within = (v: number) => Math.min(Math.max(v, Math.min(left, right)), Math.max(left, right));
+        const x0 = within(Math.min(this.dragStartPx, px));
+        const w = within(Math.max(this.dragStartPx, px)) - x0;
         this.svg
           .select<SVGRectElement>('rect.drag')
           .classed('hidden', w < 2)

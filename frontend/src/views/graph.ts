@@ -148,7 +148,8 @@ export class GraphView {
     const group = this.selection.get().group;
     const layers = group === 'layer' ? ' · boxes are the graph’s name scopes (the treemap folds gradients and updates into layers)' : '';
     // Why the grouping changed, where a box's click changed it (trial AM: it had changed unsaid).
-    if (group === 'layer') this.switchedFor = null;
+    // (Nor once the box is not in the graph shown: another step's, review AK.)
+    if (group === 'layer' || !graph.nodes.some((n) => n.id === this.switchedFor)) this.switchedFor = null;
     const switched = this.switchedFor !== null
       ? ` · grouped by name scope to show ${this.switchedFor}, whose ops the grouping by layer folds into their layers`
       : '';

@@ -255,7 +255,7 @@ export class TreemapView {
       this.area.append(fragment);
     }
     this.renderNotes(agg.nonPositive.length, data);
-    this.renderLegend();
+    this.renderLegend(agg.tiles);
     this.updateSelected();
   }
 
@@ -493,7 +493,7 @@ export class TreemapView {
     this.note.textContent = parts.join(' · ');
   }
 
-  private renderLegend(): void {
+  private renderLegend(tiles: Tile<ScopeChild>[]): void {
     if (this.colorSelect.value === 'category') {
       for (const name of CATEGORY_NAMES) {
         this.legend.append(el('span', {}, el('span', { class: 'swatch', style: `background:${CATEGORY_COLORS[name]}` }), name));
@@ -501,9 +501,12 @@ export class TreemapView {
       this.legend.append(el('span', { class: 'muted' }, '(dominant category at peak; categories are heuristic)'));
       return;
     }
-    // Every op type a tile or a part inside one is coloured by, as drawn (the tiles' alone had left the parts'
-    // colours unnamed: trial AM).
-    for (const op of [...this.shownOps].slice(0, LEGEND_OPS)) {
+    // Every op type a tile or a part inside one is coloured by (the tiles' alone had left the parts' colours
+    // unnamed: trial AM): the tiles' first, largest first, then their parts' (review AK).
+    const ops = new Set<string>();
+    for (const t of tiles) if (t.type === 'item' && t.item.top_op_type && this.shownOps.has(t.item.top_op_type)) ops.add(t.item.top_op_type);
+    for (const op of this.shownOps) ops.add(op);
+    for (const op of [...ops].slice(0, LEGEND_OPS)) {
       this.legend.append(el('span', {}, el('span', { class: 'swatch', style: `background:${colorForName(op)}` }), op));
     }
   }

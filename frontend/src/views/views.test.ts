@@ -247,6 +247,7 @@ describe('TreemapView inside a big tile', () => {
     picker.dispatchEvent(new Event('change'));
     const legend = [...view.element.querySelectorAll('.legend > span')].map((s) => s.textContent);
     expect(legend).toEqual(expect.arrayContaining(['MatMul', 'Relu']));  // the parts' inside the big tile
+    expect(legend[0]).toBe('Conv2D');  // the tiles' own first, the largest's first (review AK)
     const tiles = [...view.element.querySelectorAll<HTMLElement>('.treemap-area > .tile')].map((t) => t.dataset.scope);
     expect(legend.length).toBeGreaterThanOrEqual(new Set(withInside.children.filter((c) => tiles.includes(c.scope)).map((c) => c.top_op_type)).size);
   });
@@ -485,6 +486,10 @@ describe('GraphView', () => {
     view.setData(withTape);
     const note = () => view.element.querySelector('.graph-note')!.textContent!;
     expect(note()).toContain('grouped by name scope to show gradient_tape, whose ops the grouping by layer folds into their layers');
+    view.setData(graph);  // another step's graph, without that box: nothing said of it
+    expect(note()).not.toContain('to show gradient_tape');
+    tape.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    view.setData(withTape);
     selection.set({ group: 'layer' });
     view.setData(withTape);
     expect(note()).not.toContain('to show gradient_tape');
@@ -1127,8 +1132,12 @@ describe('WhatIfView', () => {
     expect(asked).toEqual([32]);
     view.setData({ ...at16, batch: 32 });  // its answer: nothing more asked
     expect(asked).toEqual([32]);
+    view.resetTracedBatch();  // another step: the default again, not the step before's choice (review AK)
+    expect(batch.value).toBe('8');
     type(view, 'whatif-batch', '4');  // typed: kept, whatever the step
     view.setData({ ...at16, batch: 4 });
+    expect(batch.value).toBe('4');
+    view.resetTracedBatch();
     expect(batch.value).toBe('4');
   });
 

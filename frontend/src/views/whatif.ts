@@ -152,6 +152,8 @@ export class WhatIfView {
   resetTracedBatch(): void {
     this.tracedInput.value = '';
     this.tracedInput.removeAttribute('aria-invalid');
+    // The batch chosen for the step before (twice its traced batch) is not this one's, until the user types one.
+    if (!this.batchTyped) this.batchInput.value = String(DEFAULT_BATCH);
   }
 
   /** What the user may fit with: other steps of the run shown (`tags`: a script that traced batches 2, 4
