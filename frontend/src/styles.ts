@@ -275,6 +275,10 @@ table.data.compact td.raw { min-width: 130px; }
 /* The table of changes gets the wider half: its scope names break only after "/", and its four
    figure columns should fit beside them without scrolling at 800 px and up. */
 .compare-two-up { grid-template-columns: minmax(0, 3fr) minmax(0, 5fr); }
+/* Between the narrow layout and a wide window the main column is narrower than at 800 px (the details
+   take the right): the treemap above the table, each the column's width (at 1100 px the treemap's
+   path had been cut to "(al" and the table's A and B columns off its edge: trial AM). */
+@media (min-width: 1000px) and (max-width: 1299px) { .compare-two-up { grid-template-columns: minmax(0, 1fr); } }
 table.data tr.selected td { background: var(--select-soft); }
 
 /* Narrow (TensorBoard's iframe at 800 px): one column, the details under the curve and the
