@@ -191,18 +191,19 @@ _STAT_VALUE_KEYS = {(wire.DOUBLE << 3) | wire.FIXED64: wire.DOUBLE, (wire.UINT64
                     (wire.STR << 3) | wire.LEN: wire.STR, (wire.BYTES << 3) | wire.LEN: wire.BYTES}
 
 
+def _empty_stat_columns(count: int) -> tuple:
+    """(metadata id, kind, integer, real, text start, text end) of `count` stats, zero."""
+    return (np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64),
+            np.zeros(count, dtype=np.float64), np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64))
+
+
 def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
     """The stats in `spans` (event, start, end of each XStat). Nearly every one is its metadata id then one
     value (or none: a zero); those are read at once, the others field by field (`_read_stats_by_field`)."""
     event, starts, ends = spans
     stat_count = starts.size
-    metadata_id = np.zeros(stat_count, dtype=np.int64)
-    kind = np.zeros(stat_count, dtype=np.int64)
-    integer = np.zeros(stat_count, dtype=np.int64)
-    real = np.zeros(stat_count, dtype=np.float64)
-    text_start = np.zeros(stat_count, dtype=np.int64)
-    text_end = np.zeros(stat_count, dtype=np.int64)
-    columns = (metadata_id, kind, integer, real, text_start, text_end)
+    columns = _empty_stat_columns(stat_count)
+    metadata_id, kind, integer, real, text_start, text_end = columns
     rows = np.flatnonzero((starts < ends) & (wire._gather(buf, starts) == 0x08))
     ids, id_length = wire.varints(buf, starts[rows] + 1)
     key_at = starts[rows] + 1 + id_length
@@ -251,13 +252,7 @@ def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
 
 def _read_stats_by_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple:
     """The stats in [starts, ends) read field by field: (metadata id, kind, integer, real, text start, text end)."""
-    stat_count = starts.size
-    metadata_id = np.zeros(stat_count, dtype=np.int64)
-    kind = np.zeros(stat_count, dtype=np.int64)
-    integer = np.zeros(stat_count, dtype=np.int64)
-    real = np.zeros(stat_count, dtype=np.float64)
-    text_start = np.zeros(stat_count, dtype=np.int64)
-    text_end = np.zeros(stat_count, dtype=np.int64)
+    metadata_id, kind, integer, real, text_start, text_end = _empty_stat_columns(starts.size)
     fields = wire.read_fields(buf, starts, ends)
     owner, value, _ = fields.of(1, wire.VARINT)
     metadata_id[owner] = wire.as_int64(value)
