@@ -191,6 +191,9 @@ _STAT_VALUE_KEYS = {(wire.DOUBLE << 3) | wire.FIXED64: wire.DOUBLE, (wire.UINT64
                     (wire.STR << 3) | wire.LEN: wire.STR, (wire.BYTES << 3) | wire.LEN: wire.BYTES}
 
 
+_CALLS_BEFORE = 8  # eager calls starting before a step read for its function (`Profile._name_functions`)
+
+
 def _empty_stat_columns(count: int) -> tuple:
     """(metadata id, kind, integer, real, text start, text end) of `count` stats, zero."""
     return (np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64),
@@ -597,14 +600,18 @@ class _PlaneSteps:
         that overlaps its window the most, where one does."""
         if not eager_executes or not eager_executes.get("node", np.zeros(0)).size:
             return
-        start, end, node = eager_executes["start_ps"], eager_executes["end_ps"], eager_executes["node"]
+        order = np.argsort(eager_executes["start_ps"], kind="stable")
+        start, end, node = (eager_executes[key][order] for key in ("start_ps", "end_ps", "node"))
         for step in self.steps:
             if step.number is not None or step.whole:
                 continue
-            overlap = np.minimum(end, step.end_ps) - np.maximum(start, step.start_ps)
-            best = int(np.argmax(overlap))
-            if overlap[best] > 0:
-                step.function = self.strings.values[int(node[best])].removeprefix("__inference_")
+            # The calls starting in the step, and the few last before it (one may run several steps:
+            # steps_per_execution), not every call of the profile for every step.
+            low = max(int(np.searchsorted(start, step.start_ps)) - _CALLS_BEFORE, 0)
+            high = int(np.searchsorted(start, step.end_ps))
+            overlap = np.minimum(end[low:high], step.end_ps) - np.maximum(start[low:high], step.start_ps)
+            if overlap.size and overlap.max() > 0:
+                step.function = self.strings.values[int(node[low + int(np.argmax(overlap))])].removeprefix("__inference_")
 
     def _pair_frees(self) -> None:
         """paired[i]: for a free, the allocation it frees (same allocator and addr, latest before); else -1."""
