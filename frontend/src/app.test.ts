@@ -129,6 +129,20 @@ const ready = (testid?: string) =>
 afterEach(() => document.body.replaceChildren());
 
 describe('App on opening the tab', () => {
+  it('says it is listing the runs while it is, then what it does next', async () => {
+    const server = new FakeServer(new Set(['summary', 'scopes', 'curve', 'graph', 'findings', 'whatif']));
+    open(server);
+    await settle();
+    const status = () => document.querySelector<HTMLElement>('[data-testid=status]')!.textContent;
+    expect(status()).toBe('Listing the runs… (each profile is read to find its steps)');
+    server.answer('runs');
+    await settle();
+    expect(status()).not.toContain('Listing the runs');
+    server.answer('default_step');
+    await settle();
+    expect(status()).not.toContain('Listing the runs');
+  });
+
   it('asks the graph only once the main views are ready, and the what-if once the graph is', async () => {
     const server = new FakeServer(new Set(['runs', 'default_step', 'summary']));
     open(server);

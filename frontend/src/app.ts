@@ -140,12 +140,17 @@ export class App {
     const opening = before ? null : (early ?? this.api.defaultStep());
     opening?.catch(() => {}); // openingSelection falls back on its own
     let runs: RunInfo[];
+    // Listing reads every profile to find its steps: seconds on a logdir of many (trial AM's 21 profiled runs
+    // had shown a blank page behind "Loading…").
+    this.readiness.loadingAs('Listing the runs… (each profile is read to find its steps)');
     try {
       runs = (await listed).runs;
     } catch (e) {
+      this.readiness.loadingAs(null);
       this.showEmpty('Could not list runs', message(e), 'Could not list runs', { error: true });
       return;
     }
+    this.readiness.loadingAs(null);
     this.state.runs = runs;
     this.page.pickers.setRuns(runs);
     if (!chooseRun(runs, null)) {
