@@ -100,13 +100,19 @@ def _rows_of(space: SpaceAnalysis, category: int) -> np.ndarray:
 def _shapes_of(step: StepAnalysis, category: int, skip: Callable[[str], bool] | None = None):
     """The shapes of the outputs of the names of one category (`_rows_of`; but those `skip` says),
     over all memory spaces."""
+    return (shape for _, shape in _named_shapes_of(step, category, skip))
+
+
+def _named_shapes_of(step: StepAnalysis, category: int, skip: Callable[[str], bool] | None = None):
+    """(graph name, shape) of each output of the names of one category (`_shapes_of`)."""
     for space in step.spaces:
         outputs_of = space.trace.outputs_of
         if outputs_of is None:
             continue
-        names = [space.names.raw[i] for i in _rows_of(space, category).tolist()]
-        for outputs in outputs_of([name for name in names if not (skip and skip(name))]):
-            yield from (shape for shape, _ in outputs)
+        rows = [i for i in _rows_of(space, category).tolist() if not (skip and skip(space.names.raw[i]))]
+        for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
+            for shape, _ in outputs:
+                yield space.names.graph_names[row], shape
 
 
 def _leading_dims(step: StepAnalysis, category: int, min_rank: int, weight,
@@ -297,7 +303,7 @@ def shorter_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]
     (feed name, shape)}, the first feed of each; none in a profile, which holds no feed."""
     if batch <= 1 or step.trace.source == XPLANE_SOURCE:
         return {}
-    feeds = list(_feed_shapes(step))
+    feeds = list(_named_shapes_of(step, INPUTS))
     voters = [len(shape) for _, shape in feeds if shape and shape[0] == batch]
     if len(voters) < 2:  # outvoted: two feeds or more say the batch
         return {}
@@ -308,18 +314,6 @@ def shorter_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]
                 and batch not in shape[1:]):
             found.setdefault(shape[0], (name, tuple(shape)))
     return found
-
-
-def _feed_shapes(step: StepAnalysis):
-    """(graph name, shape) of each output of the step's own inputs (`_rows_of`), space by space."""
-    for space in step.spaces:
-        outputs_of = space.trace.outputs_of
-        if outputs_of is None:
-            continue
-        rows = _rows_of(space, INPUTS).tolist()
-        for row, outputs in zip(rows, outputs_of([space.names.raw[i] for i in rows])):
-            for shape, _ in outputs:
-                yield space.names.graph_names[row], shape
 
 
 def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple]]:
@@ -335,7 +329,7 @@ def per_item_feeds(step: StepAnalysis, batch: int) -> dict[int, tuple[str, tuple
         return {}
     known = flattened_batches(step, batch) | time_major_steps(step, batch)
     found: dict[int, tuple[str, tuple]] = {}
-    for name, shape in _feed_shapes(step):  # named as the user's graph names it (`boxes`)
+    for name, shape in _named_shapes_of(step, INPUTS):  # named as the user's graph names it (`boxes`)
         if shape and shape[0] > batch and shape[0] not in known:
             found.setdefault(shape[0], (name, tuple(shape)))
     return found

@@ -134,6 +134,11 @@ export function curvePointsFor(widthPx: number): number {
 /** A drag of fewer pixels than this is a click, not a zoom. */
 export const MIN_ZOOM_PX = 4;
 
+/** A pixel clamped to the plot's pixels (`plot`, either way round), or as it is without them. */
+export function withinPlot(px: number, plot?: readonly [number, number]): number {
+  return plot ? Math.min(Math.max(px, Math.min(...plot)), Math.max(...plot)) : px;
+}
+
 /** Turns a dragged pixel span into a time range, or null when it is too small to mean a zoom. The span is
  * kept within `plot` (the plot's pixels, where given): a drag begun in the axis' margin had zoomed to a
  * window starting before the step (-10 ms, trial AM). */
@@ -143,9 +148,8 @@ export function zoomRange(
   invert: (px: number) => number,
   plot?: readonly [number, number],
 ): { start_us: number; end_us: number } | null {
-  const within = (px: number) => (plot ? Math.min(Math.max(px, Math.min(...plot)), Math.max(...plot)) : px);
-  const lo = within(Math.min(x0, x1));
-  const hi = within(Math.max(x0, x1));
+  const lo = withinPlot(Math.min(x0, x1), plot);
+  const hi = withinPlot(Math.max(x0, x1), plot);
   if (hi - lo < MIN_ZOOM_PX) return null;
   const start = Math.round(invert(lo));
   const end = Math.round(invert(hi));

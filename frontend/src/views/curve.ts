@@ -13,7 +13,7 @@ import { el, setLoading, showPanelError } from '../dom';
 import { formatBytes, formatBytesDelta, formatPercent, formatTime } from '../format';
 import { capacityPlacement, readingsAt, reservedSeries, shareOfCapacity } from '../lib/allocator-readings';
 import { colorForRank } from '../lib/colors';
-import { asRise, nearestIndex, relativeBytes, stackSeries, zoomRange, type HighlightSeries, type StackedLayer } from '../lib/curve-data';
+import { asRise, nearestIndex, relativeBytes, stackSeries, withinPlot, zoomRange, type HighlightSeries, type StackedLayer } from '../lib/curve-data';
 import { curveToDraw, highlightOn, type DrawnCurve } from '../lib/curve-window';
 import type { Selection } from '../selection';
 import { onResize } from './resize';
@@ -467,10 +467,9 @@ export class CurveView {
       const px = localX(ev);
       if (this.dragStartPx !== null) {
         // Drawn within the plot, as the zoom it makes is (`zoomRange`).
-        const [left, right] = this.x.range() as [number, number];
-        const within = (v: number) => Math.min(Math.max(v, Math.min(left, right)), Math.max(left, right));
-        const x0 = within(Math.min(this.dragStartPx, px));
-        const w = within(Math.max(this.dragStartPx, px)) - x0;
+        const plot = this.x.range() as [number, number];
+        const x0 = withinPlot(Math.min(this.dragStartPx, px), plot);
+        const w = withinPlot(Math.max(this.dragStartPx, px), plot) - x0;
         this.svg
           .select<SVGRectElement>('rect.drag')
           .classed('hidden', w < 2)

@@ -191,9 +191,6 @@ _STAT_VALUE_KEYS = {(wire.DOUBLE << 3) | wire.FIXED64: wire.DOUBLE, (wire.UINT64
                     (wire.STR << 3) | wire.LEN: wire.STR, (wire.BYTES << 3) | wire.LEN: wire.BYTES}
 
 
-_CALLS_BEFORE = 8  # eager calls starting before a step read for its function (`Profile._name_functions`)
-
-
 def _empty_stat_columns(count: int) -> tuple:
     """(metadata id, kind, integer, real, text start, text end) of `count` stats, zero."""
     return (np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64),
@@ -206,7 +203,6 @@ def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
     event, starts, ends = spans
     stat_count = starts.size
     columns = _empty_stat_columns(stat_count)
-    metadata_id, kind, integer, real, text_start, text_end = columns
     rows = np.flatnonzero((starts < ends) & (wire._gather(buf, starts) == 0x08))
     ids, id_length = wire.varints(buf, starts[rows] + 1)
     key_at = starts[rows] + 1 + id_length
@@ -230,48 +226,51 @@ def _read_stats(buf: np.ndarray, spans: tuple) -> _Stats:
     if (length & read & (value > np.uint64(1 << 40))).any():
         raise wire.WireError("a field length beyond any file")
     at = rows[read]
-    metadata_id[at] = wire.as_int64(ids[read])
+    columns[0][at] = wire.as_int64(ids[read])  # the metadata ids
     number, value, value_at, end = number[read], value[read], value_at[read], end[read]
-    for value_field in (wire.UINT64, wire.INT64, wire.REF):
-        held = number == value_field
-        integer[at[held]] = wire.as_int64(value[held])
-        kind[at[held]] = value_field
-    held = number == wire.DOUBLE
-    real[at[held]] = wire.doubles(buf, value_at[held])
-    kind[at[held]] = wire.DOUBLE
-    for value_field in (wire.STR, wire.BYTES):
-        held = number == value_field
-        text_end[at[held]] = end[held]
-        text_start[at[held]] = end[held] - value[held].astype(np.int64)
-        kind[at[held]] = value_field
+    length = (number == wire.STR) | (number == wire.BYTES)
+    payload = np.where(length, end - value.astype(np.int64), value_at)  # a double's or a text's first byte
+    _place_stat_values(columns, buf, at, number, value, payload, end)
     others = np.ones(stat_count, dtype=bool)
     others[at] = False
     others = np.flatnonzero(others)
     if others.size:
         for column, read_column in zip(columns, _read_stats_by_field(buf, starts[others], ends[others])):
             column[others] = read_column
-    return _Stats(event, metadata_id, kind, integer, real, text_start, text_end)
+    return _Stats(event, *columns)
 
 
 def _read_stats_by_field(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple:
     """The stats in [starts, ends) read field by field: (metadata id, kind, integer, real, text start, text end)."""
-    metadata_id, kind, integer, real, text_start, text_end = _empty_stat_columns(starts.size)
+    columns = _empty_stat_columns(starts.size)
     fields = wire.read_fields(buf, starts, ends)
     owner, value, _ = fields.of(1, wire.VARINT)
-    metadata_id[owner] = wire.as_int64(value)
-    for number in (wire.UINT64, wire.INT64, wire.REF):
-        owner, value, _ = fields.of(number, wire.VARINT)
-        integer[owner] = wire.as_int64(value)
-        kind[owner] = number
-    owner, value, _ = fields.of(wire.DOUBLE, wire.FIXED64)
-    real[owner] = wire.doubles(buf, value.astype(np.int64))
-    kind[owner] = wire.DOUBLE
-    for number in (wire.STR, wire.BYTES):
-        owner, value, end = fields.of(number, wire.LEN)
-        text_start[owner] = value.astype(np.int64)
-        text_end[owner] = end
-        kind[owner] = number
-    return metadata_id, kind, integer, real, text_start, text_end
+    columns[0][owner] = wire.as_int64(value)  # the metadata ids
+    # The value fields (their payload's first byte is `value` for a double's or a text's).
+    value_field = np.isin((fields.number << 3) | fields.wire_type, list(_STAT_VALUE_KEYS))
+    _place_stat_values(columns, buf, fields.owner[value_field], fields.number[value_field], fields.value[value_field],
+                       fields.value[value_field].astype(np.int64), fields.end[value_field])
+    return columns
+
+
+def _place_stat_values(columns: tuple, buf: np.ndarray, owner: np.ndarray, number: np.ndarray, value: np.ndarray,
+                       payload: np.ndarray, end: np.ndarray) -> None:
+    """Each stat's value into `columns` (`_empty_stat_columns`'): per row its stat (`owner`), its field's number,
+    its varint `value`, where its payload starts (a double's, a text's) and ends. Of a stat with several, the
+    last field of a kind counts, the kinds in this order."""
+    _, kind, integer, real, text_start, text_end = columns
+    for field_number in (wire.UINT64, wire.INT64, wire.REF):
+        held = number == field_number
+        integer[owner[held]] = wire.as_int64(value[held])
+        kind[owner[held]] = field_number
+    held = number == wire.DOUBLE
+    real[owner[held]] = wire.doubles(buf, payload[held])
+    kind[owner[held]] = wire.DOUBLE
+    for field_number in (wire.STR, wire.BYTES):
+        held = number == field_number
+        text_start[owner[held]] = payload[held]
+        text_end[owner[held]] = end[held]
+        kind[owner[held]] = field_number
 
 
 class _Strings:
@@ -514,6 +513,9 @@ def _concatenate(chunks: list[dict]) -> dict:
 
 
 # -- steps --------------------------------------------------------------------------------
+
+
+_CALLS_BEFORE = 8  # eager calls starting before a step read for its function (`_PlaneSteps._name_functions`)
 
 
 @dataclass
